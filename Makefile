@@ -1,0 +1,24 @@
+# The two commands of the README's Quick start, and helpers around them.
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+# On an offline machine: make test PIPFLAGS=--no-build-isolation
+PIPFLAGS ?=
+
+.PHONY: install run test test-gpu clean
+
+install:
+	$(PIP) install -q $(PIPFLAGS) '.[test]'
+
+run: install
+	umscope run
+
+# CPU tests; GPU tests skip with their reason where no GPU is present.
+test: install
+	$(PYTHON) -m pytest -ra
+
+# On a GPU node: only the GPU tests, which must not skip there.
+test-gpu: install
+	UMSCOPE_REQUIRE_GPU=1 $(PYTHON) -m pytest -ra -m gpu
+
+clean:
+	rm -rf build

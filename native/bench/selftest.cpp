@@ -1,0 +1,47 @@
+// Cases that misbehave on purpose, so the runner's handling of crashes,
+// hangs, GPU faults and skips is tested. Not part of any default plan.
+#include <csignal>
+#include <thread>
+
+#include "umscope/bench.hpp"
+#include "umscope/errors.hpp"
+
+namespace umscope {
+#ifdef UMSCOPE_HAVE_CUDA
+void selftest_gpu_fault();  // selftest_gpu.cu: a kernel that writes to an illegal address
+#endif
+namespace {
+
+void run_selftest(Context& ctx) {
+  std::string mode = ctx.args.str("mode", "ok");
+  if (mode == "ok") {
+    JsonObject rec;
+    rec.set("type", "record").set("benchmark", "selftest").set("op", "ok").set("processor", "cpu");
+    rec.set("metric", "value").set("unit", "1").set("value", 1.0).set("n", 1);
+    ctx.emit(rec);
+  } else if (mode == "skip") {
+    throw Skip("selftest asked to be skipped");
+  } else if (mode == "crash") {
+    std::raise(SIGSEGV);
+  } else if (mode == "abort") {
+    std::abort();
+  } else if (mode == "hang") {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  } else if (mode == "gpu-fault") {
+#ifdef UMSCOPE_HAVE_CUDA
+    selftest_gpu_fault();
+#else
+    throw Skip("gpu-fault needs CUDA");
+#endif
+  } else if (mode == "fail") {
+    throw std::runtime_error("selftest asked to fail");
+  } else {
+    throw UsageError("unknown selftest mode '" + mode + "'");
+  }
+}
+
+BenchRegistrar reg({"selftest", "cpu", "misbehaves on purpose: --mode ok|skip|fail|crash|abort|hang|gpu-fault",
+                    {"ok"}, {"mode"}, run_selftest});
+
+}  // namespace
+}  // namespace umscope

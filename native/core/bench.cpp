@@ -1,0 +1,126 @@
+#include "umscope/bench.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "umscope/errors.hpp"
+
+namespace umscope {
+
+std::vector<BenchInfo>& bench_registry() {
+  static std::vector<BenchInfo> r;
+  return r;
+}
+
+// Sizes: a plain integer or real ("1e9") is bytes; K, M, G, T (optionally
+// followed by "iB") are powers of 1024; KB, MB, GB, TB are powers of 1000.
+size_t parse_bytes(const std::string& s) {
+  const char* p = s.c_str();
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(p, &end);
+  if (end == p || errno != 0 || !std::isfinite(v)) throw UsageError("malformed size '" + s + "'");
+  std::string unit(end);
+  double mult = 1;
+  if (unit.empty() || unit == "B") {
+    mult = 1;
+  } else {
+    char u = static_cast<char>(std::toupper(unit[0]));
+    int power = u == 'K' ? 1 : u == 'M' ? 2 : u == 'G' ? 3 : u == 'T' ? 4 : 0;
+    std::string rest = unit.substr(1);
+    if (power == 0 || !(rest.empty() || rest == "iB" || rest == "B"))
+      throw UsageError("malformed size '" + s + "'");
+    mult = std::pow(rest == "B" ? 1000.0 : 1024.0, power);
+  }
+  double bytes = v * mult;
+  if (bytes < 1 || bytes != std::floor(bytes) || bytes > 9.0e18)
+    throw UsageError("size must be a positive whole number of bytes: '" + s + "'");
+  return static_cast<size_t>(bytes);
+}
+
+std::string Args::str(const std::string& k, const std::string& dflt) const {
+  mark_used(k);
+  auto it = kv_.find(k);
+  return it == kv_.end() ? dflt : it->second;
+}
+
+long long Args::integer(const std::string& k, long long dflt) const {
+  if (!has(k)) return dflt;
+  std::string v = str(k);
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end) throw UsageError("--" + k + " needs an integer, got '" + v + "'");
+  return x;
+}
+
+size_t Args::bytes(const std::string& k, size_t dflt) const {
+  return has(k) ? parse_bytes(str(k)) : dflt;
+}
+
+double Args::real(const std::string& k, double dflt) const {
+  if (!has(k)) return dflt;
+  std::string v = str(k);
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end) throw UsageError("--" + k + " needs a number, got '" + v + "'");
+  return x;
+}
+
+bool Args::flag(const std::string& k) const {
+  if (!has(k)) return false;
+  std::string v = str(k);
+  return v != "0" && v != "false" && v != "no";
+}
+
+std::vector<std::string> Args::list(const std::string& k, const std::string& dflt) const {
+  std::vector<std::string> out;
+  std::stringstream ss(has(k) ? str(k) : dflt);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::string> Args::unused() const {
+  std::vector<std::string> out;
+  for (auto& kv : kv_)
+    if (!used_.count(kv.first)) out.push_back(kv.first);
+  return out;
+}
+
+JsonObject Context::record(const std::string& op, const std::string& processor,
+                           const KindSpec& kind, size_t bytes) const {
+  JsonObject r;
+  r.set("type", "record");
+  r.set("benchmark", benchmark);
+  r.set("op", op);
+  r.set("processor", processor);
+  r.set("kind", kind.name + (kind.arg >= 0 ? ":" + std::to_string(kind.arg) : ""));
+  r.set("policy", kind.policy_str());
+  r.set("bytes", static_cast<unsigned long long>(bytes));
+  return r;
+}
+
+void Context::emit(const JsonObject& rec) const {
+  std::cout << rec.str() << "\n" << std::flush;
+}
+
+void Context::put_summary(JsonObject& rec, const std::string& metric, const std::string& unit,
+                          const std::vector<double>& samples) {
+  Summary s = summarize(samples);
+  rec.set("metric", metric);
+  rec.set("unit", unit);
+  rec.set("n", s.n);
+  rec.set("median", s.median);
+  rec.set("min", s.min);
+  rec.set("max", s.max);
+  rec.set("value", s.median);
+  rec.set("spread", s.spread());
+  rec.set("samples", samples);
+}
+
+}  // namespace umscope

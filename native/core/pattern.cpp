@@ -1,0 +1,35 @@
+#include "umscope/pattern.hpp"
+
+#include <cstring>
+
+namespace umscope {
+
+double pattern_sum(size_t n) {
+  const size_t period = 1021;
+  double per_period = 0;  // 0.5 * (0 + 1 + ... + 1020)
+  for (size_t k = 0; k < period; ++k) per_period += 0.5 * k;
+  double s = per_period * static_cast<double>(n / period);
+  for (size_t k = 0; k < n % period; ++k) s += 0.5 * k;
+  return s;
+}
+
+void cpu_fill_pattern(double* p, size_t n, double mul, double add) {
+  for (size_t i = 0; i < n; ++i) p[i] = pattern(i) * mul + add;
+}
+
+size_t cpu_count_mismatch(const double* p, size_t n, double mul, double add) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += p[i] != pattern(i) * mul + add;
+  return bad;
+}
+
+Initializer pattern_initializer(double mul, double add) {
+  Initializer init;
+  init.cpu = [=](void* p, size_t bytes) { cpu_fill_pattern(static_cast<double*>(p), bytes / sizeof(double), mul, add); };
+#ifdef UMSCOPE_HAVE_CUDA
+  init.gpu = [=](void* p, size_t bytes) { gpu_fill_pattern(static_cast<double*>(p), bytes / sizeof(double), mul, add); };
+#endif
+  return init;
+}
+
+}  // namespace umscope

@@ -1,0 +1,68 @@
+// Benchmarks register themselves here; umbench runs one case per process.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "umscope/json.hpp"
+#include "umscope/memory.hpp"
+#include "umscope/stats.hpp"
+
+namespace umscope {
+
+// Arguments of one case: "--key value" pairs and bare "--flag"s.
+class Args {
+ public:
+  Args() = default;
+  explicit Args(const std::map<std::string, std::string>& kv) : kv_(kv) {}
+  bool has(const std::string& k) const { return kv_.count(k) != 0; }
+  std::string str(const std::string& k, const std::string& dflt = "") const;
+  long long integer(const std::string& k, long long dflt) const;
+  size_t bytes(const std::string& k, size_t dflt) const;  // accepts 4G, 512M, 1e9
+  double real(const std::string& k, double dflt) const;
+  bool flag(const std::string& k) const;
+  std::vector<std::string> list(const std::string& k, const std::string& dflt) const;  // comma list
+  void mark_used(const std::string& k) const { used_[k] = true; }
+  std::vector<std::string> unused() const;
+
+ private:
+  std::map<std::string, std::string> kv_;
+  mutable std::map<std::string, bool> used_;
+};
+
+size_t parse_bytes(const std::string& s);  // throws UsageError
+
+// What a benchmark gets: its arguments and a way to emit records.
+struct Context {
+  Args args;
+  AllocOptions alloc;
+  int device = 0;
+  int reps = 20;
+  int warmup = 2;
+  // A record with the common fields filled; the benchmark adds the rest.
+  JsonObject record(const std::string& op, const std::string& processor, const KindSpec& kind,
+                    size_t bytes) const;
+  void emit(const JsonObject& rec) const;
+  // Adds n/median/min/max/spread of samples in `unit` under metric.
+  static void put_summary(JsonObject& rec, const std::string& metric, const std::string& unit,
+                          const std::vector<double>& samples);
+  std::string benchmark;
+};
+
+struct BenchInfo {
+  std::string name;
+  std::string processor;  // "gpu", "cpu" or "gpu+cpu"
+  std::string help;
+  std::vector<std::string> ops;
+  std::vector<std::string> params;  // argument names it reads, for `umbench list`
+  std::function<void(Context&)> run;
+};
+
+std::vector<BenchInfo>& bench_registry();
+
+struct BenchRegistrar {
+  explicit BenchRegistrar(BenchInfo info) { bench_registry().push_back(std::move(info)); }
+};
+
+}  // namespace umscope

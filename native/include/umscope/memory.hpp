@@ -1,0 +1,98 @@
+// Memory kinds as runtime values.
+//
+// A kind spec is "NAME[:ARG][,key=value...]", e.g. "device", "managed,
+// first_touch=cpu,prefetch=gpu", "numa:1,page=thp", "managed,advise=
+// preferred:cpu+accessed_by:gpu". The registry below lists every kind with
+// the policies it takes; a Buffer allocates one, applies its policies and
+// frees it. A kind the machine cannot serve throws Skip with the reason.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace umscope {
+
+struct PolicyInfo {
+  std::string key;
+  std::vector<std::string> values;  // allowed values ("+"-joined lists allowed for advise)
+  std::string help;
+};
+
+struct KindInfo {
+  std::string name;
+  bool takes_arg;  // numa:N
+  std::string help;
+  std::vector<PolicyInfo> policies;
+};
+
+const std::vector<KindInfo>& kind_registry();
+
+struct KindSpec {
+  std::string name;
+  int arg = -1;                               // NUMA node for numa:N
+  std::map<std::string, std::string> policy;  // validated key -> value
+  std::string get(const std::string& k, const std::string& dflt = "") const;
+  std::string str() const;         // canonical spec string
+  std::string policy_str() const;  // "k=v,k=v" or ""
+};
+
+// Throws UsageError on an unknown kind, policy key or value.
+KindSpec parse_kind(const std::string& spec);
+
+struct AllocOptions {
+  int device = 0;
+  bool allow_oversubscription = false;  // managed beyond free GPU memory
+  bool allow_host_overcommit = false;   // host allocation beyond MemAvailable
+};
+
+// How a benchmark writes its initial data, one function per processor. The
+// GPU one launches on the device pointer and synchronises. Either may be
+// empty: the buffer is then filled with zero bytes by that processor.
+struct Initializer {
+  std::function<void(void* p, size_t bytes)> cpu;
+  std::function<void(void* p, size_t bytes)> gpu;
+};
+
+// One allocation of one kind. cpu() / gpu() give the pointer each processor
+// uses, or nullptr where that processor cannot reach the memory.
+class Buffer {
+ public:
+  Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* cpu() const { return cpu_; }
+  void* gpu() const { return gpu_; }
+  size_t bytes() const { return bytes_; }
+  const KindSpec& kind() const { return kind_; }
+  // Why a processor cannot reach this memory ("" when it can).
+  std::string cpu_unreachable() const;
+  std::string gpu_unreachable() const;
+  // Places the data as the spec says: first touch by the processor its
+  // first_touch policy names (running that processor's initializer), then
+  // advice, then prefetch. Throws Skip if the named processor cannot reach it.
+  void place(const struct Initializer& init);
+  void prefetch(const std::string& where);  // "gpu" or "cpu" (managed only)
+  // Where the pages are now, if the platform says ("gpu", "cpu", "mixed",
+  // "unknown"); managed memory only, sampled at a few points.
+  std::string residency() const;
+
+ private:
+  KindSpec kind_;
+  size_t bytes_;
+  AllocOptions opt_;
+  void* base_ = nullptr;  // what was allocated
+  void* cpu_ = nullptr;
+  void* gpu_ = nullptr;
+  size_t mapped_ = 0;  // for mmap'd kinds: length to munmap
+  bool registered_ = false;
+};
+
+// Throws Refused when a host allocation of `bytes` would exceed what the OS
+// says is available, unless overridden.
+void check_host_memory(size_t bytes, bool allow);
+
+}  // namespace umscope

@@ -1,0 +1,43 @@
+// A team of CPU threads, each pinned to one allowed CPU, that runs one
+// function on every thread at once and times it with the steady clock from
+// a common start to the last thread's finish.
+#pragma once
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace umscope {
+
+class ThreadTeam {
+ public:
+  explicit ThreadTeam(int nthreads);
+  ~ThreadTeam();
+  ThreadTeam(const ThreadTeam&) = delete;
+  ThreadTeam& operator=(const ThreadTeam&) = delete;
+  int size() const { return static_cast<int>(threads_.size()); }
+  const std::vector<int>& cpus() const { return cpus_; }
+  // Runs fn(tid, nthreads) on every thread; returns elapsed seconds.
+  double run(const std::function<void(int, int)>& fn);
+
+ private:
+  void loop(int tid);
+  std::vector<std::thread> threads_;
+  std::vector<int> cpus_;
+  std::mutex mu_;
+  std::condition_variable cv_start_, cv_done_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  long generation_ = 0;
+  int remaining_ = 0;
+  bool stop_ = false;
+};
+
+// Splits [0, n) into `parts` contiguous pieces; piece `i` as [begin, end).
+inline void split_range(size_t n, int parts, int i, size_t& begin, size_t& end) {
+  size_t chunk = n / parts, rem = n % parts;
+  begin = i * chunk + (static_cast<size_t>(i) < rem ? i : rem);
+  end = begin + chunk + (static_cast<size_t>(i) < rem ? 1 : 0);
+}
+
+}  // namespace umscope

@@ -1,0 +1,183 @@
+// umbench: runs one benchmark case and prints JSON-lines records.
+//
+//   umbench info                 capabilities as one JSON object
+//   umbench list                 benchmarks and memory kinds, one JSON object per line
+//   umbench run BENCH [--key value | --flag]...
+//   umbench check-kind SPEC      canonical form of a memory-kind spec, or exit 2
+//
+// Every `run` ends with one status line {"type":"status","status":...}.
+// Exit codes: 0 ok or skipped, 2 bad usage, 3 failed, 4 refused by a guard.
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "umscope/bench.hpp"
+#include "umscope/caps.hpp"
+#include "umscope/errors.hpp"
+#include "umscope/os.hpp"
+
+using namespace umscope;
+
+namespace {
+
+std::string gpu_json(const GpuCaps& c) {
+  JsonObject o;
+  o.set("present", c.present);
+  if (!c.present) {
+    o.set("why_absent", c.why_absent);
+    return o.str();
+  }
+  o.set("device", c.device).set("name", c.name);
+  o.set("compute_capability", std::to_string(c.cc_major) + "." + std::to_string(c.cc_minor));
+  o.set("sms", c.sms).set("total_mem", static_cast<unsigned long long>(c.total_mem));
+  o.set("free_mem", static_cast<unsigned long long>(c.free_mem)).set("l2_bytes", c.l2_bytes);
+  o.set("clock_khz", c.clock_khz).set("mem_clock_khz", c.mem_clock_khz).set("mem_bus_bits", c.mem_bus_bits);
+  o.set("pci_bus_id", c.pci_bus_id).set("max_threads_per_sm", c.max_threads_per_sm);
+  o.set("shared_per_sm", c.shared_per_sm);
+  o.set("managed_memory", c.managed_memory).set("concurrent_managed_access", c.concurrent_managed_access);
+  o.set("pageable_memory_access", c.pageable_memory_access);
+  o.set("pageable_memory_access_uses_host_page_tables", c.pageable_uses_host_page_tables);
+  o.set("host_native_atomics", c.host_native_atomics);
+  o.set("direct_managed_access_from_host", c.direct_managed_access_from_host);
+  o.set("can_use_host_pointer_for_registered_mem", c.can_use_host_pointer_for_registered);
+  o.set("can_map_host_memory", c.can_map_host_memory).set("host_register_supported", c.host_register_supported);
+  o.set("numa_config", c.numa_config).set("numa_id", c.numa_id);
+  o.set("addressing", c.addressing());
+  return o.str();
+}
+
+int cmd_info() {
+  JsonObject o;
+#ifdef UMSCOPE_HAVE_CUDA
+  o.set("built_with_cuda", true);
+  o.set("cuda_build_version", std::to_string(CUDART_VERSION));
+#else
+  o.set("built_with_cuda", false);
+#endif
+  const GpuCaps& first = gpu_caps(0);
+  o.set("driver_version", first.driver_version).set("runtime_version", first.runtime_version);
+  std::string gpus = "[";
+  if (first.present) {
+    int count = 0;
+#ifdef UMSCOPE_HAVE_CUDA
+    cudaGetDeviceCount(&count);
+#endif
+    for (int d = 0; d < count; ++d) gpus += (d ? "," : "") + gpu_json(gpu_caps(d));
+  }
+  gpus += "]";
+  o.set_raw("gpus", gpus);
+  if (!first.present) o.set("why_no_gpu", first.why_absent);
+  o.set("page_size", static_cast<unsigned long long>(os::page_size()));
+  std::cout << o.str() << std::endl;
+  return 0;
+}
+
+int cmd_list() {
+  for (auto& b : bench_registry()) {
+    JsonObject o;
+    o.set("type", "benchmark").set("name", b.name).set("processor", b.processor).set("help", b.help);
+    o.set("ops", b.ops).set("params", b.params);
+    std::cout << o.str() << "\n";
+  }
+  for (auto& k : kind_registry()) {
+    JsonObject o;
+    o.set("type", "kind").set("name", k.name).set("takes_arg", k.takes_arg).set("help", k.help);
+    std::string pol = "[";
+    for (size_t i = 0; i < k.policies.size(); ++i) {
+      JsonObject p;
+      p.set("key", k.policies[i].key).set("values", k.policies[i].values).set("help", k.policies[i].help);
+      pol += (i ? "," : "") + p.str();
+    }
+    o.set_raw("policies", pol + "]");
+    std::cout << o.str() << "\n";
+  }
+  std::cout << std::flush;
+  return 0;
+}
+
+// Parses a kind spec and prints its canonical form; the Python side validates
+// user input through this so there is one parser.
+int cmd_check_kind(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "umbench check-kind: give a kind spec\n";
+    return 2;
+  }
+  try {
+    std::cout << parse_kind(argv[2]).str() << std::endl;
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  }
+}
+
+int status_line(const std::string& status, const std::string& reason, int code) {
+  JsonObject o;
+  o.set("type", "status").set("status", status);
+  if (!reason.empty()) o.set("reason", reason);
+  std::cout << o.str() << std::endl;
+  return code;
+}
+
+int cmd_run(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "umbench run: name a benchmark (umbench list)\n";
+    return 2;
+  }
+  std::string name = argv[2];
+  const BenchInfo* bench = nullptr;
+  for (auto& b : bench_registry())
+    if (b.name == name) bench = &b;
+  try {
+    if (!bench) throw UsageError("unknown benchmark '" + name + "'");
+    std::map<std::string, std::string> kv;
+    for (int i = 3; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + a + "'");
+      a = a.substr(2);
+      auto eq = a.find('=');
+      if (eq != std::string::npos) kv[a.substr(0, eq)] = a.substr(eq + 1);
+      else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) kv[a] = argv[++i];
+      else kv[a] = "1";
+    }
+    std::set<std::string> known = {"device", "reps", "warmup", "allow-oversubscription", "allow-host-overcommit"};
+    known.insert(bench->params.begin(), bench->params.end());
+    for (auto& p : kv)
+      if (!known.count(p.first)) throw UsageError("benchmark '" + name + "' takes no --" + p.first);
+    Context ctx;
+    ctx.args = Args(kv);
+    ctx.benchmark = name;
+    ctx.device = static_cast<int>(ctx.args.integer("device", 0));
+    ctx.reps = static_cast<int>(ctx.args.integer("reps", 20));
+    ctx.warmup = static_cast<int>(ctx.args.integer("warmup", 2));
+    if (ctx.reps < 1 || ctx.warmup < 0) throw UsageError("--reps must be >= 1 and --warmup >= 0");
+    ctx.alloc.device = ctx.device;
+    ctx.alloc.allow_oversubscription = ctx.args.flag("allow-oversubscription");
+    ctx.alloc.allow_host_overcommit = ctx.args.flag("allow-host-overcommit");
+    bench->run(ctx);
+    return status_line("ok", "", 0);
+  } catch (const UsageError& e) {
+    std::cerr << "umbench: " << e.what() << "\n";
+    return status_line("usage", e.what(), 2);
+  } catch (const Skip& e) {
+    return status_line("skipped", e.what(), 0);
+  } catch (const Refused& e) {
+    return status_line("refused", e.what(), 4);
+  } catch (const VerifyError& e) {
+    return status_line("failed", std::string("verification failed: ") + e.what(), 3);
+  } catch (const std::exception& e) {
+    return status_line("failed", e.what(), 3);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd == "info") return cmd_info();
+  if (cmd == "list") return cmd_list();
+  if (cmd == "run") return cmd_run(argc, argv);
+  if (cmd == "check-kind") return cmd_check_kind(argc, argv);
+  std::cerr << "usage: umbench info | list | check-kind SPEC | run BENCH [--key value]...\n";
+  return 2;
+}

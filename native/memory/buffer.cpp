@@ -1,0 +1,211 @@
+// Buffer: allocation, placement and release of every memory kind.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "umscope/caps.hpp"
+#include "umscope/errors.hpp"
+#include "umscope/memory.hpp"
+#include "umscope/os.hpp"
+
+namespace umscope {
+
+namespace {
+constexpr size_t kHugeAlign = size_t(2) << 20;
+
+std::string gib(size_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(size_t(1) << 30));
+  return buf;
+}
+
+bool is_host_kind(const std::string& n) { return n == "system" || n == "numa" || n == "registered"; }
+
+const GpuCaps& need_gpu(int dev, const std::string& kind) {
+  const GpuCaps& c = gpu_caps(dev);
+  if (!c.present) throw Skip("kind '" + kind + "' needs a GPU: " + c.why_absent);
+  return c;
+}
+}  // namespace
+
+void check_host_memory(size_t bytes, bool allow) {
+  size_t avail = os::mem_available_bytes();
+  if (allow || avail == 0 || bytes <= avail) return;
+  throw Refused("refusing to allocate " + gib(bytes) + " of host memory: only " + gib(avail) +
+                " is available (MemAvailable); pass --allow-host-overcommit to try anyway");
+}
+
+Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
+    : kind_(kind), bytes_(bytes), opt_(opt) {
+  if (bytes == 0) throw UsageError("buffer size must be positive");
+  const std::string& n = kind.name;
+  if (is_host_kind(n)) {
+    check_host_memory(bytes, opt.allow_host_overcommit);
+    // Over-allocate so the buffer can start on a 2 MiB boundary (needed for THP).
+    mapped_ = bytes + kHugeAlign;
+    base_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base_ == MAP_FAILED) {
+      base_ = nullptr;
+      throw Refused("mmap of " + gib(bytes) + " failed: " + std::strerror(errno));
+    }
+    auto aligned = (reinterpret_cast<uintptr_t>(base_) + kHugeAlign - 1) & ~(kHugeAlign - 1);
+    cpu_ = reinterpret_cast<void*>(aligned);
+    std::string page = kind.get("page", "default");
+    if (page == "thp" && madvise(cpu_, bytes, MADV_HUGEPAGE) != 0)
+      throw Skip(std::string("MADV_HUGEPAGE refused: ") + std::strerror(errno) + " (THP mode '" +
+                 os::thp_mode() + "')");
+    if (page == "base") madvise(cpu_, bytes, MADV_NOHUGEPAGE);
+    if (n == "numa") {
+      bool exists = false;
+      for (int node : os::numa_nodes()) exists = exists || node == kind.arg;
+      if (!exists) throw Skip("NUMA node " + std::to_string(kind.arg) + " does not exist on this machine");
+      std::string err = os::bind_to_node(cpu_, bytes, kind.arg);
+      if (!err.empty()) throw Skip("cannot bind to NUMA node " + std::to_string(kind.arg) + ": " + err);
+    }
+  }
+#ifdef UMSCOPE_HAVE_CUDA
+  if (n == "device") {
+    need_gpu(opt.device, n);
+    UM_CUDA(cudaSetDevice(opt.device));
+    UM_CUDA(cudaMalloc(&base_, bytes));
+    gpu_ = base_;
+  } else if (n == "managed") {
+    const GpuCaps& c = need_gpu(opt.device, n);
+    if (!c.managed_memory) throw Skip("the GPU does not support managed memory");
+    UM_CUDA(cudaSetDevice(opt.device));
+    size_t free_b = 0, total_b = 0;
+    UM_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    if (bytes > free_b && !opt.allow_oversubscription)
+      throw Refused("refusing a managed allocation of " + gib(bytes) + ": only " + gib(free_b) +
+                    " of GPU memory is free, and oversubscribing a shared GPU can hang it; pass "
+                    "--allow-oversubscription on a machine you own");
+    if (kind.get("first_touch") == "cpu") check_host_memory(bytes, opt.allow_host_overcommit);
+    UM_CUDA(cudaMallocManaged(&base_, bytes, cudaMemAttachGlobal));
+    cpu_ = gpu_ = base_;
+  } else if (n == "pinned") {
+    need_gpu(opt.device, n);
+    check_host_memory(bytes, opt.allow_host_overcommit);
+    UM_CUDA(cudaSetDevice(opt.device));
+    UM_CUDA(cudaMallocHost(&base_, bytes));
+    cpu_ = base_;
+    UM_CUDA(cudaHostGetDevicePointer(&gpu_, base_, 0));
+  } else if (n == "registered") {
+    const GpuCaps& c = need_gpu(opt.device, n);
+    if (!c.host_register_supported) throw Skip("the GPU does not support cudaHostRegister");
+    UM_CUDA(cudaSetDevice(opt.device));
+    UM_CUDA(cudaHostRegister(cpu_, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
+    registered_ = true;
+    UM_CUDA(cudaHostGetDevicePointer(&gpu_, cpu_, 0));
+  } else if (n == "system" || n == "numa") {
+    const GpuCaps& c = gpu_caps(opt.device);
+    if (c.present && c.pageable_memory_access) gpu_ = cpu_;
+  }
+#else
+  if (!is_host_kind(n) || n == "registered")
+    throw Skip("kind '" + n + "' needs CUDA, and umbench was built without it");
+#endif
+}
+
+Buffer::~Buffer() {
+#ifdef UMSCOPE_HAVE_CUDA
+  if (registered_) cudaHostUnregister(cpu_);
+  if (kind_.name == "device" || kind_.name == "managed") {
+    if (base_) cudaFree(base_);
+    return;
+  }
+  if (kind_.name == "pinned") {
+    if (base_) cudaFreeHost(base_);
+    return;
+  }
+#endif
+  if (base_ && mapped_) munmap(base_, mapped_);
+}
+
+std::string Buffer::cpu_unreachable() const {
+  if (cpu_) return "";
+  if (kind_.name == "device") return "cudaMalloc memory is not mapped into the CPU's address space";
+  return "the CPU cannot reach this memory";
+}
+
+std::string Buffer::gpu_unreachable() const {
+  if (gpu_) return "";
+  const GpuCaps& c = gpu_caps(opt_.device);
+  if (!c.present) return c.why_absent;
+  if (kind_.name == "system" || kind_.name == "numa")
+    return "the GPU cannot access pageable host memory on this machine (cudaDevAttrPageableMemoryAccess = 0: "
+           "no HMM or ATS)";
+  return "the GPU cannot reach this memory";
+}
+
+void Buffer::place(const Initializer& init) {
+  std::string who = kind_.name == "device" ? "gpu" : kind_.get("first_touch", "cpu");
+  if (who == "cpu") {
+    if (!cpu_) throw Skip("first_touch=cpu: " + cpu_unreachable());
+    if (init.cpu) init.cpu(cpu_, bytes_);
+    else std::memset(cpu_, 0, bytes_);
+  } else if (who == "gpu") {
+    if (!gpu_) throw Skip("first_touch=gpu: " + gpu_unreachable());
+#ifdef UMSCOPE_HAVE_CUDA
+    if (init.gpu) init.gpu(gpu_, bytes_);
+    else {
+      UM_CUDA(cudaMemset(gpu_, 0, bytes_));
+      UM_CUDA(cudaDeviceSynchronize());
+    }
+#endif
+  }
+#ifdef UMSCOPE_HAVE_CUDA
+  std::string advise = kind_.get("advise", "none");
+  if (advise != "none") {
+    std::string item;
+    size_t start = 0;
+    while (start <= advise.size()) {
+      size_t plus = advise.find('+', start);
+      item = advise.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+      start = plus == std::string::npos ? advise.size() + 1 : plus + 1;
+      cudaMemLocation loc{};
+      bool gpu_side = item.size() > 4 && item.compare(item.size() - 3, 3, "gpu") == 0;
+      loc.type = gpu_side ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
+      loc.id = gpu_side ? opt_.device : 0;
+      cudaMemoryAdvise a = item.rfind("preferred", 0) == 0   ? cudaMemAdviseSetPreferredLocation
+                           : item.rfind("accessed_by", 0) == 0 ? cudaMemAdviseSetAccessedBy
+                                                                : cudaMemAdviseSetReadMostly;
+      if (!gpu_) throw Skip("advise: " + gpu_unreachable());
+      UM_CUDA(cudaMemAdvise(gpu_, bytes_, a, loc));
+    }
+  }
+  std::string pf = kind_.get("prefetch", "none");
+  if (pf != "none") prefetch(pf);
+#endif
+}
+
+void Buffer::prefetch(const std::string& where) {
+#ifdef UMSCOPE_HAVE_CUDA
+  if (!gpu_) throw Skip("prefetch: " + gpu_unreachable());
+  cudaMemLocation loc{};
+  loc.type = where == "gpu" ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
+  loc.id = where == "gpu" ? opt_.device : 0;
+  UM_CUDA(cudaMemPrefetchAsync(gpu_, bytes_, loc, 0, nullptr));
+  UM_CUDA(cudaDeviceSynchronize());
+#else
+  (void)where;
+  throw Skip("prefetch needs CUDA");
+#endif
+}
+
+std::string Buffer::residency() const {
+  if (!cpu_ || !(is_host_kind(kind_.name))) return "unknown";
+  // Sample a few pages with move_pages: reports the NUMA node backing each.
+  int first = -2;
+  for (int i = 0; i < 8; ++i) {
+    const char* p = static_cast<const char*>(cpu_) + (bytes_ - 1) * i / 7;
+    int node = os::node_of(p);
+    if (node < 0) return "unknown";
+    if (first == -2) first = node;
+    else if (node != first) return "mixed";
+  }
+  return "node" + std::to_string(first);
+}
+
+}  // namespace umscope

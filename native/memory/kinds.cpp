@@ -1,0 +1,119 @@
+// The kind registry and the parser of kind specs.
+#include <sstream>
+
+#include "umscope/errors.hpp"
+#include "umscope/memory.hpp"
+
+namespace umscope {
+
+namespace {
+const std::vector<std::string> kTouch = {"cpu", "gpu", "none"};
+const std::vector<std::string> kWhere = {"none", "gpu", "cpu"};
+const std::vector<std::string> kAdvice = {"none", "preferred:gpu", "preferred:cpu", "accessed_by:gpu",
+                                          "accessed_by:cpu", "read_mostly"};
+const std::vector<std::string> kPage = {"default", "base", "thp"};
+
+PolicyInfo touch(const std::string& dflt) {
+  return {"first_touch", kTouch, "processor that writes the data first (default " + dflt + ")"};
+}
+const PolicyInfo kPrefetchP{"prefetch", kWhere, "cudaMemPrefetchAsync to this processor after first touch"};
+const PolicyInfo kAdviseP{"advise", kAdvice, "cudaMemAdvise hints, several joined with '+'"};
+const PolicyInfo kPageP{"page", kPage,
+                        "host page size hint: base pages (MADV_NOHUGEPAGE) or transparent huge pages "
+                        "(MADV_HUGEPAGE); default leaves the system setting"};
+}  // namespace
+
+const std::vector<KindInfo>& kind_registry() {
+  static const std::vector<KindInfo> r = {
+      {"device", false, "cudaMalloc: GPU memory, reachable by the GPU only", {}},
+      {"managed", false, "cudaMallocManaged: migrates between CPU and GPU on demand",
+       {touch("cpu"), kPrefetchP, kAdviseP}},
+      {"pinned", false, "cudaMallocHost: page-locked host memory, mapped for the GPU", {touch("cpu")}},
+      {"registered", false, "mmap + cudaHostRegister: ordinary host pages locked and mapped for the GPU",
+       {touch("cpu"), kPageP}},
+      {"system", false,
+       "mmap (what malloc returns for large sizes): GPU-reachable only with HMM or ATS",
+       {touch("cpu"), kPageP, kPrefetchP, kAdviseP}},
+      {"numa", true, "numa:N - system memory bound to NUMA node N (mbind); on Grace Hopper a GPU's node too",
+       {touch("cpu"), kPageP, kPrefetchP, kAdviseP}},
+  };
+  return r;
+}
+
+std::string KindSpec::get(const std::string& k, const std::string& dflt) const {
+  auto it = policy.find(k);
+  return it == policy.end() ? dflt : it->second;
+}
+
+std::string KindSpec::policy_str() const {
+  std::string s;
+  for (auto& kv : policy) s += (s.empty() ? "" : ",") + kv.first + "=" + kv.second;
+  return s;
+}
+
+std::string KindSpec::str() const {
+  std::string s = name + (arg >= 0 ? ":" + std::to_string(arg) : "");
+  std::string p = policy_str();
+  return p.empty() ? s : s + "," + p;
+}
+
+static bool allowed(const PolicyInfo& p, const std::string& value) {
+  // advise takes a '+'-joined list; everything else one value.
+  std::stringstream ss(value);
+  std::string item;
+  int count = 0;
+  while (std::getline(ss, item, p.key == "advise" ? '+' : '\0')) {
+    bool ok = false;
+    for (auto& v : p.values) ok = ok || v == item;
+    if (!ok) return false;
+    ++count;
+  }
+  return count > 0;
+}
+
+KindSpec parse_kind(const std::string& spec) {
+  std::stringstream ss(spec);
+  std::string head;
+  std::getline(ss, head, ',');
+  KindSpec k;
+  auto colon = head.find(':');
+  k.name = head.substr(0, colon);
+  const KindInfo* info = nullptr;
+  for (auto& ki : kind_registry())
+    if (ki.name == k.name) info = &ki;
+  if (!info) {
+    std::string names;
+    for (auto& ki : kind_registry()) names += (names.empty() ? "" : ", ") + ki.name + (ki.takes_arg ? ":N" : "");
+    throw UsageError("unknown memory kind '" + k.name + "' (known: " + names + ")");
+  }
+  if (info->takes_arg) {
+    std::string a = colon == std::string::npos ? "" : head.substr(colon + 1);
+    if (a.empty() || a.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("kind '" + k.name + "' needs a node number, as in " + k.name + ":0");
+    k.arg = std::stoi(a);
+  } else if (colon != std::string::npos) {
+    throw UsageError("kind '" + k.name + "' takes no ':' argument");
+  }
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto eq = item.find('=');
+    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    const PolicyInfo* pi = nullptr;
+    for (auto& p : info->policies)
+      if (p.key == key) pi = &p;
+    if (!pi) throw UsageError("kind '" + k.name + "' takes no policy '" + key + "'");
+    if (!allowed(*pi, value)) {
+      std::string vals;
+      for (auto& v : pi->values) vals += (vals.empty() ? "" : "|") + v;
+      throw UsageError("policy " + key + "=" + value + " not understood (values: " + vals + ")");
+    }
+    k.policy[key] = value;
+  }
+  // Defaults are written into the spec so every record says what was done.
+  for (auto& p : info->policies) {
+    if (p.key == "first_touch" && !k.policy.count(p.key)) k.policy[p.key] = "cpu";
+  }
+  return k;
+}
+
+}  // namespace umscope

@@ -1,0 +1,3 @@
+from umscope.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,296 @@
+"""umscope command line: info | run | bench | report | export | runs | list."""
+
+import argparse
+import json
+import shlex
+import sys
+
+from umscope import __version__, native, plans, probe
+from umscope.errors import UsageError
+from umscope.report.html import SPREAD_FLAG, write_report
+from umscope.sizes import format_size
+from umscope.store import Store
+from umscope.suite import plan_from_json, plan_to_json, run_cases
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _common_run_options(p):
+    p.add_argument("--store", help="results store (SQLite file); default $UMSCOPE_STORE or "
+                                   "~/.local/share/umscope/results.sqlite")
+    p.add_argument("--report", metavar="PATH", help="where to write the HTML report")
+    p.add_argument("--filter", action="append", default=[], metavar="TEXT",
+                   help="run only cases whose id contains TEXT (repeatable: all must match)")
+    p.add_argument("--device", type=int, default=0, help="CUDA device ordinal (default 0)")
+    p.add_argument("--reps", type=int, help="timed repetitions per measurement (default 20)")
+    p.add_argument("--warmup", type=int, help="untimed warm-up repetitions (default 2)")
+    p.add_argument("--timeout", type=float, help="seconds before a case is killed (default 180)")
+    p.add_argument("--label", help="a name for this run")
+    p.add_argument("--json", action="store_true", help="print the records as JSON instead of a table")
+    p.add_argument("--dry-run", action="store_true", help="list the planned cases and exit")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--allow-oversubscription", action="store_true",
+                   help="allow managed allocations beyond free GPU memory (can hang a shared GPU)")
+    p.add_argument("--allow-host-overcommit", action="store_true",
+                   help="allow host allocations beyond MemAvailable")
+
+
+def build_parser():
+    p = _Parser(prog="umscope", description="Measure, trace and model CPU-GPU data movement.")
+    p.add_argument("--version", action="version", version=f"umscope {__version__}")
+    sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
+    s = sub.add_parser("info", help="capability probe of this machine")
+    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("run", help="characterise this node with the default suite and write a report")
+    _common_run_options(s)
+    s.add_argument("--quick", action="store_true", help="smaller sizes (256 MiB) for a fast look")
+    s.add_argument("--resume", nargs="?", const="last", metavar="RUN",
+                   help="finish an interrupted run (default: the newest unfinished one)")
+    s = sub.add_parser("bench", help="run one benchmark family")
+    s.add_argument("name", help="benchmark family: " + ", ".join(plans.FAMILIES))
+    _common_run_options(s)
+    s.add_argument("--kind", action="append", metavar="SPEC",
+                   help="memory kind, e.g. device, 'managed,first_touch=gpu', numa:0 (repeatable)")
+    s.add_argument("--size", help="array size(s), comma-separated: 4G, 512M, 1e9 (default 1 GiB)")
+    s.add_argument("--threads", help="CPU thread counts, comma-separated, or 'all'")
+    s.add_argument("--ops", help="operations, comma-separated")
+    s.add_argument("--mode", help="selftest modes, comma-separated")
+    s = sub.add_parser("report", help="write the HTML report of a run")
+    s.add_argument("--store")
+    s.add_argument("--run", help="run id (default: newest)")
+    s.add_argument("-o", "--output", help="output path")
+    s = sub.add_parser("export", help="export records as JSON lines or CSV")
+    s.add_argument("--store")
+    s.add_argument("--run", help="run id (default: every run)")
+    s.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    s.add_argument("-o", "--output", help="output file (default stdout)")
+    s = sub.add_parser("runs", help="list the runs in the store")
+    s.add_argument("--store")
+    s.add_argument("--json", action="store_true")
+    sub.add_parser("list", help="list benchmark families and memory kinds")
+    return p
+
+
+def cmd_info(args):
+    fp = probe.probe()
+    if args.json:
+        print(json.dumps(fp, indent=2))
+        return 0
+    host, cpu, cuda = fp["host"], fp["cpu"], fp["cuda"]
+    print(f"umscope {fp['umscope_version']} on {host['hostname']} ({host['os']}, kernel {host['kernel']})")
+    print(f"CPU      {cpu['model']} ({cpu['arch']}): {cpu['logical_cpus']} logical CPUs, "
+          f"{cpu['physical_cores']} cores, {cpu['sockets']} socket(s)")
+    print("caches   " + ", ".join(f"L{c['level']} {c['type']} {format_size(c['bytes'])}" for c in cpu["caches"]))
+    mem = host["memory"]
+    print(f"memory   {format_size(mem.get('MemTotal', 0) or 1)} total, {format_size(mem.get('MemAvailable', 0) or 1)} "
+          f"available; page {host['page_size']} B; THP {host['thp']} (defrag {host['thp_defrag']})")
+    for n in fp["numa"]:
+        print(f"NUMA     node {n['id']}: {format_size(n['mem_bytes'] or 1)}, CPUs {_ranges(n['cpus'])}")
+    print(f"CUDA     umbench built with CUDA: {'yes' if cuda['built_with_cuda'] else 'no'}; runtime "
+          f"{probe.cuda_version_text(cuda['runtime_version'])}; driver "
+          f"{cuda['driver'] or probe.cuda_version_text(cuda['driver_version'])}")
+    if not fp["gpus"]:
+        print(f"GPU      none: {cuda['why_no_gpu']}")
+    for g in fp["gpus"]:
+        print(f"GPU {g['device']}    {g['name']} (compute capability {g['compute_capability']}), {g['sms']} SMs, "
+              f"{format_size(g['total_mem'])} ({format_size(g['free_mem'] or 1)} free), L2 {format_size(g['l2_bytes'])}")
+        print(f"         clocks SM {g['clock_khz'] // 1000} MHz, memory {g['mem_clock_khz'] // 1000} MHz x "
+              f"{g['mem_bus_bits']} bit; PCI {g['pci_bus_id']}")
+        link = g.get("link")
+        if link:
+            print(f"         host link PCIe gen {link['pcie_gen_current']} x{link['pcie_width_current']} now, "
+                  f"gen {link['pcie_gen_max']} x{link['pcie_width_max']} max (NVML)")
+        else:
+            print("         host link: NVML not available")
+        print(f"         addressing {g['addressing']}: pageable access {int(g['pageable_memory_access'])}, "
+              f"via host page tables {int(g['pageable_memory_access_uses_host_page_tables'])}, concurrent managed "
+              f"{int(g['concurrent_managed_access'])}, host-native atomics {int(g['host_native_atomics'])}, "
+              f"direct managed from host {int(g['direct_managed_access_from_host'])}, host pointer for registered "
+              f"{int(g['can_use_host_pointer_for_registered_mem'])}, NUMA config {g['numa_config']} id {g['numa_id']}")
+    uvm = fp["uvm"]
+    if uvm["readable"]:
+        print("UVM      " + ", ".join(f"{k}={v}" for k, v in uvm["params"].items()))
+    else:
+        print(f"UVM      parameters not readable: {uvm['why']}")
+    print(f"store    {fp['store']}")
+    return 0
+
+
+def _ranges(cpus):
+    out, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            out.append(f"{start}-{c}" if c != start else f"{c}")
+            start = None
+    return ",".join(out)
+
+
+def _options(args) -> dict:
+    if args.reps is not None and args.reps < 1:
+        raise UsageError("--reps must be at least 1")
+    if args.warmup is not None and args.warmup < 0:
+        raise UsageError("--warmup must be 0 or more")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    return {"device": args.device, "reps": args.reps, "warmup": args.warmup,
+            "allow_oversubscription": args.allow_oversubscription,
+            "allow_host_overcommit": args.allow_host_overcommit}
+
+
+def _execute(args, kind, cases, fingerprint, store, run_id=None):
+    if args.timeout:
+        for c in cases:
+            c.timeout = args.timeout
+    options = _options(args)
+    if args.dry_run:
+        for c in cases:
+            print(c.case_id)
+        return 0
+    if run_id is None:
+        command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        run_id = store.create_run(kind, command, plan_to_json(cases), options, fingerprint, args.label)
+    if not fingerprint.get("gpus"):
+        sys.stderr.write(f"no GPU: {fingerprint['cuda'].get('why_no_gpu')}; GPU cases will be recorded as skipped\n")
+    sys.stderr.write(f"run {run_id}: {len(cases)} cases into {store.path}\n")
+    status = run_cases(store, run_id, cases, options, progress=not args.no_progress)
+    records = store.records(run_id)
+    if args.json:
+        print(json.dumps(records, indent=1))
+    else:
+        print_summary(records, store.cases(run_id))
+    path = write_report(store, run_id, args.report)
+    sys.stderr.write(f"report: {path}\n")
+    if status == "interrupted":
+        return 130
+    return 1 if any(c["status"] in ("failed", "timeout") for c in store.cases(run_id)) else 0
+
+
+def print_summary(records, cases):
+    ok = [r for r in records if r["status"] == "ok" and r["median"] is not None]
+    if ok:
+        print(f"{'benchmark':<11} {'op':<6} {'proc':<5} {'kind [policy]':<58} {'size':>8} {'thr':>4} "
+              f"{'median':>10} {'spread':>7}  unit")
+        for r in ok:
+            kind = r["kind"] + (f" [{r['policy']}]" if r["policy"] else "")
+            flag = " !" if (r["spread"] or 0) > SPREAD_FLAG else ""
+            print(f"{r['benchmark']:<11} {r['op']:<6} {r['processor']:<5} {kind[:58]:<58} "
+                  f"{format_size(r['bytes']) if r['bytes'] else '':>8} {r['threads'] or '':>4} "
+                  f"{r['median']:>10.4g} {100 * (r['spread'] or 0):>6.1f}%{flag} {r['unit']}")
+    groups = {}
+    for c in cases:
+        if c["status"] != "ok":
+            groups.setdefault((c["status"], c["reason"]), []).append(c["case_id"])
+    if groups:
+        print(f"\n{sum(len(v) for v in groups.values())} case(s) did not run to completion:")
+        for (status, reason), ids in groups.items():
+            print(f"  {status} ({len(ids)}): {reason}")
+            for cid in ids:
+                print(f"      {cid}")
+
+
+def cmd_run(args):
+    store = Store(args.store)
+    if args.resume:
+        run_id = store.last_unfinished_run() if args.resume == "last" else int(_int(args.resume, "--resume"))
+        if run_id is None:
+            raise UsageError("no interrupted run to resume")
+        run = store.run(run_id)
+        cases = plan_from_json(run["plan"])
+        opts = run["options"] or {}
+        for k, v in opts.items():
+            setattr(args, k, v)
+        return _execute(args, run["kind"], cases, run["fingerprint"], store, run_id)
+    fp = probe.probe()
+    cases = plans.apply_filter(plans.default_plan(fp, quick=args.quick), args.filter)
+    return _execute(args, "run", cases, fp, store)
+
+
+def cmd_bench(args):
+    fp = probe.probe()
+    cases = plans.bench_plan(args.name, fp, kinds=args.kind, sizes=args.size, threads=args.threads,
+                             ops=args.ops, mode=args.mode)
+    cases = plans.apply_filter(cases, args.filter)
+    store = Store(args.store)
+    return _execute(args, f"bench {args.name}", cases, fp, store)
+
+
+def _int(text, what):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"{what} needs a run id number, got {text!r}") from None
+
+
+def cmd_report(args):
+    store = Store(args.store)
+    run_id = _int(args.run, "--run") if args.run else None
+    path = write_report(store, run_id, args.output)
+    print(path)
+    return 0
+
+
+def cmd_export(args):
+    store = Store(args.store)
+    run_id = _int(args.run, "--run") if args.run else None
+    if run_id is not None:
+        store.run(run_id)  # a clear error for an unknown run
+    text = store.export(args.format, run_id)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e}") from None
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_runs(args):
+    rows = Store(args.store).runs()
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    for r in rows:
+        print(f"{r['id']:>4}  {r['status']:<11} {r['kind']:<18} {r['gpu'] or 'no GPU':<28} {r['command']}")
+    return 0
+
+
+def cmd_list(_args):
+    cat = native.catalogue()
+    print("benchmark families (umscope bench NAME):")
+    for name, help_ in plans.FAMILIES.items():
+        print(f"  {name:<12} {help_}")
+    print("memory kinds (--kind NAME[:N][,policy=value...]):")
+    for name, k in cat["kind"].items():
+        print(f"  {name + (':N' if k['takes_arg'] else ''):<12} {k['help']}")
+        for p in k["policies"]:
+            print(f"  {'':<14}{p['key']}={'|'.join(p['values'])}: {p['help']}")
+    return 0
+
+
+COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "report": cmd_report,
+            "export": cmd_export, "runs": cmd_runs, "list": cmd_list}
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not args.cmd:
+            parser.print_help()
+            return 2
+        return COMMANDS[args.cmd](args)
+    except UsageError as e:
+        sys.stderr.write(f"umscope: error: {e}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("umscope: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0

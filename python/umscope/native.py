@@ -1,0 +1,70 @@
+"""The one narrow interface to the native runner umbench: a case's argument
+list in, JSON-lines records out."""
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from umscope.errors import UsageError
+
+
+def umbench_path() -> str:
+    """$UMSCOPE_UMBENCH, the binary installed in the package, or one on PATH."""
+    env = os.environ.get("UMSCOPE_UMBENCH")
+    if env:
+        return env
+    packaged = Path(__file__).parent / "bin" / "umbench"
+    if packaged.exists():
+        return str(packaged)
+    found = shutil.which("umbench")
+    if found:
+        return found
+    raise UsageError("the native runner umbench is missing: install the package with pip "
+                     "(it builds umbench) or set UMSCOPE_UMBENCH")
+
+
+def _json_lines(text: str) -> list:
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def native_info() -> dict:
+    """umbench info: what the CUDA runtime sees (cached per process)."""
+    res = subprocess.run([umbench_path(), "info"], capture_output=True, text=True, timeout=120)
+    objs = _json_lines(res.stdout)
+    if res.returncode != 0 or not objs:
+        return {"built_with_cuda": False, "gpus": [],
+                "why_no_gpu": f"umbench info failed (exit {res.returncode}): {res.stderr.strip()[:300]}"}
+    return objs[0]
+
+
+@functools.lru_cache(maxsize=None)
+def catalogue() -> dict:
+    """Benchmarks and memory kinds that this umbench knows, by name."""
+    res = subprocess.run([umbench_path(), "list"], capture_output=True, text=True, timeout=60, check=True)
+    cat = {"benchmark": {}, "kind": {}}
+    for obj in _json_lines(res.stdout):
+        cat[obj["type"]][obj["name"]] = obj
+    return cat
+
+
+def parse_output(stdout: str):
+    """Splits umbench output into (records, status line or None)."""
+    records, status = [], None
+    for obj in _json_lines(stdout):
+        if obj.get("type") == "record":
+            records.append(obj)
+        elif obj.get("type") == "status":
+            status = obj
+    return records, status

@@ -1,0 +1,1 @@
+"""Self-contained HTML reports: inline SVG plots, no scripts, no external URLs."""

@@ -1,0 +1,137 @@
+"""The HTML report of one run: machine, per-benchmark charts and tables,
+every skipped or failed case with its reason. Self-contained: one file, CSS
+inline, plots as inline SVG, no scripts, no external URLs; every string
+from the store is escaped."""
+
+import time
+from collections import OrderedDict
+from html import escape
+from pathlib import Path
+
+from umscope.probe import cuda_version_text
+from umscope.report.svg import hbar_chart
+from umscope.sizes import format_size
+
+SPREAD_FLAG = 0.05  # (max - min) / median above this is flagged
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222;max-width:1100px}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:28px}
+table{border-collapse:collapse;font-size:12px;margin:8px 0}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.flag{color:#b00;font-weight:bold}.skipped{color:#666}.failed,.timeout,.refused{color:#b00}
+.note{color:#555;font-size:13px}svg.chart{display:block;margin:10px 0}
+"""
+
+
+def e(x) -> str:
+    return escape("" if x is None else str(x))
+
+
+def _kind_label(r) -> str:
+    return r["kind"] + (f" [{r['policy']}]" if r.get("policy") else "")
+
+
+def _machine(fp) -> str:
+    if not fp:
+        return "<p>No machine fingerprint stored.</p>"
+    rows = []
+    host, cpu, cuda = fp.get("host", {}), fp.get("cpu", {}), fp.get("cuda", {})
+    rows.append(("Host", f"{host.get('hostname')} — {host.get('os')}, kernel {host.get('kernel')}"))
+    rows.append(("CPU", f"{cpu.get('model')} ({cpu.get('arch')}), {cpu.get('logical_cpus')} logical CPUs, "
+                        f"{cpu.get('sockets')} socket(s)"))
+    caches = ", ".join(f"L{c['level']} {c['type']} {format_size(c['bytes'])}" for c in cpu.get("caches", []))
+    rows.append(("CPU caches", caches or "unknown"))
+    rows.append(("Memory", f"page size {host.get('page_size')} B, THP {host.get('thp')}, "
+                           f"MemTotal {format_size(host.get('memory', {}).get('MemTotal', 0) or 1)}"))
+    numa = "; ".join(f"node {n['id']}: {format_size(n['mem_bytes'] or 1)}, {len(n['cpus'])} CPUs"
+                     for n in fp.get("numa", []))
+    rows.append(("NUMA", numa or "no NUMA information"))
+    rows.append(("CUDA", f"runtime {cuda_version_text(cuda.get('runtime_version'))}, driver "
+                         f"{cuda.get('driver') or cuda_version_text(cuda.get('driver_version'))}"))
+    for g in fp.get("gpus", []):
+        link = g.get("link") or {}
+        pcie = (f"PCIe gen {link.get('pcie_gen_current')} x{link.get('pcie_width_current')} now, "
+                f"gen {link.get('pcie_gen_max')} x{link.get('pcie_width_max')} max") if link else "link unknown"
+        rows.append((f"GPU {g['device']}", f"{g['name']} (cc {g['compute_capability']}), {g['sms']} SMs, "
+                     f"{format_size(g['total_mem'])}, L2 {format_size(g['l2_bytes'])}, {pcie}, bus {g['pci_bus_id']}"))
+        attrs = ["managed_memory", "concurrent_managed_access", "pageable_memory_access",
+                 "pageable_memory_access_uses_host_page_tables", "host_native_atomics",
+                 "direct_managed_access_from_host", "can_use_host_pointer_for_registered_mem"]
+        rows.append((f"GPU {g['device']} unified memory",
+                     f"addressing: {g['addressing']}; " + ", ".join(f"{a}={int(bool(g.get(a)))}" for a in attrs)
+                     + f", numa_id={g.get('numa_id')}"))
+    if not fp.get("gpus"):
+        rows.append(("GPU", f"none: {cuda.get('why_no_gpu')}"))
+    return "<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows) + "</table>"
+
+
+def _records_table(recs) -> str:
+    head = ("<tr><th>op</th><th>processor</th><th>kind [policy]</th><th>size</th><th>threads</th>"
+            "<th>median</th><th>min</th><th>max</th><th>unit</th><th>n</th><th>spread</th></tr>")
+    rows = []
+    for r in recs:
+        spread = r.get("spread") or 0
+        flag = spread > SPREAD_FLAG
+        rows.append(
+            f"<tr><td>{e(r['op'])}</td><td>{e(r['processor'])}</td><td>{e(_kind_label(r))}</td>"
+            f"<td class=num>{e(format_size(r['bytes']) if r['bytes'] else '')}</td>"
+            f"<td class=num>{e(r['threads'] or '')}</td><td class=num>{r['median']:.4g}</td>"
+            f"<td class=num>{r['min']:.4g}</td><td class=num>{r['max']:.4g}</td><td>{e(r['unit'])}</td>"
+            f"<td class=num>{e(r['n'])}</td><td class=\"num{' flag' if flag else ''}\">{spread * 100:.1f}%"
+            f"{' ⚠' if flag else ''}</td></tr>")
+    return "<table>" + head + "".join(rows) + "</table>"
+
+
+def _chart(bench, recs) -> str:
+    groups = OrderedDict()
+    for r in recs:
+        label = _kind_label(r) + (f" · {format_size(r['bytes'])}" if len({x['bytes'] for x in recs}) > 1 else "")
+        series = r["op"] + (f" ×{r['threads']} thr" if r.get("threads") else "")
+        groups.setdefault(label, []).append((series, r["median"], r["min"], r["max"]))
+    unit = recs[0]["unit"]
+    return hbar_chart(list(groups.items()), unit, f"{bench}: {recs[0]['metric']} ({unit}), bars median, "
+                                                  f"whiskers min–max")
+
+
+def render(run, cases, records) -> str:
+    ok = [r for r in records if r["status"] == "ok" and r["median"] is not None]
+    by_bench = OrderedDict()
+    for r in ok:
+        by_bench.setdefault(r["benchmark"], []).append(r)
+    counts = OrderedDict()
+    for c in cases:
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started"])) if run.get("started") else "?"
+    parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>umscope report — run {e(run['id'])}"
+             f"</title><style>{_CSS}</style></head><body>",
+             f"<h1>umscope report — run {e(run['id'])} ({e(run['kind'])})</h1>",
+             f"<p class=note>Started {e(started)}, status <b>{e(run['status'])}</b>. Command: <code>{e(run['command'])}"
+             f"</code><br>Cases: " + ", ".join(f"{e(v)} {e(k)}" for k, v in counts.items()) +
+             ". Every figure below was measured in this run; data was verified after each benchmark. "
+             f"Spread = (max − min) / median over the repetitions; above {SPREAD_FLAG:.0%} it is flagged ⚠.</p>",
+             "<h2>Machine</h2>", _machine(run.get("fingerprint"))]
+    for bench, recs in by_bench.items():
+        parts.append(f"<h2 id=\"{e(bench)}\">{e(bench)}</h2>")
+        parts.append(_chart(bench, recs))
+        parts.append(_records_table(recs))
+    bad = [c for c in cases if c["status"] != "ok"]
+    parts.append("<h2>Skipped and failed cases</h2>")
+    if bad:
+        parts.append("<table><tr><th>case</th><th>status</th><th>reason</th></tr>" + "".join(
+            f"<tr><td>{e(c['case_id'])}</td><td class=\"{e(c['status'])}\">{e(c['status'])}</td>"
+            f"<td>{e(c['reason'])}</td></tr>" for c in bad) + "</table>")
+    else:
+        parts.append("<p>None: every case ran.</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(store, run_id, path=None) -> Path:
+    run = store.run(run_id)
+    html = render(run, store.cases(run["id"]), store.records(run["id"]))
+    out = Path(path) if path else store.path.parent / "reports" / f"run-{run['id']}.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    return out

@@ -1,0 +1,186 @@
+"""The results store: SQLite, embedded, no server.
+
+A run row keeps the machine fingerprint and the exact command; a case row per
+planned case keeps its outcome (so an interrupted run can be resumed); one
+flat record per measurement. WAL mode and immediate transactions let several
+runs write to one store at once without losing anything."""
+
+import csv
+import io
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from umscope.errors import UsageError
+
+RECORD_FIELDS = ["run", "case", "benchmark", "op", "processor", "kind", "policy", "bytes", "threads",
+                 "iteration", "metric", "value", "unit", "n", "median", "min", "max", "spread",
+                 "status", "reason"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  started REAL, finished REAL, status TEXT, kind TEXT, label TEXT, command TEXT,
+  plan TEXT, options TEXT, fingerprint TEXT,
+  hostname TEXT, gpu TEXT, driver TEXT, cuda TEXT, kernel TEXT, cpu TEXT, umscope_version TEXT);
+CREATE TABLE IF NOT EXISTS cases (
+  run_id INTEGER, case_id TEXT, benchmark TEXT, kind TEXT, params TEXT,
+  status TEXT, reason TEXT, started REAL, elapsed REAL,
+  PRIMARY KEY (run_id, case_id));
+CREATE TABLE IF NOT EXISTS records (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, run_id INTEGER, case_id TEXT,
+  benchmark TEXT, op TEXT, processor TEXT, kind TEXT, policy TEXT, bytes INTEGER,
+  threads INTEGER, iteration INTEGER, metric TEXT, value REAL, unit TEXT, n INTEGER,
+  median REAL, min REAL, max REAL, spread REAL, status TEXT, reason TEXT, extra TEXT);
+CREATE INDEX IF NOT EXISTS records_run ON records(run_id);
+"""
+
+_RECORD_COLUMNS = ["benchmark", "op", "processor", "kind", "policy", "bytes", "threads", "iteration",
+                   "metric", "value", "unit", "n", "median", "min", "max", "spread", "status", "reason"]
+
+
+def default_store_path() -> Path:
+    env = os.environ.get("UMSCOPE_STORE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "umscope" / "results.sqlite"
+
+
+class Store:
+    def __init__(self, path=None):
+        self.path = Path(path) if path else default_store_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
+            self.db.execute("PRAGMA busy_timeout = 60000")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as e:
+            raise UsageError(f"cannot use store {self.path}: {e}") from None
+        self.db.row_factory = sqlite3.Row
+
+    def close(self):
+        self.db.close()
+
+    def _write(self, fn):
+        """Runs fn(db) in one immediate transaction, retrying while another writer holds the lock."""
+        for attempt in range(200):
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                if "locked" in str(e) or "busy" in str(e):
+                    time.sleep(0.05 * (1 + attempt % 10))
+                    continue
+                raise
+            try:
+                out = fn(self.db)
+                self.db.execute("COMMIT")
+                return out
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        raise sqlite3.OperationalError(f"store {self.path} stayed locked")
+
+    # --- runs -------------------------------------------------------------
+    def create_run(self, kind, command, plan, options, fingerprint, label=None) -> int:
+        gpus = fingerprint.get("gpus") or []
+        row = (time.time(), "running", kind, label, command, json.dumps(plan), json.dumps(options),
+               json.dumps(fingerprint), fingerprint.get("host", {}).get("hostname"),
+               gpus[0]["name"] if gpus else None, fingerprint.get("cuda", {}).get("driver"),
+               str(fingerprint.get("cuda", {}).get("runtime_version")),
+               fingerprint.get("host", {}).get("kernel"), fingerprint.get("cpu", {}).get("model"),
+               fingerprint.get("umscope_version"))
+        return self._write(lambda db: db.execute(
+            "INSERT INTO runs (started, status, kind, label, command, plan, options, fingerprint, hostname,"
+            " gpu, driver, cuda, kernel, cpu, umscope_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            row).lastrowid)
+
+    def finish_run(self, run_id, status):
+        self._write(lambda db: db.execute("UPDATE runs SET status=?, finished=? WHERE id=?",
+                                          (status, time.time(), run_id)))
+
+    def set_run_status(self, run_id, status):
+        self._write(lambda db: db.execute("UPDATE runs SET status=? WHERE id=?", (status, run_id)))
+
+    def run(self, run_id=None) -> dict:
+        """A run by id, or the newest one."""
+        if run_id is None:
+            row = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        else:
+            row = self.db.execute("SELECT * FROM runs WHERE id=?", (int(run_id),)).fetchone()
+        if row is None:
+            raise UsageError(f"no run {run_id} in {self.path}" if run_id else f"no runs in {self.path} yet")
+        d = dict(row)
+        for k in ("plan", "options", "fingerprint"):
+            d[k] = json.loads(d[k]) if d[k] else None
+        return d
+
+    def runs(self) -> list:
+        return [dict(r) for r in self.db.execute(
+            "SELECT id, started, finished, status, kind, label, gpu, hostname, command FROM runs ORDER BY id")]
+
+    def last_unfinished_run(self):
+        row = self.db.execute("SELECT id FROM runs WHERE status IN ('interrupted','running') "
+                              "ORDER BY id DESC LIMIT 1").fetchone()
+        return row["id"] if row else None
+
+    # --- cases and records ------------------------------------------------
+    def done_cases(self, run_id) -> set:
+        return {r["case_id"] for r in self.db.execute(
+            "SELECT case_id FROM cases WHERE run_id=? AND status IS NOT NULL", (run_id,))}
+
+    def add_case_result(self, run_id, case, status, reason, started, elapsed, records):
+        """One case's outcome and all its records, atomically."""
+        def write(db):
+            db.execute("INSERT OR REPLACE INTO cases VALUES (?,?,?,?,?,?,?,?,?)",
+                       (run_id, case.case_id, case.benchmark, case.kind, json.dumps(case.params),
+                        status, reason, started, elapsed))
+            db.execute("DELETE FROM records WHERE run_id=? AND case_id=?", (run_id, case.case_id))
+            rows = list(records)
+            if status != "ok" and not rows:
+                rows = [{"benchmark": case.benchmark, "kind": case.kind, "status": status, "reason": reason}]
+            for rec in rows:
+                rec = dict(rec)
+                rec.setdefault("status", "ok")
+                extra = {k: v for k, v in rec.items() if k not in _RECORD_COLUMNS and k != "type"}
+                db.execute(
+                    "INSERT INTO records (run_id, case_id, " + ", ".join(_RECORD_COLUMNS) + ", extra) VALUES ("
+                    + ",".join("?" * (len(_RECORD_COLUMNS) + 3)) + ")",
+                    [run_id, case.case_id] + [rec.get(c) for c in _RECORD_COLUMNS] + [json.dumps(extra)])
+        self._write(write)
+
+    def cases(self, run_id) -> list:
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM cases WHERE run_id=? ORDER BY rowid", (run_id,))]
+
+    def records(self, run_id=None) -> list:
+        q, args = "SELECT * FROM records", ()
+        if run_id is not None:
+            q, args = q + " WHERE run_id=?", (run_id,)
+        out = []
+        for r in self.db.execute(q + " ORDER BY id", args):
+            d = dict(r)
+            d["extra"] = json.loads(d["extra"]) if d["extra"] else {}
+            out.append(d)
+        return out
+
+    # --- export -----------------------------------------------------------
+    def export(self, fmt, run_id=None) -> str:
+        rows = []
+        for r in self.records(run_id):
+            flat = {"run": r["run_id"], "case": r["case_id"]}
+            flat.update({k: r[k] for k in _RECORD_COLUMNS})
+            rows.append((flat, r["extra"]))
+        if fmt == "jsonl":
+            return "".join(json.dumps(dict(flat, **{"extra": extra})) + "\n" for flat, extra in rows)
+        if fmt == "csv":
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, fieldnames=RECORD_FIELDS, lineterminator="\n")
+            w.writeheader()
+            for flat, _ in rows:
+                w.writerow(flat)
+            return buf.getvalue()
+        raise UsageError(f"unknown export format {fmt!r} (jsonl, csv)")

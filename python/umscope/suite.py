@@ -1,0 +1,170 @@
+"""Cases and the runner that executes each one isolated, in its own umbench
+process with a timeout. A crash, a CUDA error, a refusal or a timeout is
+recorded with its reason and the suite goes on; Ctrl-C keeps every completed
+case, and an interrupted run can be resumed."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from umscope import native
+
+
+@dataclass
+class Case:
+    benchmark: str
+    kind: str = None
+    params: dict = field(default_factory=dict)
+    timeout: float = 180.0
+
+    @property
+    def case_id(self) -> str:
+        parts = [self.benchmark]
+        if self.kind:
+            parts.append(self.kind)
+        parts += [f"{k}={v}" for k, v in sorted(self.params.items())]
+        return " ".join(parts)
+
+    def argv(self, options: dict) -> list:
+        args = [native.umbench_path(), "run", self.benchmark]
+        if self.kind:
+            args += ["--kind", self.kind]
+        for k, v in self.params.items():
+            args += [f"--{k}", str(v)]
+        for k in ("device", "reps", "warmup"):
+            if options.get(k) is not None and k not in self.params:
+                args += [f"--{k}", str(options[k])]
+        for flag in ("allow_oversubscription", "allow_host_overcommit"):
+            if options.get(flag):
+                args.append("--" + flag.replace("_", "-"))
+        return args
+
+    def to_json(self) -> dict:
+        return {"benchmark": self.benchmark, "kind": self.kind, "params": self.params, "timeout": self.timeout}
+
+    @classmethod
+    def from_json(cls, d) -> "Case":
+        return cls(d["benchmark"], d.get("kind"), dict(d.get("params") or {}), d.get("timeout", 180.0))
+
+
+@dataclass
+class Outcome:
+    status: str  # ok, skipped, failed, refused, timeout
+    reason: str
+    records: list
+    elapsed: float
+
+
+def execute(case: Case, options: dict) -> Outcome:
+    """Runs one case in its own process group, so a timeout kills all of it."""
+    t0 = time.time()
+    proc = subprocess.Popen(case.argv(options), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=case.timeout)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        out, err = proc.communicate()
+        records, _ = native.parse_output(out)
+        return Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records, time.time() - t0)
+    except BaseException:
+        _kill(proc)
+        proc.communicate()
+        raise
+    records, status = native.parse_output(out)
+    elapsed = time.time() - t0
+    rc = proc.returncode
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return Outcome("failed", f"umbench died of {name}" + _tail(err), records, elapsed)
+    if status is None:
+        return Outcome("failed", f"umbench exited {rc} without a status line" + _tail(err), records, elapsed)
+    st = status["status"]
+    if st == "usage":
+        st = "failed"
+    return Outcome(st, status.get("reason", ""), records, elapsed)
+
+
+def _tail(err: str) -> str:
+    err = (err or "").strip()
+    return f": {err.splitlines()[-1][:300]}" if err else ""
+
+
+def _kill(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Progress:
+    """One line per case, with a bar, on stderr."""
+
+    def __init__(self, total: int, enabled=True, stream=None):
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.stream = stream or sys.stderr
+
+    def start(self, case: Case):
+        if self.enabled and self.stream.isatty():
+            self.stream.write(f"\r{self._bar()} {case.case_id[:70]} ...")
+            self.stream.flush()
+
+    def finish(self, case: Case, outcome: Outcome):
+        self.done += 1
+        if not self.enabled:
+            return
+        best = ""
+        for r in outcome.records:
+            if r.get("median") is not None:
+                best = f" {r.get('op', '')} {r['median']:.4g} {r.get('unit', '')}".rstrip()
+                break
+        reason = f" ({outcome.reason[:90]})" if outcome.status != "ok" else best
+        line = f"{self._bar()} {case.case_id[:70]}: {outcome.status}{reason} [{outcome.elapsed:.1f} s]"
+        self.stream.write(("\r\033[K" if self.stream.isatty() else "") + line + "\n")
+        self.stream.flush()
+
+    def _bar(self, width=20):
+        filled = width * self.done // max(self.total, 1)
+        return f"[{'#' * filled}{'.' * (width - filled)}] {self.done:>3}/{self.total}"
+
+
+def run_cases(store, run_id: int, cases: list, options: dict, progress=True) -> str:
+    """Runs the cases of run `run_id` not yet done; returns the run's final status."""
+    done = store.done_cases(run_id)
+    todo = [c for c in cases if c.case_id not in done]
+    bar = Progress(len(cases), enabled=progress)
+    bar.done = len(cases) - len(todo)
+    store.set_run_status(run_id, "running")
+    try:
+        for case in todo:
+            bar.start(case)
+            started = time.time()
+            outcome = execute(case, options)
+            store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
+                                  outcome.records)
+            bar.finish(case, outcome)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "interrupted")
+        sys.stderr.write(f"\ninterrupted: completed cases are kept; `umscope run --resume {run_id}` finishes run {run_id}\n")
+        return "interrupted"
+    store.finish_run(run_id, "complete")
+    return "complete"
+
+
+def plan_to_json(cases: list) -> list:
+    return [c.to_json() for c in cases]
+
+
+def plan_from_json(items: list) -> list:
+    return [Case.from_json(d) for d in items]
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True)

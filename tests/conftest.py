@@ -1,0 +1,46 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+from umscope import native
+
+
+def _gpu_state():
+    info = native.native_info()
+    if info.get("gpus"):
+        return True, ""
+    return False, info.get("why_no_gpu") or "no GPU"
+
+
+def pytest_collection_modifyitems(config, items):
+    has_gpu, why = _gpu_state()
+    if has_gpu:
+        return
+    if os.environ.get("UMSCOPE_REQUIRE_GPU"):
+        fail = pytest.mark.xfail(reason=f"UMSCOPE_REQUIRE_GPU is set but {why}", run=False, strict=True)
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(fail)
+        return
+    skip = pytest.mark.skip(reason=f"GPU test: {why}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def run_cli(*args, env=None, timeout=600, **kw):
+    """Runs the installed `umscope` entry point as a user would."""
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "umscope", *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, **kw)
+
+
+def umbench(*args, timeout=300):
+    return subprocess.run([native.umbench_path(), *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    return str(tmp_path / "store.sqlite")

@@ -1,0 +1,78 @@
+"""GPU tests: run on a GPU node (make test-gpu); skipped with the reason elsewhere."""
+import json
+
+import pytest
+
+from conftest import run_cli, umbench
+from umscope import native
+
+pytestmark = pytest.mark.gpu
+
+GPU_KINDS = ["device", "managed,first_touch=gpu", "managed,first_touch=cpu", "managed,first_touch=cpu,prefetch=gpu",
+             "managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu", "managed,advise=read_mostly",
+             "pinned", "pinned,first_touch=gpu", "registered", "registered,first_touch=gpu", "system", "numa:0"]
+CPU_KINDS = ["managed,first_touch=cpu", "managed,first_touch=gpu", "pinned", "registered", "system"]
+
+
+def _out(res):
+    lines = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
+    return [l for l in lines if l["type"] == "record"], lines[-1]
+
+
+@pytest.mark.parametrize("kind", GPU_KINDS)
+def test_every_kind_gpu_access_verified_or_skipped_by_capability(kind):
+    res = umbench("run", "gpu-stream", "--kind", kind, "--bytes", "64M", "--reps", "3")
+    recs, status = _out(res)
+    gpu = native.native_info()["gpus"][0]
+    if kind.startswith(("system", "numa")) and not gpu["pageable_memory_access"]:
+        assert status["status"] == "skipped" and "HMM or ATS" in status["reason"]
+        return
+    assert status["status"] == "ok", res.stdout
+    assert {r["op"] for r in recs} == {"read", "write", "copy", "triad"}
+    for r in recs:
+        assert r["verified"] and r["median"] > 0.5  # GB/s: even PCIe-remote memory is far above this
+
+
+@pytest.mark.parametrize("kind", CPU_KINDS)
+def test_every_host_reachable_kind_cpu_access_verified(kind):
+    res = umbench("run", "cpu-stream", "--kind", kind, "--bytes", "64M", "--reps", "3", "--threads", "1")
+    recs, status = _out(res)
+    assert status["status"] == "ok", res.stdout
+    assert all(r["verified"] for r in recs) and len(recs) == 3
+
+
+def test_device_memory_is_fastest_from_the_gpu():
+    d, _ = _out(umbench("run", "gpu-stream", "--kind", "device", "--bytes", "512M", "--ops", "copy"))
+    p, _ = _out(umbench("run", "gpu-stream", "--kind", "pinned", "--bytes", "512M", "--ops", "copy"))
+    assert d[0]["median"] > 5 * p[0]["median"]
+
+
+def test_guard_refuses_oversubscribing_managed_request():
+    gpu = native.native_info()["gpus"][0]
+    too_big = gpu["total_mem"] + (4 << 30)  # never allocated: the guard refuses first
+    res = umbench("run", "gpu-stream", "--kind", "managed", "--bytes", str(too_big), "--ops", "read")
+    _, status = _out(res)
+    assert res.returncode == 4 and status["status"] == "refused"
+    assert "--allow-oversubscription" in status["reason"]
+    # The arrays together count too: three half-memory arrays are refused.
+    res = umbench("run", "gpu-stream", "--kind", "managed", "--bytes", str(gpu["free_mem"] // 2), "--ops", "triad")
+    assert _out(res)[1]["status"] == "refused"
+
+
+def test_gpu_fault_is_recorded_as_failed_and_next_case_runs(store_path):
+    res = run_cli("bench", "selftest", "--mode", "gpu-fault,ok", "--store", store_path)
+    from umscope.store import Store
+
+    s = Store(store_path)
+    cases = {c["case_id"]: c for c in s.cases(s.run()["id"])}
+    assert cases["selftest mode=gpu-fault"]["status"] == "failed"
+    assert "IllegalAddress" in cases["selftest mode=gpu-fault"]["reason"]
+    assert cases["selftest mode=ok"]["status"] == "ok"
+    assert res.returncode == 1
+
+
+def test_probe_reports_gpu_and_link():
+    fp = json.loads(run_cli("info", "--json").stdout)
+    g = fp["gpus"][0]
+    assert g["sms"] > 0 and g["total_mem"] > 0 and g["addressing"] in ("ATS", "HMM", "none")
+    assert fp["cuda"]["driver"]
