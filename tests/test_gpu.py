@@ -30,7 +30,12 @@ def test_every_kind_gpu_access_verified_or_skipped_by_capability(kind):
     assert status["status"] == "ok", res.stdout
     assert {r["op"] for r in recs} == {"read", "write", "copy", "triad"}
     for r in recs:
-        assert r["verified"] and r["median"] > 0.5  # GB/s: even PCIe-remote memory is far above this
+        assert r["verified"]
+        # GB/s: even PCIe-remote memory is far above this. Writes to read-mostly
+        # pages are the exception (each write collapses the duplicated copies),
+        # so there only reads must be fast.
+        if "read_mostly" not in kind or r["op"] == "read":
+            assert r["median"] > 0.5, r
 
 
 @pytest.mark.parametrize("kind", CPU_KINDS)

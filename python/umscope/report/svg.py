@@ -15,6 +15,21 @@ def _fmt(v: float) -> str:
     return f"{v:.2f}"
 
 
+def _label(text: str, x: float, y: float, max_chars=52) -> str:
+    """Right-aligned group label; a long one is broken at commas onto several lines."""
+    lines, cur = [], ""
+    for piece in text.replace(",", ", ").split(" "):
+        if cur and len(cur) + 1 + len(piece) > max_chars:
+            lines.append(cur)
+            cur = piece
+        else:
+            cur = f"{cur} {piece}" if cur else piece
+    lines.append(cur)
+    y0 = y - 6.5 * (len(lines) - 1)
+    spans = "".join(f'<tspan x="{x}" y="{y0 + 13 * i:.1f}">{escape(t)}</tspan>' for i, t in enumerate(lines))
+    return f'<text font-size="11" text-anchor="end">{spans}</text>'
+
+
 def hbar_chart(groups, unit: str, title: str, width=860) -> str:
     """Horizontal grouped bars.
 
@@ -46,8 +61,7 @@ def hbar_chart(groups, unit: str, title: str, width=860) -> str:
     y = top
     for label, bars in groups:
         gh = len(bars) * bar_h
-        out.append(f'<text x="{left - 6}" y="{y + gh / 2 + 4:.1f}" font-size="11" text-anchor="end">'
-                   f'{escape(label)}</text>')
+        out.append(_label(label, left - 6, y + gh / 2 + 4))
         for s, med, mn, mx in bars:
             w = plot_w * med / vmax
             out.append(f'<rect class="bar" x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" '
