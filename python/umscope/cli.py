@@ -6,8 +6,9 @@ import shlex
 import sys
 
 from umscope import __version__, native, plans, probe
+from umscope.model import bounds
 from umscope.errors import UsageError
-from umscope.report.html import SPREAD_FLAG, write_report
+from umscope.report.html import SPREAD_FLAG, kind_label, write_report
 from umscope.sizes import format_size
 from umscope.store import Store
 from umscope.suite import plan_from_json, plan_to_json, run_cases
@@ -29,6 +30,9 @@ def _common_run_options(p):
     p.add_argument("--warmup", type=int, help="untimed warm-up repetitions (default 2)")
     p.add_argument("--timeout", type=float, help="seconds before a case is killed (default 180)")
     p.add_argument("--label", help="a name for this run")
+    p.add_argument("--machine", metavar="FILE|NAME",
+                   help="machine description (YAML) giving datapath peaks for the bounds; default: probe "
+                        "plus the packaged description matching the GPU")
     p.add_argument("--json", action="store_true", help="print the records as JSON instead of a table")
     p.add_argument("--dry-run", action="store_true", help="list the planned cases and exit")
     p.add_argument("--no-progress", action="store_true")
@@ -147,6 +151,8 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         for c in cases:
             c.timeout = args.timeout
     options = _options(args)
+    options["machine"] = getattr(args, "machine", None)
+    bounds.describe(fingerprint, options["machine"])  # a bad --machine fails before anything runs
     if args.dry_run:
         for c in cases:
             print(c.case_id)
@@ -157,7 +163,9 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
     if not fingerprint.get("gpus"):
         sys.stderr.write(f"no GPU: {fingerprint['cuda'].get('why_no_gpu')}; GPU cases will be recorded as skipped\n")
     sys.stderr.write(f"run {run_id}: {len(cases)} cases into {store.path}\n")
-    status = run_cases(store, run_id, cases, options, progress=not args.no_progress)
+    desc = bounds.describe(fingerprint, getattr(args, "machine", None))
+    status = run_cases(store, run_id, cases, options, progress=not args.no_progress,
+                       annotate=lambda recs: bounds.annotate(recs, fingerprint, desc))
     records = store.records(run_id)
     if args.json:
         print(json.dumps(records, indent=1))
@@ -173,14 +181,15 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
 def print_summary(records, cases):
     ok = [r for r in records if r["status"] == "ok" and r["median"] is not None]
     if ok:
-        print(f"{'benchmark':<11} {'op':<6} {'proc':<5} {'kind [policy]':<58} {'size':>8} {'thr':>4} "
-              f"{'median':>10} {'spread':>7}  unit")
+        print(f"{'benchmark':<11} {'op':<6} {'proc':<5} {'kind [policy] (→ destination)':<58} {'size':>8} {'thr':>4} "
+              f"{'median':>10} {'spread':>7}  {'unit':<5} {'of bound':>8}")
         for r in ok:
-            kind = r["kind"] + (f" [{r['policy']}]" if r["policy"] else "")
+            kind = kind_label(r)
             flag = " !" if (r["spread"] or 0) > SPREAD_FLAG else ""
             print(f"{r['benchmark']:<11} {r['op']:<6} {r['processor']:<5} {kind[:58]:<58} "
                   f"{format_size(r['bytes']) if r['bytes'] else '':>8} {r['threads'] or '':>4} "
-                  f"{r['median']:>10.4g} {100 * (r['spread'] or 0):>6.1f}%{flag} {r['unit']}")
+                  f"{r['median']:>10.4g} {100 * (r['spread'] or 0):>6.1f}%{flag:2} {r['unit']:<5} "
+                  f"{_eff(r):>8}")
     groups = {}
     for c in cases:
         if c["status"] != "ok":
@@ -191,6 +200,11 @@ def print_summary(records, cases):
             print(f"  {status} ({len(ids)}): {reason}")
             for cid in ids:
                 print(f"      {cid}")
+
+
+def _eff(r):
+    e = (r.get("extra") or {}).get("efficiency")
+    return f"{100 * e:.0f}%" if e else ""
 
 
 def cmd_run(args):

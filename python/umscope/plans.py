@@ -3,6 +3,7 @@ characterisation of the node; each benchmark family can also run alone
 (`umscope bench NAME`). Plans are built from the probe, so kinds the machine
 cannot serve still appear: they are recorded as skipped, with the reason."""
 
+import os
 import subprocess
 
 from umscope import native
@@ -54,18 +55,56 @@ def stream_cases(benchmark, kinds, sizes, extra=None) -> list:
     return [Case(benchmark, k, dict({"bytes": size_arg(s)}, **extra)) for k in kinds for s in sizes]
 
 
+# Kinds of the copy matrix (nvbandwidth's host/device matrix and the GH200
+# study's Fig. 5, with registered memory and NUMA nodes added).
+COPY_KINDS = ["device", "pinned", "registered", "system"]
+COPY_SIZES = "4KiB,64KiB,1MiB,16MiB,256MiB,1GiB"
+
+
+def copy_cases(fingerprint, kinds=None, sizes=COPY_SIZES, engines=("ce", "sm"), bidir=True) -> list:
+    kinds = kinds or COPY_KINDS + numa_kinds(fingerprint)
+    cases = []
+    for engine in engines:
+        for src in kinds:
+            for dst in kinds:
+                params = {"dst": dst, "bytes": sizes, "engine": engine}
+                cases.append(Case("copy", src, dict(params, direction="uni")))
+                # Both directions at once: for each unordered host/device pair, once.
+                if bidir and engine == "ce" and src != dst and "device" in (src, dst) and src != "device":
+                    cases.append(Case("copy", src, dict(params, direction="bidir")))
+    return cases
+
+
+def scaling_cases(fingerprint, kinds=("device", "pinned")) -> list:
+    """Blocks from 1 to the full machine (at 256 threads), then threads per block at the full grid."""
+    gpus = fingerprint.get("gpus") or []
+    sms = gpus[0]["sms"] if gpus else 132
+    blocks = sorted({1, 2, 4, 8, 16, 32, 64, sms // 2, sms, 2 * sms, 4 * sms, 8 * sms})
+    cases = []
+    for k in kinds:
+        for b in blocks:
+            cases.append(Case("gpu-stream", k, {"bytes": "1GiB", "ops": "read,copy", "blocks": str(b), "block": "256"}))
+        for t in (64, 128, 512, 1024):
+            cases.append(Case("gpu-stream", k, {"bytes": "1GiB", "ops": "read,copy", "block": str(t)}))
+    return cases
+
+
 def default_plan(fingerprint, quick=False) -> list:
     size = 256 << 20 if quick else 1 << 30
     gpu_kinds = GPU_KINDS + numa_kinds(fingerprint)
     cpu_kinds = CPU_KINDS[:1] + numa_kinds(fingerprint) + CPU_KINDS[1:]
     cases = stream_cases("gpu-stream", gpu_kinds, [size])
     cases += stream_cases("cpu-stream", cpu_kinds, [size], {"threads": "1,all"})
+    cases += copy_cases(fingerprint, sizes="64KiB,1MiB,256MiB" if quick else "64KiB,1MiB,256MiB,1GiB")
     return cases
 
 
 FAMILIES = {
     "gpu-stream": "GPU read/write/copy/triad over every GPU-reachable kind",
     "cpu-stream": "CPU read/write/copy over every CPU-reachable kind, thread sweep",
+    "copy": "copy matrix: every source x destination kind by copy engines and by SMs, 4 KiB to 1 GiB",
+    "scaling": "GPU read/copy bandwidth from 1 block to the full machine, and threads per block",
+    "bandwidth": "all of the above: gpu-stream, cpu-stream (thread sweep), copy matrix, scaling",
     "selftest": "cases that misbehave on purpose (crash, hang, GPU fault) to test the runner",
 }
 
@@ -77,6 +116,17 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
         return [Case("selftest", None, {"mode": m}, timeout=10) for m in (mode or "ok").split(",")]
     if kinds:
         kinds = [validate_kind(k) for k in kinds]
+    if name == "copy":
+        return copy_cases(fingerprint, kinds, ",".join(size_arg(s) for s in parse_size_list(sizes)) if sizes
+                          else COPY_SIZES)
+    if name == "scaling":
+        return scaling_cases(fingerprint, kinds or ("device", "pinned"))
+    if name == "bandwidth":
+        allcpu = os.cpu_count() or 1
+        sweep = ",".join(str(t) for t in sorted({1, 2, 4, 8, 16, 32, 64, 128, allcpu}) if t <= allcpu)
+        return (bench_plan("gpu-stream", fingerprint, kinds, sizes) +
+                bench_plan("cpu-stream", fingerprint, None, sizes, threads or sweep) +
+                copy_cases(fingerprint) + scaling_cases(fingerprint))
     sizes = parse_size_list(sizes) if sizes else [1 << 30]
     extra = {}
     if ops:

@@ -135,8 +135,9 @@ class Progress:
         return f"[{'#' * filled}{'.' * (width - filled)}] {self.done:>3}/{self.total}"
 
 
-def run_cases(store, run_id: int, cases: list, options: dict, progress=True) -> str:
-    """Runs the cases of run `run_id` not yet done; returns the run's final status."""
+def run_cases(store, run_id: int, cases: list, options: dict, progress=True, annotate=None) -> str:
+    """Runs the cases of run `run_id` not yet done; returns the run's final status.
+    `annotate(records)` may add fields (bounds) to each case's records before they are stored."""
     done = store.done_cases(run_id)
     todo = [c for c in cases if c.case_id not in done]
     bar = Progress(len(cases), enabled=progress)
@@ -147,6 +148,8 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True) -> 
             bar.start(case)
             started = time.time()
             outcome = execute(case, options)
+            if annotate:
+                annotate(outcome.records)
             store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
                                   outcome.records)
             bar.finish(case, outcome)

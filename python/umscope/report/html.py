@@ -29,8 +29,15 @@ def e(x) -> str:
     return escape("" if x is None else str(x))
 
 
-def _kind_label(r) -> str:
-    return r["kind"] + (f" [{r['policy']}]" if r.get("policy") else "")
+def kind_label(r) -> str:
+    """'kind [policy]', and for copies '-> dst [policy]' and the route of a two-way copy."""
+    x = r.get("extra") or {}
+    label = r["kind"] + (f" [{r['policy']}]" if r.get("policy") else "")
+    if x.get("dst_kind"):
+        label += f" → {x['dst_kind']}" + (f" [{x['dst_policy']}]" if x.get("dst_policy") else "")
+        if x.get("direction") == "bidir":
+            label += f" (both ways: {x.get('route')})"
+    return label
 
 
 def _machine(fp) -> str:
@@ -67,27 +74,41 @@ def _machine(fp) -> str:
     return "<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows) + "</table>"
 
 
+def _bound_cells(r) -> str:
+    x = r.get("extra") or {}
+    if not x.get("bound"):
+        return f"<td colspan=3 class=note>{e(x.get('bound_note', ''))}</td>"
+    return (f"<td class=num>{x['bound']:.4g}</td><td class=num>{100 * x.get('efficiency', 0):.0f}%</td>"
+            f"<td>{e(x.get('datapath'))}</td>")
+
+
 def _records_table(recs) -> str:
     head = ("<tr><th>op</th><th>processor</th><th>kind [policy]</th><th>size</th><th>threads</th>"
-            "<th>median</th><th>min</th><th>max</th><th>unit</th><th>n</th><th>spread</th></tr>")
+            "<th>median</th><th>min</th><th>max</th><th>unit</th><th>n</th><th>spread</th><th>bound</th>"
+            "<th>of bound</th><th>limit</th></tr>")
     rows = []
     for r in recs:
         spread = r.get("spread") or 0
         flag = spread > SPREAD_FLAG
         rows.append(
-            f"<tr><td>{e(r['op'])}</td><td>{e(r['processor'])}</td><td>{e(_kind_label(r))}</td>"
+            f"<tr><td>{e(r['op'])}</td><td>{e(r['processor'])}</td><td>{e(kind_label(r))}</td>"
             f"<td class=num>{e(format_size(r['bytes']) if r['bytes'] else '')}</td>"
             f"<td class=num>{e(r['threads'] or '')}</td><td class=num>{r['median']:.4g}</td>"
             f"<td class=num>{r['min']:.4g}</td><td class=num>{r['max']:.4g}</td><td>{e(r['unit'])}</td>"
             f"<td class=num>{e(r['n'])}</td><td class=\"num{' flag' if flag else ''}\">{spread * 100:.1f}%"
-            f"{' ⚠' if flag else ''}</td></tr>")
+            f"{' ⚠' if flag else ''}</td>{_bound_cells(r)}</tr>")
     return "<table>" + head + "".join(rows) + "</table>"
 
 
 def _chart(bench, recs) -> str:
     groups = OrderedDict()
+    vary_size = len({x["bytes"] for x in recs}) > 1
+    vary_grid = len({((x.get("extra") or {}).get("grid"), (x.get("extra") or {}).get("block")) for x in recs}) > 1
     for r in recs:
-        label = _kind_label(r) + (f" · {format_size(r['bytes'])}" if len({x['bytes'] for x in recs}) > 1 else "")
+        x = r.get("extra") or {}
+        label = kind_label(r) + (f" · {format_size(r['bytes'])}" if vary_size else "")
+        if vary_grid and x.get("grid"):
+            label += f" · {x['grid']}×{x['block']} thr"
         series = r["op"] + (f" ×{r['threads']} thr" if r.get("threads") else "")
         groups.setdefault(label, []).append((series, r["median"], r["min"], r["max"]))
     unit = recs[0]["unit"]

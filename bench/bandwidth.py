@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Bandwidth figures the bandwidth issue asks for, measured in one run on the
+GPU node, each against its target. Not a test: it prints what it measured.
+
+    python3 bench/bandwidth.py [--device 0]
+
+Targets: device copy and triad >= 94% of the GPU-memory bound; copy-engine
+host-to-device and device-to-host >= 54 GB/s at >= 256 MiB; SM reads of pinned
+host memory >= 50 GB/s; every spread reported."""
+import argparse
+import json
+import subprocess
+import sys
+
+from umscope import native, probe
+from umscope.model import bounds
+
+
+def umbench(*args):
+    res = subprocess.run([native.umbench_path(), "run", *args], capture_output=True, text=True, timeout=600)
+    recs = [json.loads(l) for l in res.stdout.splitlines() if '"type":"record"' in l]
+    if not recs:
+        sys.exit(f"umbench {' '.join(args)} gave no records: {res.stdout[-500:]} {res.stderr[-500:]}")
+    return recs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="0")
+    a = ap.parse_args()
+    fp = probe.probe()
+    desc = bounds.describe(fp)
+    dev = ["--device", a.device, "--reps", "30"]
+    rows = []
+    for r in umbench("gpu-stream", "--kind", "device", "--bytes", "4G", *dev):
+        rows.append((f"GPU {r['op']} device 4 GiB", r, "gpu_memory", 0.94))
+    for r in umbench("copy", "--kind", "device", "--dst", "device", "--bytes", "1G", *dev):
+        rows.append(("CE copy device->device 1 GiB (n/t)", r, None, None))
+    for src, dst, label in (("pinned", "device", "CE host-to-device"), ("device", "pinned", "CE device-to-host")):
+        for r in umbench("copy", "--kind", src, "--dst", dst, "--bytes", "256M,1G", *dev):
+            rows.append((f"{label} {r['bytes'] >> 20} MiB", r, 54.0, None))
+    for r in umbench("copy", "--kind", "pinned", "--dst", "device", "--bytes", "1G", "--direction", "bidir", *dev):
+        rows.append((f"CE both ways pinned<->device ({r['route']})", r, None, None))
+    for r in umbench("gpu-stream", "--kind", "pinned", "--bytes", "1G", "--ops", "read,write", *dev):
+        rows.append((f"SM {r['op']} of pinned host memory", r, 50.0 if r["op"] == "read" else None, None))
+    for r in umbench("copy", "--kind", "pinned", "--dst", "device", "--bytes", "1G", "--engine", "sm", *dev):
+        rows.append(("SM copy pinned->device", r, None, None))
+    for r in umbench("copy", "--kind", "device", "--dst", "pinned", "--bytes", "1G", "--engine", "sm", *dev):
+        rows.append(("SM copy device->pinned", r, None, None))
+
+    gpu = fp["gpus"][0]["name"] if fp["gpus"] else "no GPU"
+    print(f"\n{gpu}; bounds from {desc['name']}: " +
+          ", ".join(f"{k} {v[0]:g} GB/s ({v[1]})" for k, v in desc["datapaths"].items()))
+    print(f"{'measurement':<44} {'median':>9} {'min':>9} {'max':>9} {'spread':>7} {'bound':>8} {'eff':>5}  target")
+    for label, r, target, frac in rows:
+        bounds.annotate([r], fp, desc)
+        verdict = ""
+        if frac and r.get("bound"):
+            verdict = f">= {frac:.0%} of bound: {'MET' if r['efficiency'] >= frac else 'MISSED'}"
+        elif isinstance(target, float):
+            verdict = f">= {target:g} GB/s: {'MET' if r['median'] >= target else 'MISSED'}"
+        print(f"{label:<44} {r['median']:>9.1f} {r['min']:>9.1f} {r['max']:>9.1f} {100 * r['spread']:>6.1f}% "
+              f"{r.get('bound', 0):>8.1f} {100 * r.get('efficiency', 0):>4.0f}%  {verdict}")
+
+
+if __name__ == "__main__":
+    main()

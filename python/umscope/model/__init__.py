@@ -1,0 +1,1 @@
+"""Machine model: datapath peaks and the bound of each measurement."""

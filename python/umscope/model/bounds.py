@@ -1,0 +1,193 @@
+"""Datapath bounds: the theoretical peak each measurement can reach.
+
+A machine description gives the peak of each datapath in GB/s:
+`gpu_memory`, `host_memory`, `h2d` and `d2h` (the CPU-GPU link per
+direction: PCIe or NVLink-C2C). It is filled from the probe where possible
+(memory clock x bus width from the device, PCIe generation x width from NVML),
+completed by the packaged description that matches the GPU, and overridden by
+a file the user names (`--machine FILE`).
+
+A measurement uses resources: bytes read and written in GPU or host memory,
+bytes crossing the link in each direction. Its bound is the bytes it reports
+divided by the time the busiest resource needs at its peak. A copy between
+two host buffers through the GPU crosses the link twice (once each way); a
+device-to-device copy reads and writes GPU memory."""
+
+from pathlib import Path
+
+import yaml
+
+from umscope.errors import UsageError
+
+MACHINES = Path(__file__).resolve().parent.parent / "machines"
+# PCIe: (GT/s per lane, encoding efficiency) per generation.
+_PCIE = {1: (2.5, 0.8), 2: (5.0, 0.8), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130), 5: (32.0, 128 / 130),
+         6: (64.0, 242 / 256)}
+# (reads, writes) of array-sized traffic per stream operation.
+_OPS = {"read": (1, 0), "write": (0, 1), "copy": (1, 1), "triad": (2, 1)}
+
+
+def packaged() -> dict:
+    out = {}
+    for f in sorted(MACHINES.glob("*.yaml")):
+        out[f.stem] = yaml.safe_load(f.read_text())
+    return out
+
+
+def pcie_gbps(gen, width):
+    if not gen or not width or gen not in _PCIE:
+        return None
+    rate, enc = _PCIE[gen]
+    return round(rate * width * enc / 8, 2)
+
+
+def from_probe(fp) -> dict:
+    """Datapath peaks the probe can derive, each with where it came from."""
+    paths = {}
+    gpus = fp.get("gpus") or []
+    if gpus:
+        g = gpus[0]
+        link = g.get("link") or {}
+        mhz = link.get("mem_clock_max_mhz") or (g.get("mem_clock_khz") or 0) / 1000
+        bits = link.get("mem_bus_width_bits") or g.get("mem_bus_bits")
+        if mhz and bits:
+            # HBM transfers twice per memory clock.
+            paths["gpu_memory"] = (round(2 * mhz * 1e6 * bits / 8 / 1e9, 1),
+                                   f"probe: 2 x {mhz:.0f} MHz x {bits} bit")
+        bw = pcie_gbps(link.get("pcie_gen_max"), link.get("pcie_width_max"))
+        if bw and g.get("addressing") != "ATS":
+            src = f"probe: PCIe gen {link.get('pcie_gen_max')} x{link.get('pcie_width_max')}"
+            paths["h2d"] = (bw, src)
+            paths["d2h"] = (bw, src)
+    return paths
+
+
+def describe(fp, machine_file=None) -> dict:
+    """The machine description in force: {'name', 'datapaths': {path: (GB/s, source)}}."""
+    desc = {"name": "probed", "datapaths": {}}
+    gpus = fp.get("gpus") or []
+    name = gpus[0]["name"] if gpus else ""
+    for stem, d in packaged().items():
+        if d.get("match") and d["match"] in name:
+            desc["name"] = d["name"]
+            for k, v in d["datapaths"].items():
+                desc["datapaths"][k] = (v, f"{stem}.yaml ({d.get('source')})")
+            break
+    desc["datapaths"].update(from_probe(fp))
+    if machine_file:
+        path = Path(machine_file)
+        if not path.exists():
+            pkg = MACHINES / f"{machine_file}.yaml"
+            if not pkg.exists():
+                raise UsageError(f"no machine description {machine_file!r} (a YAML file, or one of "
+                                 f"{', '.join(packaged())})")
+            path = pkg
+        try:
+            d = yaml.safe_load(path.read_text())
+            user = d["datapaths"]
+        except (OSError, yaml.YAMLError, KeyError, TypeError) as e:
+            raise UsageError(f"machine description {path}: {e}") from None
+        desc["name"] = d.get("name", path.stem)
+        for k, v in user.items():
+            desc["datapaths"][k] = (float(v), str(path)) if v is not None else None
+    desc["datapaths"] = {k: v for k, v in desc["datapaths"].items() if v}
+    return desc
+
+
+def location(kind: str, policy: str, fp) -> str:
+    """Where the data of a kind sits in steady state: 'gpu' or 'host'."""
+    if kind == "device":
+        return "gpu"
+    if kind == "managed":
+        return "host" if "preferred:cpu" in (policy or "") else "gpu"
+    gpus = fp.get("gpus") or []
+    if kind.startswith("numa:") and gpus and str(gpus[0].get("numa_id")) == kind.split(":")[1]:
+        return "gpu"
+    return "host"
+
+
+def uses(rec, fp) -> dict:
+    """Resource -> bytes a record's reported bytes needed (per `bytes`)."""
+    n = 1.0
+    u = {}
+
+    def add(k, v):
+        u[k] = u.get(k, 0) + v
+
+    bench, op = rec.get("benchmark"), rec.get("op")
+    loc = location(rec.get("kind") or "", rec.get("policy"), fp)
+    if bench == "gpu-stream" and op in _OPS:
+        r, w = _OPS[op]
+        if loc == "gpu":
+            add("gpu_memory", (r + w) * n)
+        else:
+            add("h2d", r * n)
+            add("d2h", w * n)
+            add("host_memory", (r + w) * n)
+        return u
+    if bench == "cpu-stream" and op in _OPS:
+        r, w = _OPS[op]
+        if (rec.get("kind") or "") == "managed" or loc == "host":
+            add("host_memory", (r + w) * n)
+        else:  # CPU reaching GPU memory (Grace Hopper): over the link
+            add("d2h", r * n)
+            add("h2d", w * n)
+            add("gpu_memory", (r + w) * n)
+        return u
+    if bench == "copy":
+        dst_loc = location(rec.get("dst_kind") or "", rec.get("dst_policy"), fp)
+        pairs = [(loc, dst_loc)]
+        if rec.get("route") == "both":
+            pairs = [(loc, dst_loc), (dst_loc, loc)]
+        for s, d in pairs:
+            add("gpu_memory" if s == "gpu" else "host_memory", n)
+            add("gpu_memory" if d == "gpu" else "host_memory", n)
+            if s == "host" and d == "gpu":
+                add("h2d", n)
+            elif s == "gpu" and d == "host":
+                add("d2h", n)
+            elif s == "host" and d == "host":  # through the GPU: the link both ways
+                add("h2d", n)
+                add("d2h", n)
+        return u
+    return {}
+
+
+def bound(rec, fp, desc):
+    """(bound in GB/s, limiting datapath) or (None, why)."""
+    if rec.get("unit") != "GB/s":
+        return None, "not a bandwidth"
+    u = uses(rec, fp)
+    if not u:
+        return None, "no datapath model for this benchmark"
+    n_reported = 2.0 if rec.get("route") == "both" else 1.0
+    if rec.get("benchmark") in ("gpu-stream", "cpu-stream"):
+        r, w = _OPS[rec["op"]]
+        n_reported = float(r + w)
+    worst, limiting = 0.0, None
+    missing = []
+    for res, b in u.items():
+        peak = desc["datapaths"].get(res)
+        if peak is None:
+            missing.append(res)
+            continue
+        t = b / peak[0]
+        if t > worst:
+            worst, limiting = t, res
+    if missing and (limiting is None or any(m in ("gpu_memory", "h2d", "d2h") for m in missing)):
+        return None, "peak unknown for " + ", ".join(missing)
+    return round(n_reported / worst, 2), limiting
+
+
+def annotate(records, fp, desc):
+    """Adds bound, efficiency (median / bound) and datapath to bandwidth records."""
+    for rec in records:
+        b, why = bound(rec, fp, desc)
+        if b:
+            rec["bound"] = b
+            rec["datapath"] = why
+            if rec.get("median"):
+                rec["efficiency"] = round(rec["median"] / b, 4)
+        elif rec.get("unit") == "GB/s":
+            rec["bound_note"] = why
+    return records
