@@ -81,3 +81,35 @@ def test_probe_reports_gpu_and_link():
     g = fp["gpus"][0]
     assert g["sms"] > 0 and g["total_mem"] > 0 and g["addressing"] in ("ATS", "HMM", "none")
     assert fp["cuda"]["driver"]
+
+
+@pytest.mark.parametrize("src,dst,engine", [("pinned", "device", "ce"), ("device", "pinned", "ce"),
+                                            ("system", "device", "ce"), ("device", "device", "ce"),
+                                            ("registered", "device", "sm"), ("device", "device", "sm")])
+def test_copy_matrix_pairs_verified(src, dst, engine):
+    recs, status = _out(umbench("run", "copy", "--kind", src, "--dst", dst, "--engine", engine,
+                                "--bytes", "4K,64M", "--reps", "3"))
+    assert status["status"] == "ok", status
+    assert [r["bytes"] for r in recs] == [4096, 64 << 20]
+    assert all(r["verified"] and r["median"] > 0 for r in recs)
+    # Larger copies amortise the launch: the 64 MiB copy is faster than the 4 KiB one.
+    assert recs[1]["median"] > recs[0]["median"]
+
+
+def test_sm_copy_of_pageable_memory_follows_capability():
+    _, status = _out(umbench("run", "copy", "--kind", "system", "--dst", "device", "--engine", "sm", "--bytes", "1M"))
+    if native.native_info()["gpus"][0]["pageable_memory_access"]:
+        assert status["status"] == "ok"
+    else:
+        assert status["status"] == "skipped" and "HMM or ATS" in status["reason"]
+
+
+def test_bidirectional_copy_reports_each_way_and_the_sum():
+    recs, status = _out(umbench("run", "copy", "--kind", "pinned", "--dst", "device", "--direction", "bidir",
+                                "--bytes", "256M", "--reps", "5"))
+    assert status["status"] == "ok"
+    routes = {r["route"]: r for r in recs}
+    assert set(routes) == {"forward", "reverse", "both"}
+    # The sum over both links beats either direction alone (PCIe is full duplex).
+    assert routes["both"]["median"] > 1.3 * max(routes["forward"]["median"], routes["reverse"]["median"]) / 2 * 1.0
+    assert routes["both"]["median"] > routes["forward"]["median"]
