@@ -111,5 +111,4 @@ def test_bidirectional_copy_reports_each_way_and_the_sum():
     routes = {r["route"]: r for r in recs}
     assert set(routes) == {"forward", "reverse", "both"}
     # The sum over both links beats either direction alone (PCIe is full duplex).
-    assert routes["both"]["median"] > 1.3 * max(routes["forward"]["median"], routes["reverse"]["median"]) / 2 * 1.0
-    assert routes["both"]["median"] > routes["forward"]["median"]
+    assert routes["both"]["median"] > 1.2 * max(routes["forward"]["median"], routes["reverse"]["median"])
