@@ -75,3 +75,11 @@ def test_dry_run_lists_default_plan_without_running(store_path):
     assert any(i.startswith("gpu-stream device") for i in ids)
     assert any(i.startswith("cpu-stream system") for i in ids)
     assert any("managed,first_touch=cpu,prefetch=gpu" in i for i in ids)
+
+
+def test_cpu_arrays_exceed_the_largest_cache():
+    from umscope.plans import cpu_stream_size
+
+    fp = {"cpu": {"caches": [{"bytes": 300 << 20}, {"bytes": 2 << 20}]}}
+    assert cpu_stream_size(fp) == 1200 << 20
+    assert cpu_stream_size({"cpu": {"caches": []}}) == 256 << 20

@@ -89,15 +89,22 @@ def scaling_cases(fingerprint, kinds=("device", "pinned")) -> list:
     return cases
 
 
+def cpu_stream_size(fingerprint) -> int:
+    """Arrays four times the largest CPU cache, so the CPU streams measure memory, not cache."""
+    largest = max((c["bytes"] for c in fingerprint.get("cpu", {}).get("caches", [])), default=0)
+    return max(256 << 20, -(-4 * largest // (1 << 20)) << 20)
+
+
 def default_plan(fingerprint, quick=False) -> list:
     size = 256 << 20 if quick else 1 << 30
     gpu_kinds = GPU_KINDS + numa_kinds(fingerprint)
     cpu_kinds = CPU_KINDS[:1] + numa_kinds(fingerprint) + CPU_KINDS[1:]
     # Kept under 5 minutes on one H100/H200: single-thread CPU streams and host
-    # copies are slow, so they use 256 MiB (well past every cache); the full
+    # copies are slow, so CPU arrays are 4x the largest cache (at least 256 MiB:
+    # past the cache, not more); the full
     # 4 KiB - 1 GiB copy sweep is `umscope bench copy`.
     cases = stream_cases("gpu-stream", gpu_kinds, [size])
-    cases += stream_cases("cpu-stream", cpu_kinds, [256 << 20], {"threads": "1,all"})
+    cases += stream_cases("cpu-stream", cpu_kinds, [cpu_stream_size(fingerprint)], {"threads": "1,all"})
     cases += copy_cases(fingerprint, sizes="64KiB,1MiB,256MiB" if not quick else "64KiB,256MiB")
     return cases
 
