@@ -107,7 +107,7 @@ void run_copy(Context& ctx) {
     std::string proc = engine == "ce" ? "ce" + std::to_string(ctx.device) : "gpu" + std::to_string(ctx.device);
     for (size_t p = 0; p < pairs.size(); ++p) {
       JsonObject rec = ctx.record(op, proc, pairs[p].src->kind(), bytes);
-      rec.set("dst_kind", pairs[p].dst->kind().name + (pairs[p].dst->kind().arg >= 0 ? ":" + std::to_string(pairs[p].dst->kind().arg) : ""));
+      rec.set("dst_kind", pairs[p].dst->kind().label());
       rec.set("dst_policy", pairs[p].dst->kind().policy_str());
       rec.set("direction", direction);
       rec.set("route", p == 0 ? "forward" : "reverse");
@@ -117,7 +117,7 @@ void run_copy(Context& ctx) {
     }
     if (pairs.size() > 1) {
       JsonObject rec = ctx.record(op, proc, src_kind, bytes);
-      rec.set("dst_kind", dst_kind.name + (dst_kind.arg >= 0 ? ":" + std::to_string(dst_kind.arg) : ""));
+      rec.set("dst_kind", dst_kind.label());
       rec.set("dst_policy", dst_kind.policy_str());
       rec.set("direction", direction);
       rec.set("route", "both");

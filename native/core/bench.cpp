@@ -99,7 +99,7 @@ JsonObject Context::record(const std::string& op, const std::string& processor,
   r.set("benchmark", benchmark);
   r.set("op", op);
   r.set("processor", processor);
-  r.set("kind", kind.name + (kind.arg >= 0 ? ":" + std::to_string(kind.arg) : ""));
+  r.set("kind", kind.label());
   r.set("policy", kind.policy_str());
   r.set("bytes", static_cast<unsigned long long>(bytes));
   return r;

@@ -51,8 +51,10 @@ std::string KindSpec::policy_str() const {
   return s;
 }
 
+std::string KindSpec::label() const { return name + (arg >= 0 ? ":" + std::to_string(arg) : ""); }
+
 std::string KindSpec::str() const {
-  std::string s = name + (arg >= 0 ? ":" + std::to_string(arg) : "");
+  std::string s = label();
   std::string p = policy_str();
   return p.empty() ? s : s + "," + p;
 }

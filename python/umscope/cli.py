@@ -152,7 +152,7 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
             c.timeout = args.timeout
     options = _options(args)
     options["machine"] = getattr(args, "machine", None)
-    bounds.describe(fingerprint, options["machine"])  # a bad --machine fails before anything runs
+    desc = bounds.describe(fingerprint, options["machine"])  # a bad --machine fails before anything runs
     if args.dry_run:
         for c in cases:
             print(c.case_id)
@@ -163,7 +163,6 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
     if not fingerprint.get("gpus"):
         sys.stderr.write(f"no GPU: {fingerprint['cuda'].get('why_no_gpu')}; GPU cases will be recorded as skipped\n")
     sys.stderr.write(f"run {run_id}: {len(cases)} cases into {store.path}\n")
-    desc = bounds.describe(fingerprint, getattr(args, "machine", None))
     status = run_cases(store, run_id, cases, options, progress=not args.no_progress,
                        annotate=lambda recs: bounds.annotate(recs, fingerprint, desc))
     records = store.records(run_id)

@@ -34,6 +34,7 @@ struct KindSpec {
   int arg = -1;                               // NUMA node for numa:N
   std::map<std::string, std::string> policy;  // validated key -> value
   std::string get(const std::string& k, const std::string& dflt = "") const;
+  std::string label() const;       // "name" or "name:N", as records name the kind
   std::string str() const;         // canonical spec string
   std::string policy_str() const;  // "k=v,k=v" or ""
 };
