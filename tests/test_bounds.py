@@ -75,3 +75,12 @@ def test_annotate_adds_efficiency():
     recs = [{"benchmark": "gpu-stream", "op": "read", "kind": "pinned", "unit": "GB/s", "median": 50.0}]
     bounds.annotate(recs, H200, bounds.describe(H200))
     assert recs[0]["bound"] == 63.02 and recs[0]["efficiency"] == pytest.approx(50 / 63.02, abs=1e-4)
+
+
+def test_contention_bounds_follow_each_side():
+    assert _b(H200, benchmark="contention", op="read", processor="gpu0", kind="pinned") == (63.02, "h2d")
+    assert _b(H200, benchmark="contention", op="write", processor="gpu0", kind="pinned")[1] == "d2h"
+    # The CPU side and the sum are limited by host memory, which an x86 probe cannot know.
+    assert _b(H200, benchmark="contention", op="read", processor="cpu", kind="system")[0] is None
+    gh = _b(GH200, benchmark="contention", op="sum", processor="gpu0+cpu", kind="pinned")
+    assert gh[1] == "host_memory" and gh[0] > 0

@@ -75,6 +75,16 @@ def test_dry_run_lists_default_plan_without_running(store_path):
     assert any(i.startswith("gpu-stream device") for i in ids)
     assert any(i.startswith("cpu-stream system") for i in ids)
     assert any("managed,first_touch=cpu,prefetch=gpu" in i for i in ids)
+    assert any(i.startswith("contention pinned") for i in ids)
+
+
+def test_bench_contention_plan_and_skip_without_gpu(store_path):
+    res = run_cli("bench", "contention", "--dry-run", "--store", store_path)
+    assert res.returncode == 0, res.stderr
+    ids = res.stdout.splitlines()
+    for kind in ("pinned", "registered", "system"):
+        assert any(i.startswith(f"contention {kind} ") and "gpu-op=read" in i for i in ids), kind
+    assert any("gpu-op=write" in i for i in ids)
 
 
 def test_cpu_arrays_exceed_the_largest_cache():

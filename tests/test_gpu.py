@@ -112,3 +112,28 @@ def test_bidirectional_copy_reports_each_way_and_the_sum():
     assert set(routes) == {"forward", "reverse", "both"}
     # The sum over both links beats either direction alone (PCIe is full duplex).
     assert routes["both"]["median"] > 1.2 * max(routes["forward"]["median"], routes["reverse"]["median"])
+
+
+@pytest.mark.parametrize("gpu_op", ["read", "write"])
+def test_contention_measures_both_sides_alone_and_together(gpu_op):
+    res = umbench("run", "contention", "--kind", "pinned", "--bytes", "256M", "--gpu-op", gpu_op, "--reps", "5")
+    recs, status = _out(res)
+    assert status["status"] == "ok", res.stdout + res.stderr
+    gpu = [r for r in recs if r["processor"] == "gpu0"]
+    cpu = [r for r in recs if r["processor"] == "cpu"]
+    (total,) = [r for r in recs if r["op"] == "sum"]
+    assert [r["load"] == "none" for r in gpu] == [True, False] and [r["load"] == "none" for r in cpu] == [True, False]
+    assert all(r["verified"] and r["median"] > 1 for r in recs)
+    # The GPU side crosses PCIe: under its link's peak (64 GB/s for gen5 x16) whatever the load.
+    assert all(r["median"] < 64 for r in gpu)
+    assert total["median"] == pytest.approx(gpu[1]["median"] + cpu[1]["median"])
+    assert total["alone_median"] == pytest.approx(gpu[0]["median"] + cpu[0]["median"])
+
+
+def test_contention_system_memory_skips_without_hmm():
+    res = umbench("run", "contention", "--kind", "system", "--bytes", "64M", "--reps", "2")
+    _, status = _out(res)
+    if not native.native_info()["gpus"][0]["pageable_memory_access"]:
+        assert status["status"] == "skipped" and "HMM or ATS" in status["reason"]
+    else:
+        assert status["status"] == "ok"

@@ -78,3 +78,66 @@ def test_report_renders_in_chromium_with_plots(report_store, tmp_path):
     # Not a blank page: plenty of non-white pixels.
     nonwhite = sum(n for n, c in colors if c != (255, 255, 255))
     assert nonwhite > 0.02 * img.width * img.height
+
+
+def _bw(bench, op, kind, med, bytes_=1 << 30, processor="gpu0", **extra):
+    r = _rec(op, kind, med)
+    r.update(benchmark=bench, processor=processor, bytes=bytes_, **extra)
+    return r
+
+
+@pytest.fixture
+def bandwidth_store(tmp_path):
+    s = Store(tmp_path / "b.sqlite")
+    run = s.create_run("bench bandwidth", "umscope bench bandwidth", [], {}, FP)
+    for engine, op in (("ce", "ce-copy"), ("sm", "sm-copy")):
+        for src in ("device", "pinned"):
+            for dst in ("device", "pinned"):
+                recs = [_bw("copy", op, src, 20.0 + n / 2**24, bytes_=n, dst_kind=dst, direction="uni")
+                        for n in (1 << 20, 1 << 28)]
+                s.add_case_result(run, Case("copy", src, {"dst": dst, "engine": engine}), "ok", "", 0, 1, recs)
+    for blocks in (1, 8, 64, 132):
+        s.add_case_result(run, Case("gpu-stream", "device", {"blocks": str(blocks), "block": "256"}), "ok", "", 0, 1,
+                          [_bw("gpu-stream", "read", "device", 30.0 * blocks, grid=blocks, block=256)])
+    s.add_case_result(run, Case("gpu-stream", "device"), "ok", "", 0, 1,
+                      [_bw("gpu-stream", "read", "device", 3999.0, grid=1056, block=256)])
+    load = "CPU read of system on 16 threads"
+    s.add_case_result(run, Case("contention", "pinned", {"gpu-op": "read"}), "ok", "", 0, 1, [
+        _bw("contention", "read", "pinned", 50.0, load="none"),
+        _bw("contention", "read", "pinned", 40.0, load=load),
+        _bw("contention", "read", "system", 100.0, processor="cpu", threads=16, load="none"),
+        _bw("contention", "read", "system", 80.0, processor="cpu", threads=16, load="GPU read of pinned"),
+        _bw("contention", "sum", "pinned", 120.0, processor="gpu0+cpu", alone_median=150.0)])
+    s.finish_run(run, "complete")
+    return s, run
+
+
+def test_bandwidth_sections_heatmap_scaling_contention(bandwidth_store):
+    s, run = bandwidth_store
+    html = render(s.run(run), s.cases(run), s.records(run))
+    # One heatmap per engine, 2x2 cells each, at the largest size only.
+    assert html.count('class="chart heatmap"') == 2
+    assert html.count('class="cell"') == 8
+    assert "256 MiB" in html.split('class="chart heatmap"')[1].split("</svg>")[0]
+    # Scaling: a curve over the four block counts, kept apart from the plain gpu-stream bars.
+    assert "bandwidth against blocks" in html
+    scaling_svg = next(x for x in html.split("<svg") if "bandwidth against blocks" in x)
+    assert scaling_svg.count('class="pt"') == 4
+    assert "3999" in html
+    # Contention: both sides alone and under load, with the change, and the sums.
+    table = html.split("GPU load")[1].split("</table>")[0]
+    for v in ("50", "40", "-20%", "100", "80", "150", "120"):
+        assert f">{v}<" in table, v
+    assert "flag" in table  # a 20% fall is flagged
+
+
+def test_line_chart_log_axis_and_marks():
+    from umscope.report.svg import line_chart
+    svg = line_chart([("a", [(1024, 1.0), (1 << 20, 2.0), (1 << 30, 100.0)])], "t", "x", "y",
+                     marks=[(1 << 25, "L2")], x_fmt=str)
+    assert svg.count('class="pt"') == 3 and 'class="mark"' in svg and ">L2<" in svg
+    # On a log axis the points are evenly spaced for evenly spaced exponents (2^10, 2^20, 2^30).
+    import re as _re
+    xs = [float(x) for x in _re.findall(r'class="pt" cx="([0-9.]+)"', svg)]
+    assert abs((xs[1] - xs[0]) - (xs[2] - xs[1])) < 1.0
+    assert line_chart([], "t", "x", "y") == ""

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "umscope/bench.hpp"
+#include "umscope/cpu_kernels.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/os.hpp"
 #include "umscope/pattern.hpp"
@@ -14,43 +15,11 @@ namespace {
 
 constexpr double kWriteValue = 42.5;
 
-double read_chunk(const double* a, size_t begin, size_t end) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  size_t i = begin;
-  for (; i + 4 <= end; i += 4) {
-    s0 += a[i];
-    s1 += a[i + 1];
-    s2 += a[i + 2];
-    s3 += a[i + 3];
-  }
-  for (; i < end; ++i) s0 += a[i];
-  return (s0 + s1) + (s2 + s3);
-}
-
-std::vector<int> thread_counts(const Context& ctx) {
-  int all = static_cast<int>(os::allowed_cpus().size());
-  std::vector<int> out;
-  for (const std::string& t : ctx.args.list("threads", "all")) {
-    if (t == "all") {
-      out.push_back(all);
-      continue;
-    }
-    char* end = nullptr;
-    long v = std::strtol(t.c_str(), &end, 10);
-    if (*end || v < 1) throw UsageError("--threads takes positive integers or 'all', got '" + t + "'");
-    out.push_back(static_cast<int>(v));
-  }
-  return out;
-}
-
 void run_cpu_stream(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "system"));
-  size_t bytes = ctx.args.bytes("bytes", size_t(1) << 30) / 4096 * 4096;
-  if (bytes == 0) throw UsageError("--bytes must be at least 4 KiB");
-  std::vector<std::string> ops = ctx.args.list("ops", "read,write,copy");
-  for (auto& op : ops)
-    if (op != "read" && op != "write" && op != "copy") throw UsageError("unknown op '" + op + "' (read, write, copy)");
-  std::vector<int> counts = thread_counts(ctx);
+  size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
+  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy", {"read", "write", "copy"});
+  std::vector<int> counts = ctx.args.thread_counts("threads", "all");
 
   Buffer A(kind, bytes, ctx.alloc), B(kind, bytes, ctx.alloc);
   if (!A.cpu()) throw Skip(A.cpu_unreachable());
@@ -70,21 +39,21 @@ void run_cpu_stream(Context& ctx) {
         body = [&](int t, int T) {
           size_t lo, hi;
           split_range(n, T, t, lo, hi);
-          partial[t * 8] = read_chunk(a, lo, hi);
+          partial[t * 8] = cpu_read(a, lo, hi);
         };
       } else if (op == "write") {
         std::fill(b, b + n, 0.0);
         body = [&](int t, int T) {
           size_t lo, hi;
           split_range(n, T, t, lo, hi);
-          for (size_t i = lo; i < hi; ++i) b[i] = kWriteValue;
+          cpu_write(b, lo, hi, kWriteValue);
         };
       } else {
         std::fill(b, b + n, 0.0);
         body = [&](int t, int T) {
           size_t lo, hi;
           split_range(n, T, t, lo, hi);
-          for (size_t i = lo; i < hi; ++i) b[i] = a[i];
+          cpu_copy(a, b, lo, hi);
         };
       }
       std::vector<double> gbps;

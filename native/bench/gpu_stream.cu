@@ -22,12 +22,8 @@ constexpr double kWriteValue = 42.5;
 void run_gpu_stream(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "device"));
   // Whole 4 KiB pages, so every array is made of 16-byte elements.
-  size_t bytes = ctx.args.bytes("bytes", size_t(1) << 30) / 4096 * 4096;
-  if (bytes == 0) throw UsageError("--bytes must be at least 4 KiB");
-  std::vector<std::string> ops = ctx.args.list("ops", "read,write,copy,triad");
-  for (auto& op : ops)
-    if (op != "read" && op != "write" && op != "copy" && op != "triad")
-      throw UsageError("unknown op '" + op + "' (read, write, copy, triad)");
+  size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
+  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", {"read", "write", "copy", "triad"});
   const GpuCaps& caps = gpu_caps(ctx.device);
   if (!caps.present) throw Skip(caps.why_absent);
   UM_CUDA(cudaSetDevice(ctx.device));

@@ -1,5 +1,6 @@
 #include "umscope/bench.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "umscope/errors.hpp"
+#include "umscope/os.hpp"
 
 namespace umscope {
 
@@ -82,6 +84,41 @@ std::vector<std::string> Args::list(const std::string& k, const std::string& dfl
   std::string item;
   while (std::getline(ss, item, ','))
     if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::string> Args::choices(const std::string& k, const std::string& dflt,
+                                       const std::vector<std::string>& allowed) const {
+  std::vector<std::string> out = list(k, dflt);
+  if (out.empty()) throw UsageError("--" + k + " needs at least one value");
+  for (const std::string& v : out)
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      std::string all;
+      for (const std::string& a : allowed) all += (all.empty() ? "" : ", ") + a;
+      throw UsageError("unknown " + k + " '" + v + "' (" + all + ")");
+    }
+  return out;
+}
+
+size_t Args::page_bytes(const std::string& k, size_t dflt) const {
+  size_t b = bytes(k, dflt) / 4096 * 4096;
+  if (b == 0) throw UsageError("--" + k + " must be at least 4 KiB");
+  return b;
+}
+
+std::vector<int> Args::thread_counts(const std::string& k, const std::string& dflt) const {
+  int all = static_cast<int>(os::allowed_cpus().size());
+  std::vector<int> out;
+  for (const std::string& t : list(k, dflt)) {
+    if (t == "all") {
+      out.push_back(all);
+      continue;
+    }
+    char* end = nullptr;
+    long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end || v < 1) throw UsageError("--" + k + " takes positive integers or 'all', got '" + t + "'");
+    out.push_back(static_cast<int>(v));
+  }
   return out;
 }
 

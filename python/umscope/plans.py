@@ -89,6 +89,18 @@ def scaling_cases(fingerprint, kinds=("device", "pinned")) -> list:
     return cases
 
 
+# Host-side memory the GPU loads in the contention cases, while CPU threads
+# stream system memory.
+CONTENTION_KINDS = ["pinned", "registered", "managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu",
+                    "system"]
+
+
+def contention_cases(fingerprint, kinds=None, size=1 << 30, gpu_ops=("read", "write")) -> list:
+    kinds = kinds or CONTENTION_KINDS + numa_kinds(fingerprint)
+    return [Case("contention", k, {"bytes": size_arg(size), "gpu-op": op, "cpu-op": "read"})
+            for k in kinds for op in gpu_ops]
+
+
 def cpu_stream_size(fingerprint) -> int:
     """Arrays four times the largest CPU cache, so the CPU streams measure memory, not cache."""
     largest = max((c["bytes"] for c in fingerprint.get("cpu", {}).get("caches", [])), default=0)
@@ -106,6 +118,7 @@ def default_plan(fingerprint, quick=False) -> list:
     cases = stream_cases("gpu-stream", gpu_kinds, [size])
     cases += stream_cases("cpu-stream", cpu_kinds, [cpu_stream_size(fingerprint)], {"threads": "1,all"})
     cases += copy_cases(fingerprint, sizes="64KiB,1MiB,256MiB" if not quick else "64KiB,256MiB")
+    cases += contention_cases(fingerprint, ["pinned"], size=max(size, cpu_stream_size(fingerprint)))
     return cases
 
 
@@ -114,7 +127,8 @@ FAMILIES = {
     "cpu-stream": "CPU read/write/copy over every CPU-reachable kind, thread sweep",
     "copy": "copy matrix: every source x destination kind by copy engines and by SMs, 4 KiB to 1 GiB",
     "scaling": "GPU read/copy bandwidth from 1 block to the full machine, and threads per block",
-    "bandwidth": "all of the above: gpu-stream, cpu-stream (thread sweep), copy matrix, scaling",
+    "contention": "GPU loading host memory over the link while CPU threads stream it, and the reverse",
+    "bandwidth": "all of the above: gpu-stream, cpu-stream (thread sweep), copy matrix, scaling, contention",
     "selftest": "cases that misbehave on purpose (crash, hang, GPU fault) to test the runner",
 }
 
@@ -131,12 +145,15 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
                           else COPY_SIZES)
     if name == "scaling":
         return scaling_cases(fingerprint, kinds or ("device", "pinned"))
+    if name == "contention":
+        size = parse_size_list(sizes)[0] if sizes else max(1 << 30, cpu_stream_size(fingerprint))
+        return contention_cases(fingerprint, kinds, size)
     if name == "bandwidth":
         allcpu = os.cpu_count() or 1
         sweep = ",".join(str(t) for t in sorted({1, 2, 4, 8, 16, 32, 64, 128, allcpu}) if t <= allcpu)
         return (bench_plan("gpu-stream", fingerprint, kinds, sizes) +
                 bench_plan("cpu-stream", fingerprint, None, sizes, threads or sweep) +
-                copy_cases(fingerprint) + scaling_cases(fingerprint))
+                copy_cases(fingerprint) + scaling_cases(fingerprint) + bench_plan("contention", fingerprint))
     sizes = parse_size_list(sizes) if sizes else [1 << 30]
     extra = {}
     if ops:

@@ -23,6 +23,13 @@ class Args {
   double real(const std::string& k, double dflt) const;
   bool flag(const std::string& k) const;
   std::vector<std::string> list(const std::string& k, const std::string& dflt) const;  // comma list
+  // A comma list whose every item is one of `allowed`; throws UsageError otherwise.
+  std::vector<std::string> choices(const std::string& k, const std::string& dflt,
+                                   const std::vector<std::string>& allowed) const;
+  // A size rounded down to whole 4 KiB pages; throws UsageError below one page.
+  size_t page_bytes(const std::string& k, size_t dflt) const;
+  // CPU thread counts: positive integers or "all" (every CPU this process may use).
+  std::vector<int> thread_counts(const std::string& k, const std::string& dflt) const;
   void mark_used(const std::string& k) const { used_[k] = true; }
   std::vector<std::string> unused() const;
 

@@ -9,7 +9,9 @@ from html import escape
 from pathlib import Path
 
 from umscope.probe import cuda_version_text
-from umscope.report.svg import hbar_chart
+import json
+
+from umscope.report.svg import hbar_chart, heatmap, line_chart, size_tick
 from umscope.sizes import format_size
 
 SPREAD_FLAG = 0.05  # (max - min) / median above this is flagged
@@ -116,8 +118,124 @@ def _chart(bench, recs) -> str:
                                                   f"whiskers min–max")
 
 
+def _short_kind(kind, policy) -> str:
+    return kind + (f" [{policy}]" if policy else "")
+
+
+def _copy_section(recs) -> str:
+    """Heatmaps of the copy matrix (one per engine, one way, at the largest size), then bandwidth
+    against size for every pair."""
+    out = []
+    uni = [r for r in recs if (r.get("extra") or {}).get("direction", "uni") == "uni"]
+    for op in sorted({r["op"] for r in uni}):
+        mine = [r for r in uni if r["op"] == op]
+        top = max(r["bytes"] for r in mine)
+        cells, rows, cols = {}, [], []
+        for r in mine:
+            if r["bytes"] != top:
+                continue
+            x = r.get("extra") or {}
+            src, dst = _short_kind(r["kind"], r.get("policy")), _short_kind(x.get("dst_kind", "?"), x.get("dst_policy"))
+            rows += [src] if src not in rows else []
+            cols += [dst] if dst not in cols else []
+            cells[(src, dst)] = r["median"]
+        engine = "copy engines (cudaMemcpyAsync)" if op == "ce-copy" else "SMs (copy kernel)"
+        out.append(heatmap(rows, cols, cells, f"{op}: copy by {engine}, {format_size(top)}, median GB/s", "GB/s"))
+    series = OrderedDict()
+    for r in uni:
+        if len({x["bytes"] for x in uni}) < 2:
+            break
+        series.setdefault(f"{r['op']} {kind_label(r)}", []).append((r["bytes"], r["median"], r["min"], r["max"]))
+    if series:
+        out.append(line_chart(list(series.items()), "copy bandwidth against size (one way)", "bytes per copy",
+                              "GB/s", x_fmt=size_tick, height=420))
+    return "".join(out)
+
+
+def _scaling_section(recs) -> str:
+    """GPU bandwidth against the number of blocks, and against threads per block."""
+    out = []
+    by_blocks, by_threads = OrderedDict(), OrderedDict()
+    for r in recs:
+        x, p = r.get("extra") or {}, r.get("params") or {}
+        key = f"{r['op']} {kind_label(r)}"
+        if "blocks" in p:
+            by_blocks.setdefault(f"{key} ({x.get('block')} thr/block)", []).append(
+                (x.get("grid"), r["median"], r["min"], r["max"]))
+        else:
+            by_threads.setdefault(f"{key} ({x.get('grid')} blocks)", []).append(
+                (x.get("block"), r["median"], r["min"], r["max"]))
+    if by_blocks:
+        out.append(line_chart(list(by_blocks.items()), "scaling: bandwidth against blocks", "blocks in the grid",
+                              "GB/s", x_fmt=lambda v: f"{v:.0f}"))
+    if by_threads:
+        out.append(line_chart(list(by_threads.items()), "scaling: bandwidth against threads per block",
+                              "threads per block (grid from the occupancy API)", "GB/s", x_fmt=lambda v: f"{v:.0f}"))
+    return "".join(out)
+
+
+def _contention_section(recs) -> str:
+    """One row per case: each side alone and under the other's load, and their sum."""
+    by_case = OrderedDict()
+    for r in recs:
+        by_case.setdefault(r["case_id"], []).append(r)
+    rows = []
+    for case_id, rs in by_case.items():
+        def pick(proc_cpu, loaded, op_sum=False):
+            for r in rs:
+                x = r.get("extra") or {}
+                if op_sum != (r["op"] == "sum"):
+                    continue
+                if not op_sum and (r["processor"] == "cpu") != proc_cpu:
+                    continue
+                if op_sum or (x.get("load") != "none") == loaded:
+                    return r
+            return None
+        g0, g1, c0, c1, s = pick(False, False), pick(False, True), pick(True, False), pick(True, True), \
+            pick(False, False, True)
+        if not (g0 and g1 and c0 and c1 and s):
+            continue
+
+        def cell(a, b):
+            change = (b["median"] / a["median"] - 1) * 100 if a["median"] else 0
+            return (f"<td class=num>{a['median']:.4g}</td><td class=num>{b['median']:.4g}</td>"
+                    f"<td class=\"num{' flag' if change < -10 else ''}\">{change:+.0f}%</td>")
+        alone_sum = (s.get("extra") or {}).get("alone_median") or 0
+        rows.append(f"<tr><td>{e(g0['op'])} of {e(kind_label(g0))}</td><td>{e(c0['op'])} of {e(kind_label(c0))}, "
+                    f"{e(c0['threads'])} thr</td>{cell(g0, g1)}{cell(c0, c1)}"
+                    f"<td class=num>{alone_sum:.4g}</td><td class=num>{s['median']:.4g}</td></tr>")
+    if not rows:
+        return ""
+    return ("<table><tr><th rowspan=2>GPU load</th><th rowspan=2>CPU load</th><th colspan=3>GPU GB/s</th>"
+            "<th colspan=3>CPU GB/s</th><th colspan=2>sum GB/s</th></tr><tr><th>alone</th><th>with CPU</th>"
+            "<th>change</th><th>alone</th><th>with GPU</th><th>change</th><th>alone</th><th>together</th></tr>"
+            + "".join(rows) + "</table><p class=note>Medians. “with CPU” is the GPU measured while the CPU "
+            "threads stream at the same time, and the reverse; the sum adds the two sides' medians measured "
+            "together. A fall of more than 10% is flagged.</p>")
+
+
+def _bench_section(bench, recs) -> str:
+    if bench == "gpu-stream":
+        scaling = [r for r in recs if {"blocks", "block"} & set(r.get("params") or {})]
+        plain = [r for r in recs if r not in scaling]
+        parts = []
+        if plain:
+            parts += [_chart(bench, plain), _records_table(plain)]
+        if scaling:
+            parts += ["<h3>Scaling</h3>", _scaling_section(scaling), _records_table(scaling)]
+        return "".join(parts)
+    if bench == "copy":
+        return _copy_section(recs) + _records_table(recs)
+    if bench == "contention":
+        return _contention_section(recs) + _records_table(recs)
+    return _chart(bench, recs) + _records_table(recs)
+
+
 def render(run, cases, records) -> str:
-    ok = [r for r in records if r["status"] == "ok" and r["median"] is not None]
+    params = {c["case_id"]: json.loads(c["params"]) if isinstance(c.get("params"), str) else (c.get("params") or {})
+              for c in cases}
+    ok = [dict(r, params=params.get(r.get("case_id"), {})) for r in records
+          if r["status"] == "ok" and r["median"] is not None]
     by_bench = OrderedDict()
     for r in ok:
         by_bench.setdefault(r["benchmark"], []).append(r)
@@ -135,8 +253,7 @@ def render(run, cases, records) -> str:
              "<h2>Machine</h2>", _machine(run.get("fingerprint"))]
     for bench, recs in by_bench.items():
         parts.append(f"<h2 id=\"{e(bench)}\">{e(bench)}</h2>")
-        parts.append(_chart(bench, recs))
-        parts.append(_records_table(recs))
+        parts.append(_bench_section(bench, recs))
     bad = [c for c in cases if c["status"] != "ok"]
     parts.append("<h2>Skipped and failed cases</h2>")
     if bad:

@@ -79,3 +79,147 @@ def hbar_chart(groups, unit: str, title: str, width=860) -> str:
     out.append(f'<text x="{left + plot_w}" y="{y + 16}" font-size="11" text-anchor="end">{escape(unit)}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def size_tick(v: float) -> str:
+    """Compact binary size for an axis: 4096 -> '4KiB', 3<<30 -> '3GiB'."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if v >= 1 << shift:
+            q = v / (1 << shift)
+            return f"{q:.0f}{unit}" if q == int(q) else f"{q:.3g}{unit}"
+    return f"{v:.0f}B"
+
+
+def _nice_ticks(lo: float, hi: float, log: bool) -> list:
+    """Tick values for an axis: powers of two (log) or about five round steps (linear)."""
+    import math
+    if log:
+        lo, hi = max(lo, 1e-12), max(hi, lo * 2)
+        a, b = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+        step = max(1, (b - a) // 10 + ((b - a) % 10 > 0))
+        return [2.0 ** k for k in range(a, b + 1, step)]
+    span = hi - lo or abs(hi) or 1.0
+    raw = span / 5
+    mag = 10 ** math.floor(math.log10(raw))
+    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
+    start = math.floor(lo / step) * step
+    return [start + i * step for i in range(int((hi - start) / step) + 2)]
+
+
+def line_chart(series, title: str, x_label: str, y_label: str, x_log=True, y_log=False, x_fmt=None,
+               marks=(), points_only=False, width=860, height=340) -> str:
+    """Lines (or points) through (x, y) per series, optional min..max whiskers.
+
+    series: [(label, [(x, y) or (x, y, ymin, ymax), ...]), ...]
+    marks: [(x, label)] drawn as dashed vertical lines (cache sizes, say)."""
+    import math
+    pts = [p for _, ps in series for p in ps if p[1] is not None]
+    if not pts:
+        return ""
+    x_fmt = x_fmt or _fmt
+    left, right, top, bottom = 70, 40, 28, 44
+    legend_rows = []
+    x, row = left, []
+    for i, (label, _) in enumerate(series):
+        item_w = 24 + 7 * len(label)
+        if x + item_w > width - 4 and row:
+            legend_rows.append(row)
+            row, x = [], left
+        row.append((x, i, label))
+        x += item_w
+    if row:
+        legend_rows.append(row)
+    top += 16 * len(legend_rows)
+    xs = [p[0] for p in pts] + [m[0] for m in marks if m[0] > 0]
+    ys = [p[1] for p in pts] + [p[3] for p in pts if len(p) > 3 and p[3] is not None]
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = (min(ys), max(ys)) if y_log else (0.0, max(ys) or 1.0)
+    xt, yt = _nice_ticks(x0, x1, x_log), _nice_ticks(y0, y1, y_log)
+    x0, x1 = (min(xt[0], x0), max(xt[-1], x1))
+    y0, y1 = (min(yt[0], y0), yt[-1] if yt[-1] >= y1 else y1)
+    pw, ph = width - left - right, height - top - bottom
+    tx = (lambda v: math.log2(max(v, 1e-300))) if x_log else (lambda v: v)
+    ty = (lambda v: math.log2(max(v, 1e-300))) if y_log else (lambda v: v)
+
+    def X(v):
+        return left + pw * (tx(v) - tx(x0)) / ((tx(x1) - tx(x0)) or 1)
+
+    def Y(v):
+        return top + ph - ph * (ty(v) - ty(y0)) / ((ty(y1) - ty(y0)) or 1)
+
+    out = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+           f'aria-label="{escape(title)}">', f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>']
+    for r, items in enumerate(legend_rows):
+        for lx, i, label in items:
+            ly = 24 + 16 * r
+            out.append(f'<rect x="{lx}" y="{ly}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
+                       f'<text x="{lx + 14}" y="{ly + 9}" font-size="11">{escape(label)}</text>')
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>')
+    for v in xt:
+        if x0 <= v <= x1:
+            out.append(f'<line x1="{X(v):.1f}" y1="{top}" x2="{X(v):.1f}" y2="{top + ph}" stroke="#eee"/>'
+                       f'<text x="{X(v):.1f}" y="{top + ph + 14}" font-size="10" text-anchor="middle">'
+                       f'{escape(x_fmt(v))}</text>')
+    for v in yt:
+        if y0 <= v <= y1:
+            out.append(f'<line x1="{left}" y1="{Y(v):.1f}" x2="{left + pw}" y2="{Y(v):.1f}" stroke="#eee"/>'
+                       f'<text x="{left - 4}" y="{Y(v) + 3:.1f}" font-size="10" text-anchor="end">{_fmt(v)}</text>')
+    for mx, label in marks:
+        if x0 <= mx <= x1:
+            out.append(f'<line class="mark" x1="{X(mx):.1f}" y1="{top}" x2="{X(mx):.1f}" y2="{top + ph}" '
+                       f'stroke="#888" stroke-dasharray="4,3"/><text x="{X(mx) + 3:.1f}" y="{top + 12}" '
+                       f'font-size="10" fill="#555">{escape(label)}</text>')
+    for i, (label, ps) in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        ps = sorted((p for p in ps if p[1] is not None), key=lambda p: p[0])
+        if not points_only and len(ps) > 1:
+            d = " ".join(f"{X(p[0]):.1f},{Y(p[1]):.1f}" for p in ps)
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{d}"/>')
+        for p in ps:
+            if len(p) > 3 and p[2] is not None and p[3] is not None and p[3] > p[2]:
+                out.append(f'<line x1="{X(p[0]):.1f}" y1="{Y(p[2]):.1f}" x2="{X(p[0]):.1f}" y2="{Y(p[3]):.1f}" '
+                           f'stroke="{color}"/>')
+            out.append(f'<circle class="pt" cx="{X(p[0]):.1f}" cy="{Y(p[1]):.1f}" r="{4 if points_only else 2.5}" '
+                       f'fill="{color}"><title>{escape(label)}: {escape(x_fmt(p[0]))}, {_fmt(p[1])}</title></circle>')
+    out.append(f'<text x="{left + pw / 2}" y="{height - 6}" font-size="11" text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<text x="12" y="{top + ph / 2}" font-size="11" text-anchor="middle" '
+               f'transform="rotate(-90 12 {top + ph / 2})">{escape(y_label)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def heatmap(rows, cols, values, title: str, unit: str, cell_w=110, cell_h=26) -> str:
+    """A matrix of cells coloured by value (white to blue), the value printed in each.
+
+    values: {(row, col): number}; a missing pair is drawn grey with a dash."""
+    left, top = 150, 44
+    width = max(left + cell_w * len(cols) + 10, 8 * len(title) + 20)
+    height = top + cell_h * len(rows) + 10
+    vmax = max(values.values(), default=0) or 1.0
+    out = [f'<svg class="chart heatmap" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'role="img" aria-label="{escape(title)}">',
+           f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>',
+           f'<text x="{left - 6}" y="{top - 8}" font-size="10" text-anchor="end" fill="#555">from ↓ to →</text>']
+    for j, c in enumerate(cols):
+        out.append(f'<text x="{left + cell_w * j + cell_w / 2}" y="{top - 8}" font-size="11" '
+                   f'text-anchor="middle">{escape(c)}</text>')
+    for i, r in enumerate(rows):
+        y = top + cell_h * i
+        out.append(f'<text x="{left - 6}" y="{y + cell_h / 2 + 4}" font-size="11" text-anchor="end">{escape(r)}</text>')
+        for j, c in enumerate(cols):
+            x = left + cell_w * j
+            v = values.get((r, c))
+            if v is None:
+                out.append(f'<rect x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" fill="#eee"/>'
+                           f'<text x="{x + cell_w / 2}" y="{y + cell_h / 2 + 4}" font-size="11" '
+                           f'text-anchor="middle" fill="#888">–</text>')
+                continue
+            t = max(0.0, min(1.0, v / vmax))
+            rgb = tuple(int(255 - t * (255 - c0)) for c0 in (31, 119, 180))
+            ink = "#fff" if t > 0.55 else "#000"
+            out.append(f'<rect class="cell" x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" '
+                       f'fill="rgb{rgb}"><title>{escape(r)} → {escape(c)}: {_fmt(v)} {escape(unit)}</title></rect>'
+                       f'<text x="{x + cell_w / 2}" y="{y + cell_h / 2 + 4}" font-size="11" text-anchor="middle" '
+                       f'fill="{ink}">{_fmt(v)}</text>')
+    out.append("</svg>")
+    return "".join(out)
