@@ -71,3 +71,45 @@ def test_bench_cli_end_to_end(store_path, tmp_path):
     assert report.exists() and "cpu-stream" in report.read_text()
     exp = run_cli("export", "--format", "csv", "--store", store_path)
     assert exp.returncode == 0 and exp.stdout.count("\n") == 4  # header + read, write, copy
+
+
+def test_cpu_chase_latency_grows_past_the_caches_and_is_verified():
+    res = umbench("run", "latency", "--processor", "cpu", "--kind", "system", "--bytes", "4K,256M", "--reps", "3",
+                  "--steps", "200000")
+    assert res.returncode == 0, res.stdout + res.stderr
+    small, big = _records(res)
+    assert (small["bytes"], big["bytes"]) == (4096, 256 << 20)
+    assert small["verified"] and big["verified"] and small["unit"] == "ns" and small["n"] == 3
+    # An L1 hit is a few ns at most; a random load over 256 MiB misses every cache and most TLB entries.
+    assert 0.1 < small["median"] < 10
+    assert big["median"] > 5 * small["median"]
+    assert "cycles" not in small  # only the GPU has a cycle counter we read
+
+
+def test_chase_is_a_single_cycle_over_every_slot():
+    # With as many steps as slots, a single cycle ends where it started; the benchmark checks
+    # the end address against its own walk of the permutation, so a broken chain fails.
+    res = umbench("run", "latency", "--processor", "cpu", "--kind", "system", "--bytes", "64K", "--stride", "64",
+                  "--steps", "1024", "--reps", "2")
+    assert res.returncode == 0 and _records(res)[0]["stride"] == 64
+
+
+def test_latency_bad_input():
+    for args, needle in ((["--bytes", "100"], "fewer than two slots"), (["--stride", "12"], "multiple of 8"),
+                         (["--processor", "tpu"], "unknown processor")):
+        res = umbench("run", "latency", "--processor", "cpu", *args)
+        assert res.returncode == 2 and needle in res.stdout, res.stdout
+
+
+def test_cpu_cpu_pingpong_checks_atomics_then_times_round_trips():
+    if len(os.sched_getaffinity(0)) < 2:
+        import pytest
+        pytest.skip("needs two CPUs")
+    res = umbench("run", "pingpong", "--pair", "cpu-cpu", "--kind", "system", "--exchanges", "10000", "--reps", "3")
+    assert res.returncode == 0, res.stdout
+    (r,) = _records(res)
+    assert r["atomics_check"] == "200000 of 200000 concurrent increments kept"
+    assert r["unit"] == "ns" and r["n"] == 3 and r["exchanges"] == 10000
+    # A cache line moving between two cores: tens of ns at least, far under a millisecond.
+    assert 10 < r["median"] < 1e6
+    assert r["cpus"].count(",") == 1 and len(set(r["cpus"].split(","))) == 2

@@ -141,3 +141,37 @@ def test_line_chart_log_axis_and_marks():
     xs = [float(x) for x in _re.findall(r'class="pt" cx="([0-9.]+)"', svg)]
     assert abs((xs[1] - xs[0]) - (xs[2] - xs[1])) < 1.0
     assert line_chart([], "t", "x", "y") == ""
+
+
+FP_GPU = dict(FP, gpus=[{"device": 0, "name": "H", "compute_capability": "9.0", "sms": 132, "total_mem": 1 << 36,
+                         "l2_bytes": 50 << 20, "shared_per_sm": 228 << 10, "pci_bus_id": "0", "addressing": "none"}],
+              cpu=dict(FP["cpu"], caches=[{"level": 1, "type": "Data", "bytes": 48 << 10},
+                                          {"level": 3, "type": "Unified", "bytes": 32 << 20}]))
+
+
+def test_latency_pingpong_and_bandwidth_latency_sections(tmp_path):
+    s = Store(tmp_path / "l.sqlite")
+    run = s.create_run("run", "umscope run", [], {}, FP_GPU)
+    chase = [_bw("latency", "chase", "device", 30.0 * (1 + i), bytes_=1 << (10 + 2 * i), cycles=50.0 * (1 + i),
+                 residency="") for i in range(6)]
+    for r in chase:
+        r.update(metric="latency", unit="ns")
+    timer = _bw("latency", "timer", "none", 1755.0, bytes_=0, globaltimer_step_ns=32, clock_rate_attr_mhz=1755)
+    timer.update(metric="sm_clock", unit="MHz")
+    s.add_case_result(run, Case("latency", "device", {"processor": "gpu"}), "ok", "", 0, 1, chase + [timer])
+    s.add_case_result(run, Case("gpu-stream", "device"), "ok", "", 0, 1, [_bw("gpu-stream", "read", "device", 3000.0)])
+    pp = _bw("pingpong", "pingpong", "pinned", 1500.0, bytes_=4, processor="cpu-gpu0", pair="cpu-gpu")
+    pp.update(metric="round_trip", unit="ns")
+    s.add_case_result(run, Case("pingpong", "pinned", {"pair": "cpu-gpu"}), "ok", "", 0, 1, [pp])
+    s.add_case_result(run, Case("pingpong", "system", {"pair": "cpu-gpu"}), "skipped", "needs HMM or ATS", 0, 1, [])
+    s.finish_run(run, "complete")
+    html = render(s.run(run), s.cases(run), s.records(run))
+    lat_svg = next(x for x in html.split("<svg") if "load-to-use latency" in x)
+    assert lat_svg.count('class="pt"') == 6
+    assert "L2 50MiB" in lat_svg and "L1/shared per SM 228KiB" in lat_svg
+    assert "1755 MHz" in html and "steps of 32 ns" in html
+    matrix = html.split("flag in")[1].split("</table>")[0]
+    assert "1500 ns" in matrix and "needs HMM or ATS" in matrix and "not run" in matrix
+    # One point: device read 3000 GB/s at the largest footprint's 180 ns.
+    fig2 = next(x for x in html.split("<svg") if "read bandwidth against latency" in x)
+    assert fig2.count('class="pt"') == 1 and "gpu0 → device: 180, 3000" in fig2

@@ -101,6 +101,47 @@ def contention_cases(fingerprint, kinds=None, size=1 << 30, gpu_ops=("read", "wr
             for k in kinds for op in gpu_ops]
 
 
+# Latency: the GPU chases each memory it reaches; "host-device latency" is the
+# GPU chasing host memory (pinned, registered, managed kept on the host).
+# On-demand managed memory is left to the migration benchmarks: its first
+# pass measures page faults, not loads.
+LATENCY_GPU_KINDS = ["device", "managed,first_touch=cpu,prefetch=gpu", "pinned", "registered",
+                     "managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu", "system"]
+LATENCY_CPU_KINDS = ["system", "pinned", "registered", "managed,first_touch=cpu", "managed,first_touch=gpu", "device"]
+LATENCY_SIZES = "1KiB,4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB,1GiB,4GiB"
+LATENCY_SHORT = "4KiB,1MiB,64MiB,1GiB"
+
+
+def latency_cases(fingerprint, kinds=None, sizes=LATENCY_SIZES, processors=("gpu", "cpu")) -> list:
+    cases = []
+    for proc in processors:
+        ks = kinds or (LATENCY_GPU_KINDS if proc == "gpu" else LATENCY_CPU_KINDS) + numa_kinds(fingerprint)
+        for k in ks:
+            # Memory the CPU pulls from the GPU page by page is slow to chase: a short sweep.
+            sz = sizes
+            if proc == "cpu" and ("first_touch=gpu" in k or k == "device"):
+                sz = ",".join(x for x in sizes.split(",") if parse_size_list(x)[0] <= 256 << 20)
+            cases.append(Case("latency", k, {"processor": proc, "bytes": sz, "reps": "5", "warmup": "0"},
+                              timeout=600))
+    return cases
+
+
+PINGPONG = {"cpu-gpu": ["pinned", "registered", "managed", "system"],
+            "gpu-gpu": ["device", "pinned", "registered", "managed"],
+            "cpu-cpu": ["system", "pinned", "registered", "managed"]}
+
+
+def pingpong_cases(fingerprint, kinds=None, pairs=None, exchanges=10000) -> list:
+    cases = []
+    for pair, ks in PINGPONG.items():
+        if pairs and pair not in pairs:
+            continue
+        ks = kinds or ks + ([] if pair == "gpu-gpu" else numa_kinds(fingerprint))
+        for k in ks:
+            cases.append(Case("pingpong", k, {"pair": pair, "exchanges": str(exchanges), "reps": "7"}, timeout=120))
+    return cases
+
+
 def cpu_stream_size(fingerprint) -> int:
     """Arrays four times the largest CPU cache, so the CPU streams measure memory, not cache."""
     largest = max((c["bytes"] for c in fingerprint.get("cpu", {}).get("caches", [])), default=0)
@@ -119,6 +160,8 @@ def default_plan(fingerprint, quick=False) -> list:
     cases += stream_cases("cpu-stream", cpu_kinds, [cpu_stream_size(fingerprint)], {"threads": "1,all"})
     cases += copy_cases(fingerprint, sizes="64KiB,1MiB,256MiB" if not quick else "64KiB,256MiB")
     cases += contention_cases(fingerprint, ["pinned"], size=max(size, cpu_stream_size(fingerprint)))
+    cases += latency_cases(fingerprint, sizes=LATENCY_SHORT)
+    cases += pingpong_cases(fingerprint)
     return cases
 
 
@@ -129,6 +172,8 @@ FAMILIES = {
     "scaling": "GPU read/copy bandwidth from 1 block to the full machine, and threads per block",
     "contention": "GPU loading host memory over the link while CPU threads stream it, and the reverse",
     "bandwidth": "all of the above: gpu-stream, cpu-stream (thread sweep), copy matrix, scaling, contention",
+    "latency": "pointer chase by one GPU or CPU thread over every kind, 1 KiB to 4 GiB footprints",
+    "pingpong": "round trip of a flag passed by system-scope CAS: CPU-GPU, GPU-GPU, CPU-CPU, per kind",
     "selftest": "cases that misbehave on purpose (crash, hang, GPU fault) to test the runner",
 }
 
@@ -145,6 +190,11 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
                           else COPY_SIZES)
     if name == "scaling":
         return scaling_cases(fingerprint, kinds or ("device", "pinned"))
+    if name == "latency":
+        sz = ",".join(size_arg(x) for x in parse_size_list(sizes)) if sizes else LATENCY_SIZES
+        return latency_cases(fingerprint, kinds, sz)
+    if name == "pingpong":
+        return pingpong_cases(fingerprint, kinds)
     if name == "contention":
         size = parse_size_list(sizes)[0] if sizes else max(1 << 30, cpu_stream_size(fingerprint))
         return contention_cases(fingerprint, kinds, size)

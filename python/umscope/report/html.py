@@ -214,7 +214,116 @@ def _contention_section(recs) -> str:
             "together. A fall of more than 10% is flagged.</p>")
 
 
-def _bench_section(bench, recs) -> str:
+def _cache_marks(fp, processor) -> list:
+    """Cache capacities to mark on a latency curve, from the machine's own description."""
+    fp = fp or {}
+    if processor.startswith("gpu"):
+        gpus = fp.get("gpus") or []
+        if not gpus:
+            return []
+        g = gpus[0]
+        marks = []
+        if g.get("shared_per_sm"):
+            marks.append((g["shared_per_sm"], f"L1/shared per SM {size_tick(g['shared_per_sm'])}"))
+        if g.get("l2_bytes"):
+            marks.append((g["l2_bytes"], f"L2 {size_tick(g['l2_bytes'])}"))
+        return marks
+    out = []
+    for c in (fp.get("cpu") or {}).get("caches", []):
+        if c.get("type") in ("Data", "Unified") and c.get("bytes"):
+            out.append((c["bytes"], f"L{c['level']} {size_tick(c['bytes'])}"))
+    return out
+
+
+def _latency_section(recs, fp) -> str:
+    out = []
+    timers = [r for r in recs if r["op"] == "timer"]
+    chase = [r for r in recs if r["op"] == "chase"]
+    for proc in sorted({r["processor"] for r in chase}):
+        series = OrderedDict()
+        for r in chase:
+            if r["processor"] == proc:
+                series.setdefault(kind_label(r), []).append((r["bytes"], r["median"], r["min"], r["max"]))
+        who = "GPU (one thread)" if proc.startswith("gpu") else "CPU (one thread)"
+        out.append(line_chart(list(series.items()), f"{who}: load-to-use latency against footprint, {proc}",
+                              "footprint (random cycle, 128-byte slots)", "ns per load", y_log=True,
+                              x_fmt=size_tick, marks=_cache_marks(fp, proc), height=380))
+    if timers:
+        t = timers[0]
+        x = t.get("extra") or {}
+        out.append(f"<p class=note>GPU clocks: the SM cycle counter ran at {t['median']:.0f} MHz against the global "
+                   f"timer (min {t['min']:.0f}, max {t['max']:.0f}; the device reports a "
+                   f"{e(x.get('clock_rate_attr_mhz'))} MHz clock); the global timer advanced in steps of "
+                   f"{e(x.get('globaltimer_step_ns'))} ns. Cache marks come from the device properties (the "
+                   f"L1 mark is the shared-memory capacity of an SM, the most its L1 can be) and from sysfs.</p>")
+    rows = "".join(
+        f"<tr><td>{e(r['processor'])}</td><td>{e(kind_label(r))}</td><td class=num>{e(size_tick(r['bytes']))}</td>"
+        f"<td class=num>{r['median']:.4g}</td><td class=num>{r['min']:.4g}</td><td class=num>{r['max']:.4g}</td>"
+        f"<td class=\"num{' flag' if (r.get('spread') or 0) > SPREAD_FLAG else ''}\">{100 * (r.get('spread') or 0):.1f}%</td>"
+        f"<td class=num>{e(_num((r.get('extra') or {}).get('cycles')))}</td><td>{e((r.get('extra') or {}).get('residency', ''))}"
+        f"</td></tr>" for r in chase)
+    out.append("<table><tr><th>processor</th><th>kind [policy]</th><th>footprint</th><th>ns median</th><th>min</th>"
+               "<th>max</th><th>spread</th><th>cycles</th><th>residency</th></tr>" + rows + "</table>")
+    return "".join(out)
+
+
+def _num(v) -> str:
+    return "" if v is None else f"{v:.4g}"
+
+
+def _pingpong_section(recs, cases) -> str:
+    """A matrix: memory kind by pair of agents; a cell holds the median round trip or why it did not run."""
+    pairs = ["cpu-gpu", "gpu-gpu", "cpu-cpu"]
+    kinds, cell = [], {}
+    for c in cases:
+        if c["benchmark"] != "pingpong":
+            continue
+        p = json.loads(c["params"]) if isinstance(c.get("params"), str) else (c.get("params") or {})
+        key = (c["kind"], p.get("pair"))
+        kinds += [c["kind"]] if c["kind"] not in kinds else []
+        if c["status"] != "ok":
+            cell[key] = f"<td class=\"{e(c['status'])}\">{e(c['status'])}: {e(c['reason'])}</td>"
+    for r in recs:
+        x = r.get("extra") or {}
+        flag = (r.get("spread") or 0) > SPREAD_FLAG
+        cell[(r["kind"], x.get("pair"))] = (
+            f"<td class=\"num{' flag' if flag else ''}\">{r['median']:.4g} ns<br><span class=note>{r['min']:.4g}–"
+            f"{r['max']:.4g}, n={e(r['n'])}{' ⚠' if flag else ''}</span></td>")
+        kinds += [r["kind"]] if r["kind"] not in kinds else []
+    rows = "".join(f"<tr><th>{e(k)}</th>" + "".join(cell.get((k, p), "<td class=note>not run</td>") for p in pairs)
+                   + "</tr>" for k in kinds)
+    return ("<table><tr><th>flag in</th>" + "".join(f"<th>{p}</th>" for p in pairs) + "</tr>" + rows +
+            "</table><p class=note>Round trip of a flag advanced in turn by system-scope compare-and-swap (median "
+            "over repetitions of 10<sup>4</sup> exchanges, min–max below). Before timing, both agents add to a "
+            "shared counter at once; a pair that loses increments is skipped with that finding.</p>")
+
+
+def _bw_latency_chart(records) -> str:
+    """The study's Fig. 2: every processor-memory pair that has both a read bandwidth and a latency
+    beyond the caches, as one point."""
+    lat, bw = {}, {}
+    for r in records:
+        key = (r["processor"], r["kind"], r.get("policy") or "")
+        if r["benchmark"] == "latency" and r["op"] == "chase":
+            if key not in lat or r["bytes"] > lat[key][0]:
+                lat[key] = (r["bytes"], r["median"])
+        elif r["benchmark"] in ("gpu-stream", "cpu-stream") and r["op"] == "read":
+            if not (r.get("params") or {}).keys() & {"blocks", "block"}:
+                bw[key] = max(bw.get(key, 0), r["median"])
+    series = [(f"{p} → {k}" + (f" [{pol}]" if pol else ""), [(lat[(p, k, pol)][1], bw[(p, k, pol)])])
+              for (p, k, pol) in lat if (p, k, pol) in bw]
+    if not series:
+        return ""
+    return ("<h2 id=bandwidth-latency>Bandwidth against latency</h2>" +
+            line_chart(series, "read bandwidth against latency (largest chased footprint)", "latency (ns per load)",
+                       "read bandwidth (GB/s)", x_log=True, y_log=True, points_only=True, height=420))
+
+
+def _bench_section(bench, recs, fp=None, cases=()) -> str:
+    if bench == "latency":
+        return _latency_section(recs, fp)
+    if bench == "pingpong":
+        return _pingpong_section(recs, cases)
     if bench == "gpu-stream":
         scaling = [r for r in recs if {"blocks", "block"} & set(r.get("params") or {})]
         plain = [r for r in recs if r not in scaling]
@@ -251,9 +360,12 @@ def render(run, cases, records) -> str:
              ". Every figure below was measured in this run; data was verified after each benchmark. "
              f"Spread = (max − min) / median over the repetitions; above {SPREAD_FLAG:.0%} it is flagged ⚠.</p>",
              "<h2>Machine</h2>", _machine(run.get("fingerprint"))]
+    if any(c["benchmark"] == "pingpong" for c in cases):
+        by_bench.setdefault("pingpong", [])  # its matrix shows skipped pairs too
     for bench, recs in by_bench.items():
         parts.append(f"<h2 id=\"{e(bench)}\">{e(bench)}</h2>")
-        parts.append(_bench_section(bench, recs))
+        parts.append(_bench_section(bench, recs, run.get("fingerprint"), cases))
+    parts.append(_bw_latency_chart(ok))
     bad = [c for c in cases if c["status"] != "ok"]
     parts.append("<h2>Skipped and failed cases</h2>")
     if bad:
