@@ -47,11 +47,16 @@ def main():
         rows.append(("SM copy pinned->device", r, None, None))
     for r in umbench("copy", "--kind", "device", "--dst", "pinned", "--bytes", "1G", "--engine", "sm", *dev):
         rows.append(("SM copy device->pinned", r, None, None))
+    for op in ("read", "write"):
+        for r in umbench("contention", "--kind", "pinned", "--bytes", "1G", "--gpu-op", op, *dev):
+            who = "GPU+CPU sum" if r["op"] == "sum" else f"{'CPU' if r['processor'] == 'cpu' else 'GPU'} {r['op']}"
+            load = "alone" if r.get("load") == "none" else ("together" if r["op"] == "sum" else "under load")
+            rows.append((f"contention (GPU {op}s pinned): {who} {load}", r, None, None))
 
     gpu = fp["gpus"][0]["name"] if fp["gpus"] else "no GPU"
     print(f"\n{gpu}; bounds from {desc['name']}: " +
           ", ".join(f"{k} {v[0]:g} GB/s ({v[1]})" for k, v in desc["datapaths"].items()))
-    print(f"{'measurement':<44} {'median':>9} {'min':>9} {'max':>9} {'spread':>7} {'bound':>8} {'eff':>5}  target")
+    print(f"{'measurement':<56} {'median':>9} {'min':>9} {'max':>9} {'spread':>7} {'bound':>8} {'eff':>5}  target")
     for label, r, target, frac in rows:
         bounds.annotate([r], fp, desc)
         verdict = ""
@@ -59,7 +64,7 @@ def main():
             verdict = f">= {frac:.0%} of bound: {'MET' if r['efficiency'] >= frac else 'MISSED'}"
         elif isinstance(target, float):
             verdict = f">= {target:g} GB/s: {'MET' if r['median'] >= target else 'MISSED'}"
-        print(f"{label:<44} {r['median']:>9.1f} {r['min']:>9.1f} {r['max']:>9.1f} {100 * r['spread']:>6.1f}% "
+        print(f"{label:<56} {r['median']:>9.1f} {r['min']:>9.1f} {r['max']:>9.1f} {100 * r['spread']:>6.1f}% "
               f"{r.get('bound', 0):>8.1f} {100 * r.get('efficiency', 0):>4.0f}%  {verdict}")
 
 
