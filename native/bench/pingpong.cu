@@ -8,11 +8,14 @@
 // Before timing, both agents increment a shared counter with system-scope
 // atomics at the same time. If increments are lost (no coherent atomics
 // between the two over this memory), the case is skipped with that finding.
-// Every wait has a deadline: an agent that never sees its turn gives up and
+// Every wait has a deadline: an agent that sees no turn for 10 s gives up and
 // tells the other, so a platform without coherence cannot hang the case.
+// Where the increments are lost, turn-taking (one writer at a time) may still
+// work: it is measured and told in the skip reason, not recorded as a result.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "umscope/bench.hpp"
@@ -48,10 +51,11 @@ __device__ __forceinline__ unsigned smid() {
 // its last, [2] SM id. Role = first_role + blockIdx.x.
 __global__ void gpu_agent(unsigned* flag, int first_role, long long rounds, unsigned long long* out) {
   const int role = first_role + blockIdx.x;
-  const unsigned long long deadline = gns() + static_cast<unsigned long long>(kTimeoutS * 1e9);
+  const unsigned long long patience = static_cast<unsigned long long>(kTimeoutS * 1e9);
   unsigned long long t0 = 0;
   for (long long k = 0; k < rounds; ++k) {
     const unsigned want = static_cast<unsigned>(2 * k + role);
+    const unsigned long long deadline = gns() + patience;
     unsigned v;
     while ((v = load_sys(flag)) != want) {
       if (v == kAbort || gns() > deadline) {
@@ -74,10 +78,10 @@ __global__ void gpu_increment(unsigned* counter, long long n) {
 // The CPU agent; returns seconds from its first turn to its last, or < 0 on timeout.
 double cpu_agent(unsigned* flag, int role, long long rounds) {
   using clk = std::chrono::steady_clock;
-  const auto deadline = clk::now() + std::chrono::duration<double>(kTimeoutS);
   clk::time_point t0{};
   for (long long k = 0; k < rounds; ++k) {
     const unsigned want = static_cast<unsigned>(2 * k + role);
+    const auto deadline = clk::now() + std::chrono::duration<double>(kTimeoutS);
     unsigned v;
     long spins = 0;
     while ((v = __atomic_load_n(flag, __ATOMIC_ACQUIRE)) != want) {
@@ -151,8 +155,7 @@ void run_pingpong(Context& ctx) {
   }
   const unsigned long long got = read(ccount, gcount), want = 2ull * incs;
   const std::string check = std::to_string(got) + " of " + std::to_string(want) + " concurrent increments kept";
-  if (got != want)
-    throw Skip("no coherent atomics between " + pair + " on " + kind.str() + ": " + check);
+  const bool coherent = got == want;
 
   // 2. Ping-pong, `rounds` round trips per repetition. Role 0 moves first; the
   // time is taken by role 1 over its rounds - 1 round trips.
@@ -188,8 +191,11 @@ void run_pingpong(Context& ctx) {
       team.run([&](int tid, int) { t[tid] = cpu_agent(cflag, tid, rounds); });
       secs = (t[0] < 0 || t[1] < 0) ? -1 : t[1];
     }
+    if (secs < 0 && !coherent)
+      throw Skip("no coherent atomics between " + pair + " on " + kind.str() + ": " + check +
+                 "; turn-taking by CAS did not complete either (no turn seen for " + json_number(kTimeoutS) + " s)");
     if (secs < 0)
-      throw VerifyError("an agent waited " + std::to_string(kTimeoutS) + " s for its turn: the flag's updates "
+      throw VerifyError("an agent saw no turn for " + json_number(kTimeoutS) + " s: the flag's updates "
                         "did not become visible (" + pair + " on " + kind.str() + ")");
     const unsigned final_flag = read(cflag, gflag);
     if (final_flag != 2ull * rounds)
@@ -197,6 +203,18 @@ void run_pingpong(Context& ctx) {
     if (r >= ctx.warmup) rtt.push_back(secs * 1e9 / (rounds - 1));
   }
   if (out) cudaFree(out);
+  if (!coherent) {
+    Summary t = summarize(rtt);
+    auto f1 = [](double v) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.1f", v);
+      return std::string(b);
+    };
+    throw Skip("no coherent atomics between " + pair + " on " + kind.str() + ": " + check +
+               "; turn-taking by CAS alone (one writer at a time) still works: round trip " + f1(t.median) +
+               " ns median (" + f1(t.min) + "-" + f1(t.max) + ") over " + std::to_string(rtt.size()) +
+               " x " + std::to_string(rounds) + " exchanges, not recorded as a coherent result");
+  }
 
   std::string proc = pair == "cpu-gpu"   ? "cpu-gpu" + std::to_string(ctx.device)
                      : pair == "gpu-gpu" ? "gpu" + std::to_string(ctx.device) + "-gpu" + std::to_string(ctx.device)
