@@ -177,7 +177,7 @@ def test_cpu_chases_gpu_resident_managed_memory_and_skips_device_memory():
                                        ("gpu-gpu", "device"), ("gpu-gpu", "pinned"), ("gpu-gpu", "managed"),
                                        ("cpu-cpu", "pinned"), ("cpu-cpu", "managed")])
 def test_pingpong_runs_or_skips_with_the_coherence_finding(pair, kind):
-    res = umbench("run", "pingpong", "--pair", pair, "--kind", kind, "--reps", "3", timeout=120)
+    res = umbench("run", "pingpong", "--pair", pair, "--kind", kind, "--reps", "3", "--exchanges", "2000", timeout=200)
     recs, status = _out(res)
     if status["status"] == "skipped":
         # GPU-GPU and CPU-CPU atomics are coherent on any kind both reach; CPU-GPU ones over PCIe
