@@ -119,6 +119,8 @@ def _chart(bench, recs) -> str:
 
 
 def _short_kind(kind, policy) -> str:
+    """The kind and any policy other than the default first touch by the CPU."""
+    policy = ",".join(p for p in (policy or "").split(",") if p and p != "first_touch=cpu")
     return kind + (f" [{policy}]" if policy else "")
 
 
@@ -141,14 +143,19 @@ def _copy_section(recs) -> str:
             cells[(src, dst)] = r["median"]
         engine = "copy engines (cudaMemcpyAsync)" if op == "ce-copy" else "SMs (copy kernel)"
         out.append(heatmap(rows, cols, cells, f"{op}: copy by {engine}, {format_size(top)}, median GB/s", "GB/s"))
+    # Bandwidth against size for the copies that cross the host link (one end on the GPU, the other
+    # not); the rest are in the heatmaps and the table.
     series = OrderedDict()
     for r in uni:
-        if len({x["bytes"] for x in uni}) < 2:
-            break
-        series.setdefault(f"{r['op']} {kind_label(r)}", []).append((r["bytes"], r["median"], r["min"], r["max"]))
+        x = r.get("extra") or {}
+        if len({y["bytes"] for y in uni}) < 2 or (r["kind"] == "device") == (x.get("dst_kind") == "device"):
+            continue
+        label = f"{r['op']} {_short_kind(r['kind'], r.get('policy'))} → " \
+                f"{_short_kind(x.get('dst_kind', '?'), x.get('dst_policy'))}"
+        series.setdefault(label, []).append((r["bytes"], r["median"], r["min"], r["max"]))
     if series:
-        out.append(line_chart(list(series.items()), "copy bandwidth against size (one way)", "bytes per copy",
-                              "GB/s", x_fmt=size_tick, height=420))
+        out.append(line_chart(list(series.items()), "host-link copies: bandwidth against size (one way)",
+                              "bytes per copy", "GB/s", x_fmt=size_tick, height=380))
     return "".join(out)
 
 
@@ -287,8 +294,8 @@ def _pingpong_section(recs, cases) -> str:
         x = r.get("extra") or {}
         flag = (r.get("spread") or 0) > SPREAD_FLAG
         cell[(r["kind"], x.get("pair"))] = (
-            f"<td class=\"num{' flag' if flag else ''}\">{r['median']:.4g} ns<br><span class=note>{r['min']:.4g}–"
-            f"{r['max']:.4g}, n={e(r['n'])}{' ⚠' if flag else ''}</span></td>")
+            f"<td class=\"num{' flag' if flag else ''}\">{_ns(r['median'])}<br><span class=note>{_ns(r['min'])}–"
+            f"{_ns(r['max'])}, n={e(r['n'])}{' ⚠' if flag else ''}</span></td>")
         kinds += [r["kind"]] if r["kind"] not in kinds else []
     rows = "".join(f"<tr><th>{e(k)}</th>" + "".join(cell.get((k, p), "<td class=note>not run</td>") for p in pairs)
                    + "</tr>" for k in kinds)
@@ -296,6 +303,15 @@ def _pingpong_section(recs, cases) -> str:
             "</table><p class=note>Round trip of a flag advanced in turn by system-scope compare-and-swap (median "
             "over repetitions of 10<sup>4</sup> exchanges, min–max below). Before timing, both agents add to a "
             "shared counter at once; a pair that loses increments is skipped with that finding.</p>")
+
+
+def _ns(v) -> str:
+    """A time in ns, or µs / ms when that reads better."""
+    if v >= 1e6:
+        return f"{v / 1e6:.3g} ms"
+    if v >= 1e4:
+        return f"{v / 1e3:.3g} µs"
+    return f"{v:.4g} ns"
 
 
 def _bw_latency_chart(records) -> str:

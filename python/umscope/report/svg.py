@@ -130,6 +130,7 @@ def line_chart(series, title: str, x_label: str, y_label: str, x_log=True, y_log
     if row:
         legend_rows.append(row)
     top += 16 * len(legend_rows)
+    height += 16 * len(legend_rows)
     xs = [p[0] for p in pts] + [m[0] for m in marks if m[0] > 0]
     ys = [p[1] for p in pts] + [p[3] for p in pts if len(p) > 3 and p[3] is not None]
     x0, x1 = min(xs), max(xs)
@@ -189,13 +190,21 @@ def line_chart(series, title: str, x_label: str, y_label: str, x_log=True, y_log
 
 
 def heatmap(rows, cols, values, title: str, unit: str, cell_w=110, cell_h=26) -> str:
-    """A matrix of cells coloured by value (white to blue), the value printed in each.
+    """A matrix of cells coloured by value (white to blue, on a log scale so a 1000x range stays
+    readable), the value printed in each.
 
     values: {(row, col): number}; a missing pair is drawn grey with a dash."""
+    import math
     left, top = 150, 44
     width = max(left + cell_w * len(cols) + 10, 8 * len(title) + 20)
     height = top + cell_h * len(rows) + 10
-    vmax = max(values.values(), default=0) or 1.0
+    positive = [v for v in values.values() if v and v > 0]
+    lo, hi = (min(positive), max(positive)) if positive else (1.0, 1.0)
+
+    def shade(v):
+        if hi <= lo:
+            return 1.0
+        return 0.15 + 0.85 * (math.log(max(v, lo)) - math.log(lo)) / (math.log(hi) - math.log(lo))
     out = [f'<svg class="chart heatmap" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
            f'role="img" aria-label="{escape(title)}">',
            f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>',
@@ -214,7 +223,7 @@ def heatmap(rows, cols, values, title: str, unit: str, cell_w=110, cell_h=26) ->
                            f'<text x="{x + cell_w / 2}" y="{y + cell_h / 2 + 4}" font-size="11" '
                            f'text-anchor="middle" fill="#888">–</text>')
                 continue
-            t = max(0.0, min(1.0, v / vmax))
+            t = max(0.0, min(1.0, shade(v)))
             rgb = tuple(int(255 - t * (255 - c0)) for c0 in (31, 119, 180))
             ink = "#fff" if t > 0.55 else "#000"
             out.append(f'<rect class="cell" x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" '
