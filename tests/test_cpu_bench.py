@@ -113,3 +113,35 @@ def test_cpu_cpu_pingpong_checks_atomics_then_times_round_trips():
     # A cache line moving between two cores: tens of ns at least, far under a millisecond.
     assert 10 < r["median"] < 1e6
     assert r["cpus"].count(",") == 1 and len(set(r["cpus"].split(","))) == 2
+
+
+def test_firsttouch_by_cpu_times_alloc_touches_and_free():
+    res = umbench("run", "firsttouch", "--kind", "system", "--by", "cpu", "--bytes", "64M", "--reps", "3")
+    assert res.returncode == 0, res.stdout
+    recs = {r["op"]: r for r in _records(res)}
+    assert set(recs) == {"alloc", "first-touch", "second-touch", "free"}
+    assert all(r["unit"] == "ms" and r["n"] == 3 for r in recs.values())
+    # The first touch faults every page in; the second finds them in place.
+    assert recs["first-touch"]["median"] > recs["second-touch"]["median"]
+    assert recs["first-touch"]["verified"] and recs["first-touch"]["gbps"] > 0
+
+
+def test_firsttouch_with_cpu_pretouch_and_thp():
+    res = umbench("run", "firsttouch", "--kind", "system,page=thp", "--by", "cpu", "--pretouch", "cpu",
+                  "--bytes", "32M", "--reps", "2")
+    assert res.returncode == 0, res.stdout
+    recs = {r["op"]: r for r in _records(res)}
+    assert "pretouch" in recs and recs["first-touch"]["page"] == "thp"
+    bad = umbench("run", "firsttouch", "--kind", "managed,prefetch=gpu")
+    assert bad.returncode == 2 and "prefetch" in bad.stdout
+
+
+def test_cpu_faults_on_fresh_pages_cost_more_per_bigger_stride():
+    res = umbench("run", "faults", "--processor", "cpu", "--kind", "system,first_touch=none", "--bytes", "64M",
+                  "--stride", "4K,2M", "--reps", "3", "--threads", "1")
+    assert res.returncode == 0, res.stdout
+    small, big = _records(res)
+    assert (small["stride"], big["stride"]) == (4096, 2 << 20) and small["verified"]
+    assert small["pages"] == 16384 and big["pages"] == 32
+    # A 2 MiB stride touches a new huge page or 512 base pages' worth of zeroing; either costs more per touch.
+    assert big["median"] > small["median"] > 0

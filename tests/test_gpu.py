@@ -190,3 +190,64 @@ def test_pingpong_runs_or_skips_with_the_coherence_finding(pair, kind):
     assert r["n"] == 3 and r["verified"] and r["median"] > 0
     if pair == "gpu-gpu":
         assert r["sms"].split(",")[0] != r["sms"].split(",")[1]
+
+
+def _one(*args, timeout=300):
+    recs, status = _out(umbench("run", *args, timeout=timeout))
+    assert status["status"] == "ok", status
+    return recs
+
+
+def test_migration_first_pass_faults_then_device_speed():
+    cpu_first = _one("migration", "--kind", "managed,first_touch=cpu", "--bytes", "512M", "--iterations", "10")[0]
+    device = _one("migration", "--kind", "device", "--bytes", "512M", "--iterations", "10")[0]
+    prefetched = _one("migration", "--kind", "managed,first_touch=cpu,prefetch=gpu", "--bytes", "512M",
+                      "--iterations", "10")[0]
+    assert len(cpu_first["samples"]) == 10 and cpu_first["verified"]
+    # The first pass migrates on faults; once resident, passes run near device memory.
+    assert cpu_first["first"] < 0.2 * cpu_first["steady"]
+    assert cpu_first["steady"] > 0.7 * device["steady"]
+    assert prefetched["first"] > 0.5 * device["steady"]
+
+
+def test_migration_cpu_touch_between_iterations_keeps_it_slow():
+    full = _one("migration", "--kind", "managed,first_touch=cpu", "--bytes", "256M", "--iterations", "6",
+                "--cpu-touch", "full")[0]
+    still = _one("migration", "--kind", "managed,first_touch=cpu", "--bytes", "256M", "--iterations", "6")[0]
+    assert len(full["cpu_touch_ms"]) == 5
+    assert full["steady"] < 0.3 * still["steady"]
+
+
+def test_oversub_ballast_and_refusal_above_one():
+    (r,) = _one("migration", "--kind", "managed,first_touch=cpu", "--dos", "0.5", "--available", "4G",
+                "--iterations", "3")
+    assert r["dos"] == 0.5 and r["ballast"] > 0 and r["bytes"] == 2 << 30
+    res = umbench("run", "migration", "--kind", "managed", "--dos", "1.5", "--available", "4G")
+    assert res.returncode == 4 and "refusing degree of oversubscription" in res.stdout
+
+
+def test_firsttouch_gpu_initialises_managed_faster_than_cpu_then_migrate():
+    by_gpu = {r["op"]: r for r in _one("firsttouch", "--kind", "managed", "--by", "gpu", "--bytes", "1G", "--reps", "2")}
+    by_cpu = {r["op"]: r for r in _one("firsttouch", "--kind", "managed", "--by", "cpu", "--bytes", "1G", "--reps", "2")}
+    assert by_gpu["first-touch"]["median"] < by_cpu["first-touch"]["median"]
+    assert by_gpu["second-touch"]["median"] < by_gpu["first-touch"]["median"]
+
+
+def test_gpu_faults_on_cpu_placed_managed_memory():
+    recs = _one("faults", "--kind", "managed,first_touch=cpu", "--processor", "gpu", "--bytes", "256M",
+                "--stride", "4K,2M", "--reps", "2")
+    assert [r["stride"] for r in recs] == [4096, 2 << 20]
+    assert all(r["verified"] and r["median"] > 0 for r in recs)
+    serial = _one("faults", "--kind", "managed,first_touch=cpu", "--processor", "gpu", "--mode", "serial",
+                  "--bytes", "256M", "--stride", "64K", "--pages", "512", "--reps", "2")[0]
+    # A fault served one at a time costs microseconds; all at once they overlap.
+    assert serial["median"] > 1.0 and serial["pages"] == 512
+
+
+def test_interleave_first_gpu_write_after_cpu_pays_for_migration():
+    recs = _one("interleave", "--kind", "managed,first_touch=cpu", "--bytes", "256M", "--n", "1,8")
+    n8 = recs[1]
+    assert n8["first_gpu_write_ms"] > 3 * n8["later_gpu_write_ms"]
+    assert recs[0]["median"] > n8["median"]
+    pinned = _one("interleave", "--kind", "pinned", "--bytes", "256M", "--n", "8")[0]
+    assert pinned["first_gpu_write_ms"] < 2 * pinned["later_gpu_write_ms"]

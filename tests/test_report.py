@@ -175,3 +175,33 @@ def test_latency_pingpong_and_bandwidth_latency_sections(tmp_path):
     # One point: device read 3000 GB/s at the largest footprint's 180 ns.
     fig2 = next(x for x in html.split("<svg") if "read bandwidth against latency" in x)
     assert fig2.count('class="pt"') == 1 and "gpu0 → device: 180, 3000" in fig2
+
+
+def test_unified_memory_sections(tmp_path):
+    s = Store(tmp_path / "u.sqlite")
+    run = s.create_run("run", "umscope run", [], {}, FP_GPU)
+    mig = _bw("migration", "read", "managed", 900.0, policy="first_touch=cpu", first=8.0, steady=2000.0,
+              trial=0, iterations=4, cpu_touch="none", samples=[8.0, 1900.0, 2000.0, 2010.0])
+    s.add_case_result(run, Case("migration", "managed,first_touch=cpu", {"op": "read"}), "ok", "", 0, 1, [mig])
+    over = [_bw("migration", "read", "managed", 100.0 * d, first=5.0, steady=1000.0 * d, dos=d, trial=0,
+                samples=[5.0, 1000.0 * d]) for d in (0.5, 0.9)]
+    s.add_case_result(run, Case("migration", "managed", {"dos": "x"}), "ok", "", 0, 1, over)
+    ft = [dict(_bw("firsttouch", op, "system", v, processor="cpu", by="cpu", pretouch="none"), unit="ms",
+               metric="time") for op, v in (("alloc", 0.1), ("first-touch", 70.0), ("second-touch", 9.0), ("free", 30.0))]
+    s.add_case_result(run, Case("firsttouch", "system", {"by": "cpu"}), "ok", "", 0, 1, ft)
+    fl = dict(_bw("faults", "touch-serial", "managed", 25.0, stride=65536, pages=512, pages_per_s=40000.0),
+              unit="us", metric="time_per_page")
+    s.add_case_result(run, Case("faults", "managed", {"mode": "serial"}), "ok", "", 0, 1, [fl])
+    il = [dict(_bw("interleave", "interleave", "managed", 40.0 / n, gpu_writes=n, cpu_write="full"), unit="ms",
+               metric="time_per_gpu_write") for n in (1, 4, 16)]
+    s.add_case_result(run, Case("interleave", "managed", {}), "ok", "", 0, 1, il)
+    s.finish_run(run, "complete")
+    html = render(s.run(run), s.cases(run), s.records(run))
+    curve = next(x for x in html.split("<svg") if "bandwidth per iteration" in x)
+    assert curve.count('class="pt"') == 4  # one point per iteration
+    assert ">8<" in html and ">2000<" in html  # first and steady in the table
+    dos = next(x for x in html.split("<svg") if "degree of oversubscription" in x)
+    assert dos.count('class="pt"') == 4 and "GPU memory full" in dos
+    assert "second-touch" in html and "µs per page" in html and ">25<" in html
+    inter = next(x for x in html.split("<svg") if "GPU writes in a row" in x)
+    assert inter.count('class="pt"') == 3

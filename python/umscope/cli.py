@@ -62,6 +62,10 @@ def build_parser():
     s.add_argument("--threads", help="CPU thread counts, comma-separated, or 'all'")
     s.add_argument("--ops", help="operations, comma-separated")
     s.add_argument("--mode", help="selftest modes, comma-separated")
+    s.add_argument("--iterations", type=int, help="GPU iterations per migration case (default 100)")
+    s.add_argument("--dos", help="oversub: degrees of oversubscription, comma-separated (default 0.25,0.5,0.75,0.9;"
+                                 " above 1 only with --allow-oversubscription)")
+    s.add_argument("--available", help="oversub: GPU memory left free by the ballast (default 8G)")
     s = sub.add_parser("report", help="write the HTML report of a run")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: newest)")
@@ -226,7 +230,8 @@ def cmd_run(args):
 def cmd_bench(args):
     fp = probe.probe()
     cases = plans.bench_plan(args.name, fp, kinds=args.kind, sizes=args.size, threads=args.threads,
-                             ops=args.ops, mode=args.mode)
+                             ops=args.ops, mode=args.mode, iterations=args.iterations, dos=args.dos,
+                             available=args.available, allow_oversubscription=args.allow_oversubscription)
     cases = plans.apply_filter(cases, args.filter)
     store = Store(args.store)
     return _execute(args, f"bench {args.name}", cases, fp, store)

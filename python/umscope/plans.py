@@ -146,6 +146,108 @@ def pingpong_cases(fingerprint, kinds=None, pairs=None, exchanges=10000) -> list
     return cases
 
 
+# Unified-memory dynamics. Each placement and each hint is its own case, so
+# the report shows what each buys.
+MIGRATION_KINDS = [
+    "device",
+    "managed,first_touch=cpu",
+    "managed,first_touch=gpu",
+    "managed,first_touch=cpu,prefetch=gpu",
+    "managed,first_touch=cpu,advise=preferred:gpu",
+    "managed,first_touch=cpu,advise=accessed_by:gpu",
+    "managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu",
+    "managed,first_touch=cpu,advise=read_mostly",
+    "pinned",
+    "registered",
+    "system",
+    "system,page=thp",
+]
+MIGRATION_SIZES = [128 << 20, 1 << 30, 4 << 30, 16 << 30, 32 << 30]
+
+
+def gpu_free(fingerprint) -> int:
+    gpus = fingerprint.get("gpus") or []
+    return gpus[0].get("free_mem", 0) if gpus else 0
+
+
+def migration_cases(fingerprint, kinds=None, sizes=None, iterations=100, trials=3, ops=("read",),
+                    touch_variants=True) -> list:
+    """Sizes beyond 80% of the GPU's free memory are left out (the guard would refuse them)."""
+    kinds = kinds or MIGRATION_KINDS + numa_kinds(fingerprint)
+    free = gpu_free(fingerprint)
+    sizes = [s for s in (sizes or MIGRATION_SIZES) if not free or s <= 0.8 * free] or [128 << 20]
+    cases = []
+    for op in ops:
+        for k in kinds:
+            for s in sizes:
+                cases.append(Case("migration", k, {"op": op, "bytes": size_arg(s), "iterations": str(iterations),
+                                                   "trials": str(trials), "reps": "1", "warmup": "0"}, timeout=900))
+    if touch_variants:
+        # Ownership ping-pong: the CPU writes the buffer between GPU iterations.
+        for k in ("managed,first_touch=cpu", "managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu",
+                  "pinned"):
+            for touch in ("full", "stride"):
+                cases.append(Case("migration", k, {"op": "read", "bytes": "1GiB", "iterations": str(iterations),
+                                                   "trials": "1", "cpu-touch": touch, "reps": "1", "warmup": "0"},
+                                  timeout=900))
+    return cases
+
+
+FIRSTTOUCH = [("system", "cpu"), ("system,page=thp", "cpu"), ("system,page=base", "cpu"), ("system", "gpu"),
+              ("system,page=thp", "gpu"), ("pinned", "cpu"), ("pinned", "gpu"), ("registered", "cpu"),
+              ("registered", "gpu"), ("managed", "cpu"), ("managed", "gpu"), ("device", "gpu")]
+
+
+def firsttouch_cases(fingerprint, kinds=None, sizes=(1 << 30, 4 << 30), reps=3) -> list:
+    pairs = [(k, b) for k in kinds for b in ("cpu", "gpu")] if kinds else FIRSTTOUCH
+    cases = []
+    for k, by in pairs:
+        for s in sizes:
+            params = {"by": by, "bytes": size_arg(s), "reps": str(reps), "warmup": "0"}
+            cases.append(Case("firsttouch", k, params, timeout=600))
+            if by == "gpu" and k.startswith("system"):
+                # The study's mitigation: the CPU touches each page first.
+                cases.append(Case("firsttouch", k, dict(params, pretouch="cpu"), timeout=600))
+    return cases
+
+
+def fault_cases(fingerprint, kinds=None, size=1 << 30) -> list:
+    """GPU touching CPU-placed managed memory, and the CPU touching GPU-placed memory and fresh pages."""
+    combos = [("managed,first_touch=cpu", "gpu"), ("managed,first_touch=gpu", "cpu"),
+              ("system,first_touch=none", "cpu"), ("system,first_touch=none", "gpu")]
+    if kinds:
+        combos = [(k, p) for k in kinds for p in ("gpu", "cpu")]
+    cases = []
+    for k, proc in combos:
+        for mode in ("parallel", "serial"):
+            cases.append(Case("faults", k, {"processor": proc, "mode": mode, "bytes": size_arg(size),
+                                            "stride": "4KiB,64KiB,2MiB", "reps": "3", "warmup": "1"}, timeout=600))
+    return cases
+
+
+def interleave_cases(fingerprint, kinds=None, size=256 << 20, ns="1,2,4,8,16,32,64,128,256") -> list:
+    kinds = kinds or ["managed,first_touch=cpu", "managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu",
+                      "pinned", "registered", "system"]
+    return [Case("interleave", k, {"bytes": size_arg(size), "cpu-write": w, "n": ns}, timeout=600)
+            for k in kinds for w in ("full", "stride")]
+
+
+def oversub_cases(fingerprint, kinds=None, dos=None, available=None, allow=False, iterations=10) -> list:
+    """Degree of oversubscription = footprint / GPU memory left free by a ballast. Above 1 only
+    with --allow-oversubscription: it can hang a shared GPU."""
+    if dos:
+        levels = [float(x) for x in str(dos).split(",") if x]
+    else:
+        levels = [0.25, 0.5, 0.75, 0.9] + ([1.1, 1.25, 1.5, 2.0] if allow else [])
+    if any(x <= 0 for x in levels):
+        raise UsageError("--dos takes positive numbers")
+    kinds = kinds or ["managed,first_touch=cpu", "managed,first_touch=gpu", "system"]
+    avail = available or "8GiB"
+    return [Case("migration", k, {"op": "read", "dos": f"{x:g}", "available": avail, "iterations": str(iterations),
+                                  "trials": "1", "reps": "1", "warmup": "0"}, timeout=900)
+            for k in kinds for x in levels]
+
+
 def cpu_stream_size(fingerprint) -> int:
     """Arrays four times the largest CPU cache, so the CPU streams measure memory, not cache."""
     largest = max((c["bytes"] for c in fingerprint.get("cpu", {}).get("caches", [])), default=0)
@@ -166,6 +268,13 @@ def default_plan(fingerprint, quick=False) -> list:
     cases += contention_cases(fingerprint, ["pinned"], size=max(size, cpu_stream_size(fingerprint)))
     cases += latency_cases(fingerprint, sizes=LATENCY_SHORT)
     cases += pingpong_cases(fingerprint)
+    # Unified-memory dynamics, short: 1 GiB, 20 iterations, one trial.
+    cases += migration_cases(fingerprint, MIGRATION_KINDS[:4] + ["managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu",
+                                                                 "pinned", "system"],
+                             sizes=[size], iterations=20, trials=1, touch_variants=False)
+    cases += firsttouch_cases(fingerprint, sizes=(size,), reps=2)
+    cases += fault_cases(fingerprint, size=256 << 20)
+    cases += interleave_cases(fingerprint, ["managed,first_touch=cpu", "pinned"], size=256 << 20, ns="1,4,16,64")
     return cases
 
 
@@ -178,11 +287,17 @@ FAMILIES = {
     "bandwidth": "all of the above: gpu-stream, cpu-stream (thread sweep), copy matrix, scaling, contention",
     "latency": "pointer chase by one GPU or CPU thread over every kind, 1 KiB to 4 GiB footprints",
     "pingpong": "round trip of a flag passed by system-scope CAS: CPU-GPU, GPU-GPU, CPU-CPU, per kind",
+    "migration": "a GPU kernel repeated 100 times over one buffer per placement and hint, 128 MiB to 32 GiB",
+    "firsttouch": "allocation, first and second touch, free: per kind, processor and page size",
+    "faults": "microseconds per page touched by the processor that did not place it, 4 KiB to 2 MiB strides",
+    "interleave": "CPU writes interleaved with N back-to-back GPU writes, N from 1 to 256",
+    "oversub": "GPU passes over a footprint sized as a degree of oversubscription of what a ballast leaves free",
     "selftest": "cases that misbehave on purpose (crash, hang, GPU fault) to test the runner",
 }
 
 
-def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None, mode=None) -> list:
+def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None, mode=None, iterations=None,
+               dos=None, available=None, allow_oversubscription=False) -> list:
     if name not in FAMILIES:
         raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(FAMILIES)})")
     if name == "selftest":
@@ -194,6 +309,18 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
                           else COPY_SIZES)
     if name == "scaling":
         return scaling_cases(fingerprint, kinds or ("device", "pinned"))
+    if name == "migration":
+        return migration_cases(fingerprint, kinds, parse_size_list(sizes) if sizes else None, iterations or 100,
+                               ops=tuple((ops or "read").split(",")))
+    if name == "firsttouch":
+        return firsttouch_cases(fingerprint, kinds, tuple(parse_size_list(sizes)) if sizes else (1 << 30, 4 << 30))
+    if name == "faults":
+        return fault_cases(fingerprint, kinds, parse_size_list(sizes)[0] if sizes else 1 << 30)
+    if name == "interleave":
+        return interleave_cases(fingerprint, kinds, parse_size_list(sizes)[0] if sizes else 256 << 20)
+    if name == "oversub":
+        avail = size_arg(parse_size_list(available)[0]) if available else None
+        return oversub_cases(fingerprint, kinds, dos, avail, allow_oversubscription, iterations or 10)
     if name == "latency":
         sz = ",".join(size_arg(x) for x in parse_size_list(sizes)) if sizes else LATENCY_SIZES
         return latency_cases(fingerprint, kinds, sz)

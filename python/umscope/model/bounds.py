@@ -121,6 +121,8 @@ def uses(rec, fp) -> dict:
             return {"host_memory": n}
         proc = rec.get("processor") or ""
         bench = "cpu-stream" if proc == "cpu" else "gpu-stream"
+    if bench == "migration":  # a GPU stream, iterated
+        bench = "gpu-stream"
     loc = location(rec.get("kind") or "", rec.get("policy"), fp)
     if bench == "gpu-stream" and op in _OPS:
         r, w = _OPS[op]
@@ -167,7 +169,7 @@ def bound(rec, fp, desc):
     if not u:
         return None, "no datapath model for this benchmark"
     n_reported = 2.0 if rec.get("route") == "both" else 1.0
-    if rec.get("benchmark") in ("gpu-stream", "cpu-stream", "contention") and rec.get("op") in _OPS:
+    if rec.get("benchmark") in ("gpu-stream", "cpu-stream", "contention", "migration") and rec.get("op") in _OPS:
         r, w = _OPS[rec["op"]]
         n_reported = float(r + w)
     worst, limiting = 0.0, None

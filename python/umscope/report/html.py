@@ -335,7 +335,98 @@ def _bw_latency_chart(records) -> str:
                        "read bandwidth (GB/s)", x_log=True, y_log=True, points_only=True, height=420))
 
 
+def _migration_section(recs) -> str:
+    """Per-iteration curves (the studies' migration plots), then oversubscription against its degree."""
+    out = []
+    plain = [r for r in recs if "dos" not in (r.get("extra") or {})]
+    over = [r for r in recs if "dos" in (r.get("extra") or {})]
+    for op in sorted({r["op"] for r in plain}):
+        for size in sorted({r["bytes"] for r in plain if r["op"] == op}):
+            series = OrderedDict()
+            for r in plain:
+                x = r.get("extra") or {}
+                if r["op"] != op or r["bytes"] != size or x.get("trial", 0) != 0:
+                    continue
+                label = kind_label(r) + (f" · CPU writes ({x['cpu_touch']}) between" if x.get("cpu_touch") not in
+                                         (None, "none") else "")
+                series[label] = [(i + 1, v) for i, v in enumerate(x.get("samples") or [])]
+            if series:
+                out.append(line_chart(list(series.items()), f"GPU {op} of {size_tick(size)}: bandwidth per iteration",
+                                      "iteration", "GB/s", x_log=True, y_log=True, x_fmt=lambda v: f"{v:.0f}",
+                                      height=400))
+    rows = []
+    for r in plain:
+        x = r.get("extra") or {}
+        touch = x.get("cpu_touch") if x.get("cpu_touch") not in (None, "none") else ""
+        rows.append(f"<tr><td>{e(r['op'])}</td><td>{e(kind_label(r))}</td><td>{e(touch)}</td>"
+                    f"<td class=num>{e(size_tick(r['bytes']))}</td><td class=num>{e(x.get('trial', 0))}</td>"
+                    f"<td class=num>{_num(x.get('first'))}</td><td class=num>{_num(x.get('steady'))}</td>"
+                    f"<td class=num>{r['min']:.4g}</td><td class=num>{r['max']:.4g}</td>"
+                    f"<td class=num>{e(x.get('iterations'))}</td><td>{e(x.get('residency', ''))}</td>{_bound_cells(r)}</tr>")
+    if rows:
+        out.append("<table><tr><th>op</th><th>kind [policy]</th><th>CPU writes between</th><th>size</th><th>trial</th>"
+                   "<th>first GB/s</th><th>steady GB/s</th><th>min</th><th>max</th><th>iterations</th><th>residency</th>"
+                   "<th>bound</th><th>of bound</th><th>limit</th></tr>" + "".join(rows) + "</table><p class=note>"
+                   "first = the first iteration; steady = median of the second half of the iterations.</p>")
+    if over:
+        out.append("<h3>Oversubscription</h3>")
+        series = OrderedDict()
+        for r in over:
+            x = r.get("extra") or {}
+            series.setdefault(f"{kind_label(r)} first pass", []).append((x["dos"], x.get("first")))
+            series.setdefault(f"{kind_label(r)} steady", []).append((x["dos"], x.get("steady")))
+        out.append(line_chart(list(series.items()), "GPU read bandwidth against degree of oversubscription",
+                              "footprint / GPU memory left free by the ballast", "GB/s", x_log=False, y_log=True,
+                              x_fmt=lambda v: f"{v:.2g}", marks=[(1.0, "GPU memory full")], height=380))
+    return "".join(out)
+
+
+def _firsttouch_section(recs) -> str:
+    groups = OrderedDict()
+    for r in recs:
+        x = r.get("extra") or {}
+        label = (f"{r['kind']}{' [' + r['policy'] + ']' if r.get('policy') else ''} · by {x.get('by')}"
+                 f"{' · CPU pre-touch' if x.get('pretouch') == 'cpu' else ''} · {size_tick(r['bytes'])}")
+        groups.setdefault(label, []).append((r["op"], r["median"], r["min"], r["max"]))
+    return hbar_chart(list(groups.items()), "ms", "allocation, first touch, second touch and free (ms; bars median, "
+                                                  "whiskers min–max)")
+
+
+def _faults_section(recs) -> str:
+    rows = "".join(
+        f"<tr><td>{e(r['processor'])}</td><td>{e(kind_label(r))}</td><td>{e(r['op'])}</td>"
+        f"<td class=num>{e(size_tick((r.get('extra') or {}).get('stride', 0)))}</td>"
+        f"<td class=num>{e((r.get('extra') or {}).get('pages'))}</td><td class=num>{r['median']:.4g}</td>"
+        f"<td class=num>{r['min']:.4g}</td><td class=num>{r['max']:.4g}</td>"
+        f"<td class=num>{_num((r.get('extra') or {}).get('pages_per_s'))}</td>"
+        f"<td class=num>{_num((r.get('extra') or {}).get('gbps_of_strides'))}</td></tr>" for r in recs)
+    return ("<table><tr><th>processor</th><th>kind [policy]</th><th>mode</th><th>stride</th><th>pages</th>"
+            "<th>µs per page</th><th>min</th><th>max</th><th>pages/s</th><th>GB/s of strides</th></tr>" + rows +
+            "</table><p class=note>One byte touched per stride of memory the other processor placed: a page "
+            "fault (and a migration, where the kind migrates) per stride. Serial: one thread, pages in order "
+            "(fault latency); parallel: all pages at once (fault throughput).</p>")
+
+
+def _interleave_section(recs) -> str:
+    series = OrderedDict()
+    for r in recs:
+        x = r.get("extra") or {}
+        series.setdefault(f"{kind_label(r)} · CPU writes {x.get('cpu_write')}", []).append(
+            (x.get("gpu_writes"), r["median"], r["min"], r["max"]))
+    return line_chart(list(series.items()), "time per GPU write after a CPU write, against GPU writes in a row",
+                      "GPU writes after each CPU write (N)", "ms per GPU write", y_log=True,
+                      x_fmt=lambda v: f"{v:.0f}", height=380) + _records_table(recs)
+
+
 def _bench_section(bench, recs, fp=None, cases=()) -> str:
+    if bench == "migration":
+        return _migration_section(recs)
+    if bench == "firsttouch":
+        return _firsttouch_section(recs) + _records_table(recs)
+    if bench == "faults":
+        return _faults_section(recs)
+    if bench == "interleave":
+        return _interleave_section(recs)
     if bench == "latency":
         return _latency_section(recs, fp)
     if bench == "pingpong":
