@@ -205,3 +205,6 @@ def test_unified_memory_sections(tmp_path):
     assert "second-touch" in html and "µs per page" in html and ">25<" in html
     inter = next(x for x in html.split("<svg") if "GPU writes in a row" in x)
     assert inter.count('class="pt"') == 3
+    findings = html.split("um-findings")[1].split("</ul>")[0]
+    assert "first GPU pass ran at 8 GB/s and later passes at 2000 GB/s (250×)" in findings
+    assert "<b>agrees</b>" in findings
