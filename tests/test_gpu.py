@@ -251,3 +251,35 @@ def test_interleave_first_gpu_write_after_cpu_pays_for_migration():
     assert recs[0]["median"] > n8["median"]
     pinned = _one("interleave", "--kind", "pinned", "--bytes", "256M", "--n", "8")[0]
     assert pinned["first_gpu_write_ms"] < 2 * pinned["later_gpu_write_ms"]
+
+
+@pytest.mark.parametrize("mode", ["explicit", "managed", "managed-prefetch", "pinned", "registered", "system"])
+def test_qv_every_mode_matches_the_cpu_reference(mode):
+    res = umbench("run", "qv", "--qubits", "16", "--mode", mode, "--check", "1", timeout=300)
+    recs, status = _out(res)
+    gpu = native.native_info()["gpus"][0]
+    if mode == "system" and not gpu["pageable_memory_access"]:
+        assert status["status"] == "skipped" and "HMM or ATS" in status["reason"]
+        return
+    assert status["status"] == "ok", res.stdout + res.stderr
+    circuit, gate = recs
+    assert circuit["fidelity"] > 1 - 1e-10 and circuit["mode"] == mode
+    assert len(circuit["samples"]) == 16 and gate["median"] > 0
+
+
+def test_qv_explicit_cpu_init_times_the_transfer_and_complex64():
+    (c, _), status = _out(umbench("run", "qv", "--qubits", "20", "--mode", "explicit", "--init", "cpu"))
+    assert status["status"] == "ok" and c["transfer_ms"] > 0 and c["back_ms"] > 0 and c["fidelity"] > 1 - 1e-10
+    (c32, _), status = _out(umbench("run", "qv", "--qubits", "20", "--precision", "complex64"))
+    assert status["status"] == "ok" and c32["fidelity"] > 1 - 1e-4 and c32["bytes"] == 8 << 20
+
+
+def test_qv_gpu_state_matches_qiskit(tmp_path):
+    pytest.importorskip("qiskit_aer", reason="Qiskit Aer is not installed on this machine")
+    from umscope.apps import qv
+    circ, state = tmp_path / "c.json", tmp_path / "s.bin"
+    _, status = _out(umbench("run", "qv", "--qubits", "12", "--mode", "managed", "--export-circuit", str(circ),
+                             "--dump-state", str(state)))
+    assert status["status"] == "ok"
+    c = qv.load_circuit(circ)
+    assert qv.fidelity(qv.qiskit_statevector(c), qv.load_state(state, 12)) >= 1 - 1e-10

@@ -66,6 +66,19 @@ def build_parser():
     s.add_argument("--dos", help="oversub: degrees of oversubscription, comma-separated (default 0.25,0.5,0.75,0.9;"
                                  " above 1 only with --allow-oversubscription)")
     s.add_argument("--available", help="oversub: GPU memory left free by the ballast (default 8G)")
+    s = sub.add_parser("app", help="the application suite: 'app list', 'app run NAME --mode MODE'")
+    s.add_argument("action", choices=["list", "run"])
+    s.add_argument("name", nargs="?", help="application (see 'umscope app list')")
+    _common_run_options(s)
+    s.add_argument("--mode", action="append", help="memory mode (repeatable; default explicit): "
+                   "explicit, managed, managed-prefetch, pinned, registered, system")
+    s.add_argument("--qubits", type=int, help="qv: width (2-40)")
+    s.add_argument("--depth", type=int, help="qv: layers (default = width)")
+    s.add_argument("--seed", type=int, help="circuit seed")
+    s.add_argument("--init", choices=["gpu", "cpu"], help="which processor initialises the data (default gpu)")
+    s.add_argument("--precision", choices=["complex128", "complex64"])
+    s.add_argument("--processor", choices=["gpu", "cpu"], help="run on the CPU (threads) instead")
+    s.add_argument("--check", choices=["0", "1"], help="compare with the CPU reference (default: up to 20 qubits)")
     s = sub.add_parser("report", help="write the HTML report of a run")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: newest)")
@@ -237,6 +250,21 @@ def cmd_bench(args):
     return _execute(args, f"bench {args.name}", cases, fp, store)
 
 
+def cmd_app(args):
+    from umscope import apps
+    if args.action == "list":
+        for name, (help_, _, takes) in apps.APPS.items():
+            print(f"{name:<10} {help_}\n{'':<10} modes: {', '.join(apps.MODES)}; options: {', '.join(takes)}")
+        return 0
+    if not args.name:
+        raise UsageError("app run needs an application name (see 'umscope app list')")
+    opts = {k: getattr(args, k) for k in ("qubits", "depth", "seed", "init", "precision", "processor", "check")}
+    cases = apps.app_cases(args.name, args.mode or ["explicit"], opts)
+    fp = probe.probe()
+    cases = plans.apply_filter(cases, args.filter)
+    return _execute(args, f"app {args.name}", cases, fp, Store(args.store))
+
+
 def _int(text, what):
     try:
         return int(text)
@@ -292,7 +320,7 @@ def cmd_list(_args):
     return 0
 
 
-COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "report": cmd_report,
+COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "report": cmd_report,
             "export": cmd_export, "runs": cmd_runs, "list": cmd_list}
 
 

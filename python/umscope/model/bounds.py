@@ -123,6 +123,10 @@ def uses(rec, fp) -> dict:
         bench = "cpu-stream" if proc == "cpu" else "gpu-stream"
     if bench == "migration":  # a GPU stream, iterated
         bench = "gpu-stream"
+    if bench == "qv" and op == "gate":  # each gate reads and writes the state once: a copy in place
+        if (rec.get("processor") or "") == "cpu":
+            return {"host_memory": 2.0}
+        bench, op = "gpu-stream", "copy"
     loc = location(rec.get("kind") or "", rec.get("policy"), fp)
     if bench == "gpu-stream" and op in _OPS:
         r, w = _OPS[op]
@@ -172,6 +176,8 @@ def bound(rec, fp, desc):
     if rec.get("benchmark") in ("gpu-stream", "cpu-stream", "contention", "migration") and rec.get("op") in _OPS:
         r, w = _OPS[rec["op"]]
         n_reported = float(r + w)
+    if rec.get("benchmark") == "qv":
+        n_reported = 2.0
     worst, limiting = 0.0, None
     missing = []
     for res, b in u.items():
