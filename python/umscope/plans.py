@@ -275,6 +275,10 @@ def default_plan(fingerprint, quick=False) -> list:
     cases += firsttouch_cases(fingerprint, sizes=(size,), reps=2)
     cases += fault_cases(fingerprint, size=256 << 20)
     cases += interleave_cases(fingerprint, ["managed,first_touch=cpu", "pinned"], size=256 << 20, ns="1,4,16,64")
+    # Applications, short: Quantum Volume at 24 qubits (256 MiB) in every mode, GPU- and CPU-initialised.
+    from umscope.apps import MODES
+    cases += [Case("qv", None, {"qubits": "24", "mode": m, "init": i}, timeout=600)
+              for m in MODES for i in ("gpu", "cpu")]
     return cases
 
 
