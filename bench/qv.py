@@ -42,8 +42,8 @@ def main():
         state = 16 << n
         floor_ms = 2 * state / (bw * 1e9) * 1e3
         for mode in a.modes.split(","):
-            if mode == "pinned" and n > 28:
-                continue  # link-bound: minutes per circuit at 30 qubits
+            if mode in ("pinned", "registered") and n > 24:
+                continue  # link-bound: 15 s per circuit at 24 qubits already (see the default suite)
             with tempfile.TemporaryDirectory() as d:
                 t0 = time.time()
                 recs, status = umbench("--qubits", str(n), "--mode", mode, "--device", a.device,

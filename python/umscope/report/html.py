@@ -441,8 +441,8 @@ def _firsttouch_section(recs) -> str:
         label = (f"{r['kind']}{' [' + r['policy'] + ']' if r.get('policy') else ''} · by {x.get('by')}"
                  f"{' · CPU pre-touch' if x.get('pretouch') == 'cpu' else ''} · {size_tick(r['bytes'])}")
         groups.setdefault(label, []).append((r["op"], r["median"], r["min"], r["max"]))
-    return hbar_chart(list(groups.items()), "ms", "allocation, first touch, second touch and free (ms; bars median, "
-                                                  "whiskers min–max)")
+    return hbar_chart(list(groups.items()), "ms", "allocation, first touch, second touch and free (ms, log scale; "
+                                                  "bars median, whiskers min–max)", log=True)
 
 
 def _faults_section(recs) -> str:
@@ -494,7 +494,7 @@ def _qv_section(recs) -> str:
                     f"<td class=num>{_num(x.get('fidelity'))}</td></tr>")
     out = []
     if groups:
-        out.append(hbar_chart(list(groups.items()), "ms", "Quantum Volume: time by phase (ms)"))
+        out.append(hbar_chart(list(groups.items()), "ms", "Quantum Volume: time by phase (ms, log scale)", log=True))
     out.append("<table><tr><th>mode</th><th>init</th><th>qubits</th><th>precision</th><th>state</th><th>total ms</th>"
                "<th>init ms</th><th>compute ms</th><th>ms per layer</th><th>ms per gate</th><th>gate GB/s</th>"
                "<th>of bound</th><th>fidelity</th></tr>" + "".join(rows) + "</table><p class=note>A gate reads and "

@@ -30,11 +30,13 @@ def _label(text: str, x: float, y: float, max_chars=52) -> str:
     return f'<text font-size="11" text-anchor="end">{spans}</text>'
 
 
-def hbar_chart(groups, unit: str, title: str, width=860) -> str:
+def hbar_chart(groups, unit: str, title: str, width=860, log=False) -> str:
     """Horizontal grouped bars.
 
     groups: [(group label, [(series label, median, min, max), ...]), ...].
-    Whiskers show min..max of the repetitions."""
+    Whiskers show min..max of the repetitions. log: bar length on a log scale (for values spanning
+    several decades, such as phase times)."""
+    import math
     series = []
     for _, bars in groups:
         for s, *_ in bars:
@@ -54,6 +56,15 @@ def hbar_chart(groups, unit: str, title: str, width=860) -> str:
     top = ly + 20
     vmax = max((mx if mx is not None else med) for _, bars in groups for _, med, _, mx in bars) or 1.0
     plot_w = width - left - right
+    positive = [v for _, bars in groups for _, med, mn, mx in bars for v in (med, mn, mx) if v and v > 0]
+    vmin = min(positive) / 2 if positive else 1.0
+
+    def scale(v):
+        if not log:
+            return plot_w * v / vmax
+        if v is None or v <= 0:
+            return 0.0
+        return plot_w * math.log(v / vmin) / math.log(vmax / vmin) if vmax > vmin else plot_w
     height = top + sum(len(b) * bar_h + gap for _, b in groups) + 30
     out = [f'<svg class="chart" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
@@ -63,12 +74,12 @@ def hbar_chart(groups, unit: str, title: str, width=860) -> str:
         gh = len(bars) * bar_h
         out.append(_label(label, left - 6, y + gh / 2 + 4))
         for s, med, mn, mx in bars:
-            w = plot_w * med / vmax
+            w = scale(med)
             out.append(f'<rect class="bar" x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" '
                        f'fill="{color[s]}"><title>{escape(label)} {escape(s)}: {_fmt(med)} {escape(unit)}'
                        f'</title></rect>')
             if mn is not None and mx is not None and mx > mn:
-                x0, x1 = left + plot_w * mn / vmax, left + plot_w * mx / vmax
+                x0, x1 = left + scale(mn), left + scale(mx)
                 yc = y + (bar_h - 2) / 2
                 out.append(f'<line x1="{x0:.1f}" y1="{yc:.1f}" x2="{x1:.1f}" y2="{yc:.1f}" stroke="#000" '
                            f'stroke-width="1"/>')
@@ -76,7 +87,8 @@ def hbar_chart(groups, unit: str, title: str, width=860) -> str:
             y += bar_h
         y += gap
     out.append(f'<line x1="{left}" y1="{top - 4}" x2="{left}" y2="{y}" stroke="#444"/>')
-    out.append(f'<text x="{left + plot_w}" y="{y + 16}" font-size="11" text-anchor="end">{escape(unit)}</text>')
+    out.append(f'<text x="{left + plot_w}" y="{y + 16}" font-size="11" text-anchor="end">{escape(unit)}'
+               f'{" (log scale)" if log else ""}</text>')
     out.append("</svg>")
     return "".join(out)
 
