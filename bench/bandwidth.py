@@ -8,19 +8,16 @@ Targets: device copy and triad >= 94% of the GPU-memory bound; copy-engine
 host-to-device and device-to-host >= 54 GB/s at >= 256 MiB; SM reads of pinned
 host memory >= 50 GB/s; every spread reported."""
 import argparse
-import json
-import subprocess
 import sys
 
 from umscope import native, probe
 from umscope.model import bounds
 
 
-def umbench(*args):
-    res = subprocess.run([native.umbench_path(), "run", *args], capture_output=True, text=True, timeout=600)
-    recs = [json.loads(l) for l in res.stdout.splitlines() if '"type":"record"' in l]
+def umbench(bench, *args):
+    recs, status = native.run_case(bench, *args, timeout=600)
     if not recs:
-        sys.exit(f"umbench {' '.join(args)} gave no records: {res.stdout[-500:]} {res.stderr[-500:]}")
+        sys.exit(f"umbench {bench} {' '.join(args)} gave no records: {status}")
     return recs
 
 

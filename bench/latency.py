@@ -9,8 +9,6 @@ GPU chase: L2 hits and device memory beyond L2 (ns and cycles); host-device
 latency (the GPU chasing pinned, registered and host-kept managed memory);
 the CPU chasing system memory; ping-pong round trips of every pair."""
 import argparse
-import json
-import subprocess
 import sys
 
 from umscope import native, probe
@@ -20,11 +18,8 @@ REFERENCE = {"host-device latency (nvbandwidth host_device_latency_sm)": "about 
              "L2 hit (gpu-benches)": "about 277 cycles"}
 
 
-def umbench(*args):
-    res = subprocess.run([native.umbench_path(), "run", *args], capture_output=True, text=True, timeout=900)
-    lines = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
-    status = lines[-1] if lines else {"status": "failed", "reason": res.stderr[-300:]}
-    return [l for l in lines if l.get("type") == "record"], status
+def umbench(bench, *args):
+    return native.run_case(bench, *args, timeout=900)
 
 
 def main():

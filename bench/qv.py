@@ -7,8 +7,6 @@ they can be imported (the GPU machine has no network to install them).
 
     python3 bench/qv.py [--qubits 28,30] [--device 0]"""
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -18,10 +16,7 @@ from umscope.model import bounds
 
 
 def umbench(*args):
-    res = subprocess.run([native.umbench_path(), "run", "qv", *args], capture_output=True, text=True, timeout=1800)
-    lines = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
-    status = lines[-1] if lines else {"status": "failed", "reason": res.stderr[-300:]}
-    return [l for l in lines if l.get("type") == "record"], status
+    return native.run_case("qv", *args)
 
 
 def main():

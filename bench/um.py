@@ -9,20 +9,16 @@ prefetch (and the prefetch's own rate); GPU first touch against CPU first
 touch plus migration; fault cost per page; oversubscription up to 0.9 (never
 above 1 here); interleaved CPU and GPU writes."""
 import argparse
-import json
-import subprocess
 import sys
 
 from umscope import native, probe
 
 
-def umbench(*args):
-    res = subprocess.run([native.umbench_path(), "run", *args], capture_output=True, text=True, timeout=900)
-    lines = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
-    status = lines[-1] if lines else {"status": "failed", "reason": res.stderr[-300:]}
+def umbench(bench, *args):
+    records, status = native.run_case(bench, *args, timeout=900)
     if status.get("status") != "ok":
-        print(f"  umbench {' '.join(args)}: {status.get('status')}: {status.get('reason')}")
-    return [l for l in lines if l.get("type") == "record"]
+        print(f"  umbench {bench} {' '.join(args)}: {status.get('status')}: {status.get('reason')}")
+    return records
 
 
 def main():

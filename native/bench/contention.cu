@@ -31,10 +31,9 @@ void run_contention(Context& ctx) {
   const std::string gop = ctx.args.choices("gpu-op", "read", {"read", "write"})[0];
   const std::string cop = ctx.args.choices("cpu-op", "read", {"read", "write"})[0];
   const int nthreads = ctx.args.thread_counts("threads", "all")[0];
-  const GpuCaps& caps = gpu_caps(ctx.device);
-  if (!caps.present) throw Skip(caps.why_absent);
+  if (!gpu_caps(ctx.device).present) throw Skip(gpu_caps(ctx.device).why_absent);
   UM_CUDA(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));  // the launching thread must not spin
-  UM_CUDA(cudaSetDevice(ctx.device));
+  ctx.use_gpu();
 
   Buffer G(gkind, bytes, ctx.alloc), C(ckind, bytes, ctx.alloc);
   if (!G.gpu()) throw Skip(G.gpu_unreachable());

@@ -44,9 +44,7 @@ void run_copy(Context& ctx) {
   for (size_t s : sizes)
     if (s == 0) throw UsageError("copy sizes must be at least 16 bytes");
   const size_t max_bytes = *std::max_element(sizes.begin(), sizes.end());
-  const GpuCaps& caps = gpu_caps(ctx.device);
-  if (!caps.present) throw Skip(caps.why_absent);
-  UM_CUDA(cudaSetDevice(ctx.device));
+  ctx.use_gpu();
 
   // Forward pair src->dst; with bidir a reverse pair dst_kind->src_kind runs at once.
   std::vector<Pair> pairs(direction == "bidir" ? 2 : 1);

@@ -37,14 +37,8 @@ void run_faults(Context& ctx) {
   }
   const long long max_pages = ctx.args.integer("pages", mode == "serial" ? 4096 : 0);
   const bool on_gpu = proc == "gpu";
-  const GpuCaps& caps = gpu_caps(ctx.device);
-  const bool needs_cuda = on_gpu || kind.name == "device" || kind.name == "managed" || kind.name == "pinned" ||
-                          kind.name == "registered";
-  if (needs_cuda) {
-    if (!caps.present) throw Skip(caps.why_absent);
-    UM_CUDA(cudaSetDevice(ctx.device));
-    UM_CUDA(cudaFree(nullptr));
-  }
+  const bool needs_cuda = on_gpu || kind_uses_cuda(kind);
+  if (needs_cuda) ctx.use_gpu();
   const int nthreads = ctx.args.thread_counts("threads", mode == "serial" ? "1" : "all")[0];
   ThreadTeam team(nthreads);
   using clk = std::chrono::steady_clock;

@@ -35,14 +35,8 @@ void run_firsttouch(Context& ctx) {
   const bool has_touch_policy = kind.policy.count("first_touch") != 0;
   if (has_touch_policy) kind.policy["first_touch"] = "none";  // nobody touches at allocation: this benchmark does
   const bool on_gpu = by == "gpu";
-  const GpuCaps& caps = gpu_caps(ctx.device);
-  const bool needs_cuda = on_gpu || kind.name == "device" || kind.name == "managed" || kind.name == "pinned" ||
-                          kind.name == "registered";
-  if (needs_cuda) {
-    if (!caps.present) throw Skip(caps.why_absent);
-    UM_CUDA(cudaSetDevice(ctx.device));
-    UM_CUDA(cudaFree(nullptr));  // create the context now, outside every timing
-  }
+  const bool needs_cuda = on_gpu || kind_uses_cuda(kind);
+  if (needs_cuda) ctx.use_gpu();
   ThreadTeam team(nthreads);
   const size_t nd = bytes / sizeof(double);
   const size_t page = os::page_size();

@@ -25,8 +25,7 @@ void run_gpu_stream(Context& ctx) {
   size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
   std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", {"read", "write", "copy", "triad"});
   const GpuCaps& caps = gpu_caps(ctx.device);
-  if (!caps.present) throw Skip(caps.why_absent);
-  UM_CUDA(cudaSetDevice(ctx.device));
+  ctx.use_gpu();
 
   auto needs = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
   bool need_a = needs("read") || needs("copy") || needs("triad");

@@ -32,9 +32,7 @@ void run_interleave(Context& ctx) {
   }
   const int rounds = static_cast<int>(ctx.args.integer("rounds", 3));
   if (rounds < 1) throw UsageError("--rounds must be at least 1");
-  const GpuCaps& caps = gpu_caps(ctx.device);
-  if (!caps.present) throw Skip(caps.why_absent);
-  UM_CUDA(cudaSetDevice(ctx.device));
+  ctx.use_gpu();
   Buffer buf(kind, bytes, ctx.alloc);
   if (!buf.gpu()) throw Skip(buf.gpu_unreachable());
   if (!buf.cpu()) throw Skip(buf.cpu_unreachable());

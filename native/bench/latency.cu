@@ -174,12 +174,7 @@ void run_latency(Context& ctx) {
   if (steps_arg < 0) throw UsageError("--steps must be positive");
   const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
   const bool on_gpu = proc == "gpu";
-  const GpuCaps& caps = gpu_caps(ctx.device);
-  if (on_gpu || kind.name == "device" || kind.name == "managed" || kind.name == "pinned" ||
-      kind.name == "registered") {
-    if (!caps.present) throw Skip(caps.why_absent);
-    UM_CUDA(cudaSetDevice(ctx.device));
-  }
+  if (on_gpu || kind_uses_cuda(kind)) ctx.use_gpu();
   if (on_gpu) emit_timer(ctx);
   const std::string pname = on_gpu ? "gpu" + std::to_string(ctx.device) : "cpu";
 

@@ -70,9 +70,7 @@ void run_migration(Context& ctx) {
   const std::string touch = ctx.args.choices("cpu-touch", "none", {"none", "full", "stride"})[0];
   const double dos = ctx.args.real("dos", 0);
   if (dos < 0 || (ctx.args.has("dos") && dos == 0)) throw UsageError("--dos must be positive");
-  const GpuCaps& caps = gpu_caps(ctx.device);
-  if (!caps.present) throw Skip(caps.why_absent);
-  UM_CUDA(cudaSetDevice(ctx.device));
+  ctx.use_gpu();
 
   // Oversubscription: shrink what is free, then size the buffer from it.
   std::unique_ptr<Ballast> ballast;

@@ -105,12 +105,7 @@ void run_pingpong(Context& ctx) {
   const long long incs = ctx.args.integer("increments", 100000);
   if (incs < 1) throw UsageError("--increments must be positive");
   const bool cpu_side = pair != "gpu-gpu", gpu_side = pair != "cpu-cpu";
-  const GpuCaps& caps = gpu_caps(ctx.device);
-  if (gpu_side || kind.name == "device" || kind.name == "managed" || kind.name == "pinned" ||
-      kind.name == "registered") {
-    if (!caps.present) throw Skip(caps.why_absent);
-    UM_CUDA(cudaSetDevice(ctx.device));
-  }
+  if (gpu_side || kind_uses_cuda(kind)) ctx.use_gpu();
   std::vector<int> cpus = os::allowed_cpus();
   if (pair == "cpu-cpu" && cpus.size() < 2) throw Skip("cpu-cpu needs two CPUs; this process may use one");
 

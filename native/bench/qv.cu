@@ -218,11 +218,7 @@ void run_qv_typed(Context& ctx) {
   auto ms_since = [](clk::time_point t) { return std::chrono::duration<double, std::milli>(clk::now() - t).count(); };
   const bool on_gpu = proc == "gpu";
   const GpuCaps& caps = gpu_caps(ctx.device);
-  if (on_gpu) {
-    if (!caps.present) throw Skip(caps.why_absent);
-    UM_CUDA(cudaSetDevice(ctx.device));
-    UM_CUDA(cudaFree(nullptr));
-  }
+  if (on_gpu) ctx.use_gpu();
   KindSpec kind = parse_kind(on_gpu ? kind_for(mode, init) : "system");
   KindSpec placed = kind;
   const std::string prefetch_to = placed.get("prefetch", "none");

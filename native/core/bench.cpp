@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/os.hpp"
 
@@ -144,6 +145,15 @@ JsonObject Context::record(const std::string& op, const std::string& processor,
 
 void Context::emit(const JsonObject& rec) const {
   std::cout << rec.str() << "\n" << std::flush;
+}
+
+void Context::use_gpu() const {
+  const GpuCaps& caps = gpu_caps(device);
+  if (!caps.present) throw Skip(caps.why_absent);
+#ifdef UMSCOPE_HAVE_CUDA
+  UM_CUDA(cudaSetDevice(device));
+  UM_CUDA(cudaFree(nullptr));
+#endif
 }
 
 void Context::put_summary(JsonObject& rec, const std::string& metric, const std::string& unit,

@@ -68,3 +68,12 @@ def parse_output(stdout: str):
         elif obj.get("type") == "status":
             status = obj
     return records, status
+
+
+def run_case(benchmark: str, *args, timeout=1800):
+    """Runs one umbench case directly (for scripts): (records, status). A run that printed no
+    status line (killed, crashed) gets a 'failed' status with the end of its stderr."""
+    res = subprocess.run([umbench_path(), "run", benchmark, *[str(a) for a in args]], capture_output=True,
+                         text=True, timeout=timeout)
+    records, status = parse_output(res.stdout)
+    return records, status or {"type": "status", "status": "failed", "reason": res.stderr[-300:]}

@@ -51,6 +51,9 @@ struct Context {
   JsonObject record(const std::string& op, const std::string& processor, const KindSpec& kind,
                     size_t bytes) const;
   void emit(const JsonObject& rec) const;
+  // Makes GPU `device` current and creates its context, outside any timing;
+  // throws Skip with the reason where there is no GPU (or no CUDA build).
+  void use_gpu() const;
   // Adds n/median/min/max/spread of samples in `unit` under metric.
   static void put_summary(JsonObject& rec, const std::string& metric, const std::string& unit,
                           const std::vector<double>& samples);

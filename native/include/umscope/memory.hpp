@@ -39,6 +39,11 @@ struct KindSpec {
   std::string policy_str() const;  // "k=v,k=v" or ""
 };
 
+// Kinds allocated through the CUDA runtime (they need a GPU even for CPU use).
+inline bool kind_uses_cuda(const KindSpec& k) {
+  return k.name == "device" || k.name == "managed" || k.name == "pinned" || k.name == "registered";
+}
+
 // Throws UsageError on an unknown kind, policy key or value.
 KindSpec parse_kind(const std::string& spec);
 
