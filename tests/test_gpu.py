@@ -283,3 +283,15 @@ def test_qv_gpu_state_matches_qiskit(tmp_path):
     assert status["status"] == "ok"
     c = qv.load_circuit(circ)
     assert qv.fidelity(qv.qiskit_statevector(c), qv.load_state(state, 12)) >= 1 - 1e-10
+
+
+def test_profile_sees_the_gpu_memory_of_a_managed_run(store_path):
+    res = run_cli("profile", "--store", store_path, "--period", "50ms", "--power", "--json", "--",
+                  native.umbench_path(), "run", "qv", "--qubits", "27", "--mode", "managed")
+    assert res.returncode == 0, res.stderr
+    recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
+    mem = recs.get("gpu0_mem") or recs.get("gpu0_mem_device")
+    assert mem is not None, list(recs)
+    assert mem["max"] >= 2 << 30  # the 2 GiB state was on the GPU while we watched
+    assert recs["gpu0_util"]["max"] > 0
+    assert recs["run"]["sampler_overhead"] < 0.01

@@ -4,6 +4,7 @@ import argparse
 import json
 import shlex
 import sys
+import time
 
 from umscope import __version__, native, plans, probe
 from umscope.model import bounds
@@ -11,7 +12,7 @@ from umscope.errors import UsageError
 from umscope.report.html import SPREAD_FLAG, kind_label, write_report
 from umscope.sizes import format_size
 from umscope.store import Store
-from umscope.suite import plan_from_json, plan_to_json, run_cases
+from umscope.suite import Case, plan_from_json, plan_to_json, run_cases
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,6 +80,15 @@ def build_parser():
     s.add_argument("--precision", choices=["complex128", "complex64"])
     s.add_argument("--processor", choices=["gpu", "cpu"], help="run on the CPU (threads) instead")
     s.add_argument("--check", choices=["0", "1"], help="compare with the CPU reference (default: up to 20 qubits)")
+    s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
+    s.add_argument("--period", default="100ms", help="sampling period (default 100ms)")
+    s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
+    s.add_argument("--power", action="store_true", help="also sample GPU power and energy, and host energy (RAPL)")
+    s.add_argument("--label", help="a label stored with the run")
+    s.add_argument("--store", help="results store (SQLite)")
+    s.add_argument("--report", metavar="FILE", help="where to write the HTML report")
+    s.add_argument("--json", action="store_true", help="print the records as JSON on stdout after the program")
+    s.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     s = sub.add_parser("report", help="write the HTML report of a run")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: newest)")
@@ -250,6 +260,38 @@ def cmd_bench(args):
     return _execute(args, f"bench {args.name}", cases, fp, store)
 
 
+def cmd_profile(args):
+    from umscope import profiler
+    period = profiler.parse_period(args.period)
+    cmd = list(args.command)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
+    fp = probe.probe()
+    gpus = [g["pci_bus_id"] for g in fp.get("gpus", [])]
+    numa = len([n for n in fp.get("numa", []) if n.get("mem_bytes")]) or 1
+    store = Store(args.store)  # an unwritable store fails before the program runs
+    status, records, notes = profiler.profile(cmd, period, args.power, gpus, numa, args.um_trace)
+    command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    run_id = store.create_run("profile", command, [], {"period": period, "power": args.power,
+                                                      "um_trace": args.um_trace}, fp, args.label)
+    run = next(r for r in records if r["op"] == "run")
+    case = Case("profile", None, {"command": " ".join(cmd)})
+    ok = status == 0
+    reason = "" if ok else (f"the program was killed by {run['signal']}" if run.get("signal")
+                            else f"the program exited with status {status}")
+    store.add_case_result(run_id, case, "ok" if ok else "failed", reason, time.time() - run["median"],
+                          run["median"], records)
+    store.finish_run(run_id, "complete")
+    profiler.print_summary(records)
+    if args.json:
+        print(json.dumps(records))
+    path = write_report(store, run_id, args.report)
+    sys.stderr.write(f"profile stored as run {run_id} in {store.path}; report: {path}\n")
+    return status
+
+
 def cmd_app(args):
     from umscope import apps
     if args.action == "list":
@@ -320,7 +362,7 @@ def cmd_list(_args):
     return 0
 
 
-COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "report": cmd_report,
+COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "profile": cmd_profile, "report": cmd_report,
             "export": cmd_export, "runs": cmd_runs, "list": cmd_list}
 
 

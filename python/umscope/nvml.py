@@ -97,3 +97,55 @@ def memory(index: int):
     if lib.nvmlDeviceGetMemoryInfo(h, ctypes.byref(m)) != 0:
         return None
     return {"total": m.total, "free": m.free, "used": m.used}
+
+
+class _ProcessInfo(ctypes.Structure):  # nvmlProcessInfo_t (v2/v3 layout)
+    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong), ("gpuInstanceId", ctypes.c_uint),
+                ("computeInstanceId", ctypes.c_uint)]
+
+
+class _Utilization(ctypes.Structure):
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+def processes(index):
+    """{pid: GPU memory bytes} of the compute processes NVML sees on a device, or None.
+    In a container NVML may see none: callers fall back to the device total."""
+    lib, h = _lib(), _handle(index)
+    if h is None:
+        return None
+    fn = getattr(lib, "nvmlDeviceGetComputeRunningProcesses_v3", None)
+    if fn is None:
+        return None
+    count = ctypes.c_uint(64)
+    buf = (_ProcessInfo * 64)()
+    if fn(h, ctypes.byref(count), buf) != 0:
+        return None
+    return {int(buf[i].pid): int(buf[i].usedGpuMemory) for i in range(count.value)}
+
+
+def utilization(index):
+    lib, h = _lib(), _handle(index)
+    if h is None:
+        return None
+    u = _Utilization()
+    if lib.nvmlDeviceGetUtilizationRates(h, ctypes.byref(u)) != 0:
+        return None
+    return {"gpu": int(u.gpu), "memory": int(u.memory)}
+
+
+def power_w(index):
+    mw = _uint("nvmlDeviceGetPowerUsage", index)
+    return None if mw is None else mw / 1000.0
+
+
+def energy_j(index):
+    """Energy since the driver loaded, in joules (Volta and later), or None."""
+    lib, h = _lib(), _handle(index)
+    if h is None:
+        return None
+    v = ctypes.c_ulonglong()
+    fn = getattr(lib, "nvmlDeviceGetTotalEnergyConsumption", None)
+    if fn is None or fn(h, ctypes.byref(v)) != 0:
+        return None
+    return v.value / 1000.0

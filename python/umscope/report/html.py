@@ -503,7 +503,43 @@ def _qv_section(recs) -> str:
     return "".join(out)
 
 
+def _profile_section(recs) -> str:
+    """The memory-use timeline (the GH200 study's Figs. 4-5), utilisation and power, and the run."""
+    run = next((r for r in recs if r["op"] == "run"), None)
+    x = lambda r: r.get("extra") or {}  # noqa: E731
+    series = [r for r in recs if x(r).get("t")]
+    out = []
+    mem = [(f"{r['op']}" + (" (device minus baseline)" if r["op"].endswith("_mem_device") else ""),
+            [(t, v / 2**20) for t, v in zip(x(r)["t"], x(r)["samples"])]) for r in series if r["unit"] == "bytes"]
+    if mem:
+        out.append(line_chart(mem, "memory use over time (MiB)", "seconds since the start", "MiB", x_log=False,
+                              x_fmt=lambda v: f"{v:.3g}", height=340))
+    other = [(f"{r['op']} ({r['unit']})", list(zip(x(r)["t"], x(r)["samples"]))) for r in series
+             if r["unit"] in ("%", "W")]
+    if other:
+        out.append(line_chart(other, "GPU utilisation (%) and power (W) over time", "seconds since the start",
+                              "% or W", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300))
+    rows = "".join(
+        f"<tr><td>{e(r['op'])}</td><td>{e(r['processor'])}</td><td class=num>"
+        f"{(r['max'] / 2**20 if r['unit'] == 'bytes' else r['max']):.4g}</td><td class=num>"
+        f"{(r['median'] / 2**20 if r['unit'] == 'bytes' else r['median']):.4g}</td>"
+        f"<td>{'MiB' if r['unit'] == 'bytes' else e(r['unit'])}</td><td class=num>{e(r['n'])}</td>"
+        f"<td class=note>{e(x(r).get('source', ''))}</td></tr>" for r in recs if r["op"] != "run")
+    out.append("<table><tr><th>series</th><th>processor</th><th>peak (total for energy)</th><th>median</th><th>unit</th>"
+               "<th>samples</th><th>source</th></tr>" + rows + "</table>")
+    if run:
+        rx = x(run)
+        out.append(f"<p class=note>Command <code>{e(rx.get('command'))}</code>: exit status {e(rx.get('exit_status'))}"
+                   f"{' (' + e(rx['signal']) + ')' if rx.get('signal') else ''}, {run['median']:.3g} s, "
+                   f"{e(rx.get('samples_taken'))} samples every {1e3 * (rx.get('period_s') or 0):g} ms; the sampler "
+                   f"used {100 * (rx.get('sampler_overhead') or 0):.2f}% of the run's wall time in CPU time."
+                   + "".join(f"<br>Note: {e(n)}" for n in rx.get("notes") or []) + "</p>")
+    return "".join(out)
+
+
 def _bench_section(bench, recs, fp=None, cases=()) -> str:
+    if bench == "profile":
+        return _profile_section(recs)
     if bench == "qv":
         return _qv_section(recs)
     if bench == "migration":

@@ -1,0 +1,289 @@
+"""`umscope profile -- CMD`: runs an unmodified program and samples, for its
+whole process tree, resident set size (per NUMA node where there are
+several), the GPU memory its processes use (NVML per process; where NVML
+sees no processes, as in many containers, the device's used memory minus a
+baseline taken before the start, labelled so), GPU utilisation and, with
+--power, GPU power and energy (NVML) and host energy (RAPL through powercap,
+where readable). Output and exit status of the program pass through. The
+sampler measures its own CPU time, so its overhead is reported, not assumed.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from umscope import nvml
+from umscope.errors import UsageError
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def parse_period(text: str) -> float:
+    """'100ms', '0.5s', '2' (seconds) -> seconds; must be positive."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s)?\s*", str(text))
+    if not m:
+        raise UsageError(f"--period takes a duration such as 100ms or 0.5s, got {text!r}")
+    v = float(m.group(1)) / (1000.0 if m.group(2) == "ms" else 1.0)
+    if v <= 0:
+        raise UsageError("--period must be longer than 0")
+    if v < 0.001:
+        raise UsageError("--period below 1 ms would measure the sampler, not the program")
+    return v
+
+
+def _children(pid: int) -> list:
+    out = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                out += [int(x) for x in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def _children_by_scan(root: int) -> set:
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+                parent[int(d)] = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    tree, frontier = {root}, [root]
+    while frontier:
+        p = frontier.pop()
+        for c, pp in parent.items():
+            if pp == p and c not in tree:
+                tree.add(c)
+                frontier.append(c)
+    return tree
+
+
+HAVE_CHILDREN_FILE = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
+
+
+def process_tree(root: int) -> set:
+    """The root and all its descendants (through /proc/PID/task/TID/children where the kernel has it:
+    cost grows with the tree, not with the machine)."""
+    if not HAVE_CHILDREN_FILE:
+        return _children_by_scan(root)
+    tree, frontier = set(), [root]
+    while frontier:
+        p = frontier.pop()
+        if p in tree:
+            continue
+        tree.add(p)
+        frontier += _children(p)
+    return tree
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def numa_bytes(pid: int) -> dict:
+    """Resident bytes per NUMA node from numa_maps (N<node>=<pages>, in each mapping's page size)."""
+    out = {}
+    try:
+        text = Path(f"/proc/{pid}/numa_maps").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        kpage = re.search(r"kernelpagesize_kB=(\d+)", line)
+        size = int(kpage.group(1)) * 1024 if kpage else PAGE
+        for node, pages in re.findall(r"\bN(\d+)=(\d+)", line):
+            out[int(node)] = out.get(int(node), 0) + int(pages) * size
+    return out
+
+
+def _rapl_files() -> list:
+    base = Path("/sys/class/powercap")
+    files = []
+    if base.exists():
+        for d in sorted(base.glob("intel-rapl:*")):
+            if d.name.count(":") == 1 and (d / "energy_uj").exists():
+                files.append(d / "energy_uj")
+    return files
+
+
+def host_energy_j(files):
+    try:
+        return sum(int(f.read_text()) for f in files) / 1e6
+    except (OSError, ValueError):
+        return None
+
+
+class Sampler(threading.Thread):
+    def __init__(self, root_pid, period, gpus, power=False, numa_nodes=1, baseline=None):
+        super().__init__(daemon=True)
+        self.root, self.period, self.gpus, self.power = root_pid, period, gpus, power
+        self.numa = numa_nodes > 1
+        self.baseline = baseline or {}
+        self.rapl = _rapl_files() if power else []
+        self.stop = threading.Event()
+        self.series = {}  # name -> list of (t, value)
+        self.gpu_mem_source = {}
+        self.cpu_s = 0.0
+        self.samples = 0
+        self.t0 = time.monotonic()
+        self.energy0 = self._energy() if power else {}
+
+    def _energy(self) -> dict:
+        e = {f"gpu{i}": nvml.energy_j(bus) for i, bus in enumerate(self.gpus)}
+        if self.rapl:
+            e["host"] = host_energy_j(self.rapl)
+        return {k: v for k, v in e.items() if v is not None}
+
+    def _put(self, name, t, v):
+        if v is not None:
+            self.series.setdefault(name, []).append((t, v))
+
+    def sample(self):
+        c0 = time.thread_time()
+        t = time.monotonic() - self.t0
+        pids = process_tree(self.root)
+        self._put("rss", t, sum(rss_bytes(p) for p in pids))
+        if self.numa:
+            per = {}
+            for p in pids:
+                for node, b in numa_bytes(p).items():
+                    per[node] = per.get(node, 0) + b
+            for node, b in per.items():
+                self._put(f"rss_node{node}", t, b)
+        for i, bus in enumerate(self.gpus):
+            procs = nvml.processes(bus)
+            mine = {p: b for p, b in (procs or {}).items() if p in pids}
+            if mine:
+                self._put(f"gpu{i}_mem", t, sum(mine.values()))
+                self.gpu_mem_source[i] = "NVML per-process"
+            elif procs is not None or nvml.memory(bus):
+                m = nvml.memory(bus)
+                if m is not None and self.gpu_mem_source.get(i) != "NVML per-process":
+                    self._put(f"gpu{i}_mem_device", t, max(0, m["used"] - self.baseline.get(i, 0)))
+            u = nvml.utilization(bus)
+            if u:
+                self._put(f"gpu{i}_util", t, u["gpu"])
+            if self.power:
+                self._put(f"gpu{i}_power", t, nvml.power_w(bus))
+        if self.rapl:
+            self._put("host_energy", t, host_energy_j(self.rapl))
+        self.samples += 1
+        self.cpu_s += time.thread_time() - c0
+
+    def run(self):
+        next_t = time.monotonic()
+        while not self.stop.is_set():
+            self.sample()
+            next_t += self.period
+            self.stop.wait(max(0.0, next_t - time.monotonic()))
+
+
+def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False):
+    """Runs cmd; returns (exit status as a shell reports it, records, notes)."""
+    if not cmd:
+        raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
+    notes = []
+    env = dict(os.environ)
+    if um_trace:
+        notes.append("--um-trace: the CUPTI unified-memory tracer is not built into this umscope yet; "
+                     "profiling goes on without unified-memory events")
+    baseline = {}
+    for i, bus in enumerate(gpus):
+        m = nvml.memory(bus)
+        if m:
+            baseline[i] = m["used"]
+    start = time.time()
+    try:
+        proc = subprocess.Popen(cmd, env=env)
+    except FileNotFoundError:
+        raise UsageError(f"command not found: {cmd[0]}") from None
+    except PermissionError:
+        raise UsageError(f"permission denied: {cmd[0]}") from None
+    sampler = Sampler(proc.pid, period, list(gpus), power, numa_nodes, baseline)
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the program; we keep the samples
+    try:
+        sampler.start()
+        rc = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, old)
+        sampler.stop.set()
+        sampler.join()
+    wall = time.time() - start
+    status = rc if rc >= 0 else 128 - rc
+    energy = {}
+    if power:
+        e1 = sampler._energy()
+        energy = {k: e1[k] - sampler.energy0[k] for k in e1 if k in sampler.energy0}
+    records = _records(cmd, sampler, wall, rc, status, energy, notes)
+    return status, records, notes
+
+
+def _summary(values):
+    vs = sorted(values)
+    n = len(vs)
+    med = vs[n // 2] if n % 2 else (vs[n // 2 - 1] + vs[n // 2]) / 2
+    return {"n": n, "median": med, "min": vs[0], "max": vs[-1], "value": vs[-1]}
+
+
+UNITS = {"rss": ("memory", "bytes"), "mem": ("memory", "bytes"), "mem_device": ("memory", "bytes"),
+         "util": ("utilisation", "%"), "power": ("power", "W"), "host_energy": ("energy_counter", "J")}
+
+
+def _records(cmd, s, wall, rc, status, energy, notes):
+    recs = []
+    for name, pts in s.series.items():
+        if not pts:
+            continue
+        proc = "host" if name.startswith(("rss", "host")) else name.split("_")[0]
+        kind = name.split("_", 1)[1] if proc != "host" else name
+        metric, unit = UNITS.get(kind, UNITS.get(name.split("_")[0], ("value", "")))
+        if name.startswith("rss_node"):
+            metric, unit = "memory", "bytes"
+        r = {"type": "record", "benchmark": "profile", "op": name, "processor": proc, "metric": metric,
+             "unit": unit, **_summary([v for _, v in pts]), "t": [round(t, 4) for t, _ in pts],
+             "samples": [v for _, v in pts]}
+        if name.endswith("_mem"):
+            r["source"] = "NVML per-process"
+        if name.endswith("_mem_device"):
+            r["source"] = "device used memory minus the baseline before the start (NVML shows no processes here)"
+        recs.append(r)
+    for k, j in energy.items():
+        recs.append({"type": "record", "benchmark": "profile", "op": "energy", "processor": k, "metric": "energy",
+                     "unit": "J", "n": 1, "median": j, "min": j, "max": j, "value": j})
+    overhead = s.cpu_s / wall if wall > 0 else 0.0
+    recs.append({"type": "record", "benchmark": "profile", "op": "run", "processor": "host", "metric": "wall_time",
+                 "unit": "s", "n": 1, "median": wall, "min": wall, "max": wall, "value": wall,
+                 "command": " ".join(cmd), "exit_status": status,
+                 "signal": signal.Signals(-rc).name if rc < 0 else None, "samples_taken": s.samples,
+                 "period_s": s.period, "sampler_cpu_s": round(s.cpu_s, 4), "sampler_overhead": round(overhead, 5),
+                 "notes": notes})
+    return recs
+
+
+def print_summary(records, out=sys.stderr):
+    run = next(r for r in records if r["op"] == "run")
+    out.write(f"umscope profile: {run['command']}: exit {run['exit_status']}"
+              f"{' (' + run['signal'] + ')' if run.get('signal') else ''}, {run['median']:.2f} s, "
+              f"{run['samples_taken']} samples every {run['period_s'] * 1e3:g} ms, sampler CPU "
+              f"{100 * run['sampler_overhead']:.2f}% of the run\n")
+    for r in records:
+        if r["op"] in ("run",):
+            continue
+        v = r["max"]
+        text = f"{v / 2**20:.1f} MiB" if r["unit"] == "bytes" else f"{v:.4g} {r['unit']}"
+        what = "peak" if r["op"] != "energy" else "total"
+        out.write(f"  {r['op']:<16} {what} {text}" + (f"  [{r['source']}]" if r.get("source") else "") + "\n")
+    for n in run.get("notes") or []:
+        out.write(f"  note: {n}\n")

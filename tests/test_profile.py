@@ -1,0 +1,82 @@
+"""umscope profile on CPU programs: pass-through, process tree, bad input, overhead."""
+import json
+import sqlite3
+import sys
+
+import pytest
+
+from conftest import run_cli
+from umscope.errors import UsageError
+from umscope.profiler import parse_period, process_tree
+
+ALLOC = ("import time\nbufs = []\nfor k in range({n}):\n    a = bytearray(50 << 20)\n"
+         "    for i in range(0, len(a), 4096): a[i] = 1\n    bufs.append(a); time.sleep({pause})\nprint('child out')\n")
+
+
+def _records(res):
+    return {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
+
+
+def test_memory_of_a_program_is_sampled_and_its_output_passes_through(store_path):
+    res = run_cli("profile", "--store", store_path, "--period", "50ms", "--json", "--", sys.executable, "-c",
+                  ALLOC.format(n=4, pause=0.15))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("child out")
+    recs = _records(res)
+    rss = recs["rss"]
+    assert rss["unit"] == "bytes" and rss["max"] >= 200 << 20 and rss["n"] >= 5
+    assert rss["samples"][0] < rss["max"]  # it grew while we watched
+    assert recs["run"]["exit_status"] == 0 and recs["run"]["samples_taken"] == rss["n"]
+    db = sqlite3.connect(store_path)
+    assert db.execute("SELECT kind, status FROM runs").fetchall() == [("profile", "complete")]
+
+
+def test_grandchildren_are_counted(store_path):
+    inner = f"{sys.executable} -c \"{ALLOC.format(n=3, pause=0.2)}\""
+    res = run_cli("profile", "--store", store_path, "--period", "50ms", "--json", "--", "sh", "-c", inner)
+    assert res.returncode == 0, res.stderr
+    assert _records(res)["rss"]["max"] >= 150 << 20
+
+
+def test_exit_status_and_signal_pass_through_and_samples_are_kept(store_path):
+    res = run_cli("profile", "--store", store_path, "--json", "--", "sh", "-c", "exit 3")
+    assert res.returncode == 3 and _records(res)["run"]["exit_status"] == 3
+    res = run_cli("profile", "--store", store_path, "--json", "--", "sh", "-c", "sleep 0.3; kill -SEGV $$")
+    assert res.returncode == 139
+    run = _records(res)["run"]
+    assert run["signal"] == "SIGSEGV" and run["samples_taken"] >= 1
+    db = sqlite3.connect(store_path)
+    reasons = [r[0] for r in db.execute("SELECT reason FROM cases ORDER BY rowid")]
+    assert reasons == ["the program exited with status 3", "the program was killed by SIGSEGV"]
+
+
+@pytest.mark.parametrize("args,needle", [(["--", "no-such-program-xyz"], "command not found: no-such-program-xyz"),
+                                         (["--period", "0", "--", "true"], "longer than 0"),
+                                         (["--period", "fast", "--", "true"], "duration"),
+                                         ([], "needs a command")])
+def test_bad_input(args, needle, store_path):
+    res = run_cli("profile", "--store", store_path, *args)
+    assert res.returncode == 2 and needle in res.stderr, res.stderr
+
+
+def test_sampler_overhead_is_measured_and_under_one_percent(store_path):
+    res = run_cli("profile", "--store", store_path, "--period", "100ms", "--json", "--", sys.executable, "-c",
+                  "import time; time.sleep(2.0)")
+    run = _records(res)["run"]
+    assert run["samples_taken"] >= 15
+    assert 0 < run["sampler_overhead"] < 0.01
+
+
+def test_um_trace_unavailable_is_said_and_profiling_goes_on(store_path):
+    res = run_cli("profile", "--store", store_path, "--um-trace", "--json", "--", "true")
+    assert res.returncode == 0
+    assert "not built" in " ".join(_records(res)["run"]["notes"]) and "note:" in res.stderr
+
+
+def test_parse_period_and_tree():
+    assert parse_period("100ms") == pytest.approx(0.1) and parse_period("2s") == 2.0 and parse_period("0.5") == 0.5
+    for bad in ("0", "-1s", "abc", "0.0001"):
+        with pytest.raises(UsageError):
+            parse_period(bad)
+    import os
+    assert os.getpid() in process_tree(os.getpid())
