@@ -295,3 +295,24 @@ def test_profile_sees_the_gpu_memory_of_a_managed_run(store_path):
     assert mem["max"] >= 2 << 30  # the 2 GiB state was on the GPU while we watched
     assert recs["gpu0_util"]["max"] > 0
     assert recs["run"]["sampler_overhead"] < 0.01
+
+
+@pytest.mark.parametrize("mode,expect", [("managed", "faults"), ("managed-prefetch", "prefetch"), ("explicit", "none")])
+def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
+    res = run_cli("profile", "--um-trace", "--store", store_path, "--json", "--", native.umbench_path(), "run", "qv",
+                  "--qubits", "26", "--mode", mode, "--init", "cpu")
+    assert res.returncode == 0, res.stderr
+    recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
+    assert "um_trace" in recs, recs["run"]["notes"]
+    um = recs["um_trace"]
+    assert um["trace_complete"] and not um["cupti_errors"], um
+    assert um["kernels"] > 0
+    state = 16 << 26
+    if expect == "none":  # explicit copies: no unified-memory traffic at all
+        assert um["totals"]["htod"] == 0 and um["totals"]["gpu_fault"] == 0
+        assert um["memcpy_bytes"] >= 2 * state
+    elif expect == "faults":  # CPU-initialised managed memory moves on the GPU's faults
+        assert um["totals"]["htod"] >= state and um["totals"]["gpu_fault"] > 0
+        assert um["faults_per_migration"] > 0
+    else:  # the prefetch moves it before the kernels run
+        assert um["by_cause"]["htod"].get("prefetch", 0) >= state

@@ -190,15 +190,119 @@ class Sampler(threading.Thread):
             self.stop.wait(max(0.0, next_t - time.monotonic()))
 
 
+def tracer_path():
+    """The CUPTI injection library, if this build has one."""
+    env = os.environ.get("UMSCOPE_UMTRACE")
+    if env:
+        return env if Path(env).exists() else None
+    lib = Path(__file__).parent / "lib" / "libumtrace.so"
+    return str(lib) if lib.exists() else None
+
+
+CAUSES = {0: "unknown", 1: "user", 2: "coherence", 3: "prefetch", 4: "eviction", 5: "access counters"}
+ACCESS = {0: "unknown", 1: "read", 2: "write", 3: "atomic", 4: "prefetch"}
+COUNTERS = {1: "htod", 2: "dtoh", 3: "cpu_fault", 4: "gpu_fault", 5: "thrashing", 6: "throttling", 7: "remote_map",
+            8: "dtod"}
+
+
+def parse_trace(path) -> dict:
+    """Totals, timelines and analyses from libumtrace's JSON lines."""
+    import json as _json
+    ev = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    ev.append(_json.loads(line))
+                except ValueError:
+                    pass  # a line cut by a crash
+    except OSError:
+        return {}
+    t0 = next((e["t"] for e in ev if e.get("k") == "start"), None)
+    um = [e for e in ev if e.get("k") == "um"]
+    if t0 is None:
+        t0 = min((e["s"] for e in um), default=0)
+    out = {"errors": [e for e in ev if e.get("k") == "error"], "complete": any(e.get("k") == "end" for e in ev),
+           "dropped": sum(e.get("n", 0) for e in ev if e.get("k") == "dropped")}
+    totals = {name: 0 for name in COUNTERS.values()}
+    events = {name: 0 for name in COUNTERS.values()}
+    by_cause = {"htod": {}, "dtoh": {}}
+    faults_by_access = {}
+    timeline = {"htod": [], "dtoh": []}
+    cum = {"htod": 0, "dtoh": 0}
+    allocs = sorted(((e["a"], e["b"]) for e in ev if e.get("k") == "mem" and e.get("op") == 1), key=lambda x: x[0])
+    per_alloc = {}
+    for e in sorted(um, key=lambda e: e["s"]):
+        name = COUNTERS.get(e["c"], f"counter{e['c']}")
+        totals[name] = totals.get(name, 0) + e["v"]
+        events[name] = events.get(name, 0) + 1
+        if name in by_cause:
+            cause = CAUSES.get(e.get("f", 0), str(e.get("f")))
+            by_cause[name][cause] = by_cause[name].get(cause, 0) + e["v"]
+            cum[name] += e["v"]
+            timeline[name].append((round((e["e"] - t0) / 1e9, 6), cum[name]))
+            for a, b in allocs:
+                if a <= e["a"] < a + b:
+                    slot = per_alloc.setdefault(a, {"address": a, "bytes": b, "htod": 0, "dtoh": 0})
+                    slot[name] += e["v"]
+                    break
+        if name == "gpu_fault":
+            acc = ACCESS.get(e.get("f", 0), str(e.get("f")))
+            faults_by_access[acc] = faults_by_access.get(acc, 0) + e["v"]
+    out.update(totals=totals, events=events, by_cause=by_cause, faults_by_access=faults_by_access,
+               timeline=timeline, allocations=list(per_alloc.values()),
+               kernels=sum(1 for e in ev if e.get("k") == "kernel"),
+               kernel_s=sum(e["e"] - e["s"] for e in ev if e.get("k") == "kernel") / 1e9,
+               memcpy_bytes=sum(e["b"] for e in ev if e.get("k") == "memcpy"),
+               allocations_made=len(allocs))
+    # The studies' analyses: faults per migration, eviction against migration.
+    migrations = events["htod"]
+    out["faults_per_migration"] = totals["gpu_fault"] / migrations if migrations else None
+    out["eviction_to_migration"] = (by_cause["dtoh"].get("eviction", 0) / totals["htod"]) if totals["htod"] else None
+    return out
+
+
+def trace_records(tr: dict) -> list:
+    recs = []
+    if not tr:
+        return recs
+    for d in ("htod", "dtoh"):
+        pts = tr["timeline"][d]
+        if pts:
+            recs.append({"type": "record", "benchmark": "profile", "op": f"um_{d}_cumulative", "processor": "gpu0",
+                         "metric": "bytes_moved", "unit": "B", **_summary([v for _, v in pts]),
+                         "t": [t for t, _ in pts], "samples": [v for _, v in pts]})
+    t = tr["totals"]
+    recs.append({"type": "record", "benchmark": "profile", "op": "um_trace", "processor": "gpu0", "metric": "um_events",
+                 "unit": "", "n": 1, "median": t["htod"] + t["dtoh"], "min": 0, "max": t["htod"] + t["dtoh"],
+                 "value": t["htod"] + t["dtoh"], "totals": t, "events": tr["events"], "by_cause": tr["by_cause"],
+                 "faults_by_access": tr["faults_by_access"], "allocations": tr["allocations"],
+                 "kernels": tr["kernels"], "kernel_s": tr["kernel_s"], "memcpy_bytes": tr["memcpy_bytes"],
+                 "allocations_made": tr["allocations_made"], "faults_per_migration": tr["faults_per_migration"],
+                 "eviction_to_migration": tr["eviction_to_migration"], "trace_complete": tr["complete"],
+                 "dropped": tr["dropped"], "cupti_errors": [e.get("what", "") + ": " + e.get("cupti", "")
+                                                            for e in tr["errors"]]})
+    return recs
+
+
 def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False):
     """Runs cmd; returns (exit status as a shell reports it, records, notes)."""
     if not cmd:
         raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
     notes = []
     env = dict(os.environ)
+    trace_file = None
     if um_trace:
-        notes.append("--um-trace: the CUPTI unified-memory tracer is not built into this umscope yet; "
-                     "profiling goes on without unified-memory events")
+        lib = tracer_path()
+        if lib is None:
+            notes.append("--um-trace: this umscope was built without CUPTI (no libumtrace); profiling goes on "
+                         "without unified-memory events")
+        else:
+            import tempfile
+            fd, trace_file = tempfile.mkstemp(prefix="umtrace-", suffix=".jsonl")
+            os.close(fd)
+            env["CUDA_INJECTION64_PATH"] = lib
+            env["UMSCOPE_TRACE_FILE"] = trace_file
     baseline = {}
     for i, bus in enumerate(gpus):
         m = nvml.memory(bus)
@@ -226,7 +330,19 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
     if power:
         e1 = sampler._energy()
         energy = {k: e1[k] - sampler.energy0[k] for k in e1 if k in sampler.energy0}
-    records = _records(cmd, sampler, wall, rc, status, energy, notes)
+    if trace_file:
+        tr = parse_trace(trace_file)
+        if not tr or (not tr.get("totals") and not tr.get("complete")):
+            notes.append("--um-trace: the program wrote no trace (it may not use CUDA, or CUPTI could not attach)")
+        for err in (tr or {}).get("errors", []):
+            notes.append(f"--um-trace: CUPTI refused to {err.get('what')}: {err.get('cupti')}")
+        if tr and not tr.get("complete"):
+            notes.append("--um-trace: the trace ended early (the program died); what was flushed is kept")
+        extra = trace_records(tr)
+        os.unlink(trace_file)
+    else:
+        extra = []
+    records = _records(cmd, sampler, wall, rc, status, energy, notes) + extra
     return status, records, notes
 
 

@@ -519,12 +519,40 @@ def _profile_section(recs) -> str:
     if other:
         out.append(line_chart(other, "GPU utilisation (%) and power (W) over time", "seconds since the start",
                               "% or W", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300))
+    moved = [(r["op"].replace("_cumulative", ""), [(t, v / 2**20) for t, v in zip(x(r)["t"], x(r)["samples"])])
+             for r in series if r["unit"] == "B"]
+    if moved:
+        out.append(line_chart(moved, "unified memory moved over time (cumulative MiB, CUPTI)", "seconds since the "
+                              "trace started", "MiB", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300))
+    um = next((r for r in recs if r["op"] == "um_trace"), None)
+    if um:
+        ux = x(um)
+        tot, ev = ux.get("totals") or {}, ux.get("events") or {}
+        cause = lambda d: ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in (ux.get("by_cause") or {}).get(d, {}).items())  # noqa: E731
+        items = [("host → device", f"{tot.get('htod', 0) / 2**20:.1f} MiB in {ev.get('htod', 0)} transfers ({cause('htod')})"),
+                 ("device → host", f"{tot.get('dtoh', 0) / 2**20:.1f} MiB in {ev.get('dtoh', 0)} transfers ({cause('dtoh')})"),
+                 ("GPU page faults", f"{tot.get('gpu_fault', 0)} (" + ", ".join(
+                     f"{k} {v}" for k, v in (ux.get("faults_by_access") or {}).items()) + ")"),
+                 ("CPU page faults", str(tot.get("cpu_fault", 0))),
+                 ("thrashing / throttling / remote maps",
+                  f"{tot.get('thrashing', 0)} / {tot.get('throttling', 0)} / {tot.get('remote_map', 0)}"),
+                 ("faults per migration", _num(ux.get("faults_per_migration")) or "no migrations"),
+                 ("eviction-to-migration ratio", _num(ux.get("eviction_to_migration")) or "no migrations"),
+                 ("kernels, copies, allocations", f"{ux.get('kernels')} kernels ({_num(ux.get('kernel_s'))} s), "
+                  f"{(ux.get('memcpy_bytes') or 0) / 2**20:.1f} MiB copied, {ux.get('allocations_made')} allocations")]
+        for a in ux.get("allocations") or []:
+            items.append((f"allocation 0x{a['address']:x} ({size_tick(a['bytes'])})",
+                          f"{a['htod'] / 2**20:.1f} MiB in, {a['dtoh'] / 2**20:.1f} MiB out"))
+        if not ux.get("trace_complete"):
+            items.append(("trace", "ended early: the program died before CUPTI's last flush"))
+        out.append("<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in items) + "</table>")
     rows = "".join(
         f"<tr><td>{e(r['op'])}</td><td>{e(r['processor'])}</td><td class=num>"
         f"{(r['max'] / 2**20 if r['unit'] == 'bytes' else r['max']):.4g}</td><td class=num>"
         f"{(r['median'] / 2**20 if r['unit'] == 'bytes' else r['median']):.4g}</td>"
         f"<td>{'MiB' if r['unit'] == 'bytes' else e(r['unit'])}</td><td class=num>{e(r['n'])}</td>"
-        f"<td class=note>{e(x(r).get('source', ''))}</td></tr>" for r in recs if r["op"] != "run")
+        f"<td class=note>{e(x(r).get('source', ''))}</td></tr>" for r in recs if r["op"] not in ("run", "um_trace")
+        and r["unit"] != "B")
     out.append("<table><tr><th>series</th><th>processor</th><th>peak (total for energy)</th><th>median</th><th>unit</th>"
                "<th>samples</th><th>source</th></tr>" + rows + "</table>")
     if run:

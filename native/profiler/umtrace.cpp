@@ -1,0 +1,160 @@
+// libumtrace: a CUPTI library the CUDA driver loads into an unmodified
+// program through CUDA_INJECTION64_PATH. It records unified-memory counters
+// (bytes host-to-device and device-to-host with their cause, GPU page faults
+// with address and access type, CPU page faults, thrashing, throttling,
+// remote maps), allocations, kernels and copies, as JSON lines into
+// $UMSCOPE_TRACE_FILE. Buffers are written as CUPTI completes them (and
+// flushed every 100 ms), at exit, and on a fatal signal where possible.
+#include <cupti.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace {
+
+FILE* g_out = nullptr;
+std::mutex g_mu;
+std::atomic<bool> g_done{false};
+constexpr size_t kBufferBytes = 8 << 20;
+
+void note(const char* what, CUptiResult r) {
+  if (!g_out || r == CUPTI_SUCCESS) return;
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  std::lock_guard<std::mutex> lk(g_mu);
+  std::fprintf(g_out, "{\"k\":\"error\",\"what\":\"%s\",\"cupti\":\"%s\"}\n", what, s ? s : "?");
+  std::fflush(g_out);
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void json_string(FILE* f, const char* s) {
+  std::fputc('"', f);
+  for (; s && *s; ++s) {
+    unsigned char c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') std::fprintf(f, "\\%c", c);
+    else if (c < 0x20) std::fprintf(f, "\\u%04x", c);
+    else std::fputc(c, f);
+  }
+  std::fputc('"', f);
+}
+
+void write_record(FILE* f, CUpti_Activity* rec) {
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
+      auto* r = reinterpret_cast<CUpti_ActivityUnifiedMemoryCounter3*>(rec);
+      std::fprintf(f,
+                   "{\"k\":\"um\",\"c\":%d,\"v\":%llu,\"s\":%llu,\"e\":%llu,\"a\":%llu,\"src\":%u,\"dst\":%u,"
+                   "\"f\":%u}\n",
+                   static_cast<int>(r->counterKind), static_cast<unsigned long long>(r->value),
+                   static_cast<unsigned long long>(r->start), static_cast<unsigned long long>(r->end),
+                   static_cast<unsigned long long>(r->address), r->srcId, r->dstId, r->flags);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: {
+      auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
+      std::fprintf(f, "{\"k\":\"kernel\",\"s\":%llu,\"e\":%llu,\"n\":", static_cast<unsigned long long>(r->start),
+                   static_cast<unsigned long long>(r->end));
+      json_string(f, r->name);
+      std::fprintf(f, "}\n");
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      auto* r = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+      std::fprintf(f, "{\"k\":\"memcpy\",\"b\":%llu,\"ck\":%u,\"s\":%llu,\"e\":%llu}\n",
+                   static_cast<unsigned long long>(r->bytes), static_cast<unsigned>(r->copyKind),
+                   static_cast<unsigned long long>(r->start), static_cast<unsigned long long>(r->end));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      auto* r = reinterpret_cast<CUpti_ActivityMemory4*>(rec);
+      std::fprintf(f, "{\"k\":\"mem\",\"op\":%d,\"mk\":%d,\"a\":%llu,\"b\":%llu,\"t\":%llu}\n",
+                   static_cast<int>(r->memoryOperationType), static_cast<int>(r->memoryKind),
+                   static_cast<unsigned long long>(r->address), static_cast<unsigned long long>(r->bytes),
+                   static_cast<unsigned long long>(r->timestamp));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  if (g_out && valid > 0) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    CUpti_Activity* rec = nullptr;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) write_record(g_out, rec);
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped)
+      std::fprintf(g_out, "{\"k\":\"dropped\",\"n\":%zu}\n", dropped);
+    std::fflush(g_out);
+  }
+  std::free(buffer);
+}
+
+void finish() {
+  if (g_done.exchange(true)) return;
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (g_out) {
+    std::fprintf(g_out, "{\"k\":\"end\"}\n");
+    std::fflush(g_out);
+  }
+}
+
+void on_fatal(int sig) {
+  finish();  // not async-signal-safe: best effort, the program is dying anyway
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
+  const char* path = std::getenv("UMSCOPE_TRACE_FILE");
+  g_out = std::fopen(path && *path ? path : "umtrace.jsonl", "w");
+  if (!g_out) return 1;
+  uint64_t t0 = 0;
+  cuptiGetTimestamp(&t0);
+  std::fprintf(g_out, "{\"k\":\"start\",\"t\":%llu}\n", static_cast<unsigned long long>(t0));
+
+  // Unified-memory counters, on every device.
+  const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THROTTLING,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_REMOTE_MAP,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD};
+  CUpti_ActivityUnifiedMemoryCounterConfig cfg[sizeof kinds / sizeof kinds[0]];
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i) {
+    std::memset(&cfg[i], 0, sizeof cfg[i]);
+    cfg[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+    cfg[i].kind = kinds[i];
+    cfg[i].deviceId = 0;
+    cfg[i].enable = 1;
+  }
+  CUptiResult um = cuptiActivityConfigureUnifiedMemoryCounter(cfg, sizeof kinds / sizeof kinds[0]);
+  note("configure unified-memory counters", um);
+  note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+  if (um == CUPTI_SUCCESS) note("enable unified memory", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
+  note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
+  cuptiActivityFlushPeriod(100);
+  std::atexit(finish);
+  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);
+  std::fflush(g_out);
+  return 1;
+}
