@@ -112,6 +112,39 @@ void finish() {
   }
 }
 
+// Unified-memory counters can be configured only once a context exists
+// (CUPTI_ERROR_NOT_READY before): enable them on the first context created.
+std::atomic<bool> g_um_on{false};
+
+void enable_um() {
+  if (g_um_on.exchange(true)) return;
+  const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THROTTLING,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_REMOTE_MAP,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD};
+  constexpr size_t n = sizeof kinds / sizeof kinds[0];
+  CUpti_ActivityUnifiedMemoryCounterConfig cfg[n];
+  for (size_t i = 0; i < n; ++i) {
+    std::memset(&cfg[i], 0, sizeof cfg[i]);
+    cfg[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+    cfg[i].kind = kinds[i];
+    cfg[i].deviceId = 0;
+    cfg[i].enable = 1;
+  }
+  CUptiResult um = cuptiActivityConfigureUnifiedMemoryCounter(cfg, n);
+  note("configure unified-memory counters", um);
+  if (um == CUPTI_SUCCESS) note("enable unified memory", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
+}
+
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void*) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) enable_um();
+}
+
 void on_fatal(int sig) {
   finish();  // not async-signal-safe: best effort, the program is dying anyway
   std::signal(sig, SIG_DFL);
@@ -128,28 +161,12 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   cuptiGetTimestamp(&t0);
   std::fprintf(g_out, "{\"k\":\"start\",\"t\":%llu}\n", static_cast<unsigned long long>(t0));
 
-  // Unified-memory counters, on every device.
-  const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THROTTLING,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_REMOTE_MAP,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD};
-  CUpti_ActivityUnifiedMemoryCounterConfig cfg[sizeof kinds / sizeof kinds[0]];
-  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i) {
-    std::memset(&cfg[i], 0, sizeof cfg[i]);
-    cfg[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
-    cfg[i].kind = kinds[i];
-    cfg[i].deviceId = 0;
-    cfg[i].enable = 1;
-  }
-  CUptiResult um = cuptiActivityConfigureUnifiedMemoryCounter(cfg, sizeof kinds / sizeof kinds[0]);
-  note("configure unified-memory counters", um);
   note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-  if (um == CUPTI_SUCCESS) note("enable unified memory", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
+  CUpti_SubscriberHandle sub;
+  CUptiResult subscribed = cuptiSubscribe(&sub, on_callback, nullptr);
+  note("subscribe", subscribed);
+  if (subscribed == CUPTI_SUCCESS)
+    note("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
   note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));

@@ -134,7 +134,6 @@ class Sampler(threading.Thread):
         self.rapl = _rapl_files() if power else []
         self.stop = threading.Event()
         self.series = {}  # name -> list of (t, value)
-        self.gpu_mem_source = {}
         self.cpu_s = 0.0
         self.samples = 0
         self.t0 = time.monotonic()
@@ -163,15 +162,15 @@ class Sampler(threading.Thread):
             for node, b in per.items():
                 self._put(f"rss_node{node}", t, b)
         for i, bus in enumerate(self.gpus):
+            # Both views, each labelled: NVML's per-process figure (which may leave out managed
+            # memory, and which containers may hide) and the device's used memory above the baseline.
             procs = nvml.processes(bus)
             mine = {p: b for p, b in (procs or {}).items() if p in pids}
             if mine:
                 self._put(f"gpu{i}_mem", t, sum(mine.values()))
-                self.gpu_mem_source[i] = "NVML per-process"
-            elif procs is not None or nvml.memory(bus):
-                m = nvml.memory(bus)
-                if m is not None and self.gpu_mem_source.get(i) != "NVML per-process":
-                    self._put(f"gpu{i}_mem_device", t, max(0, m["used"] - self.baseline.get(i, 0)))
+            m = nvml.memory(bus)
+            if m is not None:
+                self._put(f"gpu{i}_mem_device", t, max(0, m["used"] - self.baseline.get(i, 0)))
             u = nvml.utilization(bus)
             if u:
                 self._put(f"gpu{i}_util", t, u["gpu"])
@@ -371,9 +370,9 @@ def _records(cmd, s, wall, rc, status, energy, notes):
              "unit": unit, **_summary([v for _, v in pts]), "t": [round(t, 4) for t, _ in pts],
              "samples": [v for _, v in pts]}
         if name.endswith("_mem"):
-            r["source"] = "NVML per-process"
+            r["source"] = "NVML per-process (the driver may not count managed memory here)"
         if name.endswith("_mem_device"):
-            r["source"] = "device used memory minus the baseline before the start (NVML shows no processes here)"
+            r["source"] = "device used memory minus the baseline before the start (other processes included)"
         recs.append(r)
     for k, j in energy.items():
         recs.append({"type": "record", "benchmark": "profile", "op": "energy", "processor": k, "metric": "energy",
