@@ -286,7 +286,7 @@ def test_qv_gpu_state_matches_qiskit(tmp_path):
 
 
 def test_profile_sees_the_gpu_memory_of_a_managed_run(store_path):
-    res = run_cli("profile", "--store", store_path, "--period", "50ms", "--power", "--json", "--",
+    res = run_cli("profile", "--store", store_path, "--period", "100ms", "--power", "--json", "--",
                   native.umbench_path(), "run", "qv", "--qubits", "27", "--mode", "managed")
     assert res.returncode == 0, res.stderr
     recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
@@ -310,8 +310,9 @@ def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
     if expect == "none":  # explicit copies: no unified-memory traffic at all
         assert um["totals"]["htod"] == 0 and um["totals"]["gpu_fault"] == 0
         assert um["memcpy_bytes"] >= 2 * state
-    elif expect == "faults":  # CPU-initialised managed memory moves on the GPU's faults
-        assert um["totals"]["htod"] >= state and um["totals"]["gpu_fault"] > 0
-        assert um["faults_per_migration"] > 0
-    else:  # the prefetch moves it before the kernels run
-        assert um["by_cause"]["htod"].get("prefetch", 0) >= state
+    elif expect == "faults":  # CPU-initialised managed memory moves on the GPU's faults (and the driver's
+        # speculative prefetch around them): most of the state crosses, none of it by a user prefetch
+        assert um["totals"]["htod"] >= 0.8 * state and um["totals"]["gpu_fault"] > 0
+        assert um["faults_per_migration"] > 0 and "user" not in um["by_cause"]["htod"]
+    else:  # cudaMemPrefetchAsync is a user-caused migration, before any kernel faults
+        assert um["by_cause"]["htod"].get("user", 0) >= state and um["totals"]["gpu_fault"] == 0
