@@ -111,3 +111,10 @@ def test_trace_parsing_and_analyses(tmp_path):
     assert tr["timeline"]["htod"][-1] == (0.300001, 262144)
     ops = [r["op"] for r in trace_records(tr)]
     assert ops == ["um_htod_cumulative", "um_dtoh_cumulative", "um_trace"]
+
+
+def test_empty_trace_means_no_cuda(tmp_path):
+    from umscope.profiler import parse_trace, trace_records
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    assert parse_trace(path) == {} and trace_records({}) == []

@@ -220,6 +220,8 @@ def parse_trace(path) -> dict:
                     pass  # a line cut by a crash
     except OSError:
         return {}
+    if not ev:
+        return {}  # the library never started: the program did not initialise CUDA
     t0 = next((e["t"] for e in ev if e.get("k") == "start"), None)
     um = [e for e in ev if e.get("k") == "um"]
     if t0 is None:
@@ -335,7 +337,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
         energy = {k: e1[k] - sampler.energy0[k] for k in e1 if k in sampler.energy0}
     if trace_file:
         tr = parse_trace(trace_file)
-        if not tr or (not tr.get("totals") and not tr.get("complete")):
+        if not tr:
             notes.append("--um-trace: the program wrote no trace (it may not use CUDA, or CUPTI could not attach)")
         for err in (tr or {}).get("errors", []):
             notes.append(f"--um-trace: CUPTI refused to {err.get('what')}: {err.get('cupti')}")
