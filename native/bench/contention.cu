@@ -36,8 +36,8 @@ void run_contention(Context& ctx) {
   ctx.use_gpu();
 
   Buffer G(gkind, bytes, ctx.alloc), C(ckind, bytes, ctx.alloc);
-  if (!G.gpu()) throw Skip(G.gpu_unreachable());
-  if (!C.cpu()) throw Skip(C.cpu_unreachable());
+  G.reach(true);  // or Skip
+  C.reach(false);  // or Skip
   G.place(pattern_initializer(1, 0));
   C.place(pattern_initializer(1, 0));
   const size_t nd = bytes / sizeof(double), n2 = bytes / sizeof(double2);
@@ -60,32 +60,35 @@ void run_contention(Context& ctx) {
     else cpu_write(c, lo, hi, kWriteValue);
   };
 
-  const int launches = ctx.warmup + ctx.reps;
-  std::vector<cudaEvent_t> ev(launches + 1);
-  for (auto& e : ev) UM_CUDA(cudaEventCreate(&e));
-  auto gpu_samples = [&](int first) {
+  // Queues n launches, each between two events; samples() reads launches [first, n).
+  std::vector<cudaEvent_t> ev;
+  auto queue_gpu = [&](int n) {
+    for (auto& e : ev) cudaEventDestroy(e);
+    ev.assign(n + 1, nullptr);
+    for (auto& e : ev) UM_CUDA(cudaEventCreate(&e));
+    if (gop == "read") UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
+    UM_CUDA(cudaEventRecord(ev[0]));
+    for (int i = 0; i < n; ++i) {
+      gpu_launch();
+      UM_CUDA(cudaEventRecord(ev[i + 1]));
+    }
+  };
+  auto samples = [&](int first) {
+    UM_CUDA(cudaGetLastError());
     std::vector<double> out;
-    for (int i = first; i < launches; ++i) {
+    for (size_t i = first; i + 1 < ev.size(); ++i) {
       float ms = 0;
       UM_CUDA(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
       out.push_back(bytes / (ms * 1e-3) / 1e9);
     }
     return out;
   };
-  auto queue_gpu = [&] {
-    if (gop == "read") UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
-    UM_CUDA(cudaEventRecord(ev[0]));
-    for (int i = 0; i < launches; ++i) {
-      gpu_launch();
-      UM_CUDA(cudaEventRecord(ev[i + 1]));
-    }
-  };
 
   // Alone: the GPU, then the CPU.
-  queue_gpu();
-  UM_CUDA(cudaEventSynchronize(ev[launches]));
-  UM_CUDA(cudaGetLastError());
-  std::vector<double> gpu_alone = gpu_samples(ctx.warmup);
+  const int launches = ctx.warmup + ctx.reps;
+  queue_gpu(launches);
+  UM_CUDA(cudaEventSynchronize(ev.back()));
+  std::vector<double> gpu_alone = samples(ctx.warmup);
   std::vector<double> cpu_alone;
   for (int r = 0; r < launches; ++r) {
     double s = team.run(cpu_pass);
@@ -96,35 +99,19 @@ void run_contention(Context& ctx) {
   double t_gpu = bytes / (*std::min_element(gpu_alone.begin(), gpu_alone.end()) * 1e9);
   double t_cpu = bytes / (*std::min_element(cpu_alone.begin(), cpu_alone.end()) * 1e9);
   const int want = std::min(2000, std::max(launches, static_cast<int>(std::ceil(ctx.reps * t_cpu / t_gpu)) + 2));
-  for (auto& e : ev) cudaEventDestroy(e);
-  ev.assign(want + 1, nullptr);
-  for (auto& e : ev) UM_CUDA(cudaEventCreate(&e));
+  queue_gpu(want);
   std::vector<double> cpu_loaded;
-  {
-    if (gop == "read") UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
-    UM_CUDA(cudaEventRecord(ev[0]));
-    for (int i = 0; i < want; ++i) {
-      gpu_launch();
-      UM_CUDA(cudaEventRecord(ev[i + 1]));
+  for (;;) {
+    double s = team.run(cpu_pass);
+    cudaError_t q = cudaEventQuery(ev.back());
+    if (q == cudaErrorNotReady) {
+      cpu_loaded.push_back(bytes / s / 1e9);
+      continue;
     }
-    for (;;) {
-      double s = team.run(cpu_pass);
-      cudaError_t q = cudaEventQuery(ev[want]);
-      if (q == cudaErrorNotReady) {
-        cpu_loaded.push_back(bytes / s / 1e9);
-        continue;
-      }
-      UM_CUDA(q);
-      break;
-    }
+    UM_CUDA(q);
+    break;
   }
-  UM_CUDA(cudaGetLastError());
-  std::vector<double> gpu_loaded;
-  for (int i = 1; i < want; ++i) {
-    float ms = 0;
-    UM_CUDA(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
-    gpu_loaded.push_back(bytes / (ms * 1e-3) / 1e9);
-  }
+  std::vector<double> gpu_loaded = samples(1);
   for (auto& e : ev) cudaEventDestroy(e);
 
   // Verify both sides' last results.

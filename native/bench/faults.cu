@@ -50,8 +50,7 @@ void run_faults(Context& ctx) {
     for (int r = 0; r < ctx.warmup + ctx.reps; ++r) {
       Buffer buf(kind, bytes, ctx.alloc);
       buf.place(Initializer{});
-      auto* p = static_cast<unsigned char*>(on_gpu ? buf.gpu() : buf.cpu());
-      if (!p) throw Skip(on_gpu ? buf.gpu_unreachable() : buf.cpu_unreachable());
+      auto* p = static_cast<unsigned char*>(buf.reach(on_gpu));
       if (needs_cuda) UM_CUDA(cudaDeviceSynchronize());
       double secs = 0;
       if (on_gpu) {

@@ -50,8 +50,7 @@ void run_firsttouch(Context& ctx) {
     if (needs_cuda) UM_CUDA(cudaDeviceSynchronize());
     alloc_ms.push_back(ms_since(t));
     if (kind.name != "device") buf->place(Initializer{});  // advice only: first_touch is none
-    void* mine = on_gpu ? buf->gpu() : buf->cpu();
-    if (!mine) throw Skip(on_gpu ? buf->gpu_unreachable() : buf->cpu_unreachable());
+    void* mine = buf->reach(on_gpu);
     if (pretouch == "cpu") {
       if (!buf->cpu()) throw Skip("--pretouch cpu: " + buf->cpu_unreachable());
       auto* p = static_cast<unsigned char*>(buf->cpu());

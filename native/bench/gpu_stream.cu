@@ -24,7 +24,6 @@ void run_gpu_stream(Context& ctx) {
   // Whole 4 KiB pages, so every array is made of 16-byte elements.
   size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
   std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", {"read", "write", "copy", "triad"});
-  const GpuCaps& caps = gpu_caps(ctx.device);
   ctx.use_gpu();
 
   auto needs = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
@@ -32,19 +31,13 @@ void run_gpu_stream(Context& ctx) {
   bool need_b = needs("copy") || needs("triad");
   bool need_c = needs("write") || needs("triad");
   // Managed arrays together must fit: the guard sees each one alone.
-  if (kind.name == "managed" && !ctx.alloc.allow_oversubscription) {
-    size_t total = bytes * (need_a + need_b + need_c);
-    if (total > caps.free_mem)
-      throw Refused("refusing " + std::to_string(total >> 20) + " MiB of managed arrays with " +
-                    std::to_string(caps.free_mem >> 20) +
-                    " MiB of GPU memory free; pass --allow-oversubscription on a machine you own");
-  }
+  if (kind.name == "managed") check_managed_memory(bytes * (need_a + need_b + need_c), ctx.alloc);
   std::unique_ptr<Buffer> A, B, C;
   if (need_a) A.reset(new Buffer(kind, bytes, ctx.alloc));
   if (need_b) B.reset(new Buffer(kind, bytes, ctx.alloc));
   if (need_c) C.reset(new Buffer(kind, bytes, ctx.alloc));
   for (Buffer* buf : {A.get(), B.get(), C.get()})
-    if (buf && !buf->gpu()) throw Skip(buf->gpu_unreachable());
+    if (buf) buf->reach(true);  // or Skip
   if (A) A->place(pattern_initializer(1, 0));
   if (B) B->place(pattern_initializer(2, 0));
   if (C) C->place(pattern_initializer(3, 0));

@@ -34,8 +34,8 @@ void run_interleave(Context& ctx) {
   if (rounds < 1) throw UsageError("--rounds must be at least 1");
   ctx.use_gpu();
   Buffer buf(kind, bytes, ctx.alloc);
-  if (!buf.gpu()) throw Skip(buf.gpu_unreachable());
-  if (!buf.cpu()) throw Skip(buf.cpu_unreachable());
+  buf.reach(true);  // or Skip
+  buf.reach(false);  // or Skip
   buf.place(pattern_initializer(1, 0));
   const int nthreads = ctx.args.thread_counts("threads", "all")[0];
   ThreadTeam team(nthreads);

@@ -181,8 +181,7 @@ void run_latency(Context& ctx) {
   for (size_t bytes : sizes) {
     const size_t n = bytes / stride;
     Buffer buf(kind, bytes, ctx.alloc);
-    void* mine = on_gpu ? buf.gpu() : buf.cpu();
-    if (!mine) throw Skip(on_gpu ? buf.gpu_unreachable() : buf.cpu_unreachable());
+    void* mine = buf.reach(on_gpu);
     std::vector<uint64_t> next = random_cycle(n, seed);
     const uint64_t base = reinterpret_cast<uint64_t>(mine);
     // Whoever first-touches the buffer writes the chain: the CPU directly, the

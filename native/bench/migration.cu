@@ -28,12 +28,6 @@ namespace {
 
 constexpr double kWriteValue = 42.5;
 
-std::string gib(size_t b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(size_t(1) << 30));
-  return buf;
-}
-
 // Holds GPU memory so that only `keep` bytes stay free; released on scope exit.
 struct Ballast {
   std::vector<void*> chunks;
@@ -81,7 +75,7 @@ void run_migration(Context& ctx) {
     size_t free_b = 0, total_b = 0;
     UM_CUDA(cudaMemGetInfo(&free_b, &total_b));
     if (available > free_b)
-      throw Skip("--available " + gib(available) + " is more than the " + gib(free_b) + " free on the GPU");
+      throw Skip("--available " + gib_text(available) + " is more than the " + gib_text(free_b) + " free on the GPU");
     if (dos > 1 && !ctx.alloc.allow_oversubscription)
       throw Refused("refusing degree of oversubscription " + json_number(dos) +
                     " (> 1 oversubscribes the GPU, which can hang a shared one); pass "
@@ -91,13 +85,7 @@ void run_migration(Context& ctx) {
   } else {
     bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
   }
-  if (kind.name == "managed" && !ctx.alloc.allow_oversubscription) {
-    size_t free_b = 0, total_b = 0;
-    UM_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    if (bytes * arrays > free_b)
-      throw Refused("refusing " + gib(bytes * arrays) + " of managed memory with " + gib(free_b) +
-                    " free on the GPU; pass --allow-oversubscription on a machine you own");
-  }
+  if (kind.name == "managed") check_managed_memory(bytes * arrays, ctx.alloc);
   const size_t nd = bytes / sizeof(double), n2 = bytes / sizeof(double2);
   std::vector<int> cpus = ctx.args.thread_counts("threads", "all");
   ThreadTeam team(cpus[0]);
@@ -111,7 +99,7 @@ void run_migration(Context& ctx) {
   placed.policy.erase("prefetch");
   for (int trial = 0; trial < trials; ++trial) {
     std::unique_ptr<Buffer> A(new Buffer(placed, bytes, ctx.alloc)), B;
-    if (!A->gpu()) throw Skip(A->gpu_unreachable());
+    A->reach(true);  // or Skip
     if (touch != "none" && !A->cpu()) throw Skip("--cpu-touch: " + A->cpu_unreachable());
     A->place(pattern_initializer(1, 0));
     if (op == "copy") {

@@ -234,8 +234,7 @@ void run_qv_typed(Context& ctx) {
     std::unique_ptr<Buffer> buf(new Buffer(placed, bytes, ctx.alloc));
     if (on_gpu) UM_CUDA(cudaDeviceSynchronize());
     alloc_ms = ms_since(t);
-    void* mine = on_gpu ? buf->gpu() : buf->cpu();
-    if (!mine) throw Skip(on_gpu ? buf->gpu_unreachable() : buf->cpu_unreachable());
+    void* mine = buf->reach(on_gpu);
     auto* s = static_cast<C2<T>*>(mine);
     Initializer ini;
     ini.cpu = [&](void* p, size_t) {

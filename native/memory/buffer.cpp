@@ -15,12 +15,6 @@ namespace umscope {
 namespace {
 constexpr size_t kHugeAlign = size_t(2) << 20;
 
-std::string gib(size_t b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(size_t(1) << 30));
-  return buf;
-}
-
 bool is_host_kind(const std::string& n) { return n == "system" || n == "numa" || n == "registered"; }
 
 const GpuCaps& need_gpu(int dev, const std::string& kind) {
@@ -30,10 +24,32 @@ const GpuCaps& need_gpu(int dev, const std::string& kind) {
 }
 }  // namespace
 
+std::string gib_text(size_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(size_t(1) << 30));
+  return buf;
+}
+
+void check_managed_memory(size_t bytes, const AllocOptions& opt) {
+#ifdef UMSCOPE_HAVE_CUDA
+  if (opt.allow_oversubscription) return;
+  UM_CUDA(cudaSetDevice(opt.device));
+  size_t free_b = 0, total_b = 0;
+  UM_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  if (bytes > free_b)
+    throw Refused("refusing " + gib_text(bytes) + " of managed memory: only " + gib_text(free_b) +
+                  " of GPU memory is free, and oversubscribing a shared GPU can hang it; pass "
+                  "--allow-oversubscription on a machine you own");
+#else
+  (void)bytes;
+  (void)opt;
+#endif
+}
+
 void check_host_memory(size_t bytes, bool allow) {
   size_t avail = os::mem_available_bytes();
   if (allow || avail == 0 || bytes <= avail) return;
-  throw Refused("refusing to allocate " + gib(bytes) + " of host memory: only " + gib(avail) +
+  throw Refused("refusing to allocate " + gib_text(bytes) + " of host memory: only " + gib_text(avail) +
                 " is available (MemAvailable); pass --allow-host-overcommit to try anyway");
 }
 
@@ -48,7 +64,7 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
     base_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base_ == MAP_FAILED) {
       base_ = nullptr;
-      throw Refused("mmap of " + gib(bytes) + " failed: " + std::strerror(errno));
+      throw Refused("mmap of " + gib_text(bytes) + " failed: " + std::strerror(errno));
     }
     auto aligned = (reinterpret_cast<uintptr_t>(base_) + kHugeAlign - 1) & ~(kHugeAlign - 1);
     cpu_ = reinterpret_cast<void*>(aligned);
@@ -74,13 +90,8 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
   } else if (n == "managed") {
     const GpuCaps& c = need_gpu(opt.device, n);
     if (!c.managed_memory) throw Skip("the GPU does not support managed memory");
+    check_managed_memory(bytes, opt);
     UM_CUDA(cudaSetDevice(opt.device));
-    size_t free_b = 0, total_b = 0;
-    UM_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    if (bytes > free_b && !opt.allow_oversubscription)
-      throw Refused("refusing a managed allocation of " + gib(bytes) + ": only " + gib(free_b) +
-                    " of GPU memory is free, and oversubscribing a shared GPU can hang it; pass "
-                    "--allow-oversubscription on a machine you own");
     if (kind.get("first_touch") == "cpu") check_host_memory(bytes, opt.allow_host_overcommit);
     UM_CUDA(cudaMallocManaged(&base_, bytes, cudaMemAttachGlobal));
     cpu_ = gpu_ = base_;
@@ -121,6 +132,12 @@ Buffer::~Buffer() {
   }
 #endif
   if (base_ && mapped_) munmap(base_, mapped_);
+}
+
+void* Buffer::reach(bool gpu) const {
+  void* p = gpu ? gpu_ : cpu_;
+  if (!p) throw Skip(gpu ? gpu_unreachable() : cpu_unreachable());
+  return p;
 }
 
 std::string Buffer::cpu_unreachable() const {

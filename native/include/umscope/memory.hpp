@@ -77,6 +77,9 @@ class Buffer {
   // Why a processor cannot reach this memory ("" when it can).
   std::string cpu_unreachable() const;
   std::string gpu_unreachable() const;
+  // The pointer the GPU (gpu = true) or the CPU uses; throws Skip with the
+  // reason where that processor cannot reach this memory.
+  void* reach(bool gpu) const;
   // Places the data as the spec says: first touch by the processor its
   // first_touch policy names (running that processor's initializer), then
   // advice, then prefetch. Throws Skip if the named processor cannot reach it.
@@ -100,5 +103,13 @@ class Buffer {
 // Throws Refused when a host allocation of `bytes` would exceed what the OS
 // says is available, unless overridden.
 void check_host_memory(size_t bytes, bool allow);
+
+// Throws Refused when `bytes` of managed memory (one allocation, or all of a
+// case's arrays together) exceed the GPU's free memory now, unless
+// opt.allow_oversubscription: oversubscribing a shared GPU can hang it.
+void check_managed_memory(size_t bytes, const AllocOptions& opt);
+
+// "1.50 GiB": sizes in refusal messages.
+std::string gib_text(size_t bytes);
 
 }  // namespace umscope
