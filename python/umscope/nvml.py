@@ -30,9 +30,11 @@ def available() -> bool:
     return _lib() is not None
 
 
+@functools.lru_cache(maxsize=None)
 def _handle(index):
     """A device handle from NVML's index or, better, a PCI bus id string
-    (CUDA and NVML may number GPUs differently)."""
+    (CUDA and NVML may number GPUs differently). Looked up once per device:
+    the profiler's sampler asks several times every period."""
     lib = _lib()
     if lib is None:
         return None

@@ -11,6 +11,7 @@ sampler measures its own CPU time, so its overhead is reported, not assumed.
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -352,10 +353,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
 
 
 def _summary(values):
-    vs = sorted(values)
-    n = len(vs)
-    med = vs[n // 2] if n % 2 else (vs[n // 2 - 1] + vs[n // 2]) / 2
-    return {"n": n, "median": med, "min": vs[0], "max": vs[-1], "value": vs[-1]}
+    return {"n": len(values), "median": statistics.median(values), "min": min(values), "max": max(values),
+            "value": max(values)}
 
 
 UNITS = {"rss": ("memory", "bytes"), "mem": ("memory", "bytes"), "mem_device": ("memory", "bytes"),
