@@ -227,9 +227,15 @@ def test_oversub_ballast_and_refusal_above_one():
 
 
 def test_firsttouch_gpu_initialises_managed_faster_than_cpu_then_migrate():
+    # The claim (GH200 study): initialising managed memory on the GPU beats initialising it on the CPU and
+    # then paying for the migration when the GPU first writes it. Both sides measured here, at 1 GiB.
     by_gpu = {r["op"]: r for r in _one("firsttouch", "--kind", "managed", "--by", "gpu", "--bytes", "1G", "--reps", "2")}
     by_cpu = {r["op"]: r for r in _one("firsttouch", "--kind", "managed", "--by", "cpu", "--bytes", "1G", "--reps", "2")}
-    assert by_gpu["first-touch"]["median"] < by_cpu["first-touch"]["median"]
+    (mig,) = _one("migration", "--kind", "managed,first_touch=cpu", "--op", "write", "--bytes", "1G",
+                  "--iterations", "2")
+    migrate_ms = mig["bytes"] / (mig["first"] * 1e9) * 1e3
+    cpu_path = by_cpu["first-touch"]["median"] + migrate_ms
+    assert by_gpu["first-touch"]["median"] < cpu_path, (by_gpu["first-touch"]["median"], cpu_path)
     assert by_gpu["second-touch"]["median"] < by_gpu["first-touch"]["median"]
 
 
@@ -253,7 +259,8 @@ def test_interleave_first_gpu_write_after_cpu_pays_for_migration():
     assert pinned["first_gpu_write_ms"] < 2 * pinned["later_gpu_write_ms"]
 
 
-@pytest.mark.parametrize("mode", ["explicit", "managed", "managed-prefetch", "pinned", "registered", "system"])
+@pytest.mark.parametrize("mode", ["explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered",
+                                  "system"])
 def test_qv_every_mode_matches_the_cpu_reference(mode):
     res = umbench("run", "qv", "--qubits", "16", "--mode", mode, "--check", "1", timeout=300)
     recs, status = _out(res)

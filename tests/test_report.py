@@ -208,3 +208,34 @@ def test_unified_memory_sections(tmp_path):
     findings = html.split("um-findings")[1].split("</ul>")[0]
     assert "first GPU pass ran at 8 GB/s and later passes at 2000 GB/s (250×)" in findings
     assert "<b>agrees</b>" in findings
+
+
+def test_applications_section(tmp_path):
+    s = Store(tmp_path / "a.sqlite")
+    run = s.create_run("run", "umscope run", [], {}, FP_GPU)
+
+    def app(name, mode, total, iters, **extra):
+        r = _bw(name, "app", "managed", iters[len(iters) // 2], app=name, mode=mode, total_ms=total,
+                total_excl_init_ms=total - 10, init_ms=10.0, compute_ms=sum(iters), iterations=len(iters),
+                samples=iters, checksum="ab12", checked=True, **extra)
+        r.update(metric="time_per_iteration", unit="ms")
+        return r
+
+    for mode, total, iters in (("explicit", 110.0, [5.0, 5.0, 5.0]), ("managed", 210.0, [100.0, 5.0, 5.0]),
+                               ("pinned", 60.0, [40.0, 40.0, 40.0])):
+        s.add_case_result(run, Case("jacobi2d", None, {"mode": mode}), "ok", "", 0, 1,
+                          [app("jacobi2d", mode, total, iters, bandwidth_gbps=2000.0)])
+    s.add_case_result(run, Case("gemm", None, {"mode": "explicit"}), "ok", "", 0, 1,
+                      [app("gemm", "explicit", 50.0, [2.0, 2.0], precision="fp16", variant="cublas",
+                           place_a="pinned", place_b="mode", place_c="mode", m=8, n_cols=8, k=8, gflops=5e5)])
+    s.add_case_result(run, Case("jacobi2d", None, {"mode": "system"}), "skipped", "needs HMM or ATS", 0, 1, [])
+    s.finish_run(run, "complete")
+    html = render(s.run(run), s.cases(run), s.records(run))
+    assert 'id="applications"' in html
+    speed = next(x for x in html.split("<svg") if "speedup over explicit" in x)
+    # explicit 100 ms without init; managed 200 -> 0.5x; pinned 50 -> 2x.
+    assert "jacobi2d → managed: 0.50 ×" in speed and "jacobi2d → pinned: 2.00 ×" in speed
+    it = next(x for x in html.split("<svg") if "jacobi2d: time per iteration" in x)
+    assert it.count('class="pt"') == 9
+    assert "gemm fp16 a=pinned" in html and "500" in html.split("GEMM placement")[1]
+    assert "needs HMM or ATS" in html

@@ -22,6 +22,7 @@
 #include <memory>
 #include <random>
 
+#include "umscope/app.hpp"
 #include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
@@ -167,6 +168,7 @@ std::string kind_for(const std::string& mode, const std::string& init) {
   if (mode == "explicit") return "device";
   if (mode == "managed") return "managed,first_touch=" + init;
   if (mode == "managed-prefetch") return "managed,first_touch=" + init + ",prefetch=gpu";
+  if (mode == "managed-advice") return "managed,first_touch=" + init + ",advise=preferred:gpu";
   if (mode == "pinned") return "pinned,first_touch=" + init;
   if (mode == "registered") return "registered,first_touch=" + init;
   return "system,first_touch=" + init;  // system
@@ -200,7 +202,7 @@ void run_qv_typed(Context& ctx) {
   if (depth < 1) throw UsageError("--depth must be at least 1");
   const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 11));
   const std::string mode =
-      ctx.args.choices("mode", "explicit", {"explicit", "managed", "managed-prefetch", "pinned", "registered", "system"})[0];
+      ctx.args.choices("mode", "explicit", app_modes())[0];
   const std::string init = ctx.args.choices("init", "gpu", {"gpu", "cpu"})[0];
   const std::string proc = ctx.args.choices("processor", "gpu", {"gpu", "cpu"})[0];
   const bool check = ctx.args.has("check") ? ctx.args.flag("check") : n <= 20;

@@ -71,15 +71,29 @@ def build_parser():
     s.add_argument("action", choices=["list", "run"])
     s.add_argument("name", nargs="?", help="application (see 'umscope app list')")
     _common_run_options(s)
-    s.add_argument("--mode", action="append", help="memory mode (repeatable; default explicit): "
-                   "explicit, managed, managed-prefetch, pinned, registered, system")
+    s.add_argument("--mode", action="append", help="memory mode (repeatable, or 'all'; default explicit): "
+                   "explicit, managed, managed-prefetch, managed-advice, pinned, registered, system")
+    s.add_argument("--footprint", help="total size of the application's arrays, e.g. 8G (sets its dimensions)")
+    s.add_argument("--iterations", type=int, help="iterations (time steps, repetitions) of iterative applications")
+    s.add_argument("--seed", type=int, help="seed of the generated inputs")
+    s.add_argument("--processor", choices=["gpu", "cpu"], help="run the CPU implementation (threads) instead")
+    s.add_argument("--threads", help="CPU threads for --processor cpu and the CPU's share of the work (default all)")
+    s.add_argument("--check", choices=["0", "1"],
+                   help="compare with the CPU reference (default: when the arrays total at most 64 MiB)")
+    for dim in ("n", "m", "k", "rows", "cols", "nodes", "degree", "pyramid", "penalty"):
+        s.add_argument("--" + dim, type=int, help=argparse.SUPPRESS)
+    s.add_argument("--dims", help=argparse.SUPPRESS)
+    s.add_argument("--size", help="himeno: grid S, M, L or XL")
+    s.add_argument("--lambda", dest="lambda_", type=float, help=argparse.SUPPRESS)
+    s.add_argument("--reverse", action="store_true", help="jacobi2d: every other sweep bottom-up (memory-aware)")
+    s.add_argument("--precision", help="gemm: fp64, fp32, tf32, fp16; qv: complex128, complex64")
+    s.add_argument("--variant", help="sgemm/gemm: cublas (default) or panels (row panels that fit --panel-memory)")
+    s.add_argument("--panel-memory", help="sgemm/gemm --variant panels: memory per panel (default half the free GPU)")
+    for m in "abc":
+        s.add_argument(f"--place-{m}", help=f"gemm: memory kind of {m.upper()} (default: the mode's)")
     s.add_argument("--qubits", type=int, help="qv: width (2-40)")
     s.add_argument("--depth", type=int, help="qv: layers (default = width)")
-    s.add_argument("--seed", type=int, help="circuit seed")
-    s.add_argument("--init", choices=["gpu", "cpu"], help="which processor initialises the data (default gpu)")
-    s.add_argument("--precision", choices=["complex128", "complex64"])
-    s.add_argument("--processor", choices=["gpu", "cpu"], help="run on the CPU (threads) instead")
-    s.add_argument("--check", choices=["0", "1"], help="compare with the CPU reference (default: up to 20 qubits)")
+    s.add_argument("--init", choices=["gpu", "cpu"], help="qv: which processor initialises the state (default gpu)")
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
     s.add_argument("--period", default="100ms", help="sampling period (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
@@ -292,16 +306,28 @@ def cmd_profile(args):
     return status
 
 
+APP_OPTIONS = ("footprint", "iterations", "seed", "processor", "threads", "check", "n", "m", "k", "rows", "cols",
+               "nodes", "degree", "pyramid", "penalty", "dims", "size", "lambda", "reverse", "precision", "variant",
+               "panel-memory", "place-a", "place-b", "place-c", "qubits", "depth", "init")
+
+
 def cmd_app(args):
     from umscope import apps
     if args.action == "list":
-        for name, (help_, _, takes) in apps.APPS.items():
-            print(f"{name:<10} {help_}\n{'':<10} modes: {', '.join(apps.MODES)}; options: {', '.join(takes)}")
+        for name, app in apps.APPS.items():
+            print(f"{name:<11} {app.help}\n{'':<11} options: --{', --'.join(app.takes)}")
+        print(f"modes: {', '.join(apps.MODES)}")
         return 0
     if not args.name:
         raise UsageError("app run needs an application name (see 'umscope app list')")
-    opts = {k: getattr(args, k) for k in ("qubits", "depth", "seed", "init", "precision", "processor", "check")}
-    cases = apps.app_cases(args.name, args.mode or ["explicit"], opts)
+    opts = {}
+    for k in APP_OPTIONS:
+        attr = "lambda_" if k == "lambda" else k.replace("-", "_")
+        opts[k] = getattr(args, attr, None)
+    modes = args.mode or ["explicit"]
+    if modes == ["all"]:
+        modes = list(apps.MODES)
+    cases = apps.app_cases(args.name, modes, opts)
     fp = probe.probe()
     cases = plans.apply_filter(cases, args.filter)
     return _execute(args, f"app {args.name}", cases, fp, Store(args.store))

@@ -275,10 +275,10 @@ def default_plan(fingerprint, quick=False) -> list:
     cases += firsttouch_cases(fingerprint, sizes=(size,), reps=2)
     cases += fault_cases(fingerprint, size=256 << 20)
     cases += interleave_cases(fingerprint, ["managed,first_touch=cpu", "pinned"], size=256 << 20, ns="1,4,16,64")
-    # Applications, short: Quantum Volume at 24 qubits (256 MiB) in every mode, GPU- and CPU-initialised.
-    from umscope.apps import MODES
-    cases += [Case("qv", None, {"qubits": "24", "mode": m, "init": i}, timeout=600)
-              for m in MODES for i in ("gpu", "cpu")]
+    # Applications, short: every application in every memory mode at 64-256 MiB; Quantum Volume at 24 qubits
+    # (256 MiB), GPU- and CPU-initialised.
+    from umscope import apps
+    cases += apps.default_cases()
     return cases
 
 
@@ -296,6 +296,8 @@ FAMILIES = {
     "faults": "microseconds per page touched by the processor that did not place it, 4 KiB to 2 MiB strides",
     "interleave": "CPU writes interleaved with N back-to-back GPU writes, N from 1 to 256",
     "oversub": "GPU passes over a footprint sized as a degree of oversubscription of what a ballast leaves free",
+    "apps": "the application suite in every memory mode at 64-256 MiB (as in the default suite; bigger with "
+            "'umscope app run NAME --footprint')",
     "selftest": "cases that misbehave on purpose (crash, hang, GPU fault) to test the runner",
 }
 
@@ -306,6 +308,9 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
         raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(FAMILIES)})")
     if name == "selftest":
         return [Case("selftest", None, {"mode": m}, timeout=10) for m in (mode or "ok").split(",")]
+    if name == "apps":
+        from umscope import apps
+        return apps.default_cases()
     if kinds:
         kinds = [validate_kind(k) for k in kinds]
     if name == "copy":

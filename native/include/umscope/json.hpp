@@ -26,6 +26,11 @@ class JsonObject {
   JsonObject& set(const std::string& k, const std::vector<double>& v);
   JsonObject& set(const std::string& k, const std::vector<std::string>& v);
   JsonObject& set_raw(const std::string& k, const std::string& raw_json);
+  // Appends every field of `o` (after this object's own).
+  JsonObject& merge(const JsonObject& o) {
+    if (!o.body_.empty()) body_ += (body_.empty() ? "" : ",") + o.body_;
+    return *this;
+  }
   std::string str() const { return "{" + body_ + "}"; }
 
  private:

@@ -5,29 +5,93 @@ case in the store, like any benchmark."""
 from umscope.errors import UsageError
 from umscope.suite import Case
 
-MODES = ["explicit", "managed", "managed-prefetch", "pinned", "registered", "system"]
+MODES = ["explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered", "system"]
 
-# name -> (help, the umbench benchmark that runs it, the options it takes)
+_COMMON = ("processor", "threads", "check", "footprint", "seed", "iterations")
+
+
+class App:
+    def __init__(self, help, bench=None, takes=(), fixed=None, iterative=True, small=None):
+        self.help = help
+        self.bench = bench
+        self.takes = tuple(takes)
+        self.fixed = dict(fixed or {})  # parameters the app always passes (sgemm: precision fp32)
+        self.iterative = iterative
+        self.small = dict(small or {})  # the default suite's short case
+
+
 APPS = {
-    "qv": ("Quantum Volume state-vector simulator: depth = width layers of Haar-random SU(4) gates on random "
-           "qubit pairs", "qv", ("qubits", "depth", "seed", "init", "precision", "processor", "check")),
+    "bfs": App("breadth-first search, level-synchronous with frontier masks (Rodinia), random graph from a seed",
+               takes=_COMMON[:-1] + ("nodes", "degree"), iterative=True, small={"footprint": "256M"}),
+    "needle": App("Needleman-Wunsch alignment, BLOSUM62, tiled anti-diagonal wavefront (Rodinia)",
+                  takes=_COMMON[:-1] + ("n", "penalty"), iterative=False, small={"footprint": "256M"}),
+    "pathfinder": App("dynamic programming down a grid of weights, 1-D pyramid tiling (Rodinia)",
+                      takes=_COMMON + ("rows", "cols", "pyramid"), small={"footprint": "256M"}),
+    "hotspot": App("2-D thermal stencil with pyramid tiling (Rodinia); one iteration = --pyramid steps",
+                   takes=_COMMON + ("rows", "cols", "pyramid"), small={"footprint": "256M"}),
+    "srad": App("speckle-reducing anisotropic diffusion, iterative (Rodinia srad v2)",
+                takes=_COMMON + ("rows", "cols", "lambda"), small={"footprint": "256M"}),
+    "triad": App("STREAM triad a = b + s*c over doubles, repeated (Cooper et al.)",
+                 takes=_COMMON + ("n",), small={"footprint": "256M"}),
+    "conv2d": App("3x3 2-D convolution (PolyBench 2DCONV)", takes=_COMMON + ("rows", "cols"),
+                  small={"footprint": "256M"}),
+    "jacobi2d": App("Jacobi 2-D 5-point stencil (PolyBench); --reverse: every other sweep bottom-up",
+                    takes=_COMMON + ("rows", "cols", "reverse"), small={"footprint": "256M"}),
+    "mvt": App("x1 += A y1, x2 += A^T y2 (PolyBench MVT)", takes=_COMMON + ("n",), small={"footprint": "256M"}),
+    "gesummv": App("y = alpha A x + beta B x (PolyBench GESUMMV)", takes=_COMMON + ("n",),
+                   small={"footprint": "256M"}),
+    "syr2k": App("C = alpha (A B^T + B A^T) + beta C, tiled kernel (PolyBench SYR2K)",
+                 takes=_COMMON + ("n", "m"), small={"footprint": "64M", "iterations": "2"}),
+    "sgemm": App("single-precision GEMM with cuBLAS; --variant panels: row panels sized to GPU memory",
+                 bench="gemm", takes=_COMMON + ("n", "m", "k", "variant", "panel-memory"), fixed={"precision": "fp32"},
+                 small={"footprint": "256M"}),
+    "gemm": App("cuBLAS GEMM in fp64/fp32/tf32/fp16 with each matrix placed in any kind (--place-a/b/c)",
+                takes=_COMMON + ("n", "m", "k", "precision", "variant", "panel-memory", "place-a", "place-b",
+                                 "place-c"), small={"footprint": "256M"}),
+    "himeno": App("3-D Poisson Jacobi, 19-point stencil (Himeno); --size S/M/L/XL or --footprint",
+                  takes=_COMMON + ("size", "dims"), small={"footprint": "256M"}),
+    "qv": App("Quantum Volume state-vector simulator: depth = width layers of Haar-random SU(4) gates on random "
+              "qubit pairs", takes=("qubits", "depth", "seed", "init", "precision", "processor", "check", "threads")),
 }
+
+
+def bench_of(name) -> str:
+    return APPS[name].bench or name
 
 
 def app_cases(name, modes, options) -> list:
     if name not in APPS:
         raise UsageError(f"unknown application {name!r} (known: {', '.join(APPS)})")
-    _, bench, takes = APPS[name]
+    app = APPS[name]
     for m in modes:
         if m not in MODES:
             raise UsageError(f"unknown mode {m!r} (modes: {', '.join(MODES)})")
-    params = {k: str(v) for k, v in options.items() if v is not None and k in takes}
+    given = {k: v for k, v in options.items() if v is not None and v is not False and k != "timeout"}
+    unknown = sorted(set(given) - set(app.takes))
+    if unknown:
+        raise UsageError(f"{name} does not take --{', --'.join(unknown)} (it takes: --{', --'.join(app.takes)})")
+    params = dict(app.fixed)
+    params.update({k: ("1" if v is True else str(v)) for k, v in given.items()})
     cases = []
     for m in modes:
         p = dict(params, mode=m)
-        if options.get("processor") == "cpu":
+        if params.get("processor") == "cpu":
             p.pop("mode")
-        cases.append(Case(bench, None, p, timeout=options.get("timeout") or 1800))
-        if options.get("processor") == "cpu":
+        cases.append(Case(bench_of(name), None, p, timeout=options.get("timeout") or 1800))
+        if params.get("processor") == "cpu":
             break
+    return cases
+
+
+def default_cases() -> list:
+    """The default suite's applications: every one in every mode at a small footprint (QV: 24 qubits, both
+    initialisations), so that the report shows which mode wins for which access pattern."""
+    cases = []
+    for name, app in APPS.items():
+        if name == "qv":
+            cases += [Case("qv", None, {"qubits": "24", "mode": m, "init": i}, timeout=600)
+                      for m in MODES for i in ("gpu", "cpu")]
+            continue
+        for m in MODES:
+            cases.append(Case(bench_of(name), None, dict(app.fixed, **app.small, mode=m), timeout=600))
     return cases

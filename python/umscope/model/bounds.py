@@ -62,6 +62,16 @@ def from_probe(fp) -> dict:
     return paths
 
 
+def compute_peaks(fp) -> dict:
+    """Dense peak TFLOP/s by precision from the packaged description matching the GPU ({} if none)."""
+    gpus = fp.get("gpus") or []
+    name = gpus[0]["name"] if gpus else ""
+    for stem, d in packaged().items():
+        if d.get("match") and d["match"] in name and d.get("compute"):
+            return {k: (float(v), f"{stem}.yaml") for k, v in d["compute"].items()}
+    return {}
+
+
 def describe(fp, machine_file=None) -> dict:
     """The machine description in force: {'name', 'datapaths': {path: (GB/s, source)}}."""
     desc = {"name": "probed", "datapaths": {}}

@@ -201,7 +201,7 @@ def line_chart(series, title: str, x_label: str, y_label: str, x_log=True, y_log
     return "".join(out)
 
 
-def heatmap(rows, cols, values, title: str, unit: str, cell_w=110, cell_h=26) -> str:
+def heatmap(rows, cols, values, title: str, unit: str, cell_w=110, cell_h=26, corner="from ↓ to →") -> str:
     """A matrix of cells coloured by value (white to blue, on a log scale so a 1000x range stays
     readable), the value printed in each.
 
@@ -220,7 +220,7 @@ def heatmap(rows, cols, values, title: str, unit: str, cell_w=110, cell_h=26) ->
     out = [f'<svg class="chart heatmap" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
            f'role="img" aria-label="{escape(title)}">',
            f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>',
-           f'<text x="{left - 6}" y="{top - 8}" font-size="10" text-anchor="end" fill="#555">from ↓ to →</text>']
+           f'<text x="{left - 6}" y="{top - 8}" font-size="10" text-anchor="end" fill="#555">{escape(corner)}</text>']
     for j, c in enumerate(cols):
         out.append(f'<text x="{left + cell_w * j + cell_w / 2}" y="{top - 8}" font-size="11" '
                    f'text-anchor="middle">{escape(c)}</text>')

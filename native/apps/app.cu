@@ -1,0 +1,270 @@
+// The application harness (see umscope/app.hpp).
+#include "umscope/app.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "umscope/caps.hpp"
+
+namespace umscope {
+
+const std::vector<std::string>& app_modes() {
+  static const std::vector<std::string> m = {"explicit",   "managed",    "managed-prefetch", "managed-advice",
+                                             "pinned",     "registered", "system"};
+  return m;
+}
+
+namespace {
+using clk = std::chrono::steady_clock;
+double ms_since(clk::time_point t) { return std::chrono::duration<double, std::milli>(clk::now() - t).count(); }
+
+// 64-bit hash of whole 8-byte words (and the tail bytes), in 1 MiB chunks
+// that threads hash independently and that are combined in order: the same
+// bytes give the same checksum whatever the thread count.
+uint64_t hash_chunk(const unsigned char* p, size_t n) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+}  // namespace
+
+struct AppRun::Slot {
+  std::string name;
+  Use use;
+  std::unique_ptr<Buffer> host, dev;  // dev only where the kind is device memory (staged copies)
+  bool scratch = false;
+};
+
+AppRun::AppRun(Context& c, const std::string& name) : ctx(c), name_(name) {
+  const std::string proc = ctx.args.choices("processor", "gpu", {"gpu", "cpu"})[0];
+  gpu_ = proc == "gpu";
+  mode_ = gpu_ ? ctx.args.choices("mode", "explicit", app_modes())[0] : "cpu";
+  if (!gpu_ && ctx.args.has("mode")) ctx.args.mark_used("mode");
+  dump_dir_ = ctx.args.str("dump", "");
+  if (!dump_dir_.empty()) {
+    struct stat st{};
+    if (stat(dump_dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw UsageError("--dump needs an existing directory, got '" + dump_dir_ + "'");
+  }
+  team_.reset(new ThreadTeam(ctx.args.thread_counts("threads", "all")[0]));
+  if (gpu_) {
+    auto t = clk::now();
+    ctx.use_gpu();
+    context_ms_ = ms_since(t);
+    sms_ = gpu_caps(ctx.device).sms;
+    cudaEvent_t a, b;
+    UM_CUDA(cudaEventCreate(&a));
+    UM_CUDA(cudaEventCreate(&b));
+    e0_ = a;
+    e1_ = b;
+  }
+}
+
+AppRun::~AppRun() {
+  if (e0_) cudaEventDestroy(static_cast<cudaEvent_t>(e0_));
+  if (e1_) cudaEventDestroy(static_cast<cudaEvent_t>(e1_));
+}
+
+size_t AppRun::footprint(size_t dflt) const { return ctx.args.bytes("footprint", dflt); }
+
+bool AppRun::check() const {
+  if (ctx.args.has("check")) return ctx.args.flag("check");
+  return gpu_ && data_bytes_ <= (64u << 20);
+}
+
+std::string AppRun::kind_of(Use use) const {
+  if (!gpu_) return "system";
+  if (mode_ == "explicit") return "device";
+  if (mode_ == "managed") return "managed";
+  if (mode_ == "managed-prefetch") return "managed,prefetch=gpu";
+  if (mode_ == "managed-advice") return use == Use::in ? "managed,advise=read_mostly" : "managed,advise=preferred:gpu";
+  return mode_;  // pinned, registered, system
+}
+
+void AppRun::add(const std::string& name, size_t bytes, Use use, const std::string& kind, void** host, void** dev) {
+  if (bytes == 0) throw UsageError(name + ": an array of zero elements (the dimensions are too small)");
+  KindSpec k = parse_kind(kind.empty() ? kind_of(use) : kind);
+  if (k.name != "device") k.policy["first_touch"] = "none";  // the application initialises it
+  auto t = clk::now();
+  std::unique_ptr<Slot> s(new Slot{name, use, nullptr, nullptr, false});
+  if (k.name == "device") {
+    device_total_ += bytes;
+    const GpuCaps& caps = gpu_caps(ctx.device);
+    if (caps.present && device_total_ > caps.free_mem)
+      throw Refused(name_ + " needs " + gib_text(device_total_) + " of GPU memory so far; " +
+                    gib_text(caps.free_mem) + " is free");
+    s->host.reset(new Buffer(parse_kind("system,first_touch=none"), bytes, ctx.alloc));
+    s->dev.reset(new Buffer(k, bytes, ctx.alloc));
+    *dev = s->dev->reach(true);
+  } else {
+    if (k.name == "managed") {
+      managed_total_ += bytes;
+      check_managed_memory(managed_total_, ctx.alloc);
+    }
+    s->host.reset(new Buffer(k, bytes, ctx.alloc));
+    *dev = s->host->reach(gpu_);
+  }
+  *host = s->host->reach(false);
+  if (gpu_) UM_CUDA(cudaDeviceSynchronize());
+  alloc_ms_ += ms_since(t);
+  data_bytes_ += bytes;
+  slots_.push_back(std::move(s));
+}
+
+void* AppRun::add_scratch(size_t bytes) {
+  if (bytes == 0) throw UsageError("a scratch array of zero elements");
+  auto t = clk::now();
+  std::unique_ptr<Slot> s(new Slot{"scratch", Use::inout, nullptr, nullptr, true});
+  KindSpec k = parse_kind(gpu_ ? "device" : "system,first_touch=none");
+  if (gpu_) {
+    device_total_ += bytes;
+    const GpuCaps& caps = gpu_caps(ctx.device);
+    if (device_total_ > caps.free_mem)
+      throw Refused(name_ + " needs " + gib_text(device_total_) + " of GPU memory so far; " +
+                    gib_text(caps.free_mem) + " is free");
+  }
+  s->host.reset(new Buffer(k, bytes, ctx.alloc));
+  void* p = s->host->reach(gpu_);
+  if (gpu_) UM_CUDA(cudaDeviceSynchronize());
+  alloc_ms_ += ms_since(t);
+  slots_.push_back(std::move(s));
+  return p;
+}
+
+void AppRun::init(const std::function<void()>& fn) {
+  auto t = clk::now();
+  fn();
+  init_ms_ += ms_since(t);
+}
+
+void AppRun::to_gpu() {
+  if (!gpu_) return;
+  auto t = clk::now();
+  for (auto& s : slots_) {
+    if (s->scratch) continue;
+    if (s->dev) {
+      if (s->use != Use::out)
+        UM_CUDA(cudaMemcpy(s->dev->gpu(), s->host->cpu(), s->host->bytes(), cudaMemcpyHostToDevice));
+    } else {
+      s->host->place(Initializer{});  // first_touch=none: only the advice and the prefetch
+    }
+  }
+  UM_CUDA(cudaDeviceSynchronize());
+  transfer_ms_ += ms_since(t);
+}
+
+double AppRun::iteration(const std::function<void()>& fn) {
+  double ms = 0;
+  if (gpu_) {
+    auto a = static_cast<cudaEvent_t>(e0_), b = static_cast<cudaEvent_t>(e1_);
+    UM_CUDA(cudaEventRecord(a));
+    fn();
+    UM_CUDA(cudaGetLastError());
+    UM_CUDA(cudaEventRecord(b));
+    UM_CUDA(cudaEventSynchronize(b));
+    UM_CUDA(cudaGetLastError());
+    float f = 0;
+    UM_CUDA(cudaEventElapsedTime(&f, a, b));
+    ms = f;
+  } else {
+    auto t = clk::now();
+    fn();
+    ms = ms_since(t);
+  }
+  iter_ms_.push_back(ms);
+  return ms;
+}
+
+void AppRun::back() {
+  auto t = clk::now();
+  std::vector<std::pair<const unsigned char*, size_t>> outs;
+  for (auto& s : slots_) {
+    if (s->scratch || s->use == Use::in) continue;
+    if (s->dev) {
+      UM_CUDA(cudaMemcpy(s->host->cpu(), s->dev->gpu(), s->host->bytes(), cudaMemcpyDeviceToHost));
+    } else if (gpu_ && s->host->kind().get("prefetch", "none") != "none") {
+      s->host->prefetch("cpu");
+    }
+    outs.push_back({static_cast<const unsigned char*>(s->host->cpu()), s->host->bytes()});
+  }
+  // The checksum: the CPU reads every result.
+  const size_t chunk = 1 << 20;
+  uint64_t total = 0xcbf29ce484222325ull;
+  for (auto& o : outs) {
+    const size_t nchunks = (o.second + chunk - 1) / chunk;
+    std::vector<uint64_t> h(nchunks);
+    team_->run([&](int i, int T) {
+      size_t lo, hi;
+      split_range(nchunks, T, i, lo, hi);
+      for (size_t c = lo; c < hi; ++c) h[c] = hash_chunk(o.first + c * chunk, std::min(chunk, o.second - c * chunk));
+    });
+    for (uint64_t v : h) total = (total ^ v) * 0x100000001b3ull;
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(total));
+  checksum_ = buf;
+  back_ms_ += ms_since(t);
+}
+
+void AppRun::compared(const std::string& what, double err, double tol) {
+  max_error_ = std::max(max_error_, err);
+  if (!(err <= tol))
+    throw VerifyError(what + " differs from the CPU reference: max |error| / max |value| = " + json_number(err) +
+                      " > " + json_number(tol));
+}
+
+void AppRun::finish(JsonObject& extra, double bytes_per_iteration, double flops_per_iteration) {
+  auto t = clk::now();
+  slots_.clear();
+  if (gpu_) UM_CUDA(cudaDeviceSynchronize());
+  free_ms_ = ms_since(t);
+  if (iter_ms_.empty()) throw std::logic_error(name_ + ": no iteration was timed");
+  double compute = 0;
+  for (double v : iter_ms_) compute += v;
+  const std::string pname = gpu_ ? "gpu" + std::to_string(ctx.device) : "cpu";
+  KindSpec kind = parse_kind(kind_of(Use::inout));
+  JsonObject rec = ctx.record("app", pname, kind, data_bytes_);
+  Context::put_summary(rec, "time_per_iteration", "ms", iter_ms_);  // samples in iteration order
+  rec.set("app", name_);
+  rec.set("mode", mode_);
+  rec.set("iterations", static_cast<int>(iter_ms_.size()));
+  rec.set("context_ms", context_ms_);
+  rec.set("alloc_ms", alloc_ms_);
+  rec.set("init_ms", init_ms_);
+  rec.set("transfer_ms", transfer_ms_);
+  rec.set("compute_ms", compute);
+  rec.set("back_ms", back_ms_);
+  rec.set("free_ms", free_ms_);
+  const double total = context_ms_ + alloc_ms_ + init_ms_ + transfer_ms_ + compute + back_ms_ + free_ms_;
+  rec.set("total_ms", total);
+  // The studies' convention for speedups: everything but the CPU's initialisation of the inputs.
+  rec.set("total_excl_init_ms", total - init_ms_);
+  rec.set("device_bytes", static_cast<unsigned long long>(device_total_));
+  const double med = summarize(iter_ms_).median;
+  if (bytes_per_iteration > 0) {
+    rec.set("traffic_bytes", bytes_per_iteration);
+    rec.set("bandwidth_gbps", bytes_per_iteration / (med * 1e-3) / 1e9);
+  }
+  if (flops_per_iteration > 0) {
+    rec.set("flops", flops_per_iteration);
+    rec.set("gflops", flops_per_iteration / (med * 1e-3) / 1e9);
+  }
+  rec.set("checksum", checksum_);
+  if (max_error_ >= 0) rec.set("max_error", max_error_);
+  rec.set("checked", max_error_ >= 0);
+  if (!gpu_) rec.set("threads", team_->size());
+  rec.merge(info_);
+  rec.merge(extra);
+  rec.set("verified", true);
+  ctx.emit(rec);
+}
+
+}  // namespace umscope

@@ -1,0 +1,213 @@
+// GEMM with cuBLAS (Cooper et al.'s SGEMM; Fusco et al. Figs. 15-16):
+// C = A B, row-major, in FP64, FP32, TF32 (FP32 data, tensor-core inputs
+// rounded to TF32) or FP16 (FP32 accumulation). Each of A, B and C can be
+// placed in any memory kind (--place-a/b/c), the rest follow --mode.
+// --variant panels is the memory-capacity-aware SGEMM: C is computed in
+// row panels sized so that one panel of A and C plus all of B fit in
+// --panel-memory (default half the free GPU memory), so the working set of
+// each call fits the GPU when the matrices do not.
+//
+// cuBLAS is loaded at run time (dlopen), so umbench starts without it and
+// the case is skipped, with the reason, where it is missing.
+#include <cuda_fp16.h>
+#include <dlfcn.h>
+
+#include "umscope/app.hpp"
+#include "umscope/caps.hpp"
+
+#if __has_include(<cublas_api.h>)
+#include <cublas_api.h>
+#define UMSCOPE_HAVE_CUBLAS_HEADERS 1
+#endif
+
+namespace umscope {
+namespace {
+
+struct Prec {
+  std::string name;
+  size_t elem;
+};
+
+template <class T>
+float to_f(T v) {
+  return static_cast<float>(v);
+}
+template <>
+float to_f<__half>(__half v) {
+  return __half2float(v);
+}
+template <class T>
+T from_d(double v) {
+  return static_cast<T>(v);
+}
+template <>
+__half from_d<__half>(double v) {
+  return __float2half(static_cast<float>(v));
+}
+
+#ifdef UMSCOPE_HAVE_CUBLAS_HEADERS
+struct Blas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
+                         cudaDataType, int, const void*, cudaDataType, int, const void*, void*, cudaDataType, int,
+                         cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+  cublasHandle_t h = nullptr;
+  Blas() {
+    void* lib = nullptr;
+    std::string tried;
+    const char* home = std::getenv("CUDA_HOME");
+    std::vector<std::string> names = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    if (home) names.push_back(std::string(home) + "/lib64/libcublas.so");
+    names.push_back("/usr/local/cuda/lib64/libcublas.so");
+    for (const std::string& nm : names) {
+      lib = dlopen(nm.c_str(), RTLD_NOW | RTLD_GLOBAL);
+      if (lib) break;
+      tried += (tried.empty() ? "" : ", ") + nm;
+    }
+    if (!lib) throw Skip("cuBLAS could not be loaded (tried " + tried + ")");
+    create = reinterpret_cast<decltype(create)>(dlsym(lib, "cublasCreate_v2"));
+    destroy = reinterpret_cast<decltype(destroy)>(dlsym(lib, "cublasDestroy_v2"));
+    gemm = reinterpret_cast<decltype(gemm)>(dlsym(lib, "cublasGemmEx"));
+    if (!create || !destroy || !gemm) throw Skip("the cuBLAS found lacks cublasGemmEx");
+    if (create(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
+  }
+  ~Blas() {
+    if (h) destroy(h);
+  }
+};
+
+// Row-major C (rows x n) = A (rows x k) B (k x n): column-major C^T = B^T A^T.
+void gemm_call(Blas& b, const std::string& prec, size_t rows, size_t n, size_t k, const void* A, const void* B, void* C) {
+  const double one64 = 1, zero64 = 0;
+  const float one32 = 1, zero32 = 0;
+  cudaDataType t = CUDA_R_32F;
+  cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
+  const void *alpha = &one32, *beta = &zero32;
+  if (prec == "fp64") {
+    t = CUDA_R_64F;
+    ct = CUBLAS_COMPUTE_64F;
+    alpha = &one64;
+    beta = &zero64;
+  } else if (prec == "tf32") {
+    ct = CUBLAS_COMPUTE_32F_FAST_TF32;
+  } else if (prec == "fp16") {
+    t = CUDA_R_16F;
+  }
+  cublasStatus_t st = b.gemm(b.h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(rows),
+                             static_cast<int>(k), alpha, B, t, static_cast<int>(n), A, t, static_cast<int>(k), beta, C,
+                             t, static_cast<int>(n), ct, CUBLAS_GEMM_DEFAULT);
+  if (st != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasGemmEx failed with status " + std::to_string(st));
+}
+#endif
+
+template <class T>
+void gemm_cpu(AppRun& run, const T* A, const T* B, T* C, size_t m, size_t n, size_t k) {
+  run.cpu_for(m, [&](size_t lo, size_t hi) {
+    std::vector<double> row(n);
+    for (size_t i = lo; i < hi; ++i) {
+      std::fill(row.begin(), row.end(), 0.0);
+      for (size_t p = 0; p < k; ++p) {
+        const double a = to_f(A[i * k + p]);
+        for (size_t j = 0; j < n; ++j) row[j] += a * to_f(B[p * n + j]);
+      }
+      for (size_t j = 0; j < n; ++j) C[i * n + j] = from_d<T>(row[j]);
+    }
+  });
+}
+
+template <class T>
+void run_typed(Context& ctx, AppRun& run, const std::string& prec) {
+  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
+  const int iters = static_cast<int>(ctx.args.integer("iterations", 5));
+  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  const std::string variant = ctx.args.choices("variant", "cublas", {"cublas", "panels"})[0];
+  size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
+  if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(1) << 30)) / (3 * sizeof(T))));
+  const size_t m = static_cast<size_t>(ctx.args.integer("m", static_cast<long long>(n)));
+  const size_t k = static_cast<size_t>(ctx.args.integer("k", static_cast<long long>(n)));
+  if (m < 1 || n < 1 || k < 1) throw UsageError("gemm needs m, n, k >= 1");
+  if (m > (1u << 31) - 1 || n > (1u << 31) - 1 || k > (1u << 31) - 1) throw UsageError("gemm dimensions must be < 2^31");
+#ifdef UMSCOPE_HAVE_CUBLAS_HEADERS
+  std::unique_ptr<Blas> blas;
+  if (run.gpu()) blas.reset(new Blas());
+#else
+  if (run.gpu()) throw Skip("umbench was built without the cuBLAS headers");
+#endif
+  auto A = run.array<T>("A", m * k, Use::in, ctx.args.str("place-a", ""));
+  auto B = run.array<T>("B", k * n, Use::in, ctx.args.str("place-b", ""));
+  auto C = run.array<T>("C", m * n, Use::out, ctx.args.str("place-c", ""));
+  auto gen = [&](T* a, T* b) {
+    run.cpu_for(m, [&](size_t lo, size_t hi) {
+      for (size_t i = lo * k; i < hi * k; ++i) a[i] = from_d<T>(uniform01(seed, i) - 0.5);
+    });
+    run.cpu_for(k, [&](size_t lo, size_t hi) {
+      for (size_t i = lo * n; i < hi * n; ++i) b[i] = from_d<T>(uniform01(seed + 1, i) - 0.5);
+    });
+  };
+  run.init([&] { gen(A.host, B.host); });
+  run.to_gpu();
+  size_t panel = m;
+  if (variant == "panels") {
+    const size_t budget = ctx.args.bytes("panel-memory", run.gpu() ? gpu_caps(ctx.device).free_mem / 2 : (size_t(1) << 30));
+    const double left = double(budget) - double(k) * n * sizeof(T);
+    if (left < double(k + n) * sizeof(T))
+      throw UsageError("--panel-memory " + gib_text(budget) + " does not hold B and one row of A and C");
+    panel = std::max<size_t>(1, std::min<size_t>(m, static_cast<size_t>(left / (double(k + n) * sizeof(T)))));
+  }
+  for (int it = 0; it < iters; ++it)
+    run.iteration([&] {
+      for (size_t r0 = 0; r0 < m; r0 += panel) {
+        const size_t rows = std::min(panel, m - r0);
+        if (run.gpu()) {
+#ifdef UMSCOPE_HAVE_CUBLAS_HEADERS
+          gemm_call(*blas, prec, rows, n, k, A.dev + r0 * k, B.dev, C.dev + r0 * n);
+#endif
+        } else {
+          gemm_cpu(run, A.dev + r0 * k, B.dev, C.dev + r0 * n, rows, n, k);
+        }
+      }
+    });
+  run.back();
+  if (run.check()) {
+    std::vector<T> a(m * k), b(k * n), c(m * n);
+    gen(a.data(), b.data());
+    gemm_cpu(run, a.data(), b.data(), c.data(), m, n, k);
+    const double tol = prec == "fp64" ? 1e-12 : prec == "fp32" ? 1e-5 : prec == "tf32" ? 3e-3 : 1e-2;
+    run.compare("C", C.host, c.data(), m * n, tol);
+  }
+  if (run.dumping() && !std::is_same<T, __half>::value) {
+    run.dump("A", A.host, m * k);
+    run.dump("B", B.host, k * n);
+    run.dump("C", C.host, m * n);
+  }
+  JsonObject extra;
+  extra.set("precision", prec).set("variant", variant);
+  extra.set("m", static_cast<unsigned long long>(m)).set("n_cols", static_cast<unsigned long long>(n));
+  extra.set("k", static_cast<unsigned long long>(k));
+  if (variant == "panels") extra.set("panel_rows", static_cast<unsigned long long>(panel));
+  const std::string pa = ctx.args.str("place-a", ""), pb = ctx.args.str("place-b", ""), pc = ctx.args.str("place-c", "");
+  extra.set("place_a", pa.empty() ? "mode" : pa).set("place_b", pb.empty() ? "mode" : pb);
+  extra.set("place_c", pc.empty() ? "mode" : pc);
+  // The least a GEMM moves: A and B read once, C written once.
+  run.finish(extra, double(m * k + k * n + m * n) * sizeof(T), 2.0 * m * n * k);
+}
+
+void run_gemm(Context& ctx) {
+  AppRun run(ctx, "gemm");
+  const std::string prec = ctx.args.choices("precision", "fp32", {"fp64", "fp32", "tf32", "fp16"})[0];
+  if (prec == "fp64") run_typed<double>(ctx, run, prec);
+  else if (prec == "fp16") run_typed<__half>(ctx, run, prec);
+  else run_typed<float>(ctx, run, prec);
+}
+
+BenchRegistrar reg({"gemm", "gpu|cpu",
+                    "application: GEMM C = A B with cuBLAS in FP64/FP32/TF32/FP16, each matrix in any kind "
+                    "(--place-a/b/c); --variant panels computes C in row panels that fit --panel-memory",
+                    {"app"},
+                    {"mode", "processor", "threads", "check", "dump", "footprint", "n", "m", "k", "seed", "iterations",
+                     "precision", "variant", "panel-memory", "place-a", "place-b", "place-c"},
+                    run_gemm});
+
+}  // namespace
+}  // namespace umscope

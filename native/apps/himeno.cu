@@ -1,0 +1,192 @@
+// Himeno (RIKEN; Hanawa et al.): Jacobi iterations of a 3-D Poisson
+// equation with a 19-point stencil and coefficient arrays a[4], b[3], c[3],
+// a boundary mask and a source term. Each iteration computes the new
+// pressure into a work array, accumulates the squared residual (gosa) and
+// copies the new pressure back. Arrays are [i][j][k], k contiguous; the
+// initial values are Himeno's (a = 1 but a3 = 1/6, b = 0, c = 1, p = i^2 /
+// (imax-1)^2). gosa is summed in double per block in a fixed order.
+#include "umscope/app.hpp"
+
+namespace umscope {
+namespace {
+
+struct Grid {
+  size_t I, J, K;
+  __host__ __device__ size_t at(size_t i, size_t j, size_t k) const { return (i * J + j) * K + k; }
+};
+
+struct Coef {
+  const float *a0, *a1, *a2, *a3, *b0, *b1, *b2, *c0, *c1, *c2, *bnd, *wrk1;
+};
+
+// The new value at (i, j, k) into wrk2; returns the squared residual.
+__host__ __device__ inline float point(const float* p, float* wrk2, const Coef& q, Grid g, size_t i, size_t j, size_t k,
+                                       float omega) {
+  const size_t x = g.at(i, j, k);
+  const size_t ip = g.at(i + 1, j, k), im = g.at(i - 1, j, k), jp = g.at(i, j + 1, k), jm = g.at(i, j - 1, k);
+  const float s0 = q.a0[x] * p[ip] + q.a1[x] * p[jp] + q.a2[x] * p[x + 1] +
+                   q.b0[x] * (p[g.at(i + 1, j + 1, k)] - p[g.at(i + 1, j - 1, k)] - p[g.at(i - 1, j + 1, k)] +
+                              p[g.at(i - 1, j - 1, k)]) +
+                   q.b1[x] * (p[jp + 1] - p[jm + 1] - p[jp - 1] + p[jm - 1]) +
+                   q.b2[x] * (p[ip + 1] - p[im + 1] - p[ip - 1] + p[im - 1]) + q.c0[x] * p[im] + q.c1[x] * p[jm] +
+                   q.c2[x] * p[x - 1] + q.wrk1[x];
+  const float ss = (s0 * q.a3[x] - p[x]) * q.bnd[x];
+  wrk2[x] = p[x] + omega * ss;
+  return ss * ss;
+}
+
+__global__ void jacobi_kernel(const float* __restrict__ p, float* __restrict__ wrk2, Coef q, Grid g, float omega,
+                              double* part) {
+  __shared__ double red[256];
+  double acc = 0;
+  const size_t lines = (g.I - 2) * (g.J - 2);
+  for (size_t l = blockIdx.x; l < lines; l += gridDim.x) {
+    const size_t i = 1 + l / (g.J - 2), j = 1 + l % (g.J - 2);
+    for (size_t k = 1 + threadIdx.x; k < g.K - 1; k += blockDim.x) acc += point(p, wrk2, q, g, i, j, k, omega);
+  }
+  red[threadIdx.x] = acc;
+  __syncthreads();
+  for (int h = blockDim.x / 2; h > 0; h /= 2) {
+    if (threadIdx.x < h) red[threadIdx.x] += red[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[blockIdx.x] = red[0];
+}
+
+__global__ void copy_back_kernel(float* __restrict__ p, const float* __restrict__ wrk2, Grid g) {
+  const size_t lines = (g.I - 2) * (g.J - 2);
+  for (size_t l = blockIdx.x; l < lines; l += gridDim.x) {
+    const size_t i = 1 + l / (g.J - 2), j = 1 + l % (g.J - 2);
+    for (size_t k = 1 + threadIdx.x; k < g.K - 1; k += blockDim.x) p[g.at(i, j, k)] = wrk2[g.at(i, j, k)];
+  }
+}
+
+__global__ void gosa_kernel(const double* part, int blocks, double* gosa) {
+  double s = 0;
+  for (int b = 0; b < blocks; ++b) s += part[b];
+  *gosa = s;
+}
+
+double iterate_cpu(AppRun& run, float* p, float* wrk2, const Coef& q, Grid g, float omega) {
+  const size_t lines = (g.I - 2) * (g.J - 2);
+  std::vector<double> part(lines);
+  run.cpu_for(lines, [&](size_t lo, size_t hi) {
+    for (size_t l = lo; l < hi; ++l) {
+      const size_t i = 1 + l / (g.J - 2), j = 1 + l % (g.J - 2);
+      double acc = 0;
+      for (size_t k = 1; k < g.K - 1; ++k) acc += point(p, wrk2, q, g, i, j, k, omega);
+      part[l] = acc;
+    }
+  });
+  run.cpu_for(lines, [&](size_t lo, size_t hi) {
+    for (size_t l = lo; l < hi; ++l) {
+      const size_t i = 1 + l / (g.J - 2), j = 1 + l % (g.J - 2);
+      for (size_t k = 1; k < g.K - 1; ++k) p[g.at(i, j, k)] = wrk2[g.at(i, j, k)];
+    }
+  });
+  double s = 0;
+  for (double v : part) s += v;
+  return s;
+}
+
+Grid grid_for(const std::string& size, size_t footprint) {
+  if (size == "S") return {65, 65, 129};
+  if (size == "M") return {129, 129, 257};
+  if (size == "L") return {257, 257, 513};
+  if (size == "XL") return {513, 513, 1025};
+  if (!size.empty()) throw UsageError("--size is S, M, L or XL (Himeno's grids), got '" + size + "'");
+  // Himeno's shape (I = J = K/2, plus one) for a footprint of 14 float arrays.
+  const double pts = double(footprint) / (14 * sizeof(float));
+  const size_t i = static_cast<size_t>(std::cbrt(pts / 2));
+  return {i + 1, i + 1, 2 * i + 1};
+}
+
+void run_himeno(Context& ctx) {
+  AppRun run(ctx, "himeno");
+  const int iters = static_cast<int>(ctx.args.integer("iterations", 20));
+  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  Grid g = grid_for(ctx.args.str("size", ""), run.footprint(size_t(4) << 30));
+  if (ctx.args.has("dims")) {
+    auto d = ctx.args.list("dims", "");
+    if (d.size() != 3) throw UsageError("--dims takes I,J,K");
+    g = {std::stoul(d[0]), std::stoul(d[1]), std::stoul(d[2])};
+  }
+  if (g.I < 3 || g.J < 3 || g.K < 3) throw UsageError("himeno needs at least 3 x 3 x 3 points");
+  const size_t n = g.I * g.J * g.K;
+  const float omega = 0.8f;
+  auto p = run.array<float>("p", n, Use::inout);
+  const char* names[12] = {"a0", "a1", "a2", "a3", "b0", "b1", "b2", "c0", "c1", "c2", "bnd", "wrk1"};
+  std::vector<Array<float>> in;
+  for (const char* nm : names) in.push_back(run.array<float>(nm, n, Use::in));
+  auto wrk2 = run.array<float>("wrk2", n, Use::inout);
+  const unsigned grid = run.gpu() ? run.grid(8) : 1;
+  double* part = run.gpu() ? run.scratch<double>(grid) : nullptr;
+  double* gosa_d = run.gpu() ? run.scratch<double>(1) : nullptr;
+  auto gen = [&](float* pp, std::vector<float*> arr, float* w2) {
+    const float val[12] = {1, 1, 1, 1.f / 6, 0, 0, 0, 1, 1, 1, 1, 0};
+    run.cpu_for(g.I, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i)
+        for (size_t j = 0; j < g.J; ++j)
+          for (size_t k = 0; k < g.K; ++k) {
+            const size_t x = g.at(i, j, k);
+            pp[x] = float(double(i * i) / double((g.I - 1) * (g.I - 1)));
+            for (int a = 0; a < 12; ++a) arr[a][x] = val[a];
+            w2[x] = 0;
+          }
+    });
+  };
+  auto ptrs = [&](bool host) {
+    std::vector<float*> v;
+    for (auto& a : in) v.push_back(host ? a.host : a.dev);
+    return v;
+  };
+  auto coef = [](const std::vector<float*>& v) {
+    return Coef{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]};
+  };
+  run.init([&] { gen(p.host, ptrs(true), wrk2.host); });
+  run.to_gpu();
+  const Coef q = coef(ptrs(false));
+  std::vector<double> gosa;
+  for (int it = 0; it < iters; ++it)
+    run.iteration([&] {
+      if (run.gpu()) {
+        jacobi_kernel<<<grid, 256>>>(p.dev, wrk2.dev, q, g, omega, part);
+        gosa_kernel<<<1, 1>>>(part, static_cast<int>(grid), gosa_d);
+        copy_back_kernel<<<grid, 256>>>(p.dev, wrk2.dev, g);
+      } else {
+        gosa.push_back(iterate_cpu(run, p.dev, wrk2.dev, q, g, omega));
+      }
+    });
+  double last_gosa = 0;
+  if (run.gpu()) UM_CUDA(cudaMemcpy(&last_gosa, gosa_d, sizeof last_gosa, cudaMemcpyDeviceToHost));
+  else last_gosa = gosa.back();
+  run.back();
+  if (run.check()) {
+    std::vector<float> rp(n), rw(n);
+    std::vector<std::vector<float>> ra(12, std::vector<float>(n));
+    std::vector<float*> rptr;
+    for (auto& a : ra) rptr.push_back(a.data());
+    gen(rp.data(), rptr, rw.data());
+    double want = 0;
+    for (int it = 0; it < iters; ++it) want = iterate_cpu(run, rp.data(), rw.data(), coef(rptr), g, omega);
+    run.compare("p", p.host, rp.data(), n, 1e-5);
+    run.compare("gosa", &last_gosa, &want, 1, 1e-4);
+  }
+  run.dump("p", p.host, n);
+  JsonObject extra;
+  extra.set("dims", std::to_string(g.I) + "x" + std::to_string(g.J) + "x" + std::to_string(g.K));
+  extra.set("gosa", last_gosa);
+  // Per interior point and iteration: 34 flops (Himeno's count); 13 arrays
+  // read, wrk2 written, and the copy back (read wrk2, write p): 16 x 4 bytes.
+  const double pts = double(g.I - 2) * (g.J - 2) * (g.K - 2);
+  run.finish(extra, 64.0 * pts, 34.0 * pts);
+}
+
+BenchRegistrar reg({"himeno", "gpu|cpu",
+                    "application: Himeno 3-D Poisson Jacobi, 19-point stencil (sizes S, M, L, XL or --footprint)",
+                    {"app"},
+                    {"mode", "processor", "threads", "check", "dump", "footprint", "size", "dims", "iterations"},
+                    run_himeno});
+
+}  // namespace
+}  // namespace umscope

@@ -1,0 +1,151 @@
+// HotSpot (Rodinia; Schieffer et al. section 3.1): transient 2-D thermal
+// simulation of a chip from its power map. Each cell moves towards its four
+// neighbours (a missing neighbour at the edge counts as the cell itself),
+// the ambient and its own power. The GPU kernel uses the pyramid tiling:
+// one launch advances `--pyramid` steps of a tile held in shared memory,
+// recomputing a halo that shrinks by one cell per step, so the grid is read
+// and written once per launch instead of once per step.
+#include "umscope/app.hpp"
+
+namespace umscope {
+namespace {
+
+constexpr int BS = 16;  // tile side (threads per block side)
+
+// The model's constants (Rodinia's chip: 16 mm x 16 mm, 0.5 mm thick silicon).
+struct Model {
+  float step_div_cap, rx1, ry1, rz1, amb;
+};
+Model model(size_t rows, size_t cols) {
+  const double t_chip = 0.0005, chip_h = 0.016, chip_w = 0.016, k_si = 100, spec_heat = 1.75e6, factor = 0.5;
+  const double max_pd = 3.0e6, precision = 0.001, amb = 80.0;
+  const double gh = chip_h / rows, gw = chip_w / cols;
+  const double cap = factor * spec_heat * t_chip * gw * gh;
+  const double rx = gw / (2.0 * k_si * t_chip * gh), ry = gh / (2.0 * k_si * t_chip * gw), rz = t_chip / (k_si * gh * gw);
+  const double step = precision / (max_pd / (factor * t_chip * spec_heat));
+  return {float(step / cap), float(1 / rx), float(1 / ry), float(1 / rz), float(amb)};
+}
+
+__host__ __device__ inline float cell(float t, float n, float s, float e, float w, float p, const Model& m) {
+  return t + m.step_div_cap * (p + (s + n - 2.f * t) * m.ry1 + (e + w - 2.f * t) * m.rx1 + (m.amb - t) * m.rz1);
+}
+
+__global__ void pyramid_kernel(const float* __restrict__ power, const float* __restrict__ src, float* __restrict__ dst,
+                               long rows, long cols, int steps, Model m) {
+  __shared__ float t[BS][BS], nt[BS][BS], pw[BS][BS];
+  const int small = BS - 2 * steps;  // cells a block finishes
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const long r = long(blockIdx.y) * small - steps + ty, c = long(blockIdx.x) * small - steps + tx;
+  const bool inside = r >= 0 && r < rows && c >= 0 && c < cols;
+  if (inside) {
+    t[ty][tx] = src[r * cols + c];
+    pw[ty][tx] = power[r * cols + c];
+  }
+  __syncthreads();
+  for (int s = 0; s < steps; ++s) {
+    const bool live = inside && tx > s && tx < BS - 1 - s && ty > s && ty < BS - 1 - s;
+    if (live) {
+      const float me = t[ty][tx];
+      const float n = r > 0 ? t[ty - 1][tx] : me, so = r < rows - 1 ? t[ty + 1][tx] : me;
+      const float w = c > 0 ? t[ty][tx - 1] : me, e = c < cols - 1 ? t[ty][tx + 1] : me;
+      nt[ty][tx] = cell(me, n, so, e, w, pw[ty][tx], m);
+    }
+    __syncthreads();
+    if (live) t[ty][tx] = nt[ty][tx];
+    __syncthreads();
+  }
+  if (inside && tx >= steps && tx < BS - steps && ty >= steps && ty < BS - steps) dst[r * cols + c] = t[ty][tx];
+}
+
+void step_cpu(AppRun& run, const float* power, const float* src, float* dst, size_t rows, size_t cols, const Model& m) {
+  run.cpu_for(rows, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i)
+      for (size_t j = 0; j < cols; ++j) {
+        const size_t k = i * cols + j;
+        const float me = src[k];
+        const float n = i > 0 ? src[k - cols] : me, s = i < rows - 1 ? src[k + cols] : me;
+        const float w = j > 0 ? src[k - 1] : me, e = j < cols - 1 ? src[k + 1] : me;
+        dst[k] = cell(me, n, s, e, w, power[k], m);
+      }
+  });
+}
+
+void run_hotspot(Context& ctx) {
+  AppRun run(ctx, "hotspot");
+  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
+  const int launches = static_cast<int>(ctx.args.integer("iterations", 10));
+  const int pyr = static_cast<int>(ctx.args.integer("pyramid", 2));
+  if (launches < 1) throw UsageError("--iterations must be at least 1");
+  if (pyr < 1 || pyr > BS / 2 - 1) throw UsageError("--pyramid must be from 1 to " + std::to_string(BS / 2 - 1));
+  size_t side = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(3) << 30)) / (3 * sizeof(float))));
+  const size_t rows = static_cast<size_t>(ctx.args.integer("rows", static_cast<long long>(side)));
+  const size_t cols = static_cast<size_t>(ctx.args.integer("cols", static_cast<long long>(rows)));
+  if (rows < 2 || cols < 2) throw UsageError("hotspot needs at least 2 x 2 cells");
+  const size_t n = rows * cols;
+  const Model m = model(rows, cols);
+  auto power = run.array<float>("power", n, Use::in);
+  auto temp = run.array<float>("temp", n, Use::inout);
+  auto temp2 = run.array<float>("temp2", n, Use::out);
+  // Temperatures around 323-343 K, power up to 1 mW per cell, from the seed.
+  auto gen = [&](float* p, float* t) {
+    run.cpu_for(n, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) {
+        p[i] = static_cast<float>(1e-3 * uniform01(seed, i));
+        t[i] = static_cast<float>(323.0 + 20.0 * uniform01(seed + 1, i));
+      }
+    });
+  };
+  run.init([&] { gen(power.host, temp.host); });
+  run.dump("power", power.host, n);
+  run.dump("temp0", temp.host, n);
+  run.to_gpu();
+  float* buf[2] = {temp.dev, temp2.dev};
+  const int small = BS - 2 * pyr;
+  const dim3 grid(static_cast<unsigned>((cols + small - 1) / small), static_cast<unsigned>((rows + small - 1) / small));
+  if (run.gpu() && grid.y > 65535) throw UsageError("hotspot: too many rows for one launch (at most " +
+                                                    std::to_string(65535L * small) + ")");
+  for (int l = 0; l < launches; ++l)
+    run.iteration([&] {
+      float* src = buf[l % 2];
+      float* dst = buf[(l + 1) % 2];
+      if (run.gpu()) {
+        pyramid_kernel<<<grid, dim3(BS, BS)>>>(power.dev, src, dst, long(rows), long(cols), pyr, m);
+      } else {
+        for (int s = 0; s < pyr; ++s) {  // on the CPU: step by step between the two arrays
+          step_cpu(run, power.dev, src, dst, rows, cols, m);
+          std::swap(src, dst);
+        }
+        if (pyr % 2 == 0) std::copy(src, src + n, dst);  // the result where the GPU leaves it
+      }
+    });
+  run.back();
+  const float* result = launches % 2 ? temp2.host : temp.host;
+  if (run.check()) {
+    std::vector<float> p(n), a(n), b(n);
+    gen(p.data(), a.data());
+    for (int s = 0; s < launches * pyr; ++s) {
+      step_cpu(run, p.data(), a.data(), b.data(), rows, cols, m);
+      std::swap(a, b);
+    }
+    run.compare("temperature", result, a.data(), n, 1e-5);
+  }
+  run.dump("result", result, n);
+  JsonObject extra;
+  extra.set("rows", static_cast<unsigned long long>(rows)).set("cols", static_cast<unsigned long long>(cols));
+  extra.set("pyramid", pyr).set("steps", launches * pyr);
+  extra.set("step_div_cap", double(m.step_div_cap)).set("rx1", double(m.rx1)).set("ry1", double(m.ry1));
+  extra.set("rz1", double(m.rz1)).set("ambient", double(m.amb));
+  // One launch reads the temperature and the power and writes the temperature once.
+  run.finish(extra, 3.0 * n * sizeof(float), 15.0 * n * pyr);
+}
+
+BenchRegistrar reg({"hotspot", "gpu|cpu",
+                    "application: HotSpot 2-D thermal stencil (Rodinia) with pyramid tiling; one iteration = one "
+                    "launch of --pyramid steps",
+                    {"app"},
+                    {"mode", "processor", "threads", "check", "dump", "footprint", "rows", "cols", "seed", "iterations",
+                     "pyramid"},
+                    run_hotspot});
+
+}  // namespace
+}  // namespace umscope

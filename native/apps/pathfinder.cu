@@ -1,0 +1,131 @@
+// PathFinder (Rodinia; Schieffer et al. section 3.1): dynamic programming
+// down a grid of weights. The cost of reaching cell (r, c) is its weight
+// plus the least cost of (r-1, c-1), (r-1, c), (r-1, c+1) (neighbours beyond
+// the edge do not exist); the answer is the cost row of the last row. The
+// GPU kernel uses Rodinia's 1-D pyramid: one launch advances `--pyramid`
+// rows of a block of columns in shared memory with a halo that shrinks by
+// one column per row.
+#include "umscope/app.hpp"
+
+namespace umscope {
+namespace {
+
+constexpr int BS = 256;
+
+__global__ void rows_kernel(const int* __restrict__ wall, const int* __restrict__ src, int* __restrict__ dst,
+                            long cols, long row0, int nrows) {
+  __shared__ int prev[BS], next[BS];
+  const int small = BS - 2 * nrows;
+  const int tx = threadIdx.x;
+  const long c = long(blockIdx.x) * small - nrows + tx;
+  const bool inside = c >= 0 && c < cols;
+  if (inside) prev[tx] = src[c];
+  __syncthreads();
+  for (int s = 0; s < nrows; ++s) {
+    const bool live = inside && tx > s && tx < BS - 1 - s;
+    if (live) {
+      int m = prev[tx];
+      if (c > 0) m = min(m, prev[tx - 1]);
+      if (c < cols - 1) m = min(m, prev[tx + 1]);
+      next[tx] = m + wall[(row0 + s) * cols + c];
+    }
+    __syncthreads();
+    if (live) prev[tx] = next[tx];
+    __syncthreads();
+  }
+  if (inside && tx >= nrows && tx < BS - nrows) dst[c] = prev[tx];
+}
+
+void row_cpu(AppRun& run, const int* wall_row, const int* src, int* dst, size_t cols) {
+  run.cpu_for(cols, [&](size_t lo, size_t hi) {
+    for (size_t c = lo; c < hi; ++c) {
+      int m = src[c];
+      if (c > 0) m = std::min(m, src[c - 1]);
+      if (c + 1 < cols) m = std::min(m, src[c + 1]);
+      dst[c] = m + wall_row[c];
+    }
+  });
+}
+
+void run_pathfinder(Context& ctx) {
+  AppRun run(ctx, "pathfinder");
+  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
+  const int pyr = static_cast<int>(ctx.args.integer("pyramid", 20));
+  if (pyr < 1 || pyr >= BS / 2) throw UsageError("--pyramid must be from 1 to " + std::to_string(BS / 2 - 1));
+  const size_t cols = static_cast<size_t>(ctx.args.integer("cols", 1 << 20));
+  size_t rows = static_cast<size_t>(ctx.args.integer("rows", 0));
+  if (rows == 0) rows = run.footprint(size_t(2) << 30) / (cols * sizeof(int));
+  if (rows < 2 || cols < 1) throw UsageError("pathfinder needs at least 2 rows and 1 column");
+  const int groups = static_cast<int>(ctx.args.integer("iterations", 10));  // timed groups of launches
+  if (groups < 1) throw UsageError("--iterations must be at least 1");
+  auto wall = run.array<int>("wall", rows * cols, Use::in);
+  auto res0 = run.array<int>("result0", cols, Use::out);
+  auto res1 = run.array<int>("result1", cols, Use::out);
+  // Weights 0-9 from the seed, as Rodinia's.
+  auto gen = [&](int* w) {
+    run.cpu_for(rows * cols, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) w[i] = static_cast<int>(mix64(seed * 0x9e37 + i) % 10);
+    });
+  };
+  run.init([&] { gen(wall.host); });
+  run.dump("wall", wall.host, rows * cols);
+  run.to_gpu();
+  int* buf[2] = {res0.dev, res1.dev};
+  int cur = 0;  // buf[cur] holds the costs of the rows done so far
+  size_t done = 1;
+  const int small = BS - 2 * pyr;
+  const unsigned blocks = static_cast<unsigned>((cols + small - 1) / small);
+  for (int gi = 0; gi < groups; ++gi) {
+    const size_t until = 1 + (rows - 1) * (gi + 1) / groups;
+    if (until <= done) continue;
+    run.iteration([&] {
+      if (done == 1) {  // row 0's costs are its weights
+        if (run.gpu()) UM_CUDA(cudaMemcpyAsync(buf[0], wall.dev, cols * sizeof(int), cudaMemcpyDefault));
+        else std::copy(wall.dev, wall.dev + cols, buf[0]);
+      }
+      while (done < until) {
+        const int nr = static_cast<int>(std::min<size_t>(pyr, until - done));
+        if (run.gpu()) {
+          rows_kernel<<<blocks, BS>>>(wall.dev, buf[cur], buf[1 - cur], long(cols), long(done), nr);
+          cur = 1 - cur;
+        } else {
+          for (int s = 0; s < nr; ++s) {
+            row_cpu(run, wall.dev + (done + s) * cols, buf[cur], buf[1 - cur], cols);
+            cur = 1 - cur;
+          }
+        }
+        done += nr;
+      }
+    });
+  }
+  run.back();
+  const int* result = cur == 0 ? res0.host : res1.host;
+  if (run.check()) {
+    std::vector<int> w(rows * cols), a(cols), b(cols);
+    gen(w.data());
+    std::copy(w.begin(), w.begin() + cols, a.begin());
+    for (size_t r = 1; r < rows; ++r) {
+      row_cpu(run, w.data() + r * cols, a.data(), b.data(), cols);
+      std::swap(a, b);
+    }
+    run.compare("costs", result, a.data(), cols);
+  }
+  run.dump("result", result, cols);
+  long long best = result[0];
+  for (size_t c = 1; c < cols; ++c) best = std::min<long long>(best, result[c]);
+  JsonObject extra;
+  extra.set("rows", static_cast<unsigned long long>(rows)).set("cols", static_cast<unsigned long long>(cols));
+  extra.set("pyramid", pyr).set("min_cost", best);
+  // Each group reads its share of the wall once.
+  run.finish(extra, double(rows - 1) * cols * sizeof(int) / groups, 0);
+}
+
+BenchRegistrar reg({"pathfinder", "gpu|cpu",
+                    "application: PathFinder dynamic programming down a grid (Rodinia), 1-D pyramid tiling",
+                    {"app"},
+                    {"mode", "processor", "threads", "check", "dump", "footprint", "rows", "cols", "seed", "iterations",
+                     "pyramid"},
+                    run_pathfinder});
+
+}  // namespace
+}  // namespace umscope

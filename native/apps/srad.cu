@@ -1,0 +1,178 @@
+// SRAD, speckle-reducing anisotropic diffusion (Rodinia srad v2; Schieffer
+// et al. section 3.1): an iterative image filter. Each iteration takes the
+// image's statistics (the speckle scale q0^2 = variance / mean^2 over the
+// whole image), computes the four directional derivatives and a diffusion
+// coefficient per pixel, then updates the image by the divergence. Edges
+// are clamped. The statistics are summed in double, per block, in a fixed
+// order, so every mode gives the same bits.
+#include "umscope/app.hpp"
+
+namespace umscope {
+namespace {
+
+struct Derivs {
+  float* c;
+  float *n, *s, *w, *e;
+};
+
+__host__ __device__ inline void coeff(const float* J, size_t rows, size_t cols, size_t i, size_t j, float q0sqr,
+                                      Derivs d) {
+  const size_t k = i * cols + j;
+  const float jc = J[k];
+  const float dn = J[(i > 0 ? i - 1 : 0) * cols + j] - jc, ds = J[(i + 1 < rows ? i + 1 : i) * cols + j] - jc;
+  const float dw = J[i * cols + (j > 0 ? j - 1 : 0)] - jc, de = J[i * cols + (j + 1 < cols ? j + 1 : j)] - jc;
+  const float g2 = (dn * dn + ds * ds + dw * dw + de * de) / (jc * jc);
+  const float l = (dn + ds + dw + de) / jc;
+  const float num = 0.5f * g2 - (1.f / 16.f) * (l * l);
+  float den = 1 + 0.25f * l;
+  const float qsqr = num / (den * den);
+  den = (qsqr - q0sqr) / (q0sqr * (1 + q0sqr));
+  float c = 1.f / (1.f + den);
+  c = c < 0 ? 0 : (c > 1 ? 1 : c);
+  d.c[k] = c;
+  d.n[k] = dn;
+  d.s[k] = ds;
+  d.w[k] = dw;
+  d.e[k] = de;
+}
+
+__host__ __device__ inline float update(const float* J, size_t rows, size_t cols, size_t i, size_t j, float lambda,
+                                        Derivs d) {
+  const size_t k = i * cols + j;
+  const float cn = d.c[k], cw = d.c[k];
+  const float cs = d.c[(i + 1 < rows ? i + 1 : i) * cols + j], ce = d.c[i * cols + (j + 1 < cols ? j + 1 : j)];
+  const float div = cn * d.n[k] + cs * d.s[k] + cw * d.w[k] + ce * d.e[k];
+  return J[k] + 0.25f * lambda * div;
+}
+
+// Per-block sums of J and J^2 in double; then one thread adds the blocks in order.
+__global__ void stats_kernel(const float* J, size_t n, double* part) {
+  __shared__ double s1[256], s2[256];
+  double a = 0, b = 0;
+  for (size_t k = blockIdx.x * size_t(blockDim.x) + threadIdx.x; k < n; k += size_t(gridDim.x) * blockDim.x) {
+    a += J[k];
+    b += double(J[k]) * J[k];
+  }
+  s1[threadIdx.x] = a;
+  s2[threadIdx.x] = b;
+  __syncthreads();
+  for (int h = blockDim.x / 2; h > 0; h /= 2) {
+    if (threadIdx.x < h) {
+      s1[threadIdx.x] += s1[threadIdx.x + h];
+      s2[threadIdx.x] += s2[threadIdx.x + h];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    part[2 * blockIdx.x] = s1[0];
+    part[2 * blockIdx.x + 1] = s2[0];
+  }
+}
+
+__global__ void q0_kernel(const double* part, int blocks, size_t n, float* q0sqr) {
+  double a = 0, b = 0;
+  for (int i = 0; i < blocks; ++i) {
+    a += part[2 * i];
+    b += part[2 * i + 1];
+  }
+  const double mean = a / n, var = b / n - mean * mean;
+  *q0sqr = float(var / (mean * mean));
+}
+
+__global__ void coeff_kernel(const float* J, size_t rows, size_t cols, const float* q0sqr, Derivs d) {
+  const float q = *q0sqr;
+  for (size_t i = blockIdx.x; i < rows; i += gridDim.x)
+    for (size_t j = threadIdx.x; j < cols; j += blockDim.x) coeff(J, rows, cols, i, j, q, d);
+}
+
+__global__ void update_kernel(float* J, size_t rows, size_t cols, float lambda, Derivs d) {
+  for (size_t i = blockIdx.x; i < rows; i += gridDim.x)
+    for (size_t j = threadIdx.x; j < cols; j += blockDim.x) J[i * cols + j] = update(J, rows, cols, i, j, lambda, d);
+}
+
+// The CPU: the same steps, the statistics summed in double in index order.
+void iterate_cpu(AppRun& run, float* J, size_t rows, size_t cols, float lambda, Derivs d) {
+  const size_t n = rows * cols;
+  double a = 0, b = 0;
+  for (size_t k = 0; k < n; ++k) {
+    a += J[k];
+    b += double(J[k]) * J[k];
+  }
+  const double mean = a / n, var = b / n - mean * mean;
+  const float q = float(var / (mean * mean));
+  run.cpu_for(rows, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i)
+      for (size_t j = 0; j < cols; ++j) coeff(J, rows, cols, i, j, q, d);
+  });
+  run.cpu_for(rows, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i)
+      for (size_t j = 0; j < cols; ++j) J[i * cols + j] = update(J, rows, cols, i, j, lambda, d);
+  });
+}
+
+void run_srad(Context& ctx) {
+  AppRun run(ctx, "srad");
+  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
+  const int iters = static_cast<int>(ctx.args.integer("iterations", 10));
+  const float lambda = static_cast<float>(ctx.args.real("lambda", 0.5));
+  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  // The image and five per-pixel work arrays.
+  size_t side = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(3) << 30)) / (6 * sizeof(float))));
+  const size_t rows = static_cast<size_t>(ctx.args.integer("rows", static_cast<long long>(side)));
+  const size_t cols = static_cast<size_t>(ctx.args.integer("cols", static_cast<long long>(rows)));
+  if (rows < 2 || cols < 2) throw UsageError("srad needs at least 2 x 2 pixels");
+  const size_t n = rows * cols;
+  auto J = run.array<float>("J", n, Use::inout);
+  Derivs d{};
+  float* work = run.scratch<float>(5 * n);
+  d = {work, work + n, work + 2 * n, work + 3 * n, work + 4 * n};
+  const unsigned sgrid = run.gpu() ? run.grid(2) : 1;
+  double* part = run.gpu() ? run.scratch<double>(2 * sgrid) : nullptr;
+  float* q0 = run.gpu() ? run.scratch<float>(1) : nullptr;
+  // The image: exp of uniform noise, as Rodinia's srad v2.
+  auto gen = [&](float* p) {
+    run.cpu_for(n, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) p[i] = static_cast<float>(std::exp(uniform01(seed, i)));
+    });
+  };
+  run.init([&] { gen(J.host); });
+  run.dump("J0", J.host, n);
+  run.to_gpu();
+  for (int it = 0; it < iters; ++it)
+    run.iteration([&] {
+      if (run.gpu()) {
+        stats_kernel<<<sgrid, 256>>>(J.dev, n, part);
+        q0_kernel<<<1, 1>>>(part, static_cast<int>(sgrid), n, q0);
+        coeff_kernel<<<run.grid(8), 256>>>(J.dev, rows, cols, q0, d);
+        update_kernel<<<run.grid(8), 256>>>(J.dev, rows, cols, lambda, d);
+      } else {
+        iterate_cpu(run, J.dev, rows, cols, lambda, d);
+      }
+    });
+  run.back();
+  if (run.check()) {
+    std::vector<float> want(n), w(5 * n);
+    gen(want.data());
+    Derivs dw{w.data(), w.data() + n, w.data() + 2 * n, w.data() + 3 * n, w.data() + 4 * n};
+    for (int it = 0; it < iters; ++it) iterate_cpu(run, want.data(), rows, cols, lambda, dw);
+    run.compare("J", J.host, want.data(), n, 1e-4);
+  }
+  run.dump("J", J.host, n);
+  JsonObject extra;
+  extra.set("rows", static_cast<unsigned long long>(rows)).set("cols", static_cast<unsigned long long>(cols));
+  extra.set("lambda", double(lambda));
+  // Per iteration: J read for the statistics and for the coefficients (4 B
+  // each), five work arrays written (20) and read back (20), J read and
+  // written by the update (8): 56 bytes per pixel at least.
+  run.finish(extra, 56.0 * n, 35.0 * n);
+}
+
+BenchRegistrar reg({"srad", "gpu|cpu",
+                    "application: SRAD speckle-reducing anisotropic diffusion (Rodinia srad v2), iterative",
+                    {"app"},
+                    {"mode", "processor", "threads", "check", "dump", "footprint", "rows", "cols", "seed", "iterations",
+                     "lambda"},
+                    run_srad});
+
+}  // namespace
+}  // namespace umscope

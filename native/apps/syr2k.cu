@@ -1,0 +1,99 @@
+// SYR2K (PolyBench; Cooper et al. Table 2): C = alpha (A B^T + B A^T) +
+// beta C with A, B of n x m, computed over the whole of C. A shared-memory
+// tiled kernel: each 16 x 16 tile of C walks k in steps of 16, staging the
+// four panels it needs.
+#include "umscope/app.hpp"
+
+namespace umscope {
+namespace {
+
+constexpr int T = 16;
+constexpr float kAlpha = 1.5f, kBeta = 1.2f;
+
+__global__ void syr2k_kernel(const float* __restrict__ A, const float* __restrict__ B, float* C, size_t n, size_t m) {
+  __shared__ float ai[T][T + 1], bi[T][T + 1], aj[T][T + 1], bj[T][T + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const size_t i = size_t(blockIdx.y) * T + ty, j = size_t(blockIdx.x) * T + tx;
+  const size_t irow = size_t(blockIdx.y) * T + ty, jrow = size_t(blockIdx.x) * T + ty;  // rows this thread stages
+  float acc = 0;
+  for (size_t k0 = 0; k0 < m; k0 += T) {
+    // ai[r][q] = A[row r of the i tile][k0 + q], and so on for the other three.
+    const size_t kk = k0 + tx;
+    ai[ty][tx] = (irow < n && kk < m) ? A[irow * m + kk] : 0.f;
+    bi[ty][tx] = (irow < n && kk < m) ? B[irow * m + kk] : 0.f;
+    aj[ty][tx] = (jrow < n && kk < m) ? A[jrow * m + kk] : 0.f;
+    bj[ty][tx] = (jrow < n && kk < m) ? B[jrow * m + kk] : 0.f;
+    __syncthreads();
+    for (int q = 0; q < T; ++q) acc += ai[ty][q] * bj[tx][q] + bi[ty][q] * aj[tx][q];
+    __syncthreads();
+  }
+  if (i < n && j < n) C[i * n + j] = kAlpha * acc + kBeta * C[i * n + j];
+}
+
+void syr2k_cpu(AppRun& run, const float* A, const float* B, float* C, size_t n, size_t m) {
+  run.cpu_for(n, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i)
+      for (size_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (size_t k = 0; k < m; ++k) s += double(A[i * m + k]) * B[j * m + k] + double(B[i * m + k]) * A[j * m + k];
+        C[i * n + j] = float(kAlpha * s + kBeta * C[i * n + j]);
+      }
+  });
+}
+
+void run_syr2k(Context& ctx) {
+  AppRun run(ctx, "syr2k");
+  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
+  const int iters = static_cast<int>(ctx.args.integer("iterations", 3));
+  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
+  if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(1) << 30)) / (3 * sizeof(float))));
+  const size_t m = static_cast<size_t>(ctx.args.integer("m", static_cast<long long>(n)));
+  if (n < 1 || m < 1) throw UsageError("syr2k needs n, m >= 1");
+  if ((n + T - 1) / T > 65535) throw UsageError("syr2k: n is too large for one launch (at most 1048560)");
+  auto A = run.array<float>("A", n * m, Use::in);
+  auto B = run.array<float>("B", n * m, Use::in);
+  auto C = run.array<float>("C", n * n, Use::inout);
+  auto gen = [&](float* a, float* b, float* c) {
+    run.cpu_for(n, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) {
+        for (size_t k = 0; k < m; ++k) {
+          a[i * m + k] = float(uniform01(seed, i * m + k) - 0.5);
+          b[i * m + k] = float(uniform01(seed + 1, i * m + k) - 0.5);
+        }
+        for (size_t j = 0; j < n; ++j) c[i * n + j] = float(uniform01(seed + 2, i * n + j));
+      }
+    });
+  };
+  run.init([&] { gen(A.host, B.host, C.host); });
+  run.dump("A", A.host, n * m);
+  run.dump("B", B.host, n * m);
+  run.dump("C0", C.host, n * n);
+  run.to_gpu();
+  const dim3 grid(static_cast<unsigned>((n + T - 1) / T), static_cast<unsigned>((n + T - 1) / T));
+  for (int it = 0; it < iters; ++it)
+    run.iteration([&] {
+      if (run.gpu()) syr2k_kernel<<<grid, dim3(T, T)>>>(A.dev, B.dev, C.dev, n, m);
+      else syr2k_cpu(run, A.dev, B.dev, C.dev, n, m);
+    });
+  run.back();
+  if (run.check()) {
+    std::vector<float> a(n * m), b(n * m), c(n * n);
+    gen(a.data(), b.data(), c.data());
+    for (int it = 0; it < iters; ++it) syr2k_cpu(run, a.data(), b.data(), c.data(), n, m);
+    run.compare("C", C.host, c.data(), n * n, 1e-4);
+  }
+  run.dump("C", C.host, n * n);
+  JsonObject extra;
+  extra.set("dim", static_cast<unsigned long long>(n)).set("inner", static_cast<unsigned long long>(m));
+  extra.set("alpha", double(kAlpha)).set("beta", double(kBeta));
+  run.finish(extra, (2.0 * n * m + 2.0 * n * n) * sizeof(float), 4.0 * n * n * m + 3.0 * n * n);
+}
+
+BenchRegistrar reg({"syr2k", "gpu|cpu", "application: SYR2K, C = alpha (A B^T + B A^T) + beta C (PolyBench)",
+                    {"app"},
+                    {"mode", "processor", "threads", "check", "dump", "footprint", "n", "m", "seed", "iterations"},
+                    run_syr2k});
+
+}  // namespace
+}  // namespace umscope

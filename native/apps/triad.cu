@@ -1,0 +1,67 @@
+// STREAM triad as an application (Cooper et al., Table 2): a = b + s * c over
+// three arrays of doubles, repeated; the GPU kernel is the bandwidth suite's
+// triad kernel, so the two measure the same thing.
+#include "../bench/stream_kernels.cuh"
+#include "umscope/app.hpp"
+
+namespace umscope {
+namespace {
+
+void run_triad(Context& ctx) {
+  AppRun run(ctx, "triad");
+  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
+  const int iters = static_cast<int>(ctx.args.integer("iterations", 20));
+  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
+  if (n == 0) n = run.footprint(size_t(3) << 30) / (3 * sizeof(double));
+  n &= ~size_t(1);  // whole 16-byte pairs
+  if (n < 2) throw UsageError("triad needs at least 2 elements per array");
+  const double s = 3.0;
+  auto a = run.array<double>("a", n, Use::out);
+  auto b = run.array<double>("b", n, Use::in);
+  auto c = run.array<double>("c", n, Use::in);
+  run.init([&] {
+    run.cpu_for(n, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) {
+        b.host[i] = uniform01(seed, i);
+        c.host[i] = uniform01(seed + 1, i);
+      }
+    });
+  });
+  run.to_gpu();
+  Launch l{1, 1};
+  if (run.gpu()) l = launch_for(triad_kernel, ctx);
+  for (int it = 0; it < iters; ++it)
+    run.iteration([&] {
+      if (run.gpu()) {
+        triad_kernel<<<l.grid, l.block>>>(reinterpret_cast<const double2*>(b.dev),
+                                          reinterpret_cast<const double2*>(c.dev), reinterpret_cast<double2*>(a.dev),
+                                          n / 2, s);
+      } else {
+        run.cpu_for(n, [&](size_t lo, size_t hi) {
+          for (size_t i = lo; i < hi; ++i) a.dev[i] = b.dev[i] + s * c.dev[i];
+        });
+      }
+    });
+  run.back();
+  if (run.check()) {
+    std::vector<double> want(n);
+    for (size_t i = 0; i < n; ++i) want[i] = uniform01(seed, i) + s * uniform01(seed + 1, i);
+    run.compare("a", a.host, want.data(), n, 1e-15);
+  }
+  run.dump("a", a.host, n);
+  run.dump("b", b.host, n);
+  run.dump("c", c.host, n);
+  JsonObject extra;
+  extra.set("elements", static_cast<unsigned long long>(n)).set("scalar", s);
+  run.finish(extra, 3.0 * n * sizeof(double), 2.0 * n);
+}
+
+BenchRegistrar reg({"triad", "gpu|cpu", "application: STREAM triad a = b + s*c over doubles, repeated",
+                    {"app"},
+                    {"mode", "processor", "threads", "check", "dump", "footprint", "n", "seed", "iterations", "block",
+                     "blocks"},
+                    run_triad});
+
+}  // namespace
+}  // namespace umscope

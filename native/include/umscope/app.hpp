@@ -1,0 +1,187 @@
+// The application harness: what every application of the suite shares, so
+// that each one is one source with the memory mode as a parameter.
+//
+// An application declares its arrays with the way the GPU uses them (in,
+// out, inout); the harness allocates them as the mode says, times every phase
+// (context, allocation, CPU initialisation, transfers, each iteration of the
+// computation, results back, free), hashes the results, compares them with
+// the application's CPU reference when asked, and emits one "app" record.
+//
+//   mode              arrays                          transfer phase        back phase
+//   explicit          malloc'd host + cudaMalloc      H2D copy of in/inout  D2H copy of out/inout
+//   managed           cudaMallocManaged                -                     -
+//   managed-prefetch  cudaMallocManaged                prefetch to the GPU   prefetch to the CPU
+//   managed-advice    cudaMallocManaged                read_mostly (in), preferred:gpu (out/inout)
+//   pinned            cudaMallocHost (zero copy)       -                     -
+//   registered        mmap + cudaHostRegister          -                     -
+//   system            mmap (needs HMM or ATS)          -                     -
+//   cpu               (--processor cpu) the CPU implementation with threads
+// In every mode the back phase ends with the CPU reading all results (the
+// checksum), so the CPU pays for pulling back what the GPU wrote. Scratch
+// buffers the CPU never sees are device memory in every GPU mode.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <type_traits>
+#include <string>
+#include <vector>
+
+#include "umscope/bench.hpp"
+#include "umscope/errors.hpp"
+#include "umscope/threads.hpp"
+
+namespace umscope {
+
+enum class Use { in, out, inout };
+
+// Inputs are generated from a seed and the element's index (splitmix64), so
+// any thread count, processor or size gives the same data.
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+// Uniform in [0, 1), from the seed and an index.
+inline double uniform01(uint64_t seed, uint64_t i) { return (mix64(seed * 0x2545f4914f6cdd1dull + i) >> 11) * 0x1.0p-53; }
+
+const std::vector<std::string>& app_modes();
+
+template <class T>
+struct Array {
+  T* host = nullptr;  // what the CPU initialises and reads back
+  T* dev = nullptr;   // what the computation uses (the GPU's pointer; the CPU's with --processor cpu)
+  size_t n = 0;
+};
+
+class AppRun {
+ public:
+  // Reads --mode, --processor, --threads, --check, --dump; creates the GPU
+  // context (timed). `name` is the application's.
+  AppRun(Context& ctx, const std::string& name);
+  ~AppRun();
+  AppRun(const AppRun&) = delete;
+  AppRun& operator=(const AppRun&) = delete;
+
+  Context& ctx;
+  bool gpu() const { return gpu_; }
+  const std::string& mode() const { return mode_; }
+  ThreadTeam& team() { return *team_; }
+  int sms() const { return sms_; }
+  // The footprint the user asked for (--footprint), or dflt.
+  size_t footprint(size_t dflt) const;
+  // Whether to compare with the CPU reference: --check, else when all arrays
+  // together are at most 64 MiB.
+  bool check() const;
+
+  // `kind` overrides the mode's kind for this array (GEMM placement).
+  template <class T>
+  Array<T> array(const std::string& name, size_t n, Use use, const std::string& kind = "") {
+    Array<T> a;
+    a.n = n;
+    add(name, n * sizeof(T), use, kind, reinterpret_cast<void**>(&a.host), reinterpret_cast<void**>(&a.dev));
+    return a;
+  }
+  // Working memory only the computation touches.
+  template <class T>
+  T* scratch(size_t n) {
+    return static_cast<T*>(add_scratch(n * sizeof(T)));
+  }
+
+  // Runs fn(begin, end) over [0, n) split across the CPU threads.
+  void cpu_for(size_t n, const std::function<void(size_t, size_t)>& fn) {
+    team_->run([&](int i, int T) {
+      size_t lo, hi;
+      split_range(n, T, i, lo, hi);
+      if (lo < hi) fn(lo, hi);
+    });
+  }
+
+  // Phases, in this order.
+  void init(const std::function<void()>& fn);  // the CPU writes in/inout arrays through .host
+  void to_gpu();
+  // One timed step of the computation (CUDA events on the GPU, the steady
+  // clock on the CPU); checks for a kernel error. Returns milliseconds.
+  double iteration(const std::function<void()>& fn);
+  void back();  // results to the CPU, then the checksum over out/inout arrays
+
+  // The comparison with the CPU reference: integers exactly, floating point
+  // as max |got - want| / max |want| <= tol. Throws VerifyError; records
+  // the error.
+  template <class T>
+  void compare(const std::string& what, const T* got, const T* want, size_t n, double tol = 0);
+  // Writes an array to --dump DIR as DIR/<name>.<dtype> (raw, native order)
+  // for the tests' independent references.
+  template <class T>
+  void dump(const std::string& name, const T* p, size_t n) const;
+  bool dumping() const { return !dump_dir_.empty(); }
+
+  // Frees (timed) and emits the record: phases, per-iteration times, the
+  // checksum, and the rate from the work of one iteration (bytes it must move
+  // at least, floating-point operations), either may be 0.
+  void finish(JsonObject& extra, double bytes_per_iteration, double flops_per_iteration);
+  JsonObject& info() { return info_; }  // application fields (dimensions, inputs) for the record
+
+  // A grid of `per_sm` x SMs blocks (grid-stride kernels), at least 1.
+  unsigned grid(int per_sm = 8) const { return static_cast<unsigned>(sms_ * per_sm); }
+
+ private:
+  struct Slot;
+  void add(const std::string& name, size_t bytes, Use use, const std::string& kind, void** host, void** dev);
+  void* add_scratch(size_t bytes);
+  void compared(const std::string& what, double err, double tol);
+  std::string kind_of(Use use) const;
+
+  bool gpu_ = true;
+  std::string name_, mode_, dump_dir_;
+  int sms_ = 1;
+  std::unique_ptr<ThreadTeam> team_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  size_t managed_total_ = 0, device_total_ = 0, data_bytes_ = 0;
+  double context_ms_ = 0, alloc_ms_ = 0, init_ms_ = 0, transfer_ms_ = 0, back_ms_ = 0, free_ms_ = 0;
+  std::vector<double> iter_ms_;
+  std::string checksum_;
+  double max_error_ = -1;
+  JsonObject info_;
+  void *e0_ = nullptr, *e1_ = nullptr;
+};
+
+template <class T>
+void AppRun::compare(const std::string& what, const T* got, const T* want, size_t n, double tol) {
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
+    if (std::is_integral<T>::value && got[i] != want[i])
+      throw VerifyError(what + "[" + std::to_string(i) + "] = " + std::to_string(g) + ", the CPU reference has " +
+                        std::to_string(w));
+    const double d = std::isnan(g) ? INFINITY : std::fabs(g - w);
+    worst = std::max(worst, d);
+    scale = std::max(scale, std::fabs(w));
+  }
+  compared(what, scale > 0 ? worst / scale : worst, tol);
+}
+
+template <class T>
+const char* dtype_name() {
+  if (std::is_same<T, float>::value) return "float32";
+  if (std::is_same<T, double>::value) return "float64";
+  if (std::is_same<T, int32_t>::value) return "int32";
+  if (std::is_same<T, int64_t>::value) return "int64";
+  if (std::is_same<T, uint8_t>::value) return "uint8";
+  return "bytes";
+}
+
+template <class T>
+void AppRun::dump(const std::string& name, const T* p, size_t n) const {
+  if (dump_dir_.empty()) return;
+  const std::string path = dump_dir_ + "/" + name + "." + dtype_name<T>();
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw UsageError("cannot write '" + path + "'");
+  f.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n * sizeof(T)));
+}
+
+}  // namespace umscope

@@ -1,0 +1,307 @@
+"""The application suite. CPU implementations against independent NumPy
+references computed from the inputs the application dumps, and against known
+answers; the CLI; on a GPU, every application in every mode against its CPU
+reference, and all modes agreeing bit for bit."""
+import json
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_cli, umbench
+from umscope import apps
+
+
+def _run(tmp_path, app, *args, processor="cpu"):
+    d = tmp_path / app
+    d.mkdir(exist_ok=True)
+    res = umbench("run", app, "--processor", processor, "--dump", str(d), *args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = [json.loads(l) for l in res.stdout.splitlines()]
+    assert lines[-1]["status"] == "ok", lines[-1]
+    (rec,) = [r for r in lines if r["type"] == "record"]
+    arrays = {}
+    for f in Path(d).iterdir():
+        name, dtype = f.name.rsplit(".", 1)
+        arrays[name] = np.fromfile(f, dtype=dtype)
+    return rec, arrays
+
+
+def test_triad_is_b_plus_three_c(tmp_path):
+    rec, a = _run(tmp_path, "triad", "--n", "1001", "--iterations", "2")
+    assert rec["elements"] == 1000  # whole 16-byte pairs
+    assert np.array_equal(a["a"], a["b"] + 3.0 * a["c"])
+    assert rec["iterations"] == 2 and rec["traffic_bytes"] == 3 * 8 * 1000
+    assert 0 <= a["b"].min() and a["b"].max() < 1 and not np.array_equal(a["b"], a["c"])
+
+
+def test_conv2d_matches_numpy(tmp_path):
+    rec, a = _run(tmp_path, "conv2d", "--rows", "37", "--cols", "53", "--iterations", "1")
+    A = a["A"].reshape(37, 53).astype(np.float64)
+    c = np.array([[0.2, 0.5, -0.8], [-0.3, 0.6, -0.9], [0.4, 0.7, 0.10]])  # c[di+1][dj+1]
+    want = np.zeros_like(A)
+    for di in (-1, 0, 1):
+        for dj in (-1, 0, 1):
+            want[1:-1, 1:-1] += c[di + 1, dj + 1] * A[1 + di:36 + di, 1 + dj:52 + dj]
+    assert np.allclose(a["B"].reshape(37, 53), want, rtol=0, atol=1e-5)
+    assert np.all(a["B"].reshape(37, 53)[0] == 0)
+
+
+def test_jacobi2d_matches_numpy_and_reverse_changes_nothing(tmp_path):
+    rows, cols, steps = 29, 41, 4
+    rec, a = _run(tmp_path, "jacobi2d", "--rows", str(rows), "--cols", str(cols), "--iterations", str(steps))
+    i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    A = ((i * (j + 2) + 2) / cols).astype(np.float64)
+    B = ((i * (j + 3) + 3) / cols).astype(np.float64)
+
+    def sweep(s, d):
+        d[1:-1, 1:-1] = 0.2 * (s[1:-1, 1:-1] + s[1:-1, :-2] + s[1:-1, 2:] + s[2:, 1:-1] + s[:-2, 1:-1])
+
+    for _ in range(steps):
+        sweep(A, B)
+        sweep(B, A)
+    assert np.allclose(a["A"].reshape(rows, cols), A, rtol=1e-5)
+    assert np.allclose(a["B"].reshape(rows, cols), B, rtol=1e-5)
+    rec2, _ = _run(tmp_path, "jacobi2d", "--rows", str(rows), "--cols", str(cols), "--iterations", str(steps),
+                   "--reverse")
+    assert rec2["reverse"] is True and rec2["checksum"] == rec["checksum"]
+
+
+def test_hotspot_matches_numpy(tmp_path):
+    rows, cols, launches, pyr = 23, 31, 3, 2
+    rec, a = _run(tmp_path, "hotspot", "--rows", str(rows), "--cols", str(cols), "--iterations", str(launches),
+                  "--pyramid", str(pyr))
+    p = a["power"].reshape(rows, cols).astype(np.float64)
+    t = a["temp0"].reshape(rows, cols).astype(np.float64)
+    for _ in range(launches * pyr):
+        pad = np.pad(t, 1, mode="edge")  # a missing neighbour is the cell itself
+        n, s, w, e = pad[:-2, 1:-1], pad[2:, 1:-1], pad[1:-1, :-2], pad[1:-1, 2:]
+        t = t + rec["step_div_cap"] * (p + (s + n - 2 * t) * rec["ry1"] + (e + w - 2 * t) * rec["rx1"]
+                                       + (rec["ambient"] - t) * rec["rz1"])
+    assert rec["steps"] == launches * pyr
+    assert np.allclose(a["result"].reshape(rows, cols), t, rtol=1e-5)
+    assert not np.allclose(t, a["temp0"].reshape(rows, cols))  # it did move
+
+
+def test_srad_matches_numpy(tmp_path):
+    rows, cols, iters, lam = 19, 27, 3, 0.5
+    rec, a = _run(tmp_path, "srad", "--rows", str(rows), "--cols", str(cols), "--iterations", str(iters))
+    J = a["J0"].reshape(rows, cols).astype(np.float64)
+    assert np.all((J >= 1) & (J < np.e))
+    for _ in range(iters):
+        q0 = J.var() / J.mean() ** 2
+        pad = np.pad(J, 1, mode="edge")
+        dn, ds, dw, de = pad[:-2, 1:-1] - J, pad[2:, 1:-1] - J, pad[1:-1, :-2] - J, pad[1:-1, 2:] - J
+        g2 = (dn ** 2 + ds ** 2 + dw ** 2 + de ** 2) / J ** 2
+        L = (dn + ds + dw + de) / J
+        q = (0.5 * g2 - L * L / 16) / (1 + 0.25 * L) ** 2
+        c = np.clip(1 / (1 + (q - q0) / (q0 * (1 + q0))), 0, 1)
+        cp = np.pad(c, 1, mode="edge")
+        J = J + 0.25 * lam * (c * dn + cp[2:, 1:-1] * ds + c * dw + cp[1:-1, 2:] * de)
+    assert np.allclose(a["J"].reshape(rows, cols), J, rtol=1e-4)
+
+
+def test_himeno_matches_numpy(tmp_path):
+    I, J, K, iters = 9, 7, 11, 3
+    rec, a = _run(tmp_path, "himeno", "--dims", f"{I},{J},{K}", "--iterations", str(iters))
+    i = np.arange(I).reshape(I, 1, 1)
+    p = np.broadcast_to((i * i) / (I - 1) ** 2, (I, J, K)).astype(np.float64).copy()
+    a0 = a1 = a2 = c0 = c1 = c2 = bnd = 1.0
+    a3, omega = 1 / 6, 0.8
+    for _ in range(iters):
+        C = p[1:-1, 1:-1, 1:-1]
+        s0 = (a0 * p[2:, 1:-1, 1:-1] + a1 * p[1:-1, 2:, 1:-1] + a2 * p[1:-1, 1:-1, 2:]
+              + c0 * p[:-2, 1:-1, 1:-1] + c1 * p[1:-1, :-2, 1:-1] + c2 * p[1:-1, 1:-1, :-2])  # b = 0, wrk1 = 0
+        ss = (s0 * a3 - C) * bnd
+        gosa = float((ss * ss).sum())
+        p[1:-1, 1:-1, 1:-1] = C + omega * ss
+    assert np.allclose(a["p"].reshape(I, J, K), p, rtol=1e-5)
+    assert rec["gosa"] == pytest.approx(gosa, rel=1e-4)
+    assert rec["dims"] == f"{I}x{J}x{K}"
+
+
+def test_pathfinder_matches_numpy(tmp_path):
+    rows, cols = 57, 301
+    rec, a = _run(tmp_path, "pathfinder", "--rows", str(rows), "--cols", str(cols), "--iterations", "4")
+    w = a["wall"].reshape(rows, cols).astype(np.int64)
+    assert w.min() == 0 and w.max() == 9
+    cost = w[0].copy()
+    for r in range(1, rows):
+        left = np.concatenate([[cost[0]], cost[:-1]])
+        right = np.concatenate([cost[1:], [cost[-1]]])
+        cost = w[r] + np.minimum(np.minimum(left, cost), right)
+    assert np.array_equal(a["result"], cost)
+    assert rec["min_cost"] == cost.min() and rec["iterations"] == 4
+
+
+def test_mvt_and_gesummv_match_numpy(tmp_path):
+    n, iters = 173, 3
+    rec, a = _run(tmp_path, "mvt", "--n", str(n), "--iterations", str(iters))
+    A = a["A"].reshape(n, n).astype(np.float64)
+    x1, x2 = a["x1_0"].astype(np.float64), a["x2_0"].astype(np.float64)
+    for _ in range(iters):
+        x1 = x1 + A @ a["y1"]
+        x2 = x2 + A.T @ a["y2"]
+    assert np.allclose(a["x1"], x1, rtol=1e-5, atol=1e-4) and np.allclose(a["x2"], x2, rtol=1e-5, atol=1e-4)
+    rec, g = _run(tmp_path, "gesummv", "--n", str(n), "--iterations", "1")
+    y = 1.5 * g["A"].reshape(n, n).astype(np.float64) @ g["x"] + 1.2 * g["B"].reshape(n, n).astype(np.float64) @ g["x"]
+    assert np.allclose(g["y"], y, rtol=1e-5, atol=1e-4)
+
+
+def test_syr2k_matches_numpy(tmp_path):
+    n, m, iters = 45, 29, 2
+    rec, a = _run(tmp_path, "syr2k", "--n", str(n), "--m", str(m), "--iterations", str(iters))
+    A, B = a["A"].reshape(n, m).astype(np.float64), a["B"].reshape(n, m).astype(np.float64)
+    C = a["C0"].reshape(n, n).astype(np.float64)
+    for _ in range(iters):
+        C = 1.5 * (A @ B.T + B @ A.T) + 1.2 * C
+    assert np.allclose(a["C"].reshape(n, n), C, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("precision,dtype,panel", [("fp64", np.float64, "16K"), ("fp32", np.float32, "10K")])
+def test_gemm_matches_numpy_and_panels_change_nothing(tmp_path, precision, dtype, panel):
+    m, n, k = 37, 29, 51
+    args = ["--m", str(m), "--n", str(n), "--k", str(k), "--precision", precision, "--iterations", "1"]
+    rec, a = _run(tmp_path, "gemm", *args)
+    want = a["A"].reshape(m, k).astype(np.float64) @ a["B"].reshape(k, n).astype(np.float64)
+    assert a["C"].dtype == dtype
+    assert np.allclose(a["C"].reshape(m, n), want, rtol=1e-6, atol=1e-6)
+    assert rec["flops"] == 2 * m * n * k and rec["precision"] == precision
+    rec2, _ = _run(tmp_path, "gemm", *args, "--variant", "panels", "--panel-memory", panel)
+    assert 1 <= rec2["panel_rows"] < m and rec2["checksum"] == rec["checksum"]
+
+
+def test_needle_matches_a_python_dp_with_blosum62(tmp_path):
+    n, gap = 48, 10
+    rec, a = _run(tmp_path, "needle", "--n", "50", "--penalty", str(gap))  # rounded down to 48
+    assert rec["length"] == n
+    w = n + 1
+    ref = a["reference"].reshape(w, w)
+    sa, sb = a["seq_a"], a["seq_b"]
+    # The reference is a function of the residue pair, and BLOSUM62 is symmetric with known diagonal entries.
+    table = {}
+    for i in range(n):
+        for j in range(n):
+            table.setdefault((sa[i], sb[j]), set()).add(int(ref[i + 1, j + 1]))
+    assert all(len(v) == 1 for v in table.values())
+    for (x, y), v in table.items():
+        if (y, x) in table:
+            assert table[(y, x)] == v
+    known = {0: 4, 4: 9, 8: 8, 14: 7, 17: 11, 18: 7}  # A, C, H, P, W, Y with themselves
+    for r, v in known.items():
+        if (r, r) in table:
+            assert table[(r, r)] == {v}
+    S = np.zeros((w, w), np.int64)
+    S[0, :] = -gap * np.arange(w)
+    S[:, 0] = -gap * np.arange(w)
+    for i in range(1, w):
+        for j in range(1, w):
+            S[i, j] = max(S[i - 1, j - 1] + ref[i, j], S[i, j - 1] - gap, S[i - 1, j] - gap)
+    assert np.array_equal(a["score"].reshape(w, w), S)
+    assert rec["alignment_score"] == S[n, n]
+
+
+def test_bfs_matches_a_python_bfs(tmp_path):
+    nodes = 3000
+    rec, a = _run(tmp_path, "bfs", "--nodes", str(nodes), "--degree", "3")
+    off, edges = a["offsets"], a["edges"]
+    assert off[0] == 0 and len(edges) == off[-1] == rec["edges"]
+    assert np.all(np.diff(off) >= 1) and np.all(np.diff(off) <= 5)
+    dist = np.full(nodes, -1)
+    dist[0] = 0
+    q = deque([0])
+    while q:
+        v = q.popleft()
+        for u in edges[off[v]:off[v + 1]]:
+            if dist[u] < 0:
+                dist[u] = dist[v] + 1
+                q.append(u)
+    assert np.array_equal(a["cost"], dist)
+    assert rec["reached"] == int((dist >= 0).sum()) and rec["depth"] == dist.max()
+    assert rec["levels"] == dist.max() + 1
+
+
+def test_same_seed_same_data_other_seed_other_data(tmp_path):
+    r1, _ = _run(tmp_path, "gesummv", "--n", "64", "--iterations", "1")
+    r2, _ = _run(tmp_path, "gesummv", "--n", "64", "--iterations", "1", "--threads", "1")
+    r3, _ = _run(tmp_path, "gesummv", "--n", "64", "--iterations", "1", "--seed", "2")
+    assert r1["checksum"] == r2["checksum"] != r3["checksum"]
+
+
+def test_phases_and_convention_fields(tmp_path):
+    rec, _ = _run(tmp_path, "conv2d", "--rows", "64", "--cols", "64", "--iterations", "3")
+    for k in ("alloc_ms", "init_ms", "transfer_ms", "compute_ms", "back_ms", "free_ms", "total_ms"):
+        assert rec[k] >= 0, k
+    assert rec["compute_ms"] == pytest.approx(sum(rec["samples"]), rel=1e-6)
+    assert rec["total_excl_init_ms"] == pytest.approx(rec["total_ms"] - rec["init_ms"], rel=1e-9)
+    assert rec["mode"] == "cpu" and rec["verified"] is True
+
+
+def test_bad_input_is_a_usage_error():
+    for args in (["triad", "--n", "1"], ["jacobi2d", "--rows", "2"], ["hotspot", "--pyramid", "9"],
+                 ["gemm", "--precision", "fp8"], ["himeno", "--size", "XXL"], ["bfs", "--degree", "0"]):
+        res = umbench("run", *args, "--processor", "cpu")
+        assert res.returncode == 2, (args, res.stdout, res.stderr)
+
+
+def test_cli_app_list_and_run(store_path):
+    res = run_cli("app", "list")
+    assert res.returncode == 0
+    for name in apps.APPS:
+        assert name in res.stdout
+    assert "managed-advice" in res.stdout
+    res = run_cli("app", "run", "pathfinder", "--processor", "cpu", "--rows", "40", "--cols", "500", "--json",
+                  "--store", store_path)
+    assert res.returncode == 0, res.stderr
+    res = run_cli("app", "run", "needle", "--rows", "5", "--store", store_path)
+    assert res.returncode == 2 and "does not take --rows" in res.stderr
+    res = run_cli("app", "run", "sgemm", "--mode", "all", "--n", "64", "--dry-run", "--store", store_path)
+    assert res.returncode == 0 and res.stdout.count("precision=fp32") == len(apps.MODES)
+
+
+def test_default_suite_has_every_app_in_every_mode():
+    cases = apps.default_cases()
+    for name in apps.APPS:
+        bench = apps.bench_of(name)
+        modes = {c.params.get("mode") for c in cases if c.benchmark == bench}
+        assert modes == set(apps.MODES), name
+
+
+# --- on the GPU ---------------------------------------------------------------------------------------------
+
+SMALL = {"bfs": ["--nodes", "200000"], "needle": ["--n", "1024"], "pathfinder": ["--rows", "300", "--cols", "20000"],
+         "hotspot": ["--rows", "500", "--cols", "700"], "srad": ["--rows", "400", "--cols", "300"],
+         "triad": ["--n", "1000000"], "conv2d": ["--rows", "900", "--cols", "1100"],
+         "jacobi2d": ["--rows", "700", "--cols", "900", "--reverse"], "mvt": ["--n", "1500"],
+         "gesummv": ["--n", "1500"], "syr2k": ["--n", "300", "--m", "200"], "gemm": ["--n", "512"],
+         "himeno": ["--size", "S"]}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("app", sorted(SMALL))
+def test_every_mode_matches_the_cpu_reference_and_the_modes_agree(app):
+    sums = {}
+    for mode in apps.MODES:
+        res = umbench("run", app, "--mode", mode, "--check", "1", *SMALL[app], timeout=600)
+        lines = [json.loads(l) for l in res.stdout.splitlines()]
+        status = lines[-1]
+        if mode == "system" and status["status"] == "skipped":
+            assert "HMM" in status["reason"] or "ATS" in status["reason"]
+            continue
+        assert status["status"] == "ok", (mode, status, res.stderr)
+        (rec,) = [r for r in lines if r["type"] == "record"]
+        assert rec["checked"] is True and rec["mode"] == mode
+        sums[mode] = rec["checksum"]
+    assert len(set(sums.values())) == 1, sums  # the same kernels on the same data: the same bits
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp64", "tf32", "fp16"])
+def test_gemm_precisions_and_placement(precision):
+    res = umbench("run", "gemm", "--precision", precision, "--n", "512", "--check", "1", "--place-a", "pinned",
+                  "--place-b", "managed", timeout=600)
+    status = json.loads(res.stdout.splitlines()[-1])
+    assert status["status"] == "ok", (status, res.stderr)
+    rec = json.loads(res.stdout.splitlines()[0])
+    assert rec["place_a"] == "pinned" and rec["place_b"] == "managed" and rec["place_c"] == "mode"
