@@ -239,7 +239,7 @@ def test_phases_and_convention_fields(tmp_path):
 
 
 def test_bad_input_is_a_usage_error():
-    for args in (["triad", "--n", "1"], ["jacobi2d", "--rows", "2"], ["hotspot", "--pyramid", "9"],
+    for args in (["triad", "--n", "1"], ["jacobi2d", "--rows", "2"], ["hotspot", "--pyramid", "16"],
                  ["gemm", "--precision", "fp8"], ["himeno", "--size", "XXL"], ["bfs", "--degree", "0"]):
         res = umbench("run", *args, "--processor", "cpu")
         assert res.returncode == 2, (args, res.stdout, res.stderr)

@@ -29,11 +29,11 @@ struct Prec {
 };
 
 template <class T>
-float to_f(T v) {
-  return static_cast<float>(v);
+double to_d(T v) {
+  return static_cast<double>(v);
 }
 template <>
-float to_f<__half>(__half v) {
+double to_d<__half>(__half v) {
   return __half2float(v);
 }
 template <class T>
@@ -108,8 +108,8 @@ void gemm_cpu(AppRun& run, const T* A, const T* B, T* C, size_t m, size_t n, siz
     for (size_t i = lo; i < hi; ++i) {
       std::fill(row.begin(), row.end(), 0.0);
       for (size_t p = 0; p < k; ++p) {
-        const double a = to_f(A[i * k + p]);
-        for (size_t j = 0; j < n; ++j) row[j] += a * to_f(B[p * n + j]);
+        const double a = to_d(A[i * k + p]);
+        for (size_t j = 0; j < n; ++j) row[j] += a * to_d(B[p * n + j]);
       }
       for (size_t j = 0; j < n; ++j) C[i * n + j] = from_d<T>(row[j]);
     }

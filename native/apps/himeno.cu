@@ -170,7 +170,8 @@ void run_himeno(Context& ctx) {
     double want = 0;
     for (int it = 0; it < iters; ++it) want = iterate_cpu(run, rp.data(), rw.data(), coef(rptr), g, omega);
     run.compare("p", p.host, rp.data(), n, 1e-5);
-    run.compare("gosa", &last_gosa, &want, 1, 1e-4);
+    // gosa sums squares of near-cancelling residuals: one rounding of p moves it more than p itself.
+    run.compare("gosa", &last_gosa, &want, 1, 1e-3);
   }
   run.dump("p", p.host, n);
   JsonObject extra;

@@ -10,7 +10,7 @@
 namespace umscope {
 namespace {
 
-constexpr int BS = 16;  // tile side (threads per block side)
+constexpr int BS = 32;  // tile side (threads per block side): 1024 threads, a 28 x 28 core at --pyramid 2
 
 // The model's constants (Rodinia's chip: 16 mm x 16 mm, 0.5 mm thick silicon).
 struct Model {

@@ -79,15 +79,21 @@ __global__ void q0_kernel(const double* part, int blocks, size_t n, float* q0sqr
   *q0sqr = float(var / (mean * mean));
 }
 
+// One thread per column walks down a band of rows, so the rows above and
+// below it were just read by the same thread (in L1): memory sees each array
+// about once per pass.
+constexpr int BAND = 32;
 __global__ void coeff_kernel(const float* J, size_t rows, size_t cols, const float* q0sqr, Derivs d) {
   const float q = *q0sqr;
-  for (size_t i = blockIdx.x; i < rows; i += gridDim.x)
-    for (size_t j = threadIdx.x; j < cols; j += blockDim.x) coeff(J, rows, cols, i, j, q, d);
+  const size_t j = blockIdx.x * size_t(blockDim.x) + threadIdx.x, i0 = blockIdx.y * size_t(BAND);
+  if (j >= cols) return;
+  for (size_t i = i0; i < min(i0 + BAND, rows); ++i) coeff(J, rows, cols, i, j, q, d);
 }
 
 __global__ void update_kernel(float* J, size_t rows, size_t cols, float lambda, Derivs d) {
-  for (size_t i = blockIdx.x; i < rows; i += gridDim.x)
-    for (size_t j = threadIdx.x; j < cols; j += blockDim.x) J[i * cols + j] = update(J, rows, cols, i, j, lambda, d);
+  const size_t j = blockIdx.x * size_t(blockDim.x) + threadIdx.x, i0 = blockIdx.y * size_t(BAND);
+  if (j >= cols) return;
+  for (size_t i = i0; i < min(i0 + BAND, rows); ++i) J[i * cols + j] = update(J, rows, cols, i, j, lambda, d);
 }
 
 // The CPU: the same steps, the statistics summed in double in index order.
@@ -138,13 +144,15 @@ void run_srad(Context& ctx) {
   run.init([&] { gen(J.host); });
   run.dump("J0", J.host, n);
   run.to_gpu();
+  const dim3 bands(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>((rows + BAND - 1) / BAND));
+  if (run.gpu() && bands.y > 65535) throw UsageError("srad: at most " + std::to_string(65535L * BAND) + " rows");
   for (int it = 0; it < iters; ++it)
     run.iteration([&] {
       if (run.gpu()) {
         stats_kernel<<<sgrid, 256>>>(J.dev, n, part);
         q0_kernel<<<1, 1>>>(part, static_cast<int>(sgrid), n, q0);
-        coeff_kernel<<<run.grid(8), 256>>>(J.dev, rows, cols, q0, d);
-        update_kernel<<<run.grid(8), 256>>>(J.dev, rows, cols, lambda, d);
+        coeff_kernel<<<bands, 256>>>(J.dev, rows, cols, q0, d);
+        update_kernel<<<bands, 256>>>(J.dev, rows, cols, lambda, d);
       } else {
         iterate_cpu(run, J.dev, rows, cols, lambda, d);
       }

@@ -1,33 +1,52 @@
 // SYR2K (PolyBench; Cooper et al. Table 2): C = alpha (A B^T + B A^T) +
 // beta C with A, B of n x m, computed over the whole of C. A shared-memory
-// tiled kernel: each 16 x 16 tile of C walks k in steps of 16, staging the
-// four panels it needs.
+// tiled kernel with 4 x 4 elements of C per thread.
 #include "umscope/app.hpp"
 
 namespace umscope {
 namespace {
 
-constexpr int T = 16;
+constexpr int T = 16;   // threads per block side
+constexpr int R = 4;    // each thread computes R x R elements of C, strided by T
+constexpr int TILE = T * R;
 constexpr float kAlpha = 1.5f, kBeta = 1.2f;
 
+// A 64 x 64 tile of C per block of 16 x 16 threads; k in steps of 16, the
+// four 64 x 16 panels it needs staged in shared memory.
 __global__ void syr2k_kernel(const float* __restrict__ A, const float* __restrict__ B, float* C, size_t n, size_t m) {
-  __shared__ float ai[T][T + 1], bi[T][T + 1], aj[T][T + 1], bj[T][T + 1];
+  __shared__ float ai[TILE][T + 1], bi[TILE][T + 1], aj[TILE][T + 1], bj[TILE][T + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const size_t i = size_t(blockIdx.y) * T + ty, j = size_t(blockIdx.x) * T + tx;
-  const size_t irow = size_t(blockIdx.y) * T + ty, jrow = size_t(blockIdx.x) * T + ty;  // rows this thread stages
-  float acc = 0;
+  const size_t ib = size_t(blockIdx.y) * TILE, jb = size_t(blockIdx.x) * TILE;
+  float acc[R][R] = {};
   for (size_t k0 = 0; k0 < m; k0 += T) {
-    // ai[r][q] = A[row r of the i tile][k0 + q], and so on for the other three.
     const size_t kk = k0 + tx;
-    ai[ty][tx] = (irow < n && kk < m) ? A[irow * m + kk] : 0.f;
-    bi[ty][tx] = (irow < n && kk < m) ? B[irow * m + kk] : 0.f;
-    aj[ty][tx] = (jrow < n && kk < m) ? A[jrow * m + kk] : 0.f;
-    bj[ty][tx] = (jrow < n && kk < m) ? B[jrow * m + kk] : 0.f;
+    for (int r = 0; r < R; ++r) {  // panel row ty + T r, column tx
+      const size_t ir = ib + ty + T * r, jr = jb + ty + T * r;
+      ai[ty + T * r][tx] = (ir < n && kk < m) ? A[ir * m + kk] : 0.f;
+      bi[ty + T * r][tx] = (ir < n && kk < m) ? B[ir * m + kk] : 0.f;
+      aj[ty + T * r][tx] = (jr < n && kk < m) ? A[jr * m + kk] : 0.f;
+      bj[ty + T * r][tx] = (jr < n && kk < m) ? B[jr * m + kk] : 0.f;
+    }
     __syncthreads();
-    for (int q = 0; q < T; ++q) acc += ai[ty][q] * bj[tx][q] + bi[ty][q] * aj[tx][q];
+#pragma unroll
+    for (int q = 0; q < T; ++q) {
+      float a[R], b[R], c[R], d[R];
+      for (int r = 0; r < R; ++r) {
+        a[r] = ai[ty + T * r][q];
+        b[r] = bi[ty + T * r][q];
+        c[r] = bj[tx + T * r][q];
+        d[r] = aj[tx + T * r][q];
+      }
+      for (int r = 0; r < R; ++r)
+        for (int s = 0; s < R; ++s) acc[r][s] += a[r] * c[s] + b[r] * d[s];
+    }
     __syncthreads();
   }
-  if (i < n && j < n) C[i * n + j] = kAlpha * acc + kBeta * C[i * n + j];
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < R; ++s) {
+      const size_t i = ib + ty + T * r, j = jb + tx + T * s;
+      if (i < n && j < n) C[i * n + j] = kAlpha * acc[r][s] + kBeta * C[i * n + j];
+    }
 }
 
 void syr2k_cpu(AppRun& run, const float* A, const float* B, float* C, size_t n, size_t m) {
@@ -50,7 +69,7 @@ void run_syr2k(Context& ctx) {
   if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(1) << 30)) / (3 * sizeof(float))));
   const size_t m = static_cast<size_t>(ctx.args.integer("m", static_cast<long long>(n)));
   if (n < 1 || m < 1) throw UsageError("syr2k needs n, m >= 1");
-  if ((n + T - 1) / T > 65535) throw UsageError("syr2k: n is too large for one launch (at most 1048560)");
+  if ((n + TILE - 1) / TILE > 65535) throw UsageError("syr2k: n is too large for one launch");
   auto A = run.array<float>("A", n * m, Use::in);
   auto B = run.array<float>("B", n * m, Use::in);
   auto C = run.array<float>("C", n * n, Use::inout);
@@ -70,7 +89,7 @@ void run_syr2k(Context& ctx) {
   run.dump("B", B.host, n * m);
   run.dump("C0", C.host, n * n);
   run.to_gpu();
-  const dim3 grid(static_cast<unsigned>((n + T - 1) / T), static_cast<unsigned>((n + T - 1) / T));
+  const dim3 grid(static_cast<unsigned>((n + TILE - 1) / TILE), static_cast<unsigned>((n + TILE - 1) / TILE));
   for (int it = 0; it < iters; ++it)
     run.iteration([&] {
       if (run.gpu()) syr2k_kernel<<<grid, dim3(T, T)>>>(A.dev, B.dev, C.dev, n, m);
