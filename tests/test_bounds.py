@@ -84,3 +84,23 @@ def test_contention_bounds_follow_each_side():
     assert _b(H200, benchmark="contention", op="read", processor="cpu", kind="system")[0] is None
     gh = _b(GH200, benchmark="contention", op="sum", processor="gpu0+cpu", kind="pinned")
     assert gh[1] == "host_memory" and gh[0] > 0
+
+
+def test_peer_gpu_bounds():
+    # device -> peer: one traversal of the peer link (450 GB/s per direction in the H200 file).
+    assert _b(H200, benchmark="copy", op="ce-copy", kind="device", dst_kind="peer:1") == (450.0, "peer_out")
+    both = _b(H200, benchmark="copy", op="ce-copy", kind="peer:1", dst_kind="device", route="both")
+    assert both[0] == 900.0 and both[1] in ("peer_in", "peer_out")
+    # host -> peer crosses the other GPU's host link; SM reads of peer memory, the peer link.
+    assert _b(H200, benchmark="copy", op="ce-copy", kind="pinned", dst_kind="peer:1") == (63.02, "h2d")
+    assert _b(H200, benchmark="gpu-stream", op="read", kind="peer:1") == (450.0, "peer_in")
+
+
+def test_peer_kinds_in_the_plans():
+    from umscope import plans
+    fp = {"gpus": [{"device": 0}, {"device": 1}], "numa": []}
+    assert plans.peer_kinds(fp) == ["peer:1"]
+    ids = [c.case_id for c in plans.copy_cases(fp)]
+    assert "copy device bytes=" in " ".join(ids) and any("dst=peer:1" in i for i in ids)
+    assert sum("peer:1" in i and "bidir" in i for i in ids) == 1  # one both-ways case for the pair
+    assert plans.peer_kinds({"gpus": [{"device": 0}]}) == []

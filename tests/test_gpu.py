@@ -324,3 +324,20 @@ def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
         assert um["faults_per_migration"] > 0 and "user" not in um["by_cause"]["htod"]
     else:  # cudaMemPrefetchAsync is a user-caused migration, before any kernel faults
         assert um["by_cause"]["htod"].get("user", 0) >= state and um["totals"]["gpu_fault"] == 0
+
+
+def test_peer_gpu_memory_copied_and_read_or_skipped_with_one_gpu():
+    gpus = native.native_info()["gpus"]
+    recs, status = _out(umbench("run", "copy", "--kind", "device", "--dst", "peer:0", "--bytes", "1M"))
+    assert status["status"] == "skipped" and "another GPU" in status["reason"]
+    if len(gpus) < 2:
+        recs, status = _out(umbench("run", "copy", "--kind", "device", "--dst", "peer:1", "--bytes", "1M"))
+        assert status["status"] == "skipped" and "no GPU 1" in status["reason"]
+        pytest.skip("one GPU: peer copies need two")
+    for engine in ("ce", "sm"):
+        for direction in ("uni", "bidir"):
+            recs = _one("copy", "--kind", "device", "--dst", "peer:1", "--bytes", "64M,1G", "--engine", engine,
+                        "--direction", direction)
+            assert all(r["verified"] and r["median"] > 0 for r in recs)
+    read = _one("gpu-stream", "--kind", "peer:1", "--bytes", "1G", "--ops", "read,write")
+    assert [r["op"] for r in read] == ["read", "write"] and all(r["verified"] for r in read)

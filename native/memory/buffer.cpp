@@ -87,6 +87,26 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
     UM_CUDA(cudaSetDevice(opt.device));
     UM_CUDA(cudaMalloc(&base_, bytes));
     gpu_ = base_;
+  } else if (n == "peer") {
+    need_gpu(opt.device, n);
+    int count = 0;
+    UM_CUDA(cudaGetDeviceCount(&count));
+    if (kind.arg == opt.device) throw Skip("peer:N names another GPU than the one under test (GPU " +
+                                           std::to_string(opt.device) + ")");
+    if (kind.arg >= count) throw Skip("no GPU " + std::to_string(kind.arg) + ": this machine has " +
+                                      std::to_string(count));
+    int can = 0;
+    UM_CUDA(cudaDeviceCanAccessPeer(&can, opt.device, kind.arg));
+    if (!can) throw Skip("GPU " + std::to_string(opt.device) + " has no peer access to GPU " + std::to_string(kind.arg));
+    UM_CUDA(cudaSetDevice(opt.device));
+    cudaError_t e = cudaDeviceEnablePeerAccess(kind.arg, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+    else UM_CUDA(e);
+    UM_CUDA(cudaSetDevice(kind.arg));
+    e = cudaMalloc(&base_, bytes);
+    cudaSetDevice(opt.device);
+    UM_CUDA(e);
+    gpu_ = base_;
   } else if (n == "managed") {
     const GpuCaps& c = need_gpu(opt.device, n);
     if (!c.managed_memory) throw Skip("the GPU does not support managed memory");
@@ -122,7 +142,7 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
 Buffer::~Buffer() {
 #ifdef UMSCOPE_HAVE_CUDA
   if (registered_) cudaHostUnregister(cpu_);
-  if (kind_.name == "device" || kind_.name == "managed") {
+  if (kind_.name == "device" || kind_.name == "managed" || kind_.name == "peer") {
     if (base_) cudaFree(base_);
     return;
   }
@@ -142,7 +162,8 @@ void* Buffer::reach(bool gpu) const {
 
 std::string Buffer::cpu_unreachable() const {
   if (cpu_) return "";
-  if (kind_.name == "device") return "cudaMalloc memory is not mapped into the CPU's address space";
+  if (kind_.name == "device" || kind_.name == "peer")
+    return "cudaMalloc memory is not mapped into the CPU's address space";
   return "the CPU cannot reach this memory";
 }
 
@@ -157,7 +178,7 @@ std::string Buffer::gpu_unreachable() const {
 }
 
 void Buffer::place(const Initializer& init) {
-  std::string who = kind_.name == "device" ? "gpu" : kind_.get("first_touch", "cpu");
+  std::string who = kind_.name == "device" || kind_.name == "peer" ? "gpu" : kind_.get("first_touch", "cpu");
   if (who == "cpu") {
     if (!cpu_) throw Skip("first_touch=cpu: " + cpu_unreachable());
     if (init.cpu) init.cpu(cpu_, bytes_);

@@ -26,6 +26,8 @@ const PolicyInfo kPageP{"page", kPage,
 const std::vector<KindInfo>& kind_registry() {
   static const std::vector<KindInfo> r = {
       {"device", false, "cudaMalloc: GPU memory, reachable by the GPU only", {}},
+      {"peer", true,
+       "peer:N - cudaMalloc on GPU N, reached by the GPU under test over the peer link (peer access enabled)", {}},
       {"managed", false, "cudaMallocManaged: migrates between CPU and GPU on demand",
        {touch("cpu"), kPrefetchP, kAdviseP}},
       {"pinned", false, "cudaMallocHost: page-locked host memory, mapped for the GPU", {touch("cpu")}},
@@ -91,7 +93,7 @@ KindSpec parse_kind(const std::string& spec) {
   if (info->takes_arg) {
     std::string a = colon == std::string::npos ? "" : head.substr(colon + 1);
     if (a.empty() || a.find_first_not_of("0123456789") != std::string::npos)
-      throw UsageError("kind '" + k.name + "' needs a node number, as in " + k.name + ":0");
+      throw UsageError("kind '" + k.name + "' needs a number (a NUMA node or a GPU), as in " + k.name + ":1");
     k.arg = std::stoi(a);
   } else if (colon != std::string::npos) {
     throw UsageError("kind '" + k.name + "' takes no ':' argument");

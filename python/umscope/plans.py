@@ -36,6 +36,11 @@ def numa_kinds(fingerprint) -> list:
     return [f"numa:{n['id']}" for n in fingerprint.get("numa", []) if n.get("mem_bytes")]
 
 
+def peer_kinds(fingerprint, device=0) -> list:
+    """Device memory of every other GPU (peer:N), reached from the GPU under test over the peer link."""
+    return [f"peer:{g['device']}" for g in fingerprint.get("gpus") or [] if g.get("device", 0) != device]
+
+
 def validate_kind(spec: str) -> str:
     """Checks a kind spec with umbench's own parser; returns it unchanged."""
     res = subprocess.run([native.umbench_path(), "check-kind", spec], capture_output=True, text=True, timeout=30)
@@ -62,7 +67,7 @@ COPY_SIZES = "4KiB,64KiB,1MiB,16MiB,256MiB,1GiB"
 
 
 def copy_cases(fingerprint, kinds=None, sizes=COPY_SIZES, engines=("ce", "sm"), bidir=True) -> list:
-    kinds = kinds or COPY_KINDS + numa_kinds(fingerprint)
+    kinds = kinds or COPY_KINDS + numa_kinds(fingerprint) + peer_kinds(fingerprint)
     cases = []
     for engine in engines:
         for src in kinds:
@@ -349,7 +354,7 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
     if ops:
         extra["ops"] = ops
     if name == "gpu-stream":
-        return stream_cases(name, kinds or GPU_KINDS + numa_kinds(fingerprint), sizes, extra)
+        return stream_cases(name, kinds or GPU_KINDS + numa_kinds(fingerprint) + peer_kinds(fingerprint), sizes, extra)
     if threads:
         extra["threads"] = threads
     else:

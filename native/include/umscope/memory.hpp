@@ -41,7 +41,8 @@ struct KindSpec {
 
 // Kinds allocated through the CUDA runtime (they need a GPU even for CPU use).
 inline bool kind_uses_cuda(const KindSpec& k) {
-  return k.name == "device" || k.name == "managed" || k.name == "pinned" || k.name == "registered";
+  return k.name == "device" || k.name == "peer" || k.name == "managed" || k.name == "pinned" ||
+         k.name == "registered";
 }
 
 // Throws UsageError on an unknown kind, policy key or value.

@@ -101,6 +101,9 @@ def describe(fp, machine_file=None) -> dict:
         for k, v in user.items():
             desc["datapaths"][k] = (float(v), str(path)) if v is not None else None
     desc["datapaths"] = {k: v for k, v in desc["datapaths"].items() if v}
+    if "peer_link" in desc["datapaths"]:  # per direction: into and out of the GPU under test
+        for k in ("peer_in", "peer_out"):
+            desc["datapaths"].setdefault(k, desc["datapaths"]["peer_link"])
     return desc
 
 
@@ -108,6 +111,8 @@ def location(kind: str, policy: str, fp) -> str:
     """Where the data of a kind sits in steady state: 'gpu' or 'host'."""
     if kind == "device":
         return "gpu"
+    if kind.startswith("peer:"):
+        return "peer"
     if kind == "managed":
         return "host" if "preferred:cpu" in (policy or "") else "gpu"
     gpus = fp.get("gpus") or []
@@ -142,6 +147,10 @@ def uses(rec, fp) -> dict:
         r, w = _OPS[op]
         if loc == "gpu":
             add("gpu_memory", (r + w) * n)
+        elif loc == "peer":  # the other GPU's memory over the peer link, each direction its own
+            add("gpu_memory", (r + w) * n)
+            add("peer_in", r * n)
+            add("peer_out", w * n)
         else:
             add("h2d", r * n)
             add("d2h", w * n)
@@ -162,9 +171,13 @@ def uses(rec, fp) -> dict:
         if rec.get("route") == "both":
             pairs = [(loc, dst_loc), (dst_loc, loc)]
         for s, d in pairs:
-            add("gpu_memory" if s == "gpu" else "host_memory", n)
-            add("gpu_memory" if d == "gpu" else "host_memory", n)
-            if s == "host" and d == "gpu":
+            add("gpu_memory" if s in ("gpu", "peer") else "host_memory", n)
+            add("gpu_memory" if d in ("gpu", "peer") else "host_memory", n)
+            if "peer" in (s, d) and "host" in (s, d):  # host and the other GPU: that GPU's host link
+                add("h2d" if s == "host" else "d2h", n)
+            elif "peer" in (s, d):
+                add("peer_in" if s == "peer" else "peer_out", n)
+            elif s == "host" and d == "gpu":
                 add("h2d", n)
             elif s == "gpu" and d == "host":
                 add("d2h", n)
