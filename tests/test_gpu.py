@@ -341,3 +341,96 @@ def test_peer_gpu_memory_copied_and_read_or_skipped_with_one_gpu():
             assert all(r["verified"] and r["median"] > 0 for r in recs)
     read = _one("gpu-stream", "--kind", "peer:1", "--bytes", "1G", "--ops", "read,write")
     assert [r["op"] for r in read] == ["read", "write"] and all(r["verified"] for r in read)
+
+
+PROG = r"""
+// A small CUDA program of the kind a user brings: scale a vector in managed
+// memory (touched first by the CPU) or with explicit copies, with NVTX ranges.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nvtx3/nvToolsExt.h>
+__global__ void scale(float* x, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) x[i] *= 2;
+}
+int main(int argc, char** argv) {
+  const size_t n = size_t(64) << 20;  // 256 MiB of floats
+  const bool managed = strcmp(argv[1], "explicit") != 0, prefetch = strcmp(argv[1], "prefetch") == 0;
+  float *x = nullptr, *h = (float*)malloc(n * 4);
+  nvtxRangePushA("init");
+  if (managed) cudaMallocManaged(&x, n * 4); else cudaMalloc(&x, n * 4);
+  float* w = managed ? x : h;
+  for (size_t i = 0; i < n; ++i) w[i] = 1.0f;
+  nvtxRangePop();
+  nvtxRangePushA("compute");
+  if (!managed) cudaMemcpy(x, h, n * 4, cudaMemcpyHostToDevice);
+  if (prefetch) { cudaMemLocation l{}; l.type = cudaMemLocationTypeDevice; l.id = 0; cudaMemPrefetchAsync(x, n * 4, l, 0, 0); }
+  for (int k = 0; k < 3; ++k) scale<<<1024, 256>>>(x, n);
+  if (!managed) cudaMemcpy(h, x, n * 4, cudaMemcpyDeviceToHost);
+  cudaDeviceSynchronize();
+  nvtxRangePop();
+  nvtxRangePushA("check");
+  for (size_t i = 0; i < n; ++i) if (w[i] != 8.0f) { printf("wrong at %zu\n", i); return 1; }
+  nvtxRangePop();
+  printf("ok\n");
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def user_program(tmp_path_factory):
+    import shutil
+    import subprocess
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not shutil.os.path.exists(nvcc):
+        pytest.skip("no nvcc to compile the test program")
+    d = tmp_path_factory.mktemp("prog")
+    (d / "prog.cu").write_text(PROG)
+    res = subprocess.run([nvcc, "-O2", "-o", str(d / "prog"), str(d / "prog.cu"), "-ldl"], capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return str(d / "prog")
+
+
+@pytest.mark.parametrize("mode", ["managed", "prefetch", "explicit"])
+def test_um_trace_and_nvtx_of_a_program_compiled_here(user_program, mode, store_path, tmp_path):
+    report = tmp_path / "r.html"
+    res = run_cli("profile", "--um-trace", "--store", store_path, "--report", str(report), "--json", "--",
+                  user_program, mode)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stderr
+    recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
+    um = recs["um_trace"]
+    assert um["trace_complete"] and not um["cupti_errors"], um
+    assert [r[0] for r in um["ranges"]] == ["init", "compute", "check"], um["ranges"]
+    assert um["clock"] == "program" and all(a <= b for _, a, b in um["ranges"])
+    size = 256 << 20
+    if mode == "explicit":
+        assert um["totals"]["htod"] == 0 and um["memcpy_bytes"] == 2 * size
+    elif mode == "prefetch":
+        assert um["by_cause"]["htod"].get("user", 0) >= size and um["totals"]["gpu_fault"] == 0
+    else:
+        assert um["totals"]["htod"] > 0 and um["totals"]["gpu_fault"] > 0
+        # The CPU's check reads the vector back: device-to-host migrations on CPU faults.
+        assert um["totals"]["dtoh"] > 0 and um["totals"]["cpu_fault"] > 0
+        (tl,) = [a for a in um["allocation_timelines"] if a["bytes"] == size]
+        assert tl["in"][-1] == um["totals"]["htod"] and len(tl["t"]) > 1
+        start, end = um["ranges"][1][1], um["ranges"][1][2]  # migrations to the GPU happen in "compute"
+        assert start <= tl["t"][0] <= end + 0.05
+    html = report.read_text()
+    assert "NVTX range" in html and "compute" in html
+
+
+def test_um_trace_of_a_third_party_program(store_path):
+    torch_ok = __import__("importlib").util.find_spec("torch")
+    if not torch_ok:
+        pytest.skip("PyTorch is not installed")
+    import sys
+    code = "import torch; x = torch.ones(1 << 26, device='cuda'); print(float((x * 2).sum()))"
+    res = run_cli("profile", "--um-trace", "--store", store_path, "--json", "--", sys.executable, "-c", code,
+                  timeout=300)
+    assert res.returncode == 0, res.stderr
+    recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
+    um = recs["um_trace"]
+    assert um["kernels"] > 0 and um["totals"]["htod"] == 0  # PyTorch allocates with cudaMalloc: no UM traffic
+    assert recs["run"]["exit_status"] == 0

@@ -106,11 +106,40 @@ def test_trace_parsing_and_analyses(tmp_path):
     assert tr["faults_by_access"] == {"write": 6}
     assert tr["faults_per_migration"] == 2.0  # 6 faults over 3 host-to-device transfers
     assert tr["eviction_to_migration"] == 0.25
-    assert tr["allocations"] == [{"address": 4096, "bytes": 1048576, "htod": 262144, "dtoh": 65536}]
+    (a,) = tr["allocations"]
+    assert {k: a[k] for k in ("address", "bytes", "htod", "dtoh")} == {"address": 4096, "bytes": 1048576,
+                                                                       "htod": 262144, "dtoh": 65536}
+    # The allocation's own timeline: cumulative in and out at each of its four events.
+    assert a["t"] == [0.100001, 0.200001, 0.300001, 0.400001]
+    assert a["in"] == [65536, 131072, 262144, 262144] and a["out"] == [0, 0, 0, 65536]
     assert tr["kernels"] == 1 and not tr["complete"]
     assert tr["timeline"]["htod"][-1] == (0.300001, 262144)
-    ops = [r["op"] for r in trace_records(tr)]
-    assert ops == ["um_htod_cumulative", "um_dtoh_cumulative", "um_trace"]
+    recs = trace_records(tr)
+    assert [r["op"] for r in recs] == ["um_htod_cumulative", "um_dtoh_cumulative", "um_trace"]
+    assert recs[-1]["allocation_timelines"][0]["in"][-1] == 262144
+
+
+def test_nvtx_ranges_and_the_program_clock(tmp_path):
+    from umscope.profiler import parse_trace, shift_trace, trace_records
+    lines = [
+        '{"k":"start","t":1000000000,"w":1700000000500000000}',
+        '{"k":"marker","fl":2,"t":1100000000,"id":7,"n":"init"}',
+        '{"k":"marker","fl":4,"t":1300000000,"id":7,"n":null}',
+        '{"k":"marker","fl":2,"t":1300000000,"id":8,"n":"compute"}',
+        '{"k":"marker","fl":1,"t":1400000000,"id":9,"n":"checkpoint"}',
+        '{"k":"um","c":1,"v":4096,"s":1350000000,"e":1350000000,"a":0,"src":0,"dst":1,"f":1}',
+        '{"k":"end"}',
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tr = parse_trace(path)
+    assert tr["ranges"] == [("init", 0.1, 0.3), ("compute", 0.3, None)]  # compute never closed
+    assert tr["instants"] == [("checkpoint", 0.4)]
+    # The program started 0.25 s before the tracer: every time moves by +0.25.
+    shift_trace(tr, tr["wall_start"] / 1e9 - 1700000000.25)
+    assert tr["ranges"][0] == ("init", 0.35, 0.55) and tr["timeline"]["htod"] == [(0.6, 4096)]
+    um = trace_records(tr)[-1]
+    assert um["clock"] == "program" and um["ranges"][1][0] == "compute"
 
 
 def test_empty_trace_means_no_cuda(tmp_path):

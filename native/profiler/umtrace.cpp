@@ -2,10 +2,11 @@
 // program through CUDA_INJECTION64_PATH. It records unified-memory counters
 // (bytes host-to-device and device-to-host with their cause, GPU page faults
 // with address and access type, CPU page faults, thrashing, throttling,
-// remote maps), allocations, kernels and copies, as JSON lines into
+// remote maps), allocations, kernels, copies and NVTX ranges, as JSON lines into
 // $UMSCOPE_TRACE_FILE. Buffers are written as CUPTI completes them (and
 // flushed every 100 ms), at exit, and on a fatal signal where possible.
 #include <cupti.h>
+#include <time.h>
 
 #include <atomic>
 #include <csignal>
@@ -84,6 +85,15 @@ void write_record(FILE* f, CUpti_Activity* rec) {
                    static_cast<unsigned long long>(r->timestamp));
       break;
     }
+    case CUPTI_ACTIVITY_KIND_MARKER: {  // NVTX (with NVTX_INJECTION64_PATH pointing at libcupti)
+      auto* r = reinterpret_cast<CUpti_ActivityMarker2*>(rec);
+      std::fprintf(f, "{\"k\":\"marker\",\"fl\":%u,\"t\":%llu,\"id\":%u,\"n\":", static_cast<unsigned>(r->flags),
+                   static_cast<unsigned long long>(r->timestamp), r->id);
+      if (r->name) json_string(f, r->name);
+      else std::fputs("null", f);
+      std::fprintf(f, "}\n");
+      break;
+    }
     default:
       break;
   }
@@ -159,7 +169,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   if (!g_out) return 1;
   uint64_t t0 = 0;
   cuptiGetTimestamp(&t0);
-  std::fprintf(g_out, "{\"k\":\"start\",\"t\":%llu}\n", static_cast<unsigned long long>(t0));
+  timespec wall{};
+  clock_gettime(CLOCK_REALTIME, &wall);  // to put the trace on the sampler's clock
+  std::fprintf(g_out, "{\"k\":\"start\",\"t\":%llu,\"w\":%llu}\n", static_cast<unsigned long long>(t0),
+               static_cast<unsigned long long>(wall.tv_sec) * 1000000000ull + static_cast<unsigned long long>(wall.tv_nsec));
 
   note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   CUpti_SubscriberHandle sub;
@@ -170,6 +183,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
+  note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
   cuptiActivityFlushPeriod(100);
   std::atexit(finish);
   for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);

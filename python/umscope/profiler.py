@@ -178,7 +178,10 @@ class Sampler(threading.Thread):
             u = nvml.utilization(bus)
             if u:
                 self._put(f"gpu{i}_util", t, u["gpu"])
-            if self.power:
+            # NVML reports power averaged over the last second on Ampere and newer GPUs, so a reading
+            # every 500 ms loses nothing; energy comes from the GPU's own counter, exact. Offset from
+            # the process-list samples so no one sample pays for both.
+            if self.power and self.samples % 5 == 2:
                 self._put(f"gpu{i}_power", t, nvml.power_w(bus))
         if self.rapl:
             self._put("host_energy", t, host_energy_j(self.rapl))
@@ -202,6 +205,37 @@ def tracer_path():
     return str(lib) if lib.exists() else None
 
 
+def cupti_path(lib):
+    """The libcupti that libumtrace links (for NVTX_INJECTION64_PATH), found by loading it here."""
+    import ctypes
+    try:
+        ctypes.CDLL(lib, mode=os.RTLD_LOCAL)
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                if "libcupti" in os.path.basename(path):
+                    return path
+    except OSError:
+        return None
+    return None
+
+
+def _ranges(markers, t0):
+    """NVTX ranges [(name, start s, end s)] and instant marks [(name, s)] from CUPTI marker records."""
+    opened, ranges, instants = {}, [], []
+    for m in sorted(markers, key=lambda m: m["t"]):
+        t = round((m["t"] - t0) / 1e9, 6)
+        if m["fl"] & 1:
+            instants.append((m.get("n") or "mark", t))
+        elif m["fl"] & 2:
+            opened[m["id"]] = (m.get("n") or f"range {m['id']}", t)
+        elif m["fl"] & 4 and m["id"] in opened:
+            name, start = opened.pop(m["id"])
+            ranges.append((name, start, t))
+    ranges += [(name, start, None) for name, start in opened.values()]  # never closed
+    return sorted(ranges, key=lambda r: r[1]), instants
+
+
 CAUSES = {0: "unknown", 1: "user", 2: "coherence", 3: "prefetch", 4: "eviction", 5: "access counters"}
 ACCESS = {0: "unknown", 1: "read", 2: "write", 3: "atomic", 4: "prefetch"}
 COUNTERS = {1: "htod", 2: "dtoh", 3: "cpu_fault", 4: "gpu_fault", 5: "thrashing", 6: "throttling", 7: "remote_map",
@@ -223,7 +257,8 @@ def parse_trace(path) -> dict:
         return {}
     if not ev:
         return {}  # the library never started: the program did not initialise CUDA
-    t0 = next((e["t"] for e in ev if e.get("k") == "start"), None)
+    start = next((e for e in ev if e.get("k") == "start"), {})
+    t0 = start.get("t")
     um = [e for e in ev if e.get("k") == "um"]
     if t0 is None:
         t0 = min((e["s"] for e in um), default=0)
@@ -249,14 +284,24 @@ def parse_trace(path) -> dict:
             timeline[name].append((round((e["e"] - t0) / 1e9, 6), cum[name]))
             for a, b in allocs:
                 if a <= e["a"] < a + b:
-                    slot = per_alloc.setdefault(a, {"address": a, "bytes": b, "htod": 0, "dtoh": 0})
+                    slot = per_alloc.setdefault(a, {"address": a, "bytes": b, "htod": 0, "dtoh": 0, "t": [],
+                                                     "in": [], "out": []})
                     slot[name] += e["v"]
+                    slot["t"].append(round((e["e"] - t0) / 1e9, 6))
+                    slot["in"].append(slot["htod"])
+                    slot["out"].append(slot["dtoh"])
                     break
         if name == "gpu_fault":
             acc = ACCESS.get(e.get("f", 0), str(e.get("f")))
             faults_by_access[acc] = faults_by_access.get(acc, 0) + e["v"]
+    ranges, instants = _ranges([e for e in ev if e.get("k") == "marker"], t0)
+    for a in per_alloc.values():  # at most 400 points per allocation, the last one kept
+        step = max(1, len(a["t"]) // 400)
+        for k in ("t", "in", "out"):
+            a[k] = a[k][::step] + ([a[k][-1]] if (len(a[k]) - 1) % step else [])
     out.update(totals=totals, events=events, by_cause=by_cause, faults_by_access=faults_by_access,
-               timeline=timeline, allocations=list(per_alloc.values()),
+               timeline=timeline, allocations=list(per_alloc.values()), ranges=ranges, instants=instants,
+               wall_start=start.get("w"),
                kernels=sum(1 for e in ev if e.get("k") == "kernel"),
                kernel_s=sum(e["e"] - e["s"] for e in ev if e.get("k") == "kernel") / 1e9,
                memcpy_bytes=sum(e["b"] for e in ev if e.get("k") == "memcpy"),
@@ -266,6 +311,19 @@ def parse_trace(path) -> dict:
     out["faults_per_migration"] = totals["gpu_fault"] / migrations if migrations else None
     out["eviction_to_migration"] = (by_cause["dtoh"].get("eviction", 0) / totals["htod"]) if totals["htod"] else None
     return out
+
+
+def shift_trace(tr, offset):
+    """Puts the trace's times (seconds since the tracer started) on the sampler's clock (seconds since the
+    program started), so one time axis serves both."""
+    sh = lambda t: None if t is None else round(t + offset, 6)  # noqa: E731
+    for d in tr["timeline"]:
+        tr["timeline"][d] = [(sh(t), v) for t, v in tr["timeline"][d]]
+    for a in tr["allocations"]:
+        a["t"] = [sh(t) for t in a["t"]]
+    tr["ranges"] = [(n, sh(a), sh(b)) for n, a, b in tr["ranges"]]
+    tr["instants"] = [(n, sh(t)) for n, t in tr["instants"]]
+    tr["clock"] = "program"
 
 
 def trace_records(tr: dict) -> list:
@@ -279,10 +337,15 @@ def trace_records(tr: dict) -> list:
                          "metric": "bytes_moved", "unit": "B", **_summary([v for _, v in pts]),
                          "t": [t for t, _ in pts], "samples": [v for _, v in pts]})
     t = tr["totals"]
+    allocs = [{k: a[k] for k in ("address", "bytes", "htod", "dtoh")} for a in tr["allocations"]]
+    timelines = [{k: a[k] for k in ("address", "bytes", "t", "in", "out")}
+                 for a in sorted(tr["allocations"], key=lambda a: -(a["htod"] + a["dtoh"]))[:6]]
     recs.append({"type": "record", "benchmark": "profile", "op": "um_trace", "processor": "gpu0", "metric": "um_events",
                  "unit": "", "n": 1, "median": t["htod"] + t["dtoh"], "min": 0, "max": t["htod"] + t["dtoh"],
                  "value": t["htod"] + t["dtoh"], "totals": t, "events": tr["events"], "by_cause": tr["by_cause"],
-                 "faults_by_access": tr["faults_by_access"], "allocations": tr["allocations"],
+                 "faults_by_access": tr["faults_by_access"], "allocations": allocs, "allocation_timelines": timelines,
+                 "ranges": tr.get("ranges", []), "instants": tr.get("instants", []),
+                 "clock": tr.get("clock", "trace"),
                  "kernels": tr["kernels"], "kernel_s": tr["kernel_s"], "memcpy_bytes": tr["memcpy_bytes"],
                  "allocations_made": tr["allocations_made"], "faults_per_migration": tr["faults_per_migration"],
                  "eviction_to_migration": tr["eviction_to_migration"], "trace_complete": tr["complete"],
@@ -309,6 +372,10 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
             os.close(fd)
             env["CUDA_INJECTION64_PATH"] = lib
             env["UMSCOPE_TRACE_FILE"] = trace_file
+            # NVTX ranges the program emits reach CUPTI through its NVTX injection.
+            cupti = cupti_path(lib)
+            if cupti and "NVTX_INJECTION64_PATH" not in env:
+                env["NVTX_INJECTION64_PATH"] = cupti
     baseline = {}
     for i, bus in enumerate(gpus):
         m = nvml.memory(bus)
@@ -338,6 +405,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
         energy = {k: e1[k] - sampler.energy0[k] for k in e1 if k in sampler.energy0}
     if trace_file:
         tr = parse_trace(trace_file)
+        if tr and tr.get("wall_start"):
+            shift_trace(tr, tr["wall_start"] / 1e9 - start)
         if not tr:
             notes.append("--um-trace: the program wrote no trace (it may not use CUDA, or CUPTI could not attach)")
         for err in (tr or {}).get("errors", []):

@@ -597,25 +597,46 @@ def _profile_section(recs) -> str:
     run = next((r for r in recs if r["op"] == "run"), None)
     x = lambda r: r.get("extra") or {}  # noqa: E731
     series = [r for r in recs if x(r).get("t")]
+    um = next((r for r in recs if r["op"] == "um_trace"), None)
+    ux = x(um) if um else {}
+    same_clock = ux.get("clock") == "program"
+    # NVTX ranges the program emitted: a mark where each starts (and instant marks), on every timeline.
+    marks = [(a, n) for n, a, _ in ux.get("ranges") or [] if a is not None] + [
+        (t, n) for n, t in ux.get("instants") or [] if t is not None]
     out = []
     mem = [(f"{r['op']}" + (" (device minus baseline)" if r["op"].endswith("_mem_device") else ""),
             [(t, v / 2**20) for t, v in zip(x(r)["t"], x(r)["samples"])]) for r in series if r["unit"] == "bytes"]
     if mem:
         out.append(line_chart(mem, "memory use over time (MiB)", "seconds since the start", "MiB", x_log=False,
-                              x_fmt=lambda v: f"{v:.3g}", height=340))
+                              x_fmt=lambda v: f"{v:.3g}", height=340, marks=marks if same_clock else ()))
     other = [(f"{r['op']} ({r['unit']})", list(zip(x(r)["t"], x(r)["samples"]))) for r in series
              if r["unit"] in ("%", "W")]
     if other:
         out.append(line_chart(other, "GPU utilisation (%) and power (W) over time", "seconds since the start",
-                              "% or W", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300))
+                              "% or W", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300,
+                              marks=marks if same_clock else ()))
+    axis = "seconds since the start" if same_clock else "seconds since the trace started"
     moved = [(r["op"].replace("_cumulative", ""), [(t, v / 2**20) for t, v in zip(x(r)["t"], x(r)["samples"])])
              for r in series if r["unit"] == "B"]
     if moved:
-        out.append(line_chart(moved, "unified memory moved over time (cumulative MiB, CUPTI)", "seconds since the "
-                              "trace started", "MiB", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300))
-    um = next((r for r in recs if r["op"] == "um_trace"), None)
+        out.append(line_chart(moved, "unified memory moved over time (cumulative MiB, CUPTI)", axis, "MiB",
+                              x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300, marks=marks))
+    per_alloc = []
+    for a in ux.get("allocation_timelines") or []:
+        name = f"0x{a['address']:x} ({size_tick(a['bytes'])})"
+        per_alloc.append((name + " in", [(t, v / 2**20) for t, v in zip(a["t"], a["in"])]))
+        if any(a["out"]):
+            per_alloc.append((name + " out", [(t, v / 2**20) for t, v in zip(a["t"], a["out"])]))
+    if per_alloc:
+        out.append(line_chart(per_alloc, "migration (in: to the GPU) and eviction (out) by allocation, cumulative "
+                              "MiB", axis, "MiB", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=320,
+                              marks=marks))
+    if ux.get("ranges"):
+        out.append("<table><tr><th>NVTX range</th><th>start s</th><th>end s</th><th>seconds</th></tr>" + "".join(
+            f"<tr><td>{e(n)}</td><td class=num>{_num(a)}</td><td class=num>{_num(b)}</td>"
+            f"<td class=num>{_num(b - a) if a is not None and b is not None else 'not closed'}</td></tr>"
+            for n, a, b in ux["ranges"]) + "</table>")
     if um:
-        ux = x(um)
         tot, ev = ux.get("totals") or {}, ux.get("events") or {}
         cause = lambda d: ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in (ux.get("by_cause") or {}).get(d, {}).items())  # noqa: E731
         items = [("host → device", f"{tot.get('htod', 0) / 2**20:.1f} MiB in {ev.get('htod', 0)} transfers ({cause('htod')})"),
