@@ -37,7 +37,7 @@ def test_info_json_has_the_probe_fields():
 @pytest.mark.parametrize("args,needle", [
     (["bench", "gpu-stream", "--kind", "bogus"], "unknown memory kind"),
     (["bench", "gpu-stream", "--kind", "managed,prefetch=sideways"], "not understood"),
-    (["bench", "gpu-stream", "--kind", "numa"], "node number"),
+    (["bench", "gpu-stream", "--kind", "numa"], "a number"),
     (["bench", "nosuchbench"], "unknown benchmark"),
     (["bench", "cpu-stream", "--size", "-1"], "size"),
     (["bench", "cpu-stream", "--size", "abc"], "size"),
