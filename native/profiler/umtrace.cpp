@@ -114,6 +114,11 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 void finish() {
   if (g_done.exchange(true)) return;
+  // The driver hands unified-memory events to CUPTI a little after they happen: flush, give the
+  // last ones 50 ms to arrive, flush again.
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  timespec pause{0, 50 * 1000 * 1000};
+  nanosleep(&pause, nullptr);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lk(g_mu);
   if (g_out) {

@@ -175,15 +175,19 @@ class Sampler(threading.Thread):
             m = nvml.memory(bus)
             if m is not None:
                 self._put(f"gpu{i}_mem_device", t, max(0, m["used"] - self.baseline.get(i, 0)))
-            u = nvml.utilization(bus)
-            if u:
-                self._put(f"gpu{i}_util", t, u["gpu"])
+            # Utilisation is NVML's share of busy time over its own window (1/6 s to 1 s by product):
+            # every other sample (200 ms at the default period) follows it. Each NVML call is an ioctl,
+            # which dominates the sampler's cost where system calls are slow (a gVisor sandbox).
+            if self.samples % 2 == 1:
+                u = nvml.utilization(bus)
+                if u:
+                    self._put(f"gpu{i}_util", t, u["gpu"])
             # NVML reports power averaged over the last second on Ampere and newer GPUs, so a reading
             # every 500 ms loses nothing; energy comes from the GPU's own counter, exact. Offset from
             # the process-list samples so no one sample pays for both.
             if self.power and self.samples % 5 == 2:
                 self._put(f"gpu{i}_power", t, nvml.power_w(bus))
-        if self.rapl:
+        if self.rapl and self.samples % 5 == 4:  # a cumulative counter: every 500 ms is enough
             self._put("host_energy", t, host_energy_j(self.rapl))
         self.samples += 1
         self.cpu_s += time.thread_time() - c0
