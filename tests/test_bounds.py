@@ -94,6 +94,9 @@ def test_peer_gpu_bounds():
     # host -> peer crosses the other GPU's host link; SM reads of peer memory, the peer link.
     assert _b(H200, benchmark="copy", op="ce-copy", kind="pinned", dst_kind="peer:1") == (63.02, "h2d")
     assert _b(H200, benchmark="gpu-stream", op="read", kind="peer:1") == (450.0, "peer_in")
+    # Within the other GPU: its memory for a copy engine, the link both ways for SMs.
+    assert _b(H200, benchmark="copy", op="ce-copy", kind="peer:1", dst_kind="peer:1")[1] == "gpu_memory"
+    assert _b(H200, benchmark="copy", op="sm-copy", kind="peer:1", dst_kind="peer:1")[0] == 450.0
 
 
 def test_peer_kinds_in_the_plans():
