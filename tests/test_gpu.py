@@ -292,15 +292,19 @@ def test_qv_gpu_state_matches_qiskit(tmp_path):
     assert qv.fidelity(qv.qiskit_statevector(c), qv.load_state(state, 12)) >= 1 - 1e-10
 
 
-def test_profile_sees_the_gpu_memory_of_a_managed_run(store_path):
-    res = run_cli("profile", "--store", store_path, "--period", "100ms", "--power", "--json", "--",
-                  native.umbench_path(), "run", "qv", "--qubits", "27", "--mode", "managed")
+# The target: 1% of the run at 100 ms. On the H100 machine (where each NVML ioctl is slow, in a
+# gVisor sandbox) the sampler measured 0.86% without --power and 0.92% with it, on 2-second runs.
+@pytest.mark.parametrize("power,limit", [(False, 0.01), (True, 0.01)])
+def test_profile_sees_the_gpu_memory_of_a_managed_run(store_path, power, limit):
+    res = run_cli("profile", "--store", store_path, "--period", "100ms", *(["--power"] if power else []), "--json",
+                  "--", native.umbench_path(), "run", "qv", "--qubits", "28", "--mode", "managed")
     assert res.returncode == 0, res.stderr
     recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
     mem = recs["gpu0_mem_device"]
-    assert mem["max"] >= 2 << 30  # the 2 GiB state was on the GPU while we watched
+    assert mem["max"] >= 4 << 30  # the 4 GiB state was on the GPU while we watched
     assert recs["gpu0_util"]["max"] > 0
-    assert recs["run"]["sampler_overhead"] < 0.01
+    assert ("gpu0_power" in recs) == power and ("energy" in recs) == power
+    assert recs["run"]["sampler_overhead"] < limit, recs["run"]["sampler_overhead"]
 
 
 @pytest.mark.parametrize("mode,expect", [("managed", "faults"), ("managed-prefetch", "prefetch"), ("explicit", "none")])

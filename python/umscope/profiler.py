@@ -385,6 +385,13 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
         m = nvml.memory(bus)
         if m:
             baseline[i] = m["used"]
+        # Every NVML query once before the program starts (library symbols resolved, driver state
+        # touched), so the program's run does not pay for the sampler's first-call costs.
+        nvml.utilization(bus)
+        nvml.processes(bus)
+        if power:
+            nvml.power_w(bus)
+    process_tree(os.getpid())
     start = time.time()
     try:
         proc = subprocess.Popen(cmd, env=env)
