@@ -2,6 +2,7 @@
 #include "umscope/app.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <sys/stat.h>
 
@@ -73,7 +74,26 @@ AppRun::~AppRun() {
   if (e1_) cudaEventDestroy(static_cast<cudaEvent_t>(e1_));
 }
 
+std::vector<std::string> app_params(std::initializer_list<const char*> own) {
+  std::vector<std::string> p = {"mode", "processor", "threads", "check", "dump", "footprint"};
+  for (const char* o : own) p.push_back(o);
+  return p;
+}
+
 size_t AppRun::footprint(size_t dflt) const { return ctx.args.bytes("footprint", dflt); }
+
+size_t AppRun::square_side(size_t dflt_footprint, double cell_bytes) const {
+  return static_cast<size_t>(std::sqrt(double(footprint(dflt_footprint)) / cell_bytes));
+}
+
+void AppRun::grid_dims(size_t dflt_footprint, double cell_bytes, size_t min, size_t& rows, size_t& cols) const {
+  const long long side = static_cast<long long>(square_side(dflt_footprint, cell_bytes));
+  const long long r = ctx.args.integer("rows", side), c = ctx.args.integer("cols", r);
+  if (r < static_cast<long long>(min) || c < static_cast<long long>(min))
+    throw UsageError(name_ + " needs at least " + std::to_string(min) + " x " + std::to_string(min) + " cells");
+  rows = static_cast<size_t>(r);
+  cols = static_cast<size_t>(c);
+}
 
 bool AppRun::check() const {
   if (ctx.args.has("check")) return ctx.args.flag("check");

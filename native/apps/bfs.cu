@@ -57,7 +57,7 @@ int bfs_cpu(const int64_t* off, const int32_t* edges, int32_t* cost, size_t n) {
 
 void run_bfs(Context& ctx) {
   AppRun run(ctx, "bfs");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
+  const uint64_t seed = run.seed();
   const int degree = static_cast<int>(ctx.args.integer("degree", 8));
   if (degree < 1 || degree > 1000) throw UsageError("--degree must be from 1 to 1000");
   size_t n = static_cast<size_t>(ctx.args.integer("nodes", 0));
@@ -137,7 +137,7 @@ BenchRegistrar reg({"bfs", "gpu|cpu",
                     "application: breadth-first search, level-synchronous with frontier masks (Rodinia bfs), "
                     "random graph from a seed; one iteration = one level",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "nodes", "degree", "seed"},
+                    app_params({"nodes", "degree", "seed"}),
                     run_bfs});
 
 }  // namespace

@@ -57,13 +57,10 @@ void conv_cpu(AppRun& run, const float* a, float* b, size_t rows, size_t cols) {
 
 void run_conv2d(Context& ctx) {
   AppRun run(ctx, "conv2d");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
-  const int iters = static_cast<int>(ctx.args.integer("iterations", 10));
-  if (iters < 1) throw UsageError("--iterations must be at least 1");
-  size_t side = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(2) << 30)) / (2 * sizeof(float))));
-  const size_t rows = static_cast<size_t>(ctx.args.integer("rows", static_cast<long long>(side)));
-  const size_t cols = static_cast<size_t>(ctx.args.integer("cols", static_cast<long long>(rows)));
-  if (rows < 3 || cols < 3) throw UsageError("conv2d needs at least 3 x 3 elements");
+  const uint64_t seed = run.seed();
+  const int iters = run.iterations(10);
+  size_t rows, cols;
+  run.grid_dims(size_t(2) << 30, 2 * sizeof(float), 3, rows, cols);
   auto a = run.array<float>("A", rows * cols, Use::in);
   auto b = run.array<float>("B", rows * cols, Use::out);
   auto gen = [&](float* p) {
@@ -73,8 +70,7 @@ void run_conv2d(Context& ctx) {
   };
   run.init([&] { gen(a.host); });
   run.to_gpu();
-  const dim3 grid(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>((rows + BAND - 1) / BAND));
-  if (run.gpu() && grid.y > 65535) throw UsageError("conv2d: at most " + std::to_string(65535L * BAND) + " rows");
+  const dim3 grid = run.gpu() ? column_bands(rows, cols, BAND, "conv2d") : dim3(1);
   for (int it = 0; it < iters; ++it)
     run.iteration([&] {
       if (run.gpu()) conv_kernel<<<grid, 256>>>(a.dev, b.dev, rows, cols, kC);
@@ -96,7 +92,7 @@ void run_conv2d(Context& ctx) {
 
 BenchRegistrar reg({"conv2d", "gpu|cpu", "application: 3x3 2-D convolution of a float image (PolyBench 2DCONV)",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "rows", "cols", "seed", "iterations"},
+                    app_params({"rows", "cols", "seed", "iterations"}),
                     run_conv2d});
 
 }  // namespace

@@ -118,9 +118,8 @@ void gemm_cpu(AppRun& run, const T* A, const T* B, T* C, size_t m, size_t n, siz
 
 template <class T>
 void run_typed(Context& ctx, AppRun& run, const std::string& prec) {
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
-  const int iters = static_cast<int>(ctx.args.integer("iterations", 5));
-  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  const uint64_t seed = run.seed();
+  const int iters = run.iterations(5);
   const std::string variant = ctx.args.choices("variant", "cublas", {"cublas", "panels"})[0];
   size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
   if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(1) << 30)) / (3 * sizeof(T))));
@@ -205,8 +204,8 @@ BenchRegistrar reg({"gemm", "gpu|cpu",
                     "application: GEMM C = A B with cuBLAS in FP64/FP32/TF32/FP16, each matrix in any kind "
                     "(--place-a/b/c); --variant panels computes C in row panels that fit --panel-memory",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "n", "m", "k", "seed", "iterations",
-                     "precision", "variant", "panel-memory", "place-a", "place-b", "place-c"},
+                    app_params({"n", "m", "k", "seed", "iterations", "precision", "variant", "panel-memory", "place-a",
+                                "place-b", "place-c"}),
                     run_gemm});
 
 }  // namespace

@@ -41,9 +41,8 @@ void gesummv_cpu(AppRun& run, const float* A, const float* B, const float* x, fl
 
 void run_gesummv(Context& ctx) {
   AppRun run(ctx, "gesummv");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
-  const int iters = static_cast<int>(ctx.args.integer("iterations", 10));
-  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  const uint64_t seed = run.seed();
+  const int iters = run.iterations(10);
   size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
   if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(2) << 30)) / (2 * sizeof(float))));
   if (n < 1) throw UsageError("gesummv needs n >= 1");
@@ -87,7 +86,7 @@ void run_gesummv(Context& ctx) {
 
 BenchRegistrar reg({"gesummv", "gpu|cpu", "application: GESUMMV, y = alpha A x + beta B x (PolyBench)",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "n", "seed", "iterations"},
+                    app_params({"n", "seed", "iterations"}),
                     run_gesummv});
 
 }  // namespace

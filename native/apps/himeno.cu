@@ -103,8 +103,7 @@ Grid grid_for(const std::string& size, size_t footprint) {
 
 void run_himeno(Context& ctx) {
   AppRun run(ctx, "himeno");
-  const int iters = static_cast<int>(ctx.args.integer("iterations", 20));
-  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  const int iters = run.iterations(20);
   Grid g = grid_for(ctx.args.str("size", ""), run.footprint(size_t(4) << 30));
   if (ctx.args.has("dims")) {
     auto d = ctx.args.list("dims", "");
@@ -186,7 +185,7 @@ void run_himeno(Context& ctx) {
 BenchRegistrar reg({"himeno", "gpu|cpu",
                     "application: Himeno 3-D Poisson Jacobi, 19-point stencil (sizes S, M, L, XL or --footprint)",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "size", "dims", "iterations"},
+                    app_params({"size", "dims", "iterations"}),
                     run_himeno});
 
 }  // namespace

@@ -72,15 +72,12 @@ void step_cpu(AppRun& run, const float* power, const float* src, float* dst, siz
 
 void run_hotspot(Context& ctx) {
   AppRun run(ctx, "hotspot");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
-  const int launches = static_cast<int>(ctx.args.integer("iterations", 10));
+  const uint64_t seed = run.seed();
+  const int launches = run.iterations(10);
   const int pyr = static_cast<int>(ctx.args.integer("pyramid", 2));
-  if (launches < 1) throw UsageError("--iterations must be at least 1");
   if (pyr < 1 || pyr > BS / 2 - 1) throw UsageError("--pyramid must be from 1 to " + std::to_string(BS / 2 - 1));
-  size_t side = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(3) << 30)) / (3 * sizeof(float))));
-  const size_t rows = static_cast<size_t>(ctx.args.integer("rows", static_cast<long long>(side)));
-  const size_t cols = static_cast<size_t>(ctx.args.integer("cols", static_cast<long long>(rows)));
-  if (rows < 2 || cols < 2) throw UsageError("hotspot needs at least 2 x 2 cells");
+  size_t rows, cols;
+  run.grid_dims(size_t(3) << 30, 3 * sizeof(float), 2, rows, cols);
   const size_t n = rows * cols;
   const Model m = model(rows, cols);
   auto power = run.array<float>("power", n, Use::in);
@@ -143,8 +140,7 @@ BenchRegistrar reg({"hotspot", "gpu|cpu",
                     "application: HotSpot 2-D thermal stencil (Rodinia) with pyramid tiling; one iteration = one "
                     "launch of --pyramid steps",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "rows", "cols", "seed", "iterations",
-                     "pyramid"},
+                    app_params({"rows", "cols", "seed", "iterations", "pyramid"}),
                     run_hotspot});
 
 }  // namespace

@@ -43,13 +43,10 @@ void sweep_cpu(AppRun& run, const float* src, float* dst, size_t rows, size_t co
 
 void run_jacobi2d(Context& ctx) {
   AppRun run(ctx, "jacobi2d");
-  const int steps = static_cast<int>(ctx.args.integer("iterations", 10));
-  if (steps < 1) throw UsageError("--iterations must be at least 1");
+  const int steps = run.iterations(10);
   const bool reverse = ctx.args.flag("reverse");
-  size_t side = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(2) << 30)) / (2 * sizeof(float))));
-  const size_t rows = static_cast<size_t>(ctx.args.integer("rows", static_cast<long long>(side)));
-  const size_t cols = static_cast<size_t>(ctx.args.integer("cols", static_cast<long long>(rows)));
-  if (rows < 3 || cols < 3) throw UsageError("jacobi2d needs at least 3 x 3 elements");
+  size_t rows, cols;
+  run.grid_dims(size_t(2) << 30, 2 * sizeof(float), 3, rows, cols);
   const size_t n = rows * cols;
   auto a = run.array<float>("A", n, Use::inout);
   auto b = run.array<float>("B", n, Use::inout);
@@ -65,8 +62,7 @@ void run_jacobi2d(Context& ctx) {
   };
   run.init([&] { gen(a.host, b.host); });
   run.to_gpu();
-  const dim3 grid(static_cast<unsigned>((cols - 2 + 255) / 256), static_cast<unsigned>((rows - 2 + BAND - 1) / BAND));
-  if (run.gpu() && grid.y > 65535) throw UsageError("jacobi2d: at most " + std::to_string(65535L * BAND) + " rows");
+  const dim3 grid = run.gpu() ? column_bands(rows - 2, cols - 2, BAND, "jacobi2d") : dim3(1);
   for (int t = 0; t < steps; ++t)
     run.iteration([&] {
       if (run.gpu()) {
@@ -101,8 +97,7 @@ BenchRegistrar reg({"jacobi2d", "gpu|cpu",
                     "application: Jacobi 2-D 5-point stencil, A -> B -> A per step (PolyBench); --reverse sweeps "
                     "every other pass bottom-up (memory-aware variant)",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "rows", "cols", "iterations",
-                     "reverse"},
+                    app_params({"rows", "cols", "iterations", "reverse"}),
                     run_jacobi2d});
 
 }  // namespace

@@ -58,9 +58,8 @@ void mvt_cpu(AppRun& run, const float* A, const float* y1, const float* y2, floa
 
 void run_mvt(Context& ctx) {
   AppRun run(ctx, "mvt");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
-  const int iters = static_cast<int>(ctx.args.integer("iterations", 10));
-  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  const uint64_t seed = run.seed();
+  const int iters = run.iterations(10);
   size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
   if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(2) << 30)) / sizeof(float)));
   if (n < 1) throw UsageError("mvt needs n >= 1");
@@ -116,7 +115,7 @@ void run_mvt(Context& ctx) {
 
 BenchRegistrar reg({"mvt", "gpu|cpu", "application: MVT, x1 += A y1 and x2 += A^T y2 (PolyBench)",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "n", "seed", "iterations"},
+                    app_params({"n", "seed", "iterations"}),
                     run_mvt});
 
 }  // namespace

@@ -75,7 +75,7 @@ void dp_cpu(const int* ref, int* score, size_t n, int gap) {
 
 void run_needle(Context& ctx) {
   AppRun run(ctx, "needle");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
+  const uint64_t seed = run.seed();
   const int gap = static_cast<int>(ctx.args.integer("penalty", 10));
   size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
   if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(1) << 30)) / (2 * sizeof(int)))) - 1;
@@ -138,7 +138,7 @@ BenchRegistrar reg({"needle", "gpu|cpu",
                     "application: Needleman-Wunsch alignment with BLOSUM62 (Rodinia needle), tiled anti-diagonal "
                     "wavefront",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "n", "seed", "penalty"},
+                    app_params({"n", "seed", "penalty"}),
                     run_needle});
 
 }  // namespace

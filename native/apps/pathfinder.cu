@@ -49,15 +49,14 @@ void row_cpu(AppRun& run, const int* wall_row, const int* src, int* dst, size_t 
 
 void run_pathfinder(Context& ctx) {
   AppRun run(ctx, "pathfinder");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
+  const uint64_t seed = run.seed();
   const int pyr = static_cast<int>(ctx.args.integer("pyramid", 20));
   if (pyr < 1 || pyr >= BS / 2) throw UsageError("--pyramid must be from 1 to " + std::to_string(BS / 2 - 1));
   const size_t cols = static_cast<size_t>(ctx.args.integer("cols", 1 << 20));
   size_t rows = static_cast<size_t>(ctx.args.integer("rows", 0));
   if (rows == 0) rows = run.footprint(size_t(2) << 30) / (cols * sizeof(int));
   if (rows < 2 || cols < 1) throw UsageError("pathfinder needs at least 2 rows and 1 column");
-  const int groups = static_cast<int>(ctx.args.integer("iterations", 10));  // timed groups of launches
-  if (groups < 1) throw UsageError("--iterations must be at least 1");
+  const int groups = run.iterations(10);  // timed groups of launches
   auto wall = run.array<int>("wall", rows * cols, Use::in);
   auto res0 = run.array<int>("result0", cols, Use::out);
   auto res1 = run.array<int>("result1", cols, Use::out);
@@ -123,8 +122,7 @@ void run_pathfinder(Context& ctx) {
 BenchRegistrar reg({"pathfinder", "gpu|cpu",
                     "application: PathFinder dynamic programming down a grid (Rodinia), 1-D pyramid tiling",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "rows", "cols", "seed", "iterations",
-                     "pyramid"},
+                    app_params({"rows", "cols", "seed", "iterations", "pyramid"}),
                     run_pathfinder});
 
 }  // namespace

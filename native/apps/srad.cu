@@ -118,15 +118,12 @@ void iterate_cpu(AppRun& run, float* J, size_t rows, size_t cols, float lambda, 
 
 void run_srad(Context& ctx) {
   AppRun run(ctx, "srad");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
-  const int iters = static_cast<int>(ctx.args.integer("iterations", 10));
+  const uint64_t seed = run.seed();
+  const int iters = run.iterations(10);
   const float lambda = static_cast<float>(ctx.args.real("lambda", 0.5));
-  if (iters < 1) throw UsageError("--iterations must be at least 1");
   // The image and five per-pixel work arrays.
-  size_t side = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(3) << 30)) / (6 * sizeof(float))));
-  const size_t rows = static_cast<size_t>(ctx.args.integer("rows", static_cast<long long>(side)));
-  const size_t cols = static_cast<size_t>(ctx.args.integer("cols", static_cast<long long>(rows)));
-  if (rows < 2 || cols < 2) throw UsageError("srad needs at least 2 x 2 pixels");
+  size_t rows, cols;
+  run.grid_dims(size_t(3) << 30, 6 * sizeof(float), 2, rows, cols);
   const size_t n = rows * cols;
   auto J = run.array<float>("J", n, Use::inout);
   Derivs d{};
@@ -144,8 +141,7 @@ void run_srad(Context& ctx) {
   run.init([&] { gen(J.host); });
   run.dump("J0", J.host, n);
   run.to_gpu();
-  const dim3 bands(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>((rows + BAND - 1) / BAND));
-  if (run.gpu() && bands.y > 65535) throw UsageError("srad: at most " + std::to_string(65535L * BAND) + " rows");
+  const dim3 bands = run.gpu() ? column_bands(rows, cols, BAND, "srad") : dim3(1);
   for (int it = 0; it < iters; ++it)
     run.iteration([&] {
       if (run.gpu()) {
@@ -178,8 +174,7 @@ void run_srad(Context& ctx) {
 BenchRegistrar reg({"srad", "gpu|cpu",
                     "application: SRAD speckle-reducing anisotropic diffusion (Rodinia srad v2), iterative",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "rows", "cols", "seed", "iterations",
-                     "lambda"},
+                    app_params({"rows", "cols", "seed", "iterations", "lambda"}),
                     run_srad});
 
 }  // namespace

@@ -62,9 +62,8 @@ void syr2k_cpu(AppRun& run, const float* A, const float* B, float* C, size_t n, 
 
 void run_syr2k(Context& ctx) {
   AppRun run(ctx, "syr2k");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
-  const int iters = static_cast<int>(ctx.args.integer("iterations", 3));
-  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  const uint64_t seed = run.seed();
+  const int iters = run.iterations(3);
   size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
   if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(1) << 30)) / (3 * sizeof(float))));
   const size_t m = static_cast<size_t>(ctx.args.integer("m", static_cast<long long>(n)));
@@ -111,7 +110,7 @@ void run_syr2k(Context& ctx) {
 
 BenchRegistrar reg({"syr2k", "gpu|cpu", "application: SYR2K, C = alpha (A B^T + B A^T) + beta C (PolyBench)",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "n", "m", "seed", "iterations"},
+                    app_params({"n", "m", "seed", "iterations"}),
                     run_syr2k});
 
 }  // namespace

@@ -9,9 +9,8 @@ namespace {
 
 void run_triad(Context& ctx) {
   AppRun run(ctx, "triad");
-  const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
-  const int iters = static_cast<int>(ctx.args.integer("iterations", 20));
-  if (iters < 1) throw UsageError("--iterations must be at least 1");
+  const uint64_t seed = run.seed();
+  const int iters = run.iterations(20);
   size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
   if (n == 0) n = run.footprint(size_t(3) << 30) / (3 * sizeof(double));
   n &= ~size_t(1);  // whole 16-byte pairs
@@ -59,8 +58,7 @@ void run_triad(Context& ctx) {
 
 BenchRegistrar reg({"triad", "gpu|cpu", "application: STREAM triad a = b + s*c over doubles, repeated",
                     {"app"},
-                    {"mode", "processor", "threads", "check", "dump", "footprint", "n", "seed", "iterations", "block",
-                     "blocks"},
+                    app_params({"n", "seed", "iterations", "block", "blocks"}),
                     run_triad});
 
 }  // namespace

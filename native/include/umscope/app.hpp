@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <type_traits>
 #include <string>
@@ -51,6 +52,9 @@ inline double uniform01(uint64_t seed, uint64_t i) { return (mix64(seed * 0x2545
 
 const std::vector<std::string>& app_modes();
 
+// The options every application takes, then its own.
+std::vector<std::string> app_params(std::initializer_list<const char*> own);
+
 template <class T>
 struct Array {
   T* host = nullptr;  // what the CPU initialises and reads back
@@ -74,6 +78,17 @@ class AppRun {
   int sms() const { return sms_; }
   // The footprint the user asked for (--footprint), or dflt.
   size_t footprint(size_t dflt) const;
+  // --seed (default 1) and --iterations (at least 1).
+  uint64_t seed() const { return static_cast<uint64_t>(ctx.args.integer("seed", 1)); }
+  int iterations(int dflt) const {
+    const long long n = ctx.args.integer("iterations", dflt);
+    if (n < 1 || n > 1000000) throw UsageError("--iterations must be from 1 to 1000000");
+    return static_cast<int>(n);
+  }
+  // The side of a square of cells of `cell_bytes` (all arrays together) that fills the footprint.
+  size_t square_side(size_t dflt_footprint, double cell_bytes) const;
+  // --rows and --cols of a 2-D grid, by default the square that fills the footprint; at least min x min.
+  void grid_dims(size_t dflt_footprint, double cell_bytes, size_t min, size_t& rows, size_t& cols) const;
   // Whether to compare with the CPU reference: --check, else when all arrays
   // together are at most 64 MiB.
   bool check() const;
@@ -183,5 +198,14 @@ void AppRun::dump(const std::string& name, const T* p, size_t n) const {
   if (!f) throw UsageError("cannot write '" + path + "'");
   f.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n * sizeof(T)));
 }
+
+#ifdef __CUDACC__
+// The grid of a column-walking kernel: 256 columns per block, `band` rows per block row.
+inline dim3 column_bands(size_t rows, size_t cols, int band, const std::string& app) {
+  const dim3 g(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>((rows + band - 1) / band));
+  if (g.y > 65535) throw UsageError(app + ": at most " + std::to_string(65535L * band) + " rows");
+  return g;
+}
+#endif
 
 }  // namespace umscope
