@@ -134,6 +134,8 @@ class Sampler(threading.Thread):
         self.baseline = baseline or {}
         self.rapl = _rapl_files() if power else []
         self.stop = threading.Event()
+        self.ready, self.go = threading.Event(), threading.Event()  # warmed up; the program has started
+        self.pids = set()
         self.series = {}  # name -> list of (t, value)
         self.cpu_s = 0.0
         self.samples = 0
@@ -153,7 +155,11 @@ class Sampler(threading.Thread):
     def sample(self):
         c0 = time.thread_time()
         t = time.monotonic() - self.t0
-        pids = process_tree(self.root)
+        # The tree is walked every fifth sample: it reads one children file per thread of every process
+        # (a 16-thread program: ~1 ms a walk where system calls are slow), and trees change rarely.
+        if self.samples % 5 == 1 or not self.pids:
+            self.pids = process_tree(self.root)
+        pids = self.pids
         self._put("rss", t, sum(rss_bytes(p) for p in pids))
         if self.numa:
             per = {}
@@ -165,9 +171,9 @@ class Sampler(threading.Thread):
         for i, bus in enumerate(self.gpus):
             # Both views, each labelled: NVML's per-process figure (which may leave out managed
             # memory, and which containers may hide) and the device's used memory above the baseline.
-            # NVML's process list is the costly query (about 1 ms): every fifth sample, which kept
-            # the sampler near 1% of one core at 100 ms on the H100 machine.
-            if self.samples % 5 == 0:
+            # NVML's process list is the costly query, and its cost varies while the GPU is busy
+            # (up to tens of ms seen): every tenth sample, once a second at the default period.
+            if self.samples % 10 == 0:
                 procs = nvml.processes(bus)
                 mine = {p: b for p, b in (procs or {}).items() if p in pids}
                 if mine:
@@ -192,7 +198,26 @@ class Sampler(threading.Thread):
         self.samples += 1
         self.cpu_s += time.thread_time() - c0
 
+    def warm_up(self):
+        """Every query once, untimed, before the program starts."""
+        process_tree(os.getpid())
+        rss_bytes(os.getpid())
+        for bus in self.gpus:
+            nvml.memory(bus)
+            nvml.utilization(bus)
+            nvml.processes(bus)
+            if self.power:
+                nvml.power_w(bus)
+        if self.rapl:
+            host_energy_j(self.rapl)
+
     def run(self):
+        self.warm_up()
+        self.ready.set()
+        self.go.wait()
+        if self.stop.is_set():
+            return
+        self.t0 = time.monotonic()
         next_t = time.monotonic()
         while not self.stop.is_set():
             self.sample()
@@ -385,24 +410,24 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
         m = nvml.memory(bus)
         if m:
             baseline[i] = m["used"]
-        # Every NVML query once before the program starts (library symbols resolved, driver state
-        # touched), so the program's run does not pay for the sampler's first-call costs.
-        nvml.utilization(bus)
-        nvml.processes(bus)
-        if power:
-            nvml.power_w(bus)
-    process_tree(os.getpid())
+    # The sampler thread starts first and makes every query once (its first calls cost far more than
+    # the later ones: tens of ms in the H100 machine's sandbox), then waits for the program.
+    sampler = Sampler(None, period, list(gpus), power, numa_nodes, baseline)
+    sampler.start()
+    sampler.ready.wait(30)
     start = time.time()
     try:
         proc = subprocess.Popen(cmd, env=env)
-    except FileNotFoundError:
-        raise UsageError(f"command not found: {cmd[0]}") from None
-    except PermissionError:
-        raise UsageError(f"permission denied: {cmd[0]}") from None
-    sampler = Sampler(proc.pid, period, list(gpus), power, numa_nodes, baseline)
+    except (FileNotFoundError, PermissionError) as err:
+        sampler.stop.set()
+        sampler.go.set()
+        sampler.join()
+        what = "command not found" if isinstance(err, FileNotFoundError) else "permission denied"
+        raise UsageError(f"{what}: {cmd[0]}") from None
+    sampler.root = proc.pid
+    sampler.go.set()
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the program; we keep the samples
     try:
-        sampler.start()
         rc = proc.wait()
     finally:
         signal.signal(signal.SIGINT, old)
