@@ -281,7 +281,6 @@ void AppRun::finish(JsonObject& extra, double bytes_per_iteration, double flops_
   if (max_error_ >= 0) rec.set("max_error", max_error_);
   rec.set("checked", max_error_ >= 0);
   if (!gpu_) rec.set("threads", team_->size());
-  rec.merge(info_);
   rec.merge(extra);
   rec.set("verified", true);
   ctx.emit(rec);

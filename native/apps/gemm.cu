@@ -121,8 +121,7 @@ void run_typed(Context& ctx, AppRun& run, const std::string& prec) {
   const uint64_t seed = run.seed();
   const int iters = run.iterations(5);
   const std::string variant = ctx.args.choices("variant", "cublas", {"cublas", "panels"})[0];
-  size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
-  if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(1) << 30)) / (3 * sizeof(T))));
+  const size_t n = run.square_dim(size_t(1) << 30, 3 * sizeof(T));
   const size_t m = static_cast<size_t>(ctx.args.integer("m", static_cast<long long>(n)));
   const size_t k = static_cast<size_t>(ctx.args.integer("k", static_cast<long long>(n)));
   if (m < 1 || n < 1 || k < 1) throw UsageError("gemm needs m, n, k >= 1");

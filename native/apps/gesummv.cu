@@ -43,8 +43,7 @@ void run_gesummv(Context& ctx) {
   AppRun run(ctx, "gesummv");
   const uint64_t seed = run.seed();
   const int iters = run.iterations(10);
-  size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
-  if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(2) << 30)) / (2 * sizeof(float))));
+  const size_t n = run.square_dim(size_t(2) << 30, 2 * sizeof(float));
   if (n < 1) throw UsageError("gesummv needs n >= 1");
   auto A = run.array<float>("A", n * n, Use::in);
   auto B = run.array<float>("B", n * n, Use::in);

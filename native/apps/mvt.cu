@@ -60,8 +60,7 @@ void run_mvt(Context& ctx) {
   AppRun run(ctx, "mvt");
   const uint64_t seed = run.seed();
   const int iters = run.iterations(10);
-  size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
-  if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(2) << 30)) / sizeof(float)));
+  const size_t n = run.square_dim(size_t(2) << 30, sizeof(float));
   if (n < 1) throw UsageError("mvt needs n >= 1");
   auto A = run.array<float>("A", n * n, Use::in);
   auto y1 = run.array<float>("y1", n, Use::in);

@@ -78,7 +78,7 @@ void run_needle(Context& ctx) {
   const uint64_t seed = run.seed();
   const int gap = static_cast<int>(ctx.args.integer("penalty", 10));
   size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
-  if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(1) << 30)) / (2 * sizeof(int)))) - 1;
+  if (n == 0) n = run.square_side(size_t(1) << 30, 2 * sizeof(int)) - 1;
   n = n / TS * TS;
   if (n < TS) throw UsageError("needle needs sequences of at least 16 residues (a multiple of 16)");
   const size_t w = n + 1, cells = w * w;

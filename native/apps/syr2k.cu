@@ -64,8 +64,7 @@ void run_syr2k(Context& ctx) {
   AppRun run(ctx, "syr2k");
   const uint64_t seed = run.seed();
   const int iters = run.iterations(3);
-  size_t n = static_cast<size_t>(ctx.args.integer("n", 0));
-  if (n == 0) n = static_cast<size_t>(std::sqrt(double(run.footprint(size_t(1) << 30)) / (3 * sizeof(float))));
+  const size_t n = run.square_dim(size_t(1) << 30, 3 * sizeof(float));
   const size_t m = static_cast<size_t>(ctx.args.integer("m", static_cast<long long>(n)));
   if (n < 1 || m < 1) throw UsageError("syr2k needs n, m >= 1");
   if ((n + TILE - 1) / TILE > 65535) throw UsageError("syr2k: n is too large for one launch");

@@ -73,9 +73,6 @@ class AppRun {
 
   Context& ctx;
   bool gpu() const { return gpu_; }
-  const std::string& mode() const { return mode_; }
-  ThreadTeam& team() { return *team_; }
-  int sms() const { return sms_; }
   // The footprint the user asked for (--footprint), or dflt.
   size_t footprint(size_t dflt) const;
   // --seed (default 1) and --iterations (at least 1).
@@ -87,6 +84,11 @@ class AppRun {
   }
   // The side of a square of cells of `cell_bytes` (all arrays together) that fills the footprint.
   size_t square_side(size_t dflt_footprint, double cell_bytes) const;
+  // A square matrix's order: --n, else square_side.
+  size_t square_dim(size_t dflt_footprint, double cell_bytes) const {
+    const long long n = ctx.args.integer("n", 0);
+    return n != 0 ? static_cast<size_t>(n) : square_side(dflt_footprint, cell_bytes);
+  }
   // --rows and --cols of a 2-D grid, by default the square that fills the footprint; at least min x min.
   void grid_dims(size_t dflt_footprint, double cell_bytes, size_t min, size_t& rows, size_t& cols) const;
   // Whether to compare with the CPU reference: --check, else when all arrays
@@ -139,7 +141,6 @@ class AppRun {
   // checksum, and the rate from the work of one iteration (bytes it must move
   // at least, floating-point operations), either may be 0.
   void finish(JsonObject& extra, double bytes_per_iteration, double flops_per_iteration);
-  JsonObject& info() { return info_; }  // application fields (dimensions, inputs) for the record
 
   // A grid of `per_sm` x SMs blocks (grid-stride kernels), at least 1.
   unsigned grid(int per_sm = 8) const { return static_cast<unsigned>(sms_ * per_sm); }
@@ -161,7 +162,6 @@ class AppRun {
   std::vector<double> iter_ms_;
   std::string checksum_;
   double max_error_ = -1;
-  JsonObject info_;
   void *e0_ = nullptr, *e1_ = nullptr;
 };
 
