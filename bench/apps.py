@@ -8,7 +8,6 @@ table and kept as JSON lines with --json-out.
     python3 bench/apps.py [--footprint 4G] [--apps a,b] [--json-out FILE]"""
 import argparse
 import json
-import sys
 import time
 
 from umscope import apps, native, probe
@@ -25,9 +24,7 @@ def main():
     ap.add_argument("--apps", default=",".join(a for a in apps.APPS if a not in ("qv", "gemm")))
     ap.add_argument("--json-out")
     a = ap.parse_args()
-    fp = probe.probe()
-    if not fp["gpus"]:
-        sys.exit("no GPU: " + str(fp["cuda"].get("why_no_gpu")))
+    fp = probe.probe_gpu()
     desc = bounds.describe(fp)
     bw, bw_src = desc["datapaths"]["gpu_memory"]
     peaks = bounds.compute_peaks(fp)

@@ -9,7 +9,6 @@ GPU chase: L2 hits and device memory beyond L2 (ns and cycles); host-device
 latency (the GPU chasing pinned, registered and host-kept managed memory);
 the CPU chasing system memory; ping-pong round trips of every pair."""
 import argparse
-import sys
 
 from umscope import native, probe
 
@@ -26,9 +25,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="0")
     a = ap.parse_args()
-    fp = probe.probe()
-    if not fp["gpus"]:
-        sys.exit("no GPU: " + str(fp["cuda"].get("why_no_gpu")))
+    fp = probe.probe_gpu()
     g = fp["gpus"][0]
     dev = ["--device", a.device, "--reps", "7", "--warmup", "0"]
     print(f"{g['name']}: L2 {g['l2_bytes'] >> 20} MiB, {g['sms']} SMs")

@@ -7,7 +7,6 @@ they can be imported (the GPU machine has no network to install them).
 
     python3 bench/qv.py [--qubits 28,30] [--device 0]"""
 import argparse
-import sys
 import tempfile
 import time
 
@@ -25,9 +24,7 @@ def main():
     ap.add_argument("--device", default="0")
     ap.add_argument("--modes", default="explicit,managed,managed-prefetch,pinned")
     a = ap.parse_args()
-    fp = probe.probe()
-    if not fp["gpus"]:
-        sys.exit("no GPU: " + str(fp["cuda"].get("why_no_gpu")))
+    fp = probe.probe_gpu()
     desc = bounds.describe(fp)
     bw = desc["datapaths"]["gpu_memory"][0]
     print(f"{fp['gpus'][0]['name']}; GPU-memory bound {bw:.0f} GB/s ({desc['datapaths']['gpu_memory'][1]})")

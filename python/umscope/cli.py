@@ -306,11 +306,6 @@ def cmd_profile(args):
     return status
 
 
-APP_OPTIONS = ("footprint", "iterations", "seed", "processor", "threads", "check", "n", "m", "k", "rows", "cols",
-               "nodes", "degree", "pyramid", "penalty", "dims", "size", "lambda", "reverse", "precision", "variant",
-               "panel-memory", "place-a", "place-b", "place-c", "qubits", "depth", "init")
-
-
 def cmd_app(args):
     from umscope import apps
     if args.action == "list":
@@ -321,7 +316,7 @@ def cmd_app(args):
     if not args.name:
         raise UsageError("app run needs an application name (see 'umscope app list')")
     opts = {}
-    for k in APP_OPTIONS:
+    for k in sorted({k for app in apps.APPS.values() for k in app.takes}):
         attr = "lambda_" if k == "lambda" else k.replace("-", "_")
         opts[k] = getattr(args, attr, None)
     modes = args.mode or ["explicit"]

@@ -128,3 +128,11 @@ def cuda_version_text(v) -> str:
     if not v:
         return "none"
     return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def probe_gpu() -> dict:
+    """The probe, for scripts that measure a GPU: exits with the reason where there is none."""
+    fp = probe()
+    if not fp["gpus"]:
+        raise SystemExit("no GPU: " + str(fp["cuda"].get("why_no_gpu")))
+    return fp

@@ -11,20 +11,19 @@ _COMMON = ("processor", "threads", "check", "footprint", "seed", "iterations")
 
 
 class App:
-    def __init__(self, help, bench=None, takes=(), fixed=None, iterative=True, small=None):
+    def __init__(self, help, bench=None, takes=(), fixed=None, small=None):
         self.help = help
         self.bench = bench
         self.takes = tuple(takes)
         self.fixed = dict(fixed or {})  # parameters the app always passes (sgemm: precision fp32)
-        self.iterative = iterative
         self.small = dict(small or {})  # the default suite's short case
 
 
 APPS = {
     "bfs": App("breadth-first search, level-synchronous with frontier masks (Rodinia), random graph from a seed",
-               takes=_COMMON[:-1] + ("nodes", "degree"), iterative=True, small={"footprint": "256M"}),
+               takes=_COMMON[:-1] + ("nodes", "degree"), small={"footprint": "256M"}),
     "needle": App("Needleman-Wunsch alignment, BLOSUM62, tiled anti-diagonal wavefront (Rodinia)",
-                  takes=_COMMON[:-1] + ("n", "penalty"), iterative=False, small={"footprint": "256M"}),
+                  takes=_COMMON[:-1] + ("n", "penalty"), small={"footprint": "256M"}),
     "pathfinder": App("dynamic programming down a grid of weights, 1-D pyramid tiling (Rodinia)",
                       takes=_COMMON + ("rows", "cols", "pyramid"), small={"footprint": "256M"}),
     "hotspot": App("2-D thermal stencil with pyramid tiling (Rodinia); one iteration = --pyramid steps",
