@@ -1,6 +1,7 @@
 // Cases that misbehave on purpose, so the runner's handling of crashes,
 // hangs, GPU faults and skips is tested. Not part of any default plan.
 #include <csignal>
+#include <cstdlib>
 #include <thread>
 
 #include "umscope/bench.hpp"
@@ -17,7 +18,15 @@ void run_selftest(Context& ctx) {
   if (mode == "ok") {
     JsonObject rec;
     rec.set("type", "record").set("benchmark", "selftest").set("op", "ok").set("processor", "cpu");
-    rec.set("metric", "value").set("unit", "1").set("value", 1.0).set("n", 1);
+    rec.set("metric", "value").set("unit", "1").set("value", 1.0).set("n", 1).set("verified", "none");
+    ctx.emit(rec);
+  } else if (mode == "summary") {
+    // The statistics every record carries, over samples given by the caller (the arithmetic tests).
+    std::vector<double> samples;
+    for (const std::string& v : ctx.args.list("samples", "1")) samples.push_back(std::strtod(v.c_str(), nullptr));
+    JsonObject rec = ctx.record("summary", "cpu", parse_kind("system"), 0);
+    Context::put_summary(rec, "value", "1", samples);
+    rec.set("verified", "none");
     ctx.emit(rec);
   } else if (mode == "skip") {
     throw Skip("selftest asked to be skipped");
@@ -40,8 +49,9 @@ void run_selftest(Context& ctx) {
   }
 }
 
-BenchRegistrar reg({"selftest", "cpu", "misbehaves on purpose: --mode ok|skip|fail|crash|abort|hang|gpu-fault",
-                    {"ok"}, {"mode"}, run_selftest});
+BenchRegistrar reg({"selftest", "cpu", "misbehaves on purpose: --mode ok|skip|fail|crash|abort|hang|gpu-fault; "
+                    "--mode summary --samples 1,2,3: the statistics of the given samples",
+                    {"ok"}, {"mode", "samples"}, run_selftest});
 
 }  // namespace
 }  // namespace umscope

@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from umscope import native
+from umscope import conditions, native
 
 
 @dataclass
@@ -147,7 +147,10 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
         for case in todo:
             bar.start(case)
             started = time.time()
+            device = int(case.params.get("device", options.get("device") or 0))
+            before = conditions.read(device)
             outcome = execute(case, options)
+            conditions.attach(outcome.records, before, conditions.read(device))
             if annotate:
                 annotate(outcome.records)
             store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
@@ -157,6 +160,11 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
         store.finish_run(run_id, "interrupted")
         sys.stderr.write(f"\ninterrupted: completed cases are kept; `umscope run --resume {run_id}` finishes run {run_id}\n")
         return "interrupted"
+    # Every mode of an application against its explicit mode, over the whole run (so a resumed run too).
+    from umscope import verify
+    for case_id, reason in verify.apply_cross_mode(store, run_id).items():
+        if progress:
+            sys.stderr.write(f"{case_id}: failed ({reason})\n")
     store.finish_run(run_id, "complete")
     return "complete"
 
