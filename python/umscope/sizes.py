@@ -2,7 +2,8 @@
 
 A plain number is bytes ("4096", "1e9"); K, M, G, T and KiB, MiB, GiB, TiB are
 powers of 1024; KB, MB, GB, TB are powers of 1000. Sizes must be whole,
-positive numbers of bytes. umbench accepts the same grammar.
+positive numbers of bytes, at most 9e18. umbench accepts the same grammar
+(native/core/bench.cpp parse_bytes); tests/sizes_table.txt holds both to it.
 """
 
 import re
@@ -29,7 +30,7 @@ def parse_size(text) -> int:
         if unit not in _UNITS:
             raise UsageError(f"unknown size unit in {text!r} (K, M, G, T, KiB..TiB, KB..TB)")
     n = value * _UNITS[unit]
-    if n < 1 or n != int(n):
+    if not 1 <= n <= 9.0e18 or n != int(n):
         raise UsageError(f"size must be a positive whole number of bytes: {text!r}")
     return int(n)
 
