@@ -117,6 +117,26 @@ def test_cpu_stream_bytes_and_rates(reps):
         assert r["verified"] == "cpu-reference"
 
 
+def test_stream_traffic_arithmetic():
+    recs = {r["op"]: r for r in _records(umbench("run", "selftest", "--mode", "traffic"))}
+    assert {op: r["arrays"] for op, r in recs.items()} == {"read": 1, "write": 1, "copy": 2, "triad": 3}
+    assert {op: r["value"] for op, r in recs.items()} == {"read": 1.0, "write": 1.0, "copy": 2.0, "triad": 3.0}
+
+
+def test_first_touch_and_fault_rates():
+    res = umbench("run", "firsttouch", "--kind", "system", "--by", "cpu", "--bytes", "8M", "--reps", "3")
+    recs = {r["op"]: r for r in _records(res)}
+    for op in ("first-touch", "second-touch"):
+        r = recs[op]
+        assert r["unit"] == "ms" and r["bytes"] == 8 << 20
+        assert r["gbps"] == pytest.approx((8 << 20) / (r["median"] * 1e-3) / 1e9, rel=1e-7)
+    res = umbench("run", "faults", "--processor", "cpu", "--kind", "system,first_touch=none", "--bytes", "8M",
+                  "--stride", "4K,64K", "--reps", "3", "--threads", "1")
+    for r in _records(res):
+        assert r["pages"] == (8 << 20) // r["stride"]
+        assert r["gbps_of_strides"] == pytest.approx(r["stride"] / (r["median"] * 1e-6) / 1e9, rel=1e-7)
+
+
 def test_qv_gate_rate_counts_two_passes_over_the_state():
     res = umbench("run", "qv", "--processor", "cpu", "--qubits", "12", "--threads", "1")
     circuit, gate = _records(res)
@@ -240,3 +260,25 @@ def test_profiler_overhead_is_sampler_cpu_over_wall():
     profiler.print_summary(recs, out)
     assert "sampler CPU 5.00% of the run" in out.getvalue()
     assert "rss              peak 400.0 MiB" in out.getvalue()
+
+
+def test_bound_sources_by_origin(tmp_path):
+    h100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "addressing": "none", "numa_id": -1, "link": {}}]}
+    d = bounds.describe(h100)["datapaths"]
+    assert d["gpu_memory"] == (3350, "datasheet: NVIDIA H100 Tensor Core GPU datasheet, H100 SXM, GPU memory "
+                                     "bandwidth 3.35 TB/s")
+    assert d["h2d"][1].startswith("spec: PCI Express 5.0") and d["peer_in"][1].startswith("datasheet:")
+    probed = dict(h100["gpus"][0], mem_clock_khz=2619000, mem_bus_bits=5120, link={"pcie_gen_max": 5,
+                                                                                    "pcie_width_max": 16})
+    d = bounds.describe({"gpus": [probed]})["datapaths"]
+    assert d["gpu_memory"] == (3352.3, "probe: 2 x 2619 MHz x 5120 bit")
+    assert d["h2d"] == (63.02, "probe: PCIe gen 5 x16")
+    gh = bounds.describe({"gpus": [{"name": "NVIDIA GH200 480GB", "addressing": "ATS", "link": {}}]})["datapaths"]
+    assert gh["host_memory"][1].startswith("paper: Fusco et al. 2024")
+    f = tmp_path / "m.yaml"
+    f.write_text("name: mine\ndatapaths:\n  host_memory: 123\n  h2d: 10\nsources:\n  h2d: 'measured: nvbandwidth'\n")
+    d = bounds.describe(h100, str(f))["datapaths"]
+    assert d["host_memory"] == (123.0, f"file: {f}") and d["h2d"] == (10.0, "measured: nvbandwidth")
+    rec = bounds.annotate([{"benchmark": "cpu-stream", "op": "copy", "kind": "system", "unit": "GB/s",
+                            "median": 61.5}], h100, bounds.describe(h100, str(f)))[0]
+    assert rec["bound"] == 123.0 and rec["efficiency"] == 0.5 and rec["bound_source"] == f"file: {f}"

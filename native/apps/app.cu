@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "umscope/caps.hpp"
+#include "umscope/traffic.hpp"
 
 namespace umscope {
 
@@ -271,7 +272,7 @@ void AppRun::finish(JsonObject& extra, double bytes_per_iteration, double flops_
   const double med = summarize(iter_ms_).median;
   if (bytes_per_iteration > 0) {
     rec.set("traffic_bytes", bytes_per_iteration);
-    rec.set("bandwidth_gbps", bytes_per_iteration / (med * 1e-3) / 1e9);
+    rec.set("bandwidth_gbps", gb_per_s(bytes_per_iteration, med * 1e-3));
   }
   if (flops_per_iteration > 0) {
     rec.set("flops", flops_per_iteration);

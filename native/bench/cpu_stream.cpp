@@ -9,6 +9,7 @@
 #include "umscope/os.hpp"
 #include "umscope/pattern.hpp"
 #include "umscope/threads.hpp"
+#include "umscope/traffic.hpp"
 
 namespace umscope {
 namespace {
@@ -34,7 +35,7 @@ void run_cpu_stream(Context& ctx) {
     std::vector<double> partial(static_cast<size_t>(nt) * 8);  // one cache line apart
     for (const std::string& op : ops) {
       std::function<void(int, int)> body;
-      int arrays = op == "copy" ? 2 : 1;
+      const int arrays = stream_arrays(op);
       if (op == "read") {
         body = [&](int t, int T) {
           size_t lo, hi;
@@ -60,7 +61,7 @@ void run_cpu_stream(Context& ctx) {
       for (int r = 0; r < ctx.warmup + ctx.reps; ++r) {
         double secs = team.run(body);
         if (r >= ctx.warmup) {
-          gbps.push_back(static_cast<double>(bytes) * arrays / secs / 1e9);  // GB/s: 10^9 bytes per second
+          gbps.push_back(gb_per_s(static_cast<double>(bytes) * arrays, secs));
           times.push_back(secs);
         }
       }

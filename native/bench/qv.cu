@@ -27,6 +27,7 @@
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/threads.hpp"
+#include "umscope/traffic.hpp"
 
 namespace umscope {
 namespace {
@@ -398,7 +399,7 @@ void run_qv_typed(Context& ctx) {
 
   // Each gate reads and writes the whole state once: the bandwidth it reached.
   std::vector<double> gbps;
-  for (double ms : layer_ms) gbps.push_back(2.0 * bytes * gates_per_layer / (ms * 1e-3) / 1e9);
+  for (double ms : layer_ms) gbps.push_back(gb_per_s(2.0 * bytes * gates_per_layer, ms * 1e-3));
   JsonObject g = ctx.record("gate", pname, kind, bytes);
   Context::put_summary(g, "bandwidth", "GB/s", gbps);
   g.set("qubits", n);

@@ -6,6 +6,7 @@
 
 #include "umscope/bench.hpp"
 #include "umscope/errors.hpp"
+#include "umscope/traffic.hpp"
 
 namespace umscope {
 #ifdef UMSCOPE_HAVE_CUDA
@@ -28,6 +29,15 @@ void run_selftest(Context& ctx) {
     Context::put_summary(rec, "value", "1", samples);
     rec.set("verified", "none");
     ctx.emit(rec);
+  } else if (mode == "traffic") {
+    // The shared traffic arithmetic (umscope/traffic.hpp): arrays per stream operation, and 10^9 bytes in
+    // one second as GB/s.
+    for (const char* op : {"read", "write", "copy", "triad"}) {
+      JsonObject rec = ctx.record(op, "cpu", parse_kind("system"), 1000000000);
+      rec.set("arrays", stream_arrays(op)).set("metric", "rate").set("unit", "GB/s");
+      rec.set("value", gb_per_s(1e9 * stream_arrays(op), 1.0)).set("verified", "none");
+      ctx.emit(rec);
+    }
   } else if (mode == "skip") {
     throw Skip("selftest asked to be skipped");
   } else if (mode == "crash") {
@@ -50,7 +60,8 @@ void run_selftest(Context& ctx) {
 }
 
 BenchRegistrar reg({"selftest", "cpu", "misbehaves on purpose: --mode ok|skip|fail|crash|abort|hang|gpu-fault; "
-                    "--mode summary --samples 1,2,3: the statistics of the given samples",
+                    "--mode summary --samples 1,2,3: the statistics of the given samples; --mode traffic: arrays per "
+                    "stream operation",
                     {"ok"}, {"mode", "samples"}, run_selftest});
 
 }  // namespace
