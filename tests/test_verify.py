@@ -112,3 +112,22 @@ def test_report_says_per_section_how_data_was_verified(store_path):
     recs = Store(store_path).records()
     assert {verify.method(r) for r in recs} == {"cpu-reference"}
     assert json.loads(json.dumps(recs[0]["extra"]))["verified"] == "cpu-reference"
+
+
+def test_every_benchmark_record_names_a_method():
+    from conftest import umbench
+    runs = [("cpu-stream", "--kind", "system", "--bytes", "4M", "--threads", "1", "--reps", "2"),
+            ("latency", "--processor", "cpu", "--kind", "system", "--bytes", "64K", "--reps", "2"),
+            ("pingpong", "--pair", "cpu-cpu", "--kind", "system", "--exchanges", "200", "--reps", "2"),
+            ("firsttouch", "--kind", "system", "--by", "cpu", "--bytes", "4M", "--reps", "2"),
+            ("faults", "--processor", "cpu", "--kind", "system,first_touch=none", "--bytes", "4M", "--reps", "2"),
+            ("qv", "--processor", "cpu", "--qubits", "8"),
+            ("triad", "--processor", "cpu", "--n", "1000", "--check", "1")]
+    for args in runs:
+        res = umbench("run", *args)
+        lines = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
+        assert lines[-1]["status"] == "ok", (args, lines[-1])
+        recs = [r for r in lines if r["type"] == "record"]
+        assert recs, args
+        for r in recs:
+            assert r["verified"] in verify.METHODS and r["verified"] != "none", (args, r["op"], r.get("verified"))
