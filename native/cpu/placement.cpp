@@ -132,7 +132,7 @@ Placement place_process(const std::string& mode, int device, bool use_gpu, const
       if (n != home_node && remote < 0) remote = n;
     if (remote < 0)
       throw Skip("remote placement needs a second NUMA node with CPUs; this host has " +
-                 std::to_string(with_cpus.size()) + " (one socket: every CPU is local to the GPU)");
+                 std::to_string(with_cpus.size()) + " (one socket: there is no remote one)");
     home_cpus = node_cpus(remote);
     home_node = remote;
     p.source = "NUMA node " + std::to_string(remote) + " (remote from the GPU's node " +

@@ -153,7 +153,8 @@ def cmd_info(args):
             print(f"         host link PCIe gen {link['pcie_gen_current']} x{link['pcie_width_current']} now, "
                   f"gen {link['pcie_gen_max']} x{link['pcie_width_max']} max (NVML)")
         else:
-            print("         host link: NVML not available")
+            from umscope import nvml
+            print(f"         host link: NVML not available ({nvml.why_unavailable() or 'no answer'})")
         print(f"         addressing {g['addressing']}: pageable access {int(g['pageable_memory_access'])}, "
               f"via host page tables {int(g['pageable_memory_access_uses_host_page_tables'])}, concurrent managed "
               f"{int(g['concurrent_managed_access'])}, host-native atomics {int(g['host_native_atomics'])}, "

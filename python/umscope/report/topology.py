@@ -7,6 +7,7 @@ from collections import OrderedDict
 from html import escape
 
 from umscope.model import bounds
+from umscope.sizes import format_size
 
 
 def e(x) -> str:
@@ -176,7 +177,7 @@ def section(fp, records) -> str:
                                  f"<td>{e(node if node is not None and node >= 0 else 'default')}</td>")
                 else:
                     cells.append("<td colspan=3 class=note>not run or skipped</td>")
-            rows.append(f"<tr><td>{e(what)} {e(nbytes or '')}</td>{''.join(cells)}</tr>")
+            rows.append(f"<tr><td>{e(what)} {e(format_size(nbytes) if nbytes else '')}</td>{''.join(cells)}</tr>")
         out.append("<h3>Placement</h3><table><tr><th>measurement</th>" + "".join(
             f"<th>{p}</th><th>CPUs</th><th>node</th>" for p in ("none", "local", "remote")) + "</tr>"
             + "".join(rows) + "</table><p class=note>The same case with the process unpinned (none), pinned to "
