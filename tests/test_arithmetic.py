@@ -266,7 +266,7 @@ def test_bound_sources_by_origin(tmp_path):
     h100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "addressing": "none", "numa_id": -1, "link": {}}]}
     d = bounds.describe(h100)["datapaths"]
     assert d["gpu_memory"] == (3350, "datasheet: NVIDIA H100 Tensor Core GPU datasheet, H100 SXM, GPU memory "
-                                     "bandwidth 3.35 TB/s")
+                                     "bandwidth 3.35 TB/s (h100-sxm-pcie5.yaml)")
     assert d["h2d"][1].startswith("spec: PCI Express 5.0") and d["peer_in"][1].startswith("datasheet:")
     probed = dict(h100["gpus"][0], mem_clock_khz=2619000, mem_bus_bits=5120, link={"pcie_gen_max": 5,
                                                                                     "pcie_width_max": 16})

@@ -125,7 +125,7 @@ def describe(fp, machine_file=None) -> dict:
             desc["name"] = d["name"]
             srcs = d.get("sources") or {}
             for k, v in d["datapaths"].items():
-                desc["datapaths"][k] = (v, srcs.get(k) or f"datasheet: {d.get('source')} ({stem}.yaml)")
+                desc["datapaths"][k] = (v, f"{srcs.get(k) or 'datasheet: ' + str(d.get('source'))} ({stem}.yaml)")
             break
     desc["datapaths"].update(from_probe(fp))
     if machine_file:
