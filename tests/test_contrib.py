@@ -82,20 +82,36 @@ def _reframe():
     return exe
 
 
-@pytest.mark.skipif(not _reframe(), reason="reframe-hpc is not installed (pip install reframe-hpc; .ci/run does)")
-def test_reframe_cpu_families_pass_with_the_local_configuration(tmp_path):
+def _run_reframe(tmp_path, *extra):
     report = tmp_path / "report.json"
-    env = dict(os.environ, UMSCOPE_RFM_REPORT=str(report),
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    env = dict(os.environ, UMSCOPE_RFM_REPORT=str(report))
     res = subprocess.run([_reframe(), "-C", str(ROOT / "contrib/reframe/config/local.py"),
                           "-c", str(ROOT / "contrib/reframe/umscope_checks.py"), "-t", "cpu",
-                          "--prefix", str(tmp_path / "rfm"), "-S", f"umscope={sys.executable} -m umscope", "-r"],
-                         capture_output=True, text=True, env=env, timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+                          "--prefix", str(tmp_path / "rfm"), "-S", f"umscope={sys.executable} -m umscope", *extra, "-r"],
+                         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     data = json.loads(report.read_text())
-    cases = [tc for run in data["runs"] for tc in run["testcases"]]
-    fams = {tc["check_vars"]["family"] for tc in cases if tc["result"] == "success"}
-    assert fams == {"cpu-stream", "latency", "pingpong"}
-    stream = next(tc for tc in cases if tc["check_vars"]["family"] == "cpu-stream")
-    perf = {p["name"] for p in stream["perfvalues"].values()} if isinstance(stream.get("perfvalues"), dict) else None
-    assert perf is None or {"read", "write", "copy"} <= perf
+    return res, {tc["family"]: tc for run in data["runs"] for tc in run["testcases"]}
+
+
+@pytest.mark.skipif(not _reframe(), reason="reframe-hpc is not installed (it is in the test extra)")
+def test_reframe_cpu_families_pass_with_the_local_configuration(tmp_path):
+    res, cases = _run_reframe(tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert {f for f, tc in cases.items() if tc["result"] == "pass"} == {"cpu-stream", "latency", "pingpong"}
+    perf = {k.rsplit(":", 1)[-1]: v for k, v in cases["cpu-stream"]["perfvalues"].items()}
+    assert set(perf) == {"read", "write", "copy"} and all(v[0] > 0 and v[4] == "GB/s" for v in perf.values())
+    assert {k.rsplit(":", 1)[-1] for k in cases["pingpong"]["perfvalues"]} == {"round_trip"}
+
+
+@pytest.mark.skipif(not _reframe(), reason="reframe-hpc is not installed (it is in the test extra)")
+def test_reframe_references_are_efficiencies_of_the_bound(tmp_path):
+    # A machine description whose host-memory peak no CPU here reaches half of: the efficiency
+    # reference (at least min_efficiency of the bound) must fail the CPU stream check.
+    machine = tmp_path / "machine.yaml"
+    machine.write_text("name: test fixture, not a machine\ndatapaths:\n  host_memory: 100000\n")
+    res, cases = _run_reframe(tmp_path, "-S", f"machine={machine}", "-n", "family=cpu-stream")
+    assert res.returncode != 0
+    tc = cases["cpu-stream"]
+    assert tc["result"] == "fail" and tc["fail_phase"] == "performance"
+    perf = {k.rsplit(":", 1)[-1]: v for k, v in tc["perfvalues"].items()}
+    assert perf["copy_efficiency"][0] < 0.5 and perf["copy_efficiency"][1] == 1.0

@@ -115,18 +115,23 @@ def test_openmetrics_parses_with_prometheus_client(two_runs):
 
 
 def _load_caliper_json(doc):
-    """The Caliper json-split layout (Caliper's cali-query -q 'format json-split' and Hatchet's reader):
-    columns, column_metadata (is_value), nodes (label, column, parent), data rows, and globals."""
+    """The Caliper json-split layout (cali-query's 'format json-split', read by Hatchet's CaliperReader):
+    columns with column_metadata (is_value), nodes (label, column, parent before child), data rows whose
+    'path' cell indexes the nodes; with node ordering, a 'Node order' column and row i for node i."""
     assert {"data", "columns", "column_metadata", "nodes"} <= set(doc)
     cols = doc["columns"]
-    assert len(doc["column_metadata"]) == len(cols) and cols[0] == "path"
-    assert not doc["column_metadata"][0]["is_value"]
+    assert len(doc["column_metadata"]) == len(cols) and "path" in cols
+    path = cols.index("path")
+    assert not doc["column_metadata"][path]["is_value"]
     nodes = doc["nodes"]
     for i, n in enumerate(nodes):
         assert n["column"] == "path" and isinstance(n["label"], str)
         assert "parent" not in n or 0 <= n["parent"] < i
-    for row in doc["data"]:
-        assert len(row) == len(cols) and 0 <= row[0] < len(nodes)
+    order = cols.index("Node order") if "Node order" in cols else None
+    for i, row in enumerate(doc["data"]):
+        assert len(row) == len(cols) and 0 <= row[path] < len(nodes)
+        if order is not None:
+            assert row[order] == i == row[path]
     return cols, nodes
 
 
@@ -136,25 +141,38 @@ def test_caliper_json_split_with_fingerprint_metadata(two_runs):
     assert "bandwidth_GBps" in cols and doc["hostname"] == "node-a" and doc["umscope.run"] == 1
     assert doc["scheduler.job"] == "123" and doc["gpu"] == "NVIDIA H100 80GB HBM3"
     paths = set()
+    bw = cols.index("bandwidth_GBps")
     for row in doc["data"]:
-        names, i = [], row[0]
+        if row[bw] is None:
+            continue
+        names, i = [], row[cols.index("path")]
         while True:
             names.append(nodes[i]["label"])
             if "parent" not in nodes[i]:
                 break
             i = nodes[i]["parent"]
         paths.add("/".join(reversed(names)))
-    assert "umscope/copy/ce-copy/pinned -> device 256 MiB" in paths
+    assert "umscope/copy/ce-copy/ce0 pinned -> device 256 MiB" in paths
 
 
-def test_caliper_loads_in_hatchet(two_runs, tmp_path):
+def test_caliper_loads_in_hatchet_and_forms_a_thicket_ensemble(tmp_path):
     ht = pytest.importorskip("hatchet", reason="llnl-hatchet is not installed (pip install llnl-hatchet)")
-    out = tmp_path / "run1.json"
-    out.write_text(export(Store(two_runs), "caliper", 1))
-    gf = ht.GraphFrame.from_caliper(str(out))
+    files = []
+    for i in range(3):
+        p = str(tmp_path / f"n{i}.sqlite")
+        make_store(p, f"nid{i}", n_records=12, scale=1 + 0.1 * i, job="9")
+        f = tmp_path / f"n{i}.json"
+        f.write_text(export(Store(p), "caliper", 1))
+        files.append(str(f))
+    gf = ht.GraphFrame.from_caliper(files[0])
     df = gf.dataframe
-    assert "bandwidth_GBps" in df.columns and len(df) > 5
-    assert gf.metadata.get("hostname") == "node-a"
+    row = df[df["name"] == "ce0 pinned -> device 256 MiB"]
+    assert row["bandwidth_GBps"].tolist() == [55.0]
+    assert gf.metadata["hostname"] == "nid0" and gf.metadata["scheduler.job"] == "9"
+    th = pytest.importorskip("thicket", reason="llnl-thicket is not installed")
+    t = th.Thicket.from_caliper(files, disable_tqdm=True)
+    assert sorted(t.metadata["hostname"]) == ["nid0", "nid1", "nid2"]
+    assert set(t.metadata["scheduler.job"]) == {"9"}
 
 
 def test_every_format_on_the_cli(two_runs, tmp_path):

@@ -95,16 +95,17 @@ class UmscopeCheck(rfm.RunOnlyRegressionTest):
     @run_before("performance")
     def set_perf_variables(self):
         recs = _records(os.path.join(self.stagedir, str(self.stdout)))
-        self.perf_variables = {}
-        self.reference = {"*": {}}
+        perf, ref = {}, {}
         for name, sel in FAMILIES[self.family][2].items():
             best = _select(recs, sel)
             if not best:
                 continue
             rec = best[0]
-            self.perf_variables[name] = sn.make_performance_function(sn.defer(rec["median"]), rec["unit"])
+            perf[name] = sn.make_performance_function(sn.defer(rec["median"]), rec["unit"])
             eff = (rec.get("extra") or {}).get("efficiency")
             if eff is not None:
                 # the reference is the bound itself (1.0); pass down to min_efficiency of it
-                self.perf_variables[f"{name}_efficiency"] = sn.make_performance_function(sn.defer(eff), "of bound")
-                self.reference["*"][f"{name}_efficiency"] = (1.0, self.min_efficiency - 1.0, None, "of bound")
+                perf[f"{name}_efficiency"] = sn.make_performance_function(sn.defer(eff), "of bound")
+                ref[f"{name}_efficiency"] = (1.0, self.min_efficiency - 1.0, None, "of bound")
+        self.perf_variables = perf
+        self.reference = {"*": ref}

@@ -8,7 +8,6 @@
 """
 
 import json
-import types
 
 from umscope import plans, suite
 from umscope import probe as _probe_module
@@ -16,16 +15,6 @@ from umscope.errors import UsageError
 from umscope.merge import open_readonly
 from umscope.model import bounds
 from umscope.store import Store, default_store_path
-
-
-class _CallableModule(types.ModuleType):
-    """umscope.probe stays the module and is also callable: umscope.probe() == umscope.probe.probe()."""
-
-    def __call__(self):
-        return self.probe()
-
-
-_probe_module.__class__ = _CallableModule
 
 
 class ResultStore:

@@ -5,6 +5,7 @@ NUMA, THP, UVM parameters, CPU, NVML link facts) is read here."""
 import os
 import platform
 import socket
+import sys
 from pathlib import Path
 
 from umscope import __version__, native, nvml
@@ -172,3 +173,13 @@ def probe_gpu() -> dict:
     if not fp["gpus"]:
         raise SystemExit("no GPU: " + str(fp["cuda"].get("why_no_gpu")))
     return fp
+
+
+class _CallableModule(type(sys.modules[__name__])):
+    """The Python API's umscope.probe(): this module, callable (umscope.probe() == umscope.probe.probe())."""
+
+    def __call__(self):
+        return self.probe()
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -13,10 +13,10 @@ site_configuration = {
             "name": "default",
             "scheduler": "local",
             "launcher": "local",
-            "environs": ["builtin"],
+            "environs": ["plain"],
             "features": ["gpu"] if os.environ.get("UMSCOPE_RFM_GPU") else [],
         }],
     }],
-    "environments": [{"name": "builtin", "cc": "cc", "cxx": "c++"}],
+    "environments": [{"name": "plain", "cc": "cc", "cxx": "c++"}],
     "general": [{"report_file": os.environ.get("UMSCOPE_RFM_REPORT", "reframe-report.json")}],
 }
