@@ -78,8 +78,9 @@ def test_spack_recipe_parses_and_declares_its_variants(monkeypatch):
 
 
 def _reframe():
-    exe = shutil.which("reframe") or os.environ.get("UMSCOPE_REFRAME")
-    return exe
+    """reframe of this Python's installation (pip puts it beside the interpreter), else on PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), "reframe")
+    return os.environ.get("UMSCOPE_REFRAME") or (beside if os.path.exists(beside) else shutil.which("reframe"))
 
 
 def _run_reframe(tmp_path, *extra):
