@@ -7,6 +7,7 @@ import sys
 import time
 
 from umscope import __version__, devices, native, plans, probe
+from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
 from umscope.report.html import SPREAD_FLAG, kind_label, write_report
@@ -114,8 +115,21 @@ def build_parser():
     s = sub.add_parser("export", help="export records as JSON lines or CSV")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: every run)")
-    s.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    s.add_argument("--format", choices=export_formats.FORMATS, default="jsonl",
+                   help="jsonl, csv (with the columns that tell records apart), nvbandwidth (nvbandwidth -j's "
+                        "JSON, one run), openmetrics (node_exporter textfile), caliper (json-split for Hatchet/Thicket)")
     s.add_argument("-o", "--output", help="output file (default stdout)")
+    s = sub.add_parser("merge", help="gather the runs of several stores (one per node) into OUT")
+    s.add_argument("out", help="the store to write (created if missing)")
+    s.add_argument("stores", nargs="+", help="stores to read (read-only)")
+    s = sub.add_parser("compare", help="the same cases across runs and stores, with ratios, strays and published values")
+    s.add_argument("runs", nargs="*", help="run ids (ID, or STORE:ID with several --store; default: every run)")
+    s.add_argument("--store", action="append", help="a store to read (repeatable)")
+    s.add_argument("--baseline", default="median", help="'median' (of the runs, default) or a run (ID or label)")
+    s.add_argument("--threshold", type=float, help="flag figures off by more than this fraction (default 0.05)")
+    s.add_argument("--reference", default="all", help="published values to show: all (default), none, or a machine (GH200)")
+    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html)")
+    s.add_argument("--json", action="store_true")
     s = sub.add_parser("runs", help="list the runs in the store")
     s.add_argument("--store")
     s.add_argument("--json", action="store_true")
@@ -141,6 +155,8 @@ def cmd_info(args):
     print(f"CUDA     umbench built with CUDA: {'yes' if cuda['built_with_cuda'] else 'no'}; runtime "
           f"{probe.cuda_version_text(cuda['runtime_version'])}; driver "
           f"{cuda['driver'] or probe.cuda_version_text(cuda['driver_version'])}")
+    print(f"libs     tracer {cuda.get('tracer') or 'not built'} (CUPTI {cuda.get('cupti') or 'not found'}); "
+          f"cuBLAS {cuda.get('cublas') or 'not found'}")
     if not fp["gpus"]:
         print(f"GPU      none: {cuda['why_no_gpu']}")
     for g in fp["gpus"]:
@@ -360,7 +376,7 @@ def cmd_export(args):
     run_id = _int(args.run, "--run") if args.run else None
     if run_id is not None:
         store.run(run_id)  # a clear error for an unknown run
-    text = store.export(args.format, run_id)
+    text = export_formats.export(store, args.format, run_id)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:
@@ -370,6 +386,19 @@ def cmd_export(args):
     else:
         sys.stdout.write(text)
     return 0
+
+
+def cmd_merge(args):
+    from umscope.merge import merge
+    t = merge(args.out, args.stores)
+    print(f"merged {t['runs']} run(s), {t['records']} record(s) from {t['stores']} store(s) into {args.out}"
+          + (f"; {t['skipped_runs']} run(s) already there" if t["skipped_runs"] else ""))
+    return 0
+
+
+def cmd_compare(args):
+    from umscope import compare
+    return compare.run_command(args)
 
 
 def cmd_runs(args):
@@ -396,7 +425,7 @@ def cmd_list(_args):
 
 
 COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "profile": cmd_profile, "report": cmd_report,
-            "export": cmd_export, "runs": cmd_runs, "list": cmd_list}
+            "export": cmd_export, "runs": cmd_runs, "list": cmd_list, "merge": cmd_merge, "compare": cmd_compare}
 
 
 def main(argv=None) -> int:
