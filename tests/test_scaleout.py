@@ -208,3 +208,20 @@ def test_mpi_device_memory_is_skipped_or_runs_by_cuda_awareness(store_path):
     assert case["status"] in ("ok", "skipped"), case["reason"]
     if case["status"] == "skipped":
         assert "CUDA-aware" in case["reason"]
+
+
+@pytest.mark.gpu
+@needs_mpi
+def test_nccl_one_rank_per_gpu_under_mpirun(store_path):
+    if len(native.native_info().get("gpus", [])) < 2:
+        pytest.skip("needs two GPUs")
+    res = run_cli("bench", "nccl", "--kind", "device", "--ops", "allreduce,alltoall", "--size", "64MiB",
+                  "--launcher", "mpirun", "-n", "2", "--store", store_path, "--no-progress", timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    s = Store(store_path)
+    recs = s.records(s.run()["id"])
+    assert sorted(r["op"] for r in recs) == ["allreduce", "alltoall"]  # rank 0 alone printed them
+    for r in recs:
+        x = r["extra"]
+        assert x["launch"] == "mpi" and x["ranks"] == 2 and x["verified"] and r["median"] > 1
+        assert x["launcher"].startswith("mpirun -n 2")

@@ -199,11 +199,13 @@ void run_nccl(Context& ctx) {
   world_agree(nccl.load());
   if (kind.name == "peer")
     throw Skip("peer:N is not a placement for NCCL buffers: each rank's buffers belong to its own GPU");
+  if (!gpu_caps(0).present) throw Skip(gpu_caps(0).why_absent);
+  int visible = 0;
+  UM_CUDA(cudaGetDeviceCount(&visible));
+  if (launch == "mpi") ctx.device = ctx.alloc.device = w.local_rank % visible;  // one GPU per local rank
   ctx.use_gpu();
   setenv("NCCL_NVLS_ENABLE", "0", 0);  // never multicast on a shared machine
 
-  int visible = 0;
-  UM_CUDA(cudaGetDeviceCount(&visible));
   std::vector<Rank> ranks;
   std::vector<int> devs;
   int n = 0;
