@@ -6,7 +6,7 @@ import shlex
 import sys
 import time
 
-from umscope import __version__, devices, native, plans, probe
+from umscope import __version__, devices, native, plans, probe, scaleout
 from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
@@ -72,6 +72,7 @@ def build_parser():
     s.add_argument("--dos", help="oversub: degrees of oversubscription, comma-separated (default 0.25,0.5,0.75,0.9;"
                                  " above 1 only with --allow-oversubscription)")
     s.add_argument("--available", help="oversub: GPU memory left free by the ballast (default 8G)")
+    scaleout.add_options(s)
     s = sub.add_parser("app", help="the application suite: 'app list', 'app run NAME --mode MODE'")
     s.add_argument("action", choices=["list", "run"])
     s.add_argument("name", nargs="?", help="application (see 'umscope app list')")
@@ -296,7 +297,8 @@ def cmd_bench(args):
     fp = probe.probe()
     cases = plans.bench_plan(args.name, fp, kinds=args.kind, sizes=args.size, threads=args.threads,
                              ops=args.ops, mode=args.mode, iterations=args.iterations, dos=args.dos,
-                             available=args.available, allow_oversubscription=args.allow_oversubscription)
+                             available=args.available, allow_oversubscription=args.allow_oversubscription,
+                             scale=scaleout.options(args))
     cases = plans.apply_filter(cases, args.filter)
     store = Store(args.store)
     return _execute(args, f"bench {args.name}", cases, fp, store)

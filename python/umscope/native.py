@@ -26,6 +26,21 @@ def umbench_path() -> str:
                      "(it builds umbench) or set UMSCOPE_UMBENCH")
 
 
+def umbench_mpi_path() -> str:
+    """umbench-mpi, the runner as one MPI rank: $UMSCOPE_UMBENCH_MPI, beside umbench, or on PATH."""
+    env = os.environ.get("UMSCOPE_UMBENCH_MPI")
+    if env:
+        return env
+    beside = Path(umbench_path()).with_name("umbench-mpi")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("umbench-mpi")
+    if found:
+        return found
+    raise UsageError("umbench-mpi was not built: no MPI was found when umscope was installed (install an MPI "
+                     "with its compiler wrappers, e.g. Debian's libopenmpi-dev, and reinstall)")
+
+
 def _json_lines(text: str) -> list:
     out = []
     for line in text.splitlines():

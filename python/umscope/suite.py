@@ -20,6 +20,7 @@ class Case:
     kind: str = None
     params: dict = field(default_factory=dict)
     timeout: float = 180.0
+    launch: list = None  # a site launcher's argv (mpirun -n 2 ...): the case runs as umbench-mpi ranks
 
     @property
     def case_id(self) -> str:
@@ -30,7 +31,8 @@ class Case:
         return " ".join(parts)
 
     def argv(self, options: dict) -> list:
-        args = [native.umbench_path(), "run", self.benchmark]
+        args = ([native.umbench_path()] if not self.launch else list(self.launch) + [native.umbench_mpi_path()])
+        args += ["run", self.benchmark]
         if self.kind:
             args += ["--kind", self.kind]
         for k, v in self.params.items():
@@ -44,11 +46,14 @@ class Case:
         return args
 
     def to_json(self) -> dict:
-        return {"benchmark": self.benchmark, "kind": self.kind, "params": self.params, "timeout": self.timeout}
+        d = {"benchmark": self.benchmark, "kind": self.kind, "params": self.params, "timeout": self.timeout}
+        if self.launch:
+            d["launch"] = list(self.launch)
+        return d
 
     @classmethod
     def from_json(cls, d) -> "Case":
-        return cls(d["benchmark"], d.get("kind"), dict(d.get("params") or {}), d.get("timeout", 180.0))
+        return cls(d["benchmark"], d.get("kind"), dict(d.get("params") or {}), d.get("timeout", 180.0), d.get("launch"))
 
 
 @dataclass

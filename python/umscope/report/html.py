@@ -695,6 +695,9 @@ def _bench_section(bench, recs, fp=None, cases=()) -> str:
         return _latency_section(recs, fp)
     if bench == "pingpong":
         return _pingpong_section(recs, cases)
+    if bench in ("nccl", "mpi"):
+        from umscope.report import scaleout
+        return scaleout.section(bench, recs, fp) + _records_table(recs)
     if bench == "gpu-stream":
         scaling = [r for r in recs if {"blocks", "block"} & set(r.get("params") or {})]
         plain = [r for r in recs if r not in scaling]
