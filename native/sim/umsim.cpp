@@ -21,8 +21,8 @@
 //   ats      system memory through ATS with access counters (Schieffer et al.
 //            2024 Sec. 2.2.1): pages live where first touched; GPU accesses
 //            to CPU pages go over the link; each such access counts in its
-//            region (--counter-granule); at --counter-threshold the region is
-//            migrated to the GPU (evicting under pressure with the policy).
+//            region (--unit); at --counter-threshold the region is migrated to
+//            the GPU if it fits in free GPU memory (never evicting).
 //   zerocopy every GPU access to host memory goes over the link.
 //
 // Input: a generated application stream (--app NAME, see gen_*) or a trace
@@ -84,6 +84,15 @@ struct Gen {
   void bar() { t.ev.push_back(BARRIER); }
 };
 
+// One array read page after page (the migration benchmark's GPU read).
+void gen_read(Gen& g, uint64_t foot, int iters) {
+  uint32_t a = g.alloc(foot / 4), np = g.t.allocs.back().n;
+  for (int it = 0; it < iters; ++it) {
+    for (uint32_t p = 0; p < np; ++p) g.r(a + p);
+    g.bar();
+  }
+}
+
 // Each array's pages in order, all arrays advancing together (STREAM triad a = b + s c).
 void gen_triad(Gen& g, uint64_t foot, int iters) {
   uint64_t n = foot / 12;
@@ -96,16 +105,19 @@ void gen_triad(Gen& g, uint64_t foot, int iters) {
 
 // Row-major square images; a stencil kernel reads rows i-1, i, i+1 of src and writes row i of dst.
 void stencil_pass(Gen& g, uint32_t src, uint32_t dst, uint64_t side, bool reverse) {
-  uint64_t rowp = std::max<uint64_t>(1, side / g.epp);  // pages per row (rows of >= 1 page)
-  uint64_t rows = (uint64_t(g.t.allocs.back().n) + rowp - 1) / rowp;
-  if (side < g.epp) rowp = 1, rows = g.t.allocs.back().n;  // several rows per page: a page row
+  // Rows of whole pages (a row of `side` elements rounded up to pages; rows shorter than a page: one
+  // page-row holds several rows).
+  const uint64_t np = g.t.allocs.back().n;
+  const uint64_t rowp = std::max<uint64_t>(1, (side + g.epp - 1) / g.epp);
+  const uint64_t rows = (np + rowp - 1) / rowp;
   for (uint64_t k = 0; k < rows; ++k) {
     uint64_t i = reverse ? rows - 1 - k : k;
     for (uint64_t j = 0; j < rowp; ++j) {
       uint64_t p = i * rowp + j;
+      if (p >= np) break;
       if (i > 0) g.r(uint32_t(src + p - rowp));
       g.r(uint32_t(src + p));
-      if (i + 1 < rows) g.r(uint32_t(src + p + rowp));
+      if (p + rowp < np) g.r(uint32_t(src + p + rowp));
       g.w(uint32_t(dst + p));
     }
   }
@@ -325,7 +337,7 @@ struct Stats {
   uint64_t events = 0, gpu_events = 0, cpu_events = 0, barriers = 0, hits = 0, faults = 0, dup_faults = 0,
            batches = 0, migrations = 0, h2d_fault = 0, h2d_prefetch = 0, h2d_counter = 0, populate_gpu = 0,
            evictions = 0, d2h_evict = 0, cpu_faults = 0, d2h_cpu_fault = 0, remote_gpu = 0, remote_cpu = 0,
-           thrash_units = 0, counter_migrations = 0, peak_gpu = 0;
+           thrash_units = 0, counter_migrations = 0, counter_refused = 0, peak_gpu = 0;
 };
 
 enum : uint8_t { UNTOUCHED = 0, ON_CPU = 1, ON_GPU = 2 };
@@ -622,7 +634,9 @@ class Sim {
     if (++counter_[u] < p_.counter_threshold) return;
     counter_[u] = 0;
     uint32_t f = ufirst_[u], n = un_[u];
-    if (!make_room(n - res_[u], u)) return;
+    // Counter-triggered migration only into free GPU memory: system memory is not evicted to make room
+    // (Schieffer et al. 2024 Sec. 7: "With system memory, no eviction is happening").
+    if (used_ + (n - res_[u]) > p_.capacity_pages) { ++s_.counter_refused; return; }
     for (uint32_t k = 0; k < n; ++k)
       if (where_[f + k] == ON_CPU) bring(f + k, u, s_.h2d_counter);
     ++s_.migrations;
@@ -704,7 +718,7 @@ void usage() {
       "             [--unit BYTES] [--granule BYTES] [--prefetch on|off] [--prefetch-threshold PCT]\n"
       "             [--batch N] [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
-      "apps: triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
+      "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
       stderr);
 }
 
@@ -781,7 +795,8 @@ int main(int argc, char** argv) {
     if (foot / t.page_bytes >= PAGE_MASK / 2) die("--footprint too large for 30-bit page numbers at this --page");
     Gen g(t, p.unit_pages);
     uint64_t c = conc ? conc : 8192;
-    if (app == "triad") gen_triad(g, foot, iters);
+    if (app == "read") gen_read(g, foot, iters);
+    else if (app == "triad") gen_triad(g, foot, iters);
     else if (app == "conv2d") gen_conv2d(g, foot, iters);
     else if (app == "jacobi2d") gen_jacobi2d(g, foot, iters, reverse);
     else if (app == "mvt") gen_mvt(g, foot, iters, c);
@@ -793,6 +808,9 @@ int main(int argc, char** argv) {
     else if (app == "pathfinder") gen_pathfinder(g, foot, iters);
     else if (app == "needle") gen_needle(g, foot, iters);
     else die("unknown --app '" + app + "'");
+    const uint32_t np = t.pages();
+    for (uint32_t e : t.ev)
+      if (e != BARRIER && (e & PAGE_MASK) >= np) die("internal: generator '" + app + "' left its allocations");
   }
   Stats s;
   double best = 1e300;
@@ -814,7 +832,7 @@ int main(int argc, char** argv) {
       "\"hits\":%llu,\"faults\":%llu,\"dup_faults\":%llu,\"batches\":%llu,\"migrations\":%llu,"
       "\"h2d_fault_pages\":%llu,\"h2d_prefetch_pages\":%llu,\"h2d_counter_pages\":%llu,\"populate_gpu_pages\":%llu,"
       "\"evictions\":%llu,\"d2h_evict_pages\":%llu,\"cpu_faults\":%llu,\"d2h_cpu_fault_pages\":%llu,"
-      "\"remote_gpu_pages\":%llu,\"remote_cpu_pages\":%llu,\"thrash_units\":%llu,\"counter_migrations\":%llu,"
+      "\"remote_gpu_pages\":%llu,\"remote_cpu_pages\":%llu,\"thrash_units\":%llu,\"counter_migrations\":%llu,\"counter_refused\":%llu,"
       "\"peak_gpu_pages\":%llu,\"h2d_bytes\":%.0f,\"d2h_bytes\":%.0f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
       p.policy.c_str(), p.eviction.c_str(), app.empty() ? "trace" : app.c_str(), (unsigned long long)t.page_bytes,
       p.unit_pages, p.granule_pages, p.prefetch ? "true" : "false", p.prefetch_threshold, p.batch_size,
@@ -826,7 +844,7 @@ int main(int argc, char** argv) {
       (unsigned long long)s.h2d_prefetch, (unsigned long long)s.h2d_counter, (unsigned long long)s.populate_gpu,
       (unsigned long long)s.evictions, (unsigned long long)s.d2h_evict, (unsigned long long)s.cpu_faults,
       (unsigned long long)s.d2h_cpu_fault, (unsigned long long)s.remote_gpu, (unsigned long long)s.remote_cpu,
-      (unsigned long long)s.thrash_units, (unsigned long long)s.counter_migrations, (unsigned long long)s.peak_gpu,
+      (unsigned long long)s.thrash_units, (unsigned long long)s.counter_migrations, (unsigned long long)s.counter_refused, (unsigned long long)s.peak_gpu,
       double(s.h2d_fault + s.h2d_prefetch + s.h2d_counter) * pb, double(s.d2h_evict + s.d2h_cpu_fault) * pb, best,
       best > 0 ? double(s.events) / best : 0.0);
   return 0;
