@@ -154,7 +154,7 @@ def cmd_simulate(args):
         return 0
     c0 = recs[0]["counts"]
     print(f"{LABEL}: {c0['app']} footprint {format_size(c0['footprint_pages'] * c0['page_bytes'])}, GPU capacity "
-          f"{format_size(c0['capacity_pages'] * c0['page_bytes'])} (DOS {100 * c0["footprint_pages"] / max(1, c0["capacity_pages"]):.1f}), "
+          f"{format_size(c0['capacity_pages'] * c0['page_bytes'])} (DOS {100 * c0['footprint_pages'] / max(1, c0['capacity_pages']):.1f}), "
           f"{c0['page_bytes'] // 1024} KiB pages; model {sim.VERSION}")
     print(f"times from: {src}")
     print(f"driver parameters: {drv or 'not readable here; open-driver defaults (batch 256, prefetch threshold 51%, thrashing threshold 3, counter threshold 256)'}")
