@@ -130,3 +130,31 @@ def test_cli_advise_in_memory_and_oversubscribed(capsys):
     r = json.loads(capsys.readouterr().out)
     assert "managed-prefetch" not in r["evidence"]  # does not fit: no prefetch-everything option
     assert "system" in r["evidence"] and any("DOS 200" in h for h in r["hints"])
+
+
+def test_figures_from_records_reads_the_microbenchmarks():
+    recs = [
+        {"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu", "bytes": GIB,
+         "extra": {"first": 6.5, "steady": 3000.0, "cpu_touch": "none"}},
+        {"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu,prefetch=gpu",
+         "bytes": GIB, "first": 3000.0, "steady": 3100.0, "prefetch_gbps": 44.0, "cpu_touch": "none"},
+        {"benchmark": "migration", "op": "read", "kind": "pinned", "policy": "", "bytes": GIB, "first": 50.0,
+         "steady": 51.0, "cpu_touch": "none"},
+        {"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu", "bytes": GIB,
+         "first": 1.0, "steady": 1.0, "cpu_touch": "none", "dos": 0.5},  # oversubscription case: ignored
+        {"benchmark": "firsttouch", "op": "first-touch", "processor": "gpu0", "kind": "managed", "bytes": 2 * GIB,
+         "median": 130.0},
+        {"benchmark": "firsttouch", "op": "alloc", "processor": "host", "kind": "pinned", "bytes": 2 * GIB,
+         "median": 1000.0},
+        {"benchmark": "faults", "op": "touch-parallel", "processor": "cpu", "kind": "managed", "bytes": GIB,
+         "stride": 4096, "median": 0.3},
+        {"benchmark": "faults", "op": "touch-parallel", "processor": "cpu", "kind": "managed", "bytes": GIB,
+         "stride": 65536, "median": 4.0},
+        {"benchmark": "cpu-stream", "op": "read", "kind": "system", "threads": 1, "median": 10.0},
+        {"benchmark": "cpu-stream", "op": "read", "kind": "system", "threads": 16, "median": 80.0},
+    ]
+    fig, src = calibrated.figures_from_records(recs)
+    assert fig == {"first_pass_gbps": 6.5, "migrate_gbps": 44.0, "h2d_gbps": 44.0, "d2h_gbps": 44.0,
+                   "remote_gbps": 51.0, "gpu_first_touch_ms_per_gib": 65.0, "pinned_alloc_ms_per_gib": 500.0,
+                   "cpu_fault_us_4k": 0.3, "host_gbps": 80.0}
+    assert src["first_pass_gbps"].startswith("migration read managed first_touch=cpu")

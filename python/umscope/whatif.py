@@ -43,7 +43,9 @@ def add_parsers(sub):
     s.add_argument("--mode", default="all", help="a mode or all")
     s.add_argument("--calibration", metavar="FILE|RUN",
                    help="the application's explicit-mode record: a JSON file, or a run id in the store")
-    s.add_argument("--store", help="results store for --calibration RUN")
+    s.add_argument("--figures", metavar="RUN", help="take the machine figures a run in the store measured "
+                                                   "(migration, firsttouch, faults, cpu-stream) over --machine's")
+    s.add_argument("--store", help="results store for --calibration RUN and --figures RUN")
     s.add_argument("--machine", default="h100-sxm-pcie5", help="model figures: h100-sxm-pcie5 or gh200")
     s.add_argument("--json", action="store_true")
 
@@ -225,6 +227,15 @@ def cmd_model(args):
     fig_doc = dos.figures(args.machine)
     fig, src = dos.machine_figures(args.machine)
     calib, csrc = _calibration(args)
+    if args.figures:
+        if not str(args.figures).isdigit():
+            raise UsageError(f"--figures {args.figures!r}: not a run id")
+        from umscope.store import Store
+        measured, msrc = calibrated.figures_from_records(Store(args.store).records(int(args.figures)))
+        if not measured:
+            raise UsageError(f"run {args.figures} has no migration, firsttouch, faults or cpu-stream records")
+        fig.update(measured)
+        src = f"run {args.figures}: " + ", ".join(sorted(measured)) + f"; the rest: {src}"
     recs = []
     for m in modes:
         try:

@@ -42,7 +42,7 @@ def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
     if app not in ACCESS:
         raise KeyError(f"no access profile for {app!r}")
     fin, fout = ACCESS[app]
-    D = float(calib["data_bytes"])
+    D = float(calib.get("data_bytes") or calib["bytes"])  # the native record calls it bytes
     In, Out = fin * D, fout * D
     K = int(calib["iterations"])
     kern = calib["compute_ms"] / K
@@ -88,3 +88,48 @@ def record(app, mode, pred, fig_source, calib_source, error=None) -> dict:
             "app": app, "mode": mode, "phases_ms": {k: pred[k] for k in PHASES}, "total_ms": pred["total_ms"],
             "inputs": {"figures": fig_source, "calibration": calib_source, "access_profile": ACCESS.get(app)},
             "validated_error": error or "see docs/model-validation.md"}
+
+
+def _flat(r) -> dict:
+    d = dict(r.get("extra") or {})
+    d.update({k: v for k, v in r.items() if k != "extra" and v is not None})
+    return d
+
+
+def figures_from_records(records) -> tuple:
+    """Machine figures from umscope records (a run in the store, or umbench output): ({name: value},
+    {name: which record}). Recognises the migration, firsttouch, faults and cpu-stream benchmarks."""
+    fig, src = {}, {}
+    best_threads = -1
+    for r in map(_flat, records):
+        b, op, kind, pol = r.get("benchmark"), r.get("op"), r.get("kind"), r.get("policy") or ""
+        proc = str(r.get("processor") or "")
+        nb = float(r.get("bytes") or 0)
+        tag = f"{b} {op} {kind} {pol} {int(nb) >> 20} MiB".strip()
+        if b == "migration" and op == "read" and not r.get("dos") and r.get("cpu_touch", "none") == "none":
+            if kind == "managed" and "first_touch=cpu" in pol and "prefetch" not in pol and "advise" not in pol:
+                fig["first_pass_gbps"], src["first_pass_gbps"] = r["first"], tag
+            if kind == "managed" and "prefetch=gpu" in pol and r.get("prefetch_gbps"):
+                for k in ("migrate_gbps", "h2d_gbps", "d2h_gbps"):
+                    fig[k], src[k] = r["prefetch_gbps"], tag + " (prefetch rate)"
+            if kind == "pinned":
+                fig["remote_gbps"], src["remote_gbps"] = r["steady"], tag
+        elif b == "firsttouch" and nb and r.get("median") is not None:
+            gib = nb / GIB
+            by_gpu = proc.startswith("gpu")
+            if op == "first-touch" and kind == "managed":
+                k = "gpu_first_touch_ms_per_gib" if by_gpu else "cpu_first_touch_ms_per_gib"
+                fig[k], src[k] = r["median"] / gib, tag
+            elif op == "first-touch" and kind == "system" and not by_gpu and "thp" not in pol:
+                fig["system_first_touch_ms_per_gib"], src["system_first_touch_ms_per_gib"] = r["median"] / gib, tag
+            elif op in ("alloc", "free") and kind in ("pinned", "registered"):
+                k = f"{kind}_{op}_ms_per_gib"
+                fig[k], src[k] = r["median"] / gib, tag
+        elif (b == "faults" and op == "touch-parallel" and proc == "cpu" and kind == "managed"
+              and int(r.get("stride") or 0) == 4096 and r.get("median") is not None):
+            fig["cpu_fault_us_4k"], src["cpu_fault_us_4k"] = r["median"], tag
+        elif b == "cpu-stream" and op == "read" and kind == "system" and r.get("median") is not None:
+            if int(r.get("threads") or 0) > best_threads:
+                best_threads = int(r.get("threads") or 0)
+                fig["host_gbps"], src["host_gbps"] = r["median"], tag
+    return fig, src
