@@ -34,6 +34,8 @@ def traced(args):
     recs, status = native.parse_output(res.stdout)
     tr = profiler.parse_trace(tf)
     os.unlink(tf)
+    if not tr or "totals" not in tr:
+        sys.exit(f"migration {' '.join(args)}: the tracer wrote nothing (CUPTI injection failed?): {res.stderr[-300:]}")
     if not status or status.get("status") != "ok":
         sys.exit(f"migration {' '.join(args)}: {status}")
     return tr
