@@ -6,7 +6,7 @@ import shlex
 import sys
 import time
 
-from umscope import __version__, native, plans, probe
+from umscope import __version__, devices, native, plans, probe
 from umscope.model import bounds
 from umscope.errors import UsageError
 from umscope.report.html import SPREAD_FLAG, kind_label, write_report
@@ -28,6 +28,10 @@ def _common_run_options(p):
     p.add_argument("--filter", action="append", default=[], metavar="TEXT",
                    help="run only cases whose id contains TEXT (repeatable: all must match)")
     p.add_argument("--device", type=int, default=0, help="CUDA device ordinal (default 0)")
+    p.add_argument("--devices", metavar="all|0,1,...", help="run each single-GPU case on each of these GPUs")
+    p.add_argument("--placement", choices=["local", "remote", "none", "sweep"],
+                   help="CPU pinning and NUMA binding: the GPU's local CPUs and node (local, default), another "
+                        "socket's (remote), the OS's (none), or all three (sweep)")
     p.add_argument("--reps", type=int, help="timed repetitions per measurement (default 20)")
     p.add_argument("--warmup", type=int, help="untimed warm-up repetitions (default 2)")
     p.add_argument("--timeout", type=float, help="seconds before a case is killed (default 180)")
@@ -151,12 +155,16 @@ def cmd_info(args):
             print(f"         host link PCIe gen {link['pcie_gen_current']} x{link['pcie_width_current']} now, "
                   f"gen {link['pcie_gen_max']} x{link['pcie_width_max']} max (NVML)")
         else:
-            print("         host link: NVML not available")
+            from umscope import nvml
+            print(f"         host link: NVML not available ({nvml.why_unavailable() or 'no answer'})")
         print(f"         addressing {g['addressing']}: pageable access {int(g['pageable_memory_access'])}, "
               f"via host page tables {int(g['pageable_memory_access_uses_host_page_tables'])}, concurrent managed "
               f"{int(g['concurrent_managed_access'])}, host-native atomics {int(g['host_native_atomics'])}, "
               f"direct managed from host {int(g['direct_managed_access_from_host'])}, host pointer for registered "
               f"{int(g['can_use_host_pointer_for_registered_mem'])}, NUMA config {g['numa_config']} id {g['numa_id']}")
+    from umscope.report.topology import text_lines
+    for line in text_lines(fp):
+        print(f"topology {line}")
     uvm = fp["uvm"]
     if uvm["readable"]:
         print("UVM      " + ", ".join(f"{k}={v}" for k, v in uvm["params"].items()))
@@ -193,8 +201,12 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
     if args.timeout:
         for c in cases:
             c.timeout = args.timeout
+    fingerprint, cases = devices.select(fingerprint, args, cases)
     options = _options(args)
     options["machine"] = getattr(args, "machine", None)
+    options["devices"] = getattr(args, "devices", None)
+    if getattr(args, "placement", None) not in (None, "sweep"):
+        options["placement"] = args.placement
     desc = bounds.describe(fingerprint, options["machine"])  # a bad --machine fails before anything runs
     if args.dry_run:
         for c in cases:

@@ -91,6 +91,64 @@ def uvm_params() -> dict:
     return {"readable": True, "params": params}
 
 
+def _sysfs_pci(bus_id):
+    """The GPU's PCI device directory in sysfs ('0000:1b:00.0' form, lower case)."""
+    return Path("/sys/bus/pci/devices") / nvml.bus_key(bus_id)
+
+
+def gpu_locality(bus_id) -> dict:
+    """Local CPUs and NUMA node of a GPU: NVML's CPU affinity and NUMA id where it answers, the
+    PCI device's sysfs local_cpulist and numa_node otherwise; each with its source."""
+    out = {"cpus": None, "numa_node": None, "source": None}
+    nv = nvml.locality(bus_id) if nvml.available() else {}
+    if nv.get("cpus"):
+        out.update(cpus=nv["cpus"], source="NVML nvmlDeviceGetCpuAffinity")
+    if nv.get("numa_node") is not None and nv["numa_node"] >= 0:
+        out["numa_node"] = nv["numa_node"]
+    d = _sysfs_pci(bus_id)
+    if out["cpus"] is None and _read(d / "local_cpulist"):
+        out.update(cpus=_cpu_list(_read(d / "local_cpulist")), source=f"sysfs {d}/local_cpulist")
+    if out["numa_node"] is None:
+        node = _read(d / "numa_node", "-1")
+        out["numa_node"] = int(node) if node.lstrip("-").isdigit() and int(node) >= 0 else None
+    return out
+
+
+def topology(gpus) -> dict:
+    """Every GPU's locality and the link between every ordered pair: NVLink generation and link count
+    or the PCIe common ancestor (NVML), and the P2P capabilities (NVML and the CUDA runtime)."""
+    use_nvml = bool(gpus) and nvml.available()
+    links = {g["device"]: nvml.nvlinks(g["pci_bus_id"]) if use_nvml else [] for g in gpus}
+    out = {"nvml": use_nvml, "why_no_nvml": None if use_nvml or not gpus else nvml.why_unavailable(),
+           "gpus": [], "pairs": []}
+    for g in gpus:
+        loc = gpu_locality(g["pci_bus_id"])
+        out["gpus"].append(dict(loc, device=g["device"], pci_bus_id=g["pci_bus_id"],
+                                nvlinks=len(links[g["device"]])))
+    for a in gpus:
+        for b in gpus:
+            if a["device"] == b["device"]:
+                continue
+            pair = (nvml.pair_link(a["pci_bus_id"], b["pci_bus_id"], links[a["device"]], links[b["device"]])
+                    if use_nvml else {"type": None, "p2p": {}})
+            cuda = next((p for p in a.get("peers") or [] if p.get("device") == b["device"]), None)
+            if cuda:
+                pair["cuda_p2p"] = {k: cuda.get(k) for k in ("access", "atomics", "rank")}
+            out["pairs"].append(dict(pair, a=a["device"], b=b["device"]))
+    return out
+
+
+def select_gpu(fp, device=None):
+    """The GPU a run measures: `device` (a CUDA ordinal), else the fingerprint's selected device
+    (`fp['device']`, set from --device), else GPU 0; None where there is no such GPU."""
+    if device is None:
+        device = fp.get("device", 0) or 0
+    for g in fp.get("gpus") or []:
+        if g.get("device") == int(device):
+            return g
+    return None
+
+
 def probe() -> dict:
     info = native.native_info()
     gpus = info.get("gpus", [])
@@ -119,6 +177,7 @@ def probe() -> dict:
         },
         "gpus": [dict(g, link=nvml.device_info(g["pci_bus_id"]) if use_nvml else None) for g in gpus],
         "addressing": addressing,
+        "topology": topology(gpus),
         "uvm": uvm_params(),
         "store": str(default_store_path()),
     }

@@ -13,6 +13,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from umscope.devices import gpu_column
 from umscope.errors import UsageError
 
 RECORD_FIELDS = ["run", "case", "benchmark", "op", "processor", "kind", "policy", "bytes", "threads",
@@ -86,10 +87,9 @@ class Store:
 
     # --- runs -------------------------------------------------------------
     def create_run(self, kind, command, plan, options, fingerprint, label=None) -> int:
-        gpus = fingerprint.get("gpus") or []
         row = (time.time(), "running", kind, label, command, json.dumps(plan), json.dumps(options),
                json.dumps(fingerprint), fingerprint.get("host", {}).get("hostname"),
-               gpus[0]["name"] if gpus else None, fingerprint.get("cuda", {}).get("driver"),
+               gpu_column(fingerprint), fingerprint.get("cuda", {}).get("driver"),
                str(fingerprint.get("cuda", {}).get("runtime_version")),
                fingerprint.get("host", {}).get("kernel"), fingerprint.get("cpu", {}).get("model"),
                fingerprint.get("umscope_version"))
