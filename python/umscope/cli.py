@@ -13,6 +13,7 @@ from umscope.errors import UsageError
 from umscope.report.html import SPREAD_FLAG, kind_label, write_report
 from umscope.sizes import format_size
 from umscope.store import Store
+from umscope import whatif
 from umscope.suite import Case, plan_from_json, plan_to_json, run_cases
 
 
@@ -135,6 +136,7 @@ def build_parser():
     s.add_argument("--store")
     s.add_argument("--json", action="store_true")
     sub.add_parser("list", help="list benchmark families and memory kinds")
+    WHATIF.update(whatif.add_parsers(sub))  # simulate, model, advise (umscope/whatif.py)
     return p
 
 
@@ -428,6 +430,7 @@ def cmd_list(_args):
 
 COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "profile": cmd_profile, "report": cmd_report,
             "export": cmd_export, "runs": cmd_runs, "list": cmd_list, "merge": cmd_merge, "compare": cmd_compare}
+WHATIF = {}
 
 
 def main(argv=None) -> int:
@@ -437,7 +440,7 @@ def main(argv=None) -> int:
         if not args.cmd:
             parser.print_help()
             return 2
-        return COMMANDS[args.cmd](args)
+        return {**COMMANDS, **WHATIF}[args.cmd](args)
     except UsageError as e:
         sys.stderr.write(f"umscope: error: {e}\n")
         return 2
