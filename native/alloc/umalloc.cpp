@@ -10,7 +10,7 @@
 //   UMSCOPE_PLACE_RULES  size rules, ';'-separated, first match wins:
 //                        '>=64M:managed,advise=preferred:cpu;<64M:device'
 //   UMSCOPE_PLACE_ALLOW_OVERSUBSCRIPTION=1  let managed blocks exceed the free GPU memory
-//   UMSCOPE_PLACE_STATS  where to write the bookkeeping (JSON) at exit
+//   UMSCOPE_PLACE_STATS  where to write the bookkeeping (JSON) at exit; %p stands for the process id
 //   UMSCOPE_PLACE_CACHE=0  release every block at free (default: keep it for reuse)
 //   UMSCOPE_PLACE_TEST_BACKEND=BYTES  tests only: blocks come from the C heap,
 //                        BYTES stands for the GPU's free memory (guard, no GPU needed)
@@ -30,6 +30,7 @@
 // into a RuntimeError; this PyTorch's pluggable allocator does not check
 // for nullptr), after one line on stderr.
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -187,8 +188,13 @@ void configure(State& s, const std::string& kind, const std::string& rules, int 
   s.configured = true;
 }
 
+void write_at_exit();
+
 void configure_from_env(State& s) {
   if (s.configured) return;
+  // Registered at the first use, after this library's statics (the kind registry) were built, so that it
+  // runs before they are destroyed.
+  std::atexit(write_at_exit);
   s.cache = !(env("UMSCOPE_PLACE_CACHE") && std::string(env("UMSCOPE_PLACE_CACHE")) == "0");
   if (const char* t = env("UMSCOPE_PLACE_TEST_BACKEND")) {
     s.test_backend = true;
@@ -419,13 +425,15 @@ int copy_out(const std::string& text, char* out, size_t len) {
   return static_cast<int>(text.size());
 }
 
-__attribute__((destructor)) void write_at_exit() {
+void write_at_exit() {
   const char* path = env("UMSCOPE_PLACE_STATS");
   if (!path) return;
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
-  if (!s.configured) configure_from_env(s);
-  std::ofstream f(path);
+  std::string p = path;  // "%p": this process's id (a program's child processes each write their own)
+  size_t at = p.find("%p");
+  if (at != std::string::npos) p.replace(at, 2, std::to_string(getpid()));
+  std::ofstream f(p);
   if (f) f << stats_json(s) << "\n";
 }
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from umscope import native
 
+PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
+
 
 @dataclass
 class Case:
@@ -30,7 +32,10 @@ class Case:
         return " ".join(parts)
 
     def argv(self, options: dict) -> list:
-        args = [native.umbench_path(), "run", self.benchmark]
+        if self.benchmark in PYTHON_RUNNERS:  # a Python application (PyTorch), same records and status line
+            args = [sys.executable, "-m", PYTHON_RUNNERS[self.benchmark]]
+        else:
+            args = [native.umbench_path(), "run", self.benchmark]
         if self.kind:
             args += ["--kind", self.kind]
         for k, v in self.params.items():
