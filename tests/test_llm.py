@@ -110,11 +110,12 @@ def test_report_section_draws_the_bounds():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model", ["gpt2-tiny", "llama-tiny"])
-def test_every_placement_gives_the_device_placements_logits(model):
+@pytest.mark.parametrize("model,modes", [("llama-tiny", [m for m in llm.MODES if m != "torch"]),
+                                         ("gpt2-tiny", ["explicit", "managed-advice", "pinned", "mixed"])])
+def test_every_placement_gives_the_device_placements_logits(model, modes):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    for mode in ["torch"] + [m for m in llm.MODES if m != "torch"]:
+    for mode in ["torch"] + modes:
         res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode,
                               "--tokens", "8", "--prompt", "8", "--batch", "2"], capture_output=True, text=True,
                              timeout=600)
