@@ -7,6 +7,7 @@
 //
 // Every `run` ends with one status line {"type":"status","status":...}.
 // Exit codes: 0 ok or skipped, 2 bad usage, 3 failed, 4 refused by a guard.
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <set>
@@ -20,7 +21,29 @@ using namespace umscope;
 
 namespace {
 
-std::string gpu_json(const GpuCaps& c) {
+// P2P between GPU c.device and every other GPU, as the CUDA runtime reports it.
+std::string peers_json(int dev, int count) {
+  std::string out = "[";
+#ifdef UMSCOPE_HAVE_CUDA
+  for (int p = 0; p < count; ++p) {
+    if (p == dev) continue;
+    int access = 0, atomics = 0, rank = -1;
+    if (cudaDeviceCanAccessPeer(&access, dev, p) != cudaSuccess) access = 0;
+    if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, dev, p) != cudaSuccess) atomics = 0;
+    if (cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, dev, p) != cudaSuccess) rank = -1;
+    cudaGetLastError();
+    JsonObject o;
+    o.set("device", p).set("access", access == 1).set("atomics", atomics == 1).set("rank", rank);
+    out += (out.size() > 1 ? "," : "") + o.str();
+  }
+#else
+  (void)dev;
+  (void)count;
+#endif
+  return out + "]";
+}
+
+std::string gpu_json(const GpuCaps& c, int count = 0) {
   JsonObject o;
   o.set("present", c.present);
   if (!c.present) {
@@ -43,6 +66,7 @@ std::string gpu_json(const GpuCaps& c) {
   o.set("can_map_host_memory", c.can_map_host_memory).set("host_register_supported", c.host_register_supported);
   o.set("numa_config", c.numa_config).set("numa_id", c.numa_id);
   o.set("addressing", c.addressing());
+  o.set_raw("peers", peers_json(c.device, count));
   return o.str();
 }
 
@@ -62,7 +86,7 @@ int cmd_info() {
 #ifdef UMSCOPE_HAVE_CUDA
     cudaGetDeviceCount(&count);
 #endif
-    for (int d = 0; d < count; ++d) gpus += (d ? "," : "") + gpu_json(gpu_caps(d));
+    for (int d = 0; d < count; ++d) gpus += (d ? "," : "") + gpu_json(gpu_caps(d), count);
   }
   gpus += "]";
   o.set_raw("gpus", gpus);
@@ -140,7 +164,7 @@ int cmd_run(int argc, char** argv) {
       else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) kv[a] = argv[++i];
       else kv[a] = "1";
     }
-    std::set<std::string> known = {"device", "reps", "warmup", "allow-oversubscription", "allow-host-overcommit"};
+    std::set<std::string> known = {"device", "placement", "reps", "warmup", "allow-oversubscription", "allow-host-overcommit"};
     known.insert(bench->params.begin(), bench->params.end());
     for (auto& p : kv)
       if (!known.count(p.first)) throw UsageError("benchmark '" + name + "' takes no --" + p.first);
@@ -154,6 +178,14 @@ int cmd_run(int argc, char** argv) {
     ctx.alloc.device = ctx.device;
     ctx.alloc.allow_oversubscription = ctx.args.flag("allow-oversubscription");
     ctx.alloc.allow_host_overcommit = ctx.args.flag("allow-host-overcommit");
+    {  // GPU-local placement before anything allocates host memory (placement.hpp)
+      KindSpec kind;
+      const bool has_kind = bench->params.end() != std::find(bench->params.begin(), bench->params.end(), "kind") &&
+                            ctx.args.has("kind");
+      if (has_kind) kind = parse_kind(ctx.args.str("kind"));
+      ctx.placement = place_process(ctx.args.str("placement", "local"), ctx.device,
+                                    bench->processor.find("gpu") != std::string::npos, has_kind ? &kind : nullptr);
+    }
     bench->run(ctx);
     return status_line("ok", "", 0);
   } catch (const UsageError& e) {

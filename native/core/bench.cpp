@@ -140,6 +140,11 @@ JsonObject Context::record(const std::string& op, const std::string& processor,
   r.set("kind", kind.label());
   r.set("policy", kind.policy_str());
   r.set("bytes", static_cast<unsigned long long>(bytes));
+  r.set("device", device);
+  r.set("placement", placement.mode);
+  r.set("cpu_set", cpu_ranges(placement.cpus));
+  r.set("numa_node", placement.node);
+  r.set("placement_source", placement.source);
   return r;
 }
 

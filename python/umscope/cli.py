@@ -6,7 +6,8 @@ import shlex
 import sys
 import time
 
-from umscope import __version__, native, plans, probe
+from umscope import __version__, devices, native, plans, probe
+from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
 from umscope.report.html import SPREAD_FLAG, kind_label, write_report
@@ -27,6 +28,10 @@ def _common_run_options(p):
     p.add_argument("--filter", action="append", default=[], metavar="TEXT",
                    help="run only cases whose id contains TEXT (repeatable: all must match)")
     p.add_argument("--device", type=int, default=0, help="CUDA device ordinal (default 0)")
+    p.add_argument("--devices", metavar="all|0,1,...", help="run each single-GPU case on each of these GPUs")
+    p.add_argument("--placement", choices=["local", "remote", "none", "sweep"],
+                   help="CPU pinning and NUMA binding: the GPU's local CPUs and node (local, default), another "
+                        "socket's (remote), the OS's (none), or all three (sweep)")
     p.add_argument("--reps", type=int, help="timed repetitions per measurement (default 20)")
     p.add_argument("--warmup", type=int, help="untimed warm-up repetitions (default 2)")
     p.add_argument("--timeout", type=float, help="seconds before a case is killed (default 180)")
@@ -117,8 +122,21 @@ def build_parser():
     s = sub.add_parser("export", help="export records as JSON lines or CSV")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: every run)")
-    s.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    s.add_argument("--format", choices=export_formats.FORMATS, default="jsonl",
+                   help="jsonl, csv (with the columns that tell records apart), nvbandwidth (nvbandwidth -j's "
+                        "JSON, one run), openmetrics (node_exporter textfile), caliper (json-split for Hatchet/Thicket)")
     s.add_argument("-o", "--output", help="output file (default stdout)")
+    s = sub.add_parser("merge", help="gather the runs of several stores (one per node) into OUT")
+    s.add_argument("out", help="the store to write (created if missing)")
+    s.add_argument("stores", nargs="+", help="stores to read (read-only)")
+    s = sub.add_parser("compare", help="the same cases across runs and stores, with ratios, strays and published values")
+    s.add_argument("runs", nargs="*", help="run ids (ID, or STORE:ID with several --store; default: every run)")
+    s.add_argument("--store", action="append", help="a store to read (repeatable)")
+    s.add_argument("--baseline", default="median", help="'median' (of the runs, default) or a run (ID or label)")
+    s.add_argument("--threshold", type=float, help="flag figures off by more than this fraction (default 0.05)")
+    s.add_argument("--reference", default="all", help="published values to show: all (default), none, or a machine (GH200)")
+    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html)")
+    s.add_argument("--json", action="store_true")
     s = sub.add_parser("runs", help="list the runs in the store")
     s.add_argument("--store")
     s.add_argument("--json", action="store_true")
@@ -144,6 +162,8 @@ def cmd_info(args):
     print(f"CUDA     umbench built with CUDA: {'yes' if cuda['built_with_cuda'] else 'no'}; runtime "
           f"{probe.cuda_version_text(cuda['runtime_version'])}; driver "
           f"{cuda['driver'] or probe.cuda_version_text(cuda['driver_version'])}")
+    print(f"libs     tracer {cuda.get('tracer') or 'not built'} (CUPTI {cuda.get('cupti') or 'not found'}); "
+          f"cuBLAS {cuda.get('cublas') or 'not found'}")
     if not fp["gpus"]:
         print(f"GPU      none: {cuda['why_no_gpu']}")
     for g in fp["gpus"]:
@@ -156,12 +176,16 @@ def cmd_info(args):
             print(f"         host link PCIe gen {link['pcie_gen_current']} x{link['pcie_width_current']} now, "
                   f"gen {link['pcie_gen_max']} x{link['pcie_width_max']} max (NVML)")
         else:
-            print("         host link: NVML not available")
+            from umscope import nvml
+            print(f"         host link: NVML not available ({nvml.why_unavailable() or 'no answer'})")
         print(f"         addressing {g['addressing']}: pageable access {int(g['pageable_memory_access'])}, "
               f"via host page tables {int(g['pageable_memory_access_uses_host_page_tables'])}, concurrent managed "
               f"{int(g['concurrent_managed_access'])}, host-native atomics {int(g['host_native_atomics'])}, "
               f"direct managed from host {int(g['direct_managed_access_from_host'])}, host pointer for registered "
               f"{int(g['can_use_host_pointer_for_registered_mem'])}, NUMA config {g['numa_config']} id {g['numa_id']}")
+    from umscope.report.topology import text_lines
+    for line in text_lines(fp):
+        print(f"topology {line}")
     uvm = fp["uvm"]
     if uvm["readable"]:
         print("UVM      " + ", ".join(f"{k}={v}" for k, v in uvm["params"].items()))
@@ -198,8 +222,12 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
     if args.timeout:
         for c in cases:
             c.timeout = args.timeout
+    fingerprint, cases = devices.select(fingerprint, args, cases)
     options = _options(args)
     options["machine"] = getattr(args, "machine", None)
+    options["devices"] = getattr(args, "devices", None)
+    if getattr(args, "placement", None) not in (None, "sweep"):
+        options["placement"] = args.placement
     desc = bounds.describe(fingerprint, options["machine"])  # a bad --machine fails before anything runs
     if args.dry_run:
         for c in cases:
@@ -356,7 +384,7 @@ def cmd_export(args):
     run_id = _int(args.run, "--run") if args.run else None
     if run_id is not None:
         store.run(run_id)  # a clear error for an unknown run
-    text = store.export(args.format, run_id)
+    text = export_formats.export(store, args.format, run_id)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:
@@ -366,6 +394,19 @@ def cmd_export(args):
     else:
         sys.stdout.write(text)
     return 0
+
+
+def cmd_merge(args):
+    from umscope.merge import merge
+    t = merge(args.out, args.stores)
+    print(f"merged {t['runs']} run(s), {t['records']} record(s) from {t['stores']} store(s) into {args.out}"
+          + (f"; {t['skipped_runs']} run(s) already there" if t["skipped_runs"] else ""))
+    return 0
+
+
+def cmd_compare(args):
+    from umscope import compare
+    return compare.run_command(args)
 
 
 def cmd_runs(args):
@@ -396,8 +437,9 @@ def cmd_place(args):
     return place.cmd_place(args)
 
 
-COMMANDS = {"place": cmd_place, "info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "profile": cmd_profile, "report": cmd_report,
-            "export": cmd_export, "runs": cmd_runs, "list": cmd_list}
+COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "profile": cmd_profile, "report": cmd_report,
+            "export": cmd_export, "runs": cmd_runs, "list": cmd_list, "merge": cmd_merge, "compare": cmd_compare,
+            "place": cmd_place}
 
 
 def main(argv=None) -> int:

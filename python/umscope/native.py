@@ -77,3 +77,36 @@ def run_case(benchmark: str, *args, timeout=1800):
                          text=True, timeout=timeout)
     records, status = parse_output(res.stdout)
     return records, status or {"type": "status", "status": "failed", "reason": res.stderr[-300:]}
+
+
+def _loaded_path(lib: str, basename_part: str):
+    """Loads `lib` with ctypes and returns the path the loader resolved it to (or None)."""
+    import ctypes
+    try:
+        ctypes.CDLL(lib, mode=os.RTLD_LOCAL)
+    except OSError:
+        return None
+    with open("/proc/self/maps", encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and basename_part in os.path.basename(parts[-1]):
+                return parts[-1]
+    return None
+
+
+def cublas_path():
+    """The libcublas that umbench's gemm would dlopen, in its order: $UMSCOPE_CUBLAS, NVIDIA's wheel
+    beside the package (site-packages/nvidia/cu13/lib), the loader's search, $CUDA_HOME, /usr/local/cuda."""
+    names = [os.environ.get("UMSCOPE_CUBLAS") or None,
+             str(Path(__file__).resolve().parent.parent / "nvidia" / "cu13" / "lib" / "libcublas.so.13"),
+             "libcublas.so.13", "libcublas.so.12", "libcublas.so"]
+    if os.environ.get("CUDA_HOME"):
+        names.append(os.path.join(os.environ["CUDA_HOME"], "lib64", "libcublas.so"))
+    names.append("/usr/local/cuda/lib64/libcublas.so")
+    for nm in filter(None, names):
+        if "/" in nm and not os.path.exists(nm):
+            continue
+        found = _loaded_path(nm, "libcublas.so")
+        if found:
+            return found
+    return None

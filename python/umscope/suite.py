@@ -40,7 +40,7 @@ class Case:
             args += ["--kind", self.kind]
         for k, v in self.params.items():
             args += [f"--{k}", str(v)]
-        for k in ("device", "reps", "warmup"):
+        for k in ("device", "placement", "reps", "warmup"):
             if options.get(k) is not None and k not in self.params:
                 args += [f"--{k}", str(options[k])]
         for flag in ("allow_oversubscription", "allow_host_overcommit"):
