@@ -101,6 +101,11 @@ def build_parser():
     s.add_argument("--qubits", type=int, help="qv: width (2-40)")
     s.add_argument("--depth", type=int, help="qv: layers (default = width)")
     s.add_argument("--init", choices=["gpu", "cpu"], help="qv: which processor initialises the state (default gpu)")
+    s.add_argument("--model", help="llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b (random weights)")
+    for k in ("batch", "prompt", "tokens"):
+        s.add_argument("--" + k, type=int, help=f"llm: {k}")
+    s.add_argument("--weights", help="llm --mode mixed: kind of the weights")
+    s.add_argument("--cache", help="llm --mode mixed: kind of the KV cache and activations")
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
     s.add_argument("--period", default="100ms", help="sampling period (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
@@ -110,6 +115,8 @@ def build_parser():
     s.add_argument("--report", metavar="FILE", help="where to write the HTML report")
     s.add_argument("--json", action="store_true", help="print the records as JSON on stdout after the program")
     s.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    from umscope import place
+    place.add_parser(sub)
     s = sub.add_parser("report", help="write the HTML report of a run")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: newest)")
@@ -342,7 +349,8 @@ def cmd_app(args):
     from umscope import apps
     if args.action == "list":
         for name, app in apps.APPS.items():
-            print(f"{name:<11} {app.help}\n{'':<11} options: --{', --'.join(app.takes)}")
+            print(f"{name:<11} {app.help}\n{'':<11} options: --{', --'.join(app.takes)}"
+              + (f"; modes: {', '.join(app.modes)}" if app.modes != apps.MODES else ""))
         print(f"modes: {', '.join(apps.MODES)}")
         return 0
     if not args.name:
@@ -353,7 +361,7 @@ def cmd_app(args):
         opts[k] = getattr(args, attr, None)
     modes = args.mode or ["explicit"]
     if modes == ["all"]:
-        modes = list(apps.MODES)
+        modes = list(apps.modes_of(args.name))
     cases = apps.app_cases(args.name, modes, opts)
     fp = probe.probe()
     cases = plans.apply_filter(cases, args.filter)
@@ -428,8 +436,14 @@ def cmd_list(_args):
     return 0
 
 
+def cmd_place(args):
+    from umscope import place
+    return place.cmd_place(args)
+
+
 COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "profile": cmd_profile, "report": cmd_report,
-            "export": cmd_export, "runs": cmd_runs, "list": cmd_list, "merge": cmd_merge, "compare": cmd_compare}
+            "export": cmd_export, "runs": cmd_runs, "list": cmd_list, "merge": cmd_merge, "compare": cmd_compare,
+            "place": cmd_place}
 WHATIF = {}
 
 

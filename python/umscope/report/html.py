@@ -681,6 +681,9 @@ def _bench_section(bench, recs, fp=None, cases=()) -> str:
         return _profile_section(recs)
     if bench == "qv":
         return _qv_section(recs)
+    if bench == "llm":
+        from umscope.report.llm import section
+        return section(recs, fp) + _records_table(recs)
     if bench == "applications":
         return _apps_section(recs)
     if bench == "migration":
