@@ -137,6 +137,8 @@ def _parser():
     p.add_argument("--warmup", type=int, default=1, help="untimed generations (of 4 tokens) before")
     p.add_argument("--allow-oversubscription", action="store_true")
     p.add_argument("--allow-host-overcommit", action="store_true")
+    # The runner passes every case its --placement; a PyTorch process is not pinned by umscope.
+    p.add_argument("--placement", choices=["local", "remote", "none"], help=argparse.SUPPRESS)
     p.add_argument("--reference-only", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -148,6 +150,8 @@ def validate(a):
             return f"--{k} must be at least 1"
     if a.warmup < 0:
         return "--warmup must be 0 or more"
+    if a.placement in ("local", "remote"):
+        return "--placement local/remote pins umbench; the llm application (PyTorch) is not pinned: use --placement none"
     if (a.weights or a.cache) and a.mode != "mixed":
         return "--weights and --cache go with --mode mixed"
     arch, c = MODELS[a.model]
