@@ -16,8 +16,16 @@
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/os.hpp"
+#include "umscope/world.hpp"
 
 using namespace umscope;
+
+#ifdef UMSCOPE_HAVE_MPI
+namespace umscope {
+void mpi_world_init(int* argc, char*** argv);
+void mpi_world_finalize();
+}  // namespace umscope
+#endif
 
 namespace {
 
@@ -135,7 +143,20 @@ int cmd_check_kind(int argc, char** argv) {
   }
 }
 
-int status_line(const std::string& status, const std::string& reason, int code) {
+int status_line(std::string status, std::string reason, int code) {
+  World& w = world();
+  if (w.size > 1) {
+    // Rank 0 tells the case's outcome: its own, or the first other rank's that did not end "ok".
+    std::vector<std::string> all = w.gather(std::to_string(code) + "|" + status + "|" + reason);
+    if (w.rank != 0) return code;
+    for (int r = 0; r < static_cast<int>(all.size()) && status == "ok"; ++r) {
+      size_t a = all[r].find('|'), b = all[r].find('|', a + 1);
+      if (all[r].substr(a + 1, b - a - 1) == "ok") continue;
+      code = std::stoi(all[r].substr(0, a));
+      status = all[r].substr(a + 1, b - a - 1);
+      reason = "rank " + std::to_string(r) + ": " + all[r].substr(b + 1);
+    }
+  }
   JsonObject o;
   o.set("type", "status").set("status", status);
   if (!reason.empty()) o.set("reason", reason);
@@ -222,6 +243,14 @@ int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "info") return cmd_info();
   if (cmd == "list") return cmd_list();
+#ifdef UMSCOPE_HAVE_MPI
+  if (cmd == "run") {
+    mpi_world_init(&argc, &argv);
+    int code = cmd_run(argc, argv);
+    mpi_world_finalize();
+    return code;
+  }
+#endif
   if (cmd == "run") return cmd_run(argc, argv);
   if (cmd == "check-kind") return cmd_check_kind(argc, argv);
   if (cmd == "parse-sizes") return cmd_parse_sizes(argc, argv);

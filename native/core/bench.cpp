@@ -12,6 +12,7 @@
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/os.hpp"
+#include "umscope/world.hpp"
 
 namespace umscope {
 
@@ -152,6 +153,7 @@ JsonObject Context::record(const std::string& op, const std::string& processor,
 }
 
 void Context::emit(const JsonObject& rec) const {
+  if (world().rank != 0) return;  // one writer: rank 0 prints the records of a multi-rank case
   std::cout << rec.str() << "\n" << std::flush;
 }
 

@@ -6,12 +6,14 @@ import shlex
 import sys
 import time
 
-from umscope import __version__, devices, native, plans, probe
+from umscope import __version__, devices, native, plans, probe, scaleout
+from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
 from umscope.report.html import SPREAD_FLAG, kind_label, write_report
 from umscope.sizes import format_size
 from umscope.store import Store
+from umscope import whatif
 from umscope.suite import Case, plan_from_json, plan_to_json, run_cases
 
 
@@ -71,6 +73,7 @@ def build_parser():
     s.add_argument("--dos", help="oversub: degrees of oversubscription, comma-separated (default 0.25,0.5,0.75,0.9;"
                                  " above 1 only with --allow-oversubscription)")
     s.add_argument("--available", help="oversub: GPU memory left free by the ballast (default 8G)")
+    scaleout.add_options(s)
     s = sub.add_parser("app", help="the application suite: 'app list', 'app run NAME --mode MODE'")
     s.add_argument("action", choices=["list", "run"])
     s.add_argument("name", nargs="?", help="application (see 'umscope app list')")
@@ -98,6 +101,11 @@ def build_parser():
     s.add_argument("--qubits", type=int, help="qv: width (2-40)")
     s.add_argument("--depth", type=int, help="qv: layers (default = width)")
     s.add_argument("--init", choices=["gpu", "cpu"], help="qv: which processor initialises the state (default gpu)")
+    s.add_argument("--model", help="llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b (random weights)")
+    for k in ("batch", "prompt", "tokens"):
+        s.add_argument("--" + k, type=int, help=f"llm: {k}")
+    s.add_argument("--weights", help="llm --mode mixed: kind of the weights")
+    s.add_argument("--cache", help="llm --mode mixed: kind of the KV cache and activations")
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
     s.add_argument("--period", default="100ms", help="sampling period (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
@@ -107,6 +115,8 @@ def build_parser():
     s.add_argument("--report", metavar="FILE", help="where to write the HTML report")
     s.add_argument("--json", action="store_true", help="print the records as JSON on stdout after the program")
     s.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    from umscope import place
+    place.add_parser(sub)
     s = sub.add_parser("report", help="write the HTML report of a run")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: newest)")
@@ -114,12 +124,26 @@ def build_parser():
     s = sub.add_parser("export", help="export records as JSON lines or CSV")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: every run)")
-    s.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    s.add_argument("--format", choices=export_formats.FORMATS, default="jsonl",
+                   help="jsonl, csv (with the columns that tell records apart), nvbandwidth (nvbandwidth -j's "
+                        "JSON, one run), openmetrics (node_exporter textfile), caliper (json-split for Hatchet/Thicket)")
     s.add_argument("-o", "--output", help="output file (default stdout)")
+    s = sub.add_parser("merge", help="gather the runs of several stores (one per node) into OUT")
+    s.add_argument("out", help="the store to write (created if missing)")
+    s.add_argument("stores", nargs="+", help="stores to read (read-only)")
+    s = sub.add_parser("compare", help="the same cases across runs and stores, with ratios, strays and published values")
+    s.add_argument("runs", nargs="*", help="run ids (ID, or STORE:ID with several --store; default: every run)")
+    s.add_argument("--store", action="append", help="a store to read (repeatable)")
+    s.add_argument("--baseline", default="median", help="'median' (of the runs, default) or a run (ID or label)")
+    s.add_argument("--threshold", type=float, help="flag figures off by more than this fraction (default 0.05)")
+    s.add_argument("--reference", default="all", help="published values to show: all (default), none, or a machine (GH200)")
+    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html)")
+    s.add_argument("--json", action="store_true")
     s = sub.add_parser("runs", help="list the runs in the store")
     s.add_argument("--store")
     s.add_argument("--json", action="store_true")
     sub.add_parser("list", help="list benchmark families and memory kinds")
+    WHATIF.update(whatif.add_parsers(sub))  # simulate, model, advise (umscope/whatif.py)
     return p
 
 
@@ -141,6 +165,8 @@ def cmd_info(args):
     print(f"CUDA     umbench built with CUDA: {'yes' if cuda['built_with_cuda'] else 'no'}; runtime "
           f"{probe.cuda_version_text(cuda['runtime_version'])}; driver "
           f"{cuda['driver'] or probe.cuda_version_text(cuda['driver_version'])}")
+    print(f"libs     tracer {cuda.get('tracer') or 'not built'} (CUPTI {cuda.get('cupti') or 'not found'}); "
+          f"cuBLAS {cuda.get('cublas') or 'not found'}")
     if not fp["gpus"]:
         print(f"GPU      none: {cuda['why_no_gpu']}")
     for g in fp["gpus"]:
@@ -295,7 +321,8 @@ def cmd_bench(args):
     fp = probe.probe()
     cases = plans.bench_plan(args.name, fp, kinds=args.kind, sizes=args.size, threads=args.threads,
                              ops=args.ops, mode=args.mode, iterations=args.iterations, dos=args.dos,
-                             available=args.available, allow_oversubscription=args.allow_oversubscription)
+                             available=args.available, allow_oversubscription=args.allow_oversubscription,
+                             scale=scaleout.options(args))
     cases = plans.apply_filter(cases, args.filter)
     store = Store(args.store)
     return _execute(args, f"bench {args.name}", cases, fp, store)
@@ -337,7 +364,8 @@ def cmd_app(args):
     from umscope import apps
     if args.action == "list":
         for name, app in apps.APPS.items():
-            print(f"{name:<11} {app.help}\n{'':<11} options: --{', --'.join(app.takes)}")
+            print(f"{name:<11} {app.help}\n{'':<11} options: --{', --'.join(app.takes)}"
+              + (f"; modes: {', '.join(app.modes)}" if app.modes != apps.MODES else ""))
         print(f"modes: {', '.join(apps.MODES)}")
         return 0
     if not args.name:
@@ -348,7 +376,7 @@ def cmd_app(args):
         opts[k] = getattr(args, attr, None)
     modes = args.mode or ["explicit"]
     if modes == ["all"]:
-        modes = list(apps.MODES)
+        modes = list(apps.modes_of(args.name))
     cases = apps.app_cases(args.name, modes, opts)
     fp = probe.probe()
     cases = plans.apply_filter(cases, args.filter)
@@ -375,7 +403,7 @@ def cmd_export(args):
     run_id = _int(args.run, "--run") if args.run else None
     if run_id is not None:
         store.run(run_id)  # a clear error for an unknown run
-    text = store.export(args.format, run_id)
+    text = export_formats.export(store, args.format, run_id)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:
@@ -385,6 +413,19 @@ def cmd_export(args):
     else:
         sys.stdout.write(text)
     return 0
+
+
+def cmd_merge(args):
+    from umscope.merge import merge
+    t = merge(args.out, args.stores)
+    print(f"merged {t['runs']} run(s), {t['records']} record(s) from {t['stores']} store(s) into {args.out}"
+          + (f"; {t['skipped_runs']} run(s) already there" if t["skipped_runs"] else ""))
+    return 0
+
+
+def cmd_compare(args):
+    from umscope import compare
+    return compare.run_command(args)
 
 
 def cmd_runs(args):
@@ -410,8 +451,15 @@ def cmd_list(_args):
     return 0
 
 
+def cmd_place(args):
+    from umscope import place
+    return place.cmd_place(args)
+
+
 COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "profile": cmd_profile, "report": cmd_report,
-            "export": cmd_export, "runs": cmd_runs, "list": cmd_list}
+            "export": cmd_export, "runs": cmd_runs, "list": cmd_list, "merge": cmd_merge, "compare": cmd_compare,
+            "place": cmd_place}
+WHATIF = {}
 
 
 def main(argv=None) -> int:
@@ -421,7 +469,7 @@ def main(argv=None) -> int:
         if not args.cmd:
             parser.print_help()
             return 2
-        return COMMANDS[args.cmd](args)
+        return {**COMMANDS, **WHATIF}[args.cmd](args)
     except UsageError as e:
         sys.stderr.write(f"umscope: error: {e}\n")
         return 2

@@ -330,6 +330,8 @@ def default_plan(fingerprint, quick=False) -> list:
     # (256 MiB), GPU- and CPU-initialised.
     from umscope import apps
     cases += apps.default_cases()
+    from umscope import scaleout
+    cases += scaleout.default_cases(fingerprint)  # a short NCCL case where there are 2+ GPUs
     return cases
 
 
@@ -349,12 +351,16 @@ FAMILIES = {
     "oversub": "GPU passes over a footprint sized as a degree of oversubscription of what a ballast leaves free",
     "apps": "the application suite in every memory mode at 64-256 MiB (as in the default suite; bigger with "
             "'umscope app run NAME --footprint')",
+    "nccl": "NCCL all-reduce, all-gather, reduce-scatter, broadcast, all-to-all over every local GPU (or one rank "
+            "per GPU with --launcher), buffers of every kind, algbw and busbw as nccl-tests; --size full: 8 B-4 GiB",
+    "mpi": "MPI point-to-point under the site's launcher (--launcher mpirun|srun|flux -n N [--ppn P]): window and "
+           "bidirectional bandwidth, latency, k-pair throughput; --kind and --peer-kind per side",
     "selftest": "cases that misbehave on purpose (crash, hang, GPU fault) to test the runner",
 }
 
 
 def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None, mode=None, iterations=None,
-               dos=None, available=None, allow_oversubscription=False) -> list:
+               dos=None, available=None, allow_oversubscription=False, scale=None) -> list:
     if name not in FAMILIES:
         raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(FAMILIES)})")
     if name == "selftest":
@@ -364,6 +370,9 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
         return apps.default_cases()
     if kinds:
         kinds = [validate_kind(k) for k in kinds]
+    if name in ("nccl", "mpi"):
+        from umscope import scaleout
+        return scaleout.plan(name, fingerprint, kinds, sizes, ops, **(scale or {}))
     if name == "copy":
         return copy_cases(fingerprint, kinds, ",".join(size_arg(s) for s in parse_size_list(sizes)) if sizes
                           else COPY_SIZES)

@@ -5,6 +5,7 @@ NUMA, THP, UVM parameters, CPU, NVML link facts) is read here."""
 import os
 import platform
 import socket
+import sys
 from pathlib import Path
 
 from umscope import __version__, native, nvml
@@ -147,6 +148,38 @@ def select_gpu(fp, device=None):
         if g.get("device") == int(device):
             return g
     return None
+# The batch scheduler's view of this job, where one runs it (kept in the run's fingerprint so
+# that runs of many nodes can be told apart and gathered by job).
+_SCHEDULER_VARS = {
+    "slurm": ["SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_CLUSTER_NAME",
+              "SLURM_JOB_NAME", "SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_NODELIST",
+              "SLURM_JOB_NUM_NODES", "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
+              "SLURM_STEP_ID", "SLURM_CPUS_ON_NODE", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS"],
+    "flux": ["FLUX_JOB_ID", "FLUX_JOB_SIZE", "FLUX_JOB_NNODES", "FLUX_TASK_RANK", "FLUX_TASK_LOCAL_ID",
+             "FLUX_URI"],
+    "pbs": ["PBS_JOBID", "PBS_JOBNAME", "PBS_QUEUE", "PBS_NODEFILE", "PBS_O_HOST", "PBS_TASKNUM",
+            "PBS_NODENUM", "PMI_RANK"],
+    "lsf": ["LSB_JOBID", "LSB_JOBNAME", "LSB_QUEUE", "LSB_HOSTS", "LSB_JOBINDEX"],
+}
+
+
+def scheduler(environ=None) -> dict:
+    """{'name': 'slurm', 'job': id, 'vars': {...}} for the scheduler whose job this is, or {}."""
+    environ = os.environ if environ is None else environ
+    for name, keys in _SCHEDULER_VARS.items():
+        found = {k: environ[k] for k in keys if environ.get(k)}
+        if found:
+            job = found.get(keys[0]) or next(iter(found.values()))
+            return {"name": name, "job": job, "vars": found}
+    return {}
+
+
+def libraries() -> dict:
+    """The run-time libraries umscope loads: the CUPTI tracer (and the libcupti it resolves to) and cuBLAS."""
+    from umscope import profiler
+    tracer = profiler.tracer_path()
+    return {"tracer": tracer, "cupti": profiler.cupti_path(tracer) if tracer else None,
+            "cublas": native.cublas_path()}
 
 
 def probe() -> dict:
@@ -174,12 +207,14 @@ def probe() -> dict:
             "driver_version": info.get("driver_version"),
             "driver": nvml.driver_version() if gpus else None,
             "why_no_gpu": info.get("why_no_gpu"),
+            **libraries(),
         },
         "gpus": [dict(g, link=nvml.device_info(g["pci_bus_id"]) if use_nvml else None) for g in gpus],
         "addressing": addressing,
         "topology": topology(gpus),
         "uvm": uvm_params(),
         "store": str(default_store_path()),
+        "scheduler": scheduler(),
     }
 
 
@@ -195,3 +230,13 @@ def probe_gpu() -> dict:
     if not fp["gpus"]:
         raise SystemExit("no GPU: " + str(fp["cuda"].get("why_no_gpu")))
     return fp
+
+
+class _CallableModule(type(sys.modules[__name__])):
+    """The Python API's umscope.probe(): this module, callable (umscope.probe() == umscope.probe.probe())."""
+
+    def __call__(self):
+        return self.probe()
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import sqlite3
+import sys
 import time
 from pathlib import Path
 
@@ -50,6 +51,23 @@ def default_store_path() -> Path:
     return Path(base) / "umscope" / "results.sqlite"
 
 
+_warned_netfs = set()
+
+
+def journal_mode(path) -> str:
+    """WAL, except on a network filesystem, where WAL is unsafe (said once on stderr): DELETE."""
+    from umscope import netfs
+    fs = netfs.network_fs(Path(path).parent)
+    if not fs:
+        return "WAL"
+    if fs not in _warned_netfs:
+        _warned_netfs.add(fs)
+        sys.stderr.write(f"umscope: store {path} is on a network filesystem ({fs}): using SQLite's rollback "
+                         "journal instead of WAL; for many nodes at once prefer a node-local --store per host "
+                         "and `umscope merge`\n")
+    return "DELETE"
+
+
 class Store:
     def __init__(self, path=None):
         self.path = Path(path) if path else default_store_path()
@@ -57,7 +75,7 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
             self.db.execute("PRAGMA busy_timeout = 60000")
-            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute(f"PRAGMA journal_mode = {journal_mode(self.path)}")
             self.db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as e:
             raise UsageError(f"cannot use store {self.path}: {e}") from None

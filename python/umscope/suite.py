@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from umscope import conditions, native
 
+PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
+
 
 @dataclass
 class Case:
@@ -20,6 +22,7 @@ class Case:
     kind: str = None
     params: dict = field(default_factory=dict)
     timeout: float = 180.0
+    launch: list = None  # a site launcher's argv (mpirun -n 2 ...): the case runs as umbench-mpi ranks
 
     @property
     def case_id(self) -> str:
@@ -30,7 +33,12 @@ class Case:
         return " ".join(parts)
 
     def argv(self, options: dict) -> list:
-        args = [native.umbench_path(), "run", self.benchmark]
+        if self.benchmark in PYTHON_RUNNERS:  # a Python application (PyTorch), same records and status line
+            args = [sys.executable, "-m", PYTHON_RUNNERS[self.benchmark]]
+        elif self.launch:  # one rank per GPU under the site's launcher (scale-out)
+            args = list(self.launch) + [native.umbench_mpi_path(), "run", self.benchmark]
+        else:
+            args = [native.umbench_path(), "run", self.benchmark]
         if self.kind:
             args += ["--kind", self.kind]
         for k, v in self.params.items():
@@ -44,11 +52,14 @@ class Case:
         return args
 
     def to_json(self) -> dict:
-        return {"benchmark": self.benchmark, "kind": self.kind, "params": self.params, "timeout": self.timeout}
+        d = {"benchmark": self.benchmark, "kind": self.kind, "params": self.params, "timeout": self.timeout}
+        if self.launch:
+            d["launch"] = list(self.launch)
+        return d
 
     @classmethod
     def from_json(cls, d) -> "Case":
-        return cls(d["benchmark"], d.get("kind"), dict(d.get("params") or {}), d.get("timeout", 180.0))
+        return cls(d["benchmark"], d.get("kind"), dict(d.get("params") or {}), d.get("timeout", 180.0), d.get("launch"))
 
 
 @dataclass

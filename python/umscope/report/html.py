@@ -12,7 +12,7 @@ from umscope import verify
 from umscope.probe import cuda_version_text
 import json
 
-from umscope.report import headline, topology
+from umscope.report import headline, modelled, topology
 from umscope.report.svg import hbar_chart, heatmap, line_chart, size_tick
 from umscope.sizes import format_size
 
@@ -693,6 +693,9 @@ def _bench_section(bench, recs, fp=None, cases=()) -> str:
         return _profile_section(recs)
     if bench == "qv":
         return _qv_section(recs)
+    if bench == "llm":
+        from umscope.report.llm import section
+        return section(recs, fp) + _records_table(recs)
     if bench == "applications":
         return _apps_section(recs)
     if bench == "migration":
@@ -707,6 +710,9 @@ def _bench_section(bench, recs, fp=None, cases=()) -> str:
         return _latency_section(recs, fp)
     if bench == "pingpong":
         return _pingpong_section(recs, cases)
+    if bench in ("nccl", "mpi"):
+        from umscope.report import scaleout
+        return scaleout.section(bench, recs, fp) + _records_table(recs)
     if bench == "gpu-stream":
         scaling = [r for r in recs if {"blocks", "block"} & set(r.get("params") or {})]
         plain = [r for r in recs if r not in scaling]
@@ -754,6 +760,7 @@ def render(run, cases, records) -> str:
     parts.append("<h2 id=conditions>Conditions of the measurements</h2>" + conditions.report_html(ok, e))
     parts.append(_um_findings(ok))
     parts.append(_bw_latency_chart(ok))
+    parts.append(modelled.section(ok, run.get("fingerprint")))  # report/modelled.py: apart, labelled
     bad = [c for c in cases if c["status"] != "ok"]
     parts.append("<h2>Skipped and failed cases</h2>")
     if bad:
