@@ -46,11 +46,31 @@ void check_managed_memory(size_t bytes, const AllocOptions& opt) {
 #endif
 }
 
+namespace {
+// Host bytes held by this process's live buffers, and MemAvailable when the first was asked for:
+// the guard compares a case's total (cpu-stream's two arrays, an application's every array), not
+// each buffer, with what was free when the case started. umbench runs one case per process.
+size_t g_host_live = 0;
+size_t g_avail_at_start = 0;
+bool g_avail_read = false;
+}  // namespace
+
 void check_host_memory(size_t bytes, bool allow) {
-  size_t avail = os::mem_available_bytes();
-  if (allow || avail == 0 || bytes <= avail) return;
-  throw Refused("refusing to allocate " + gib_text(bytes) + " of host memory: only " + gib_text(avail) +
+  if (!g_avail_read) {
+    g_avail_at_start = os::mem_available_bytes();
+    g_avail_read = true;
+  }
+  const size_t avail = g_avail_at_start;
+  const size_t total = g_host_live + bytes;
+  if (allow || avail == 0 || (total >= bytes && total <= avail)) return;
+  throw Refused("refusing to allocate " + gib_text(bytes) + " of host memory (" + gib_text(total) +
+                " for this case in all): only " + gib_text(avail) +
                 " is available (MemAvailable); pass --allow-host-overcommit to try anyway");
+}
+
+void Buffer::count_host(size_t bytes) {
+  host_counted_ = bytes;
+  g_host_live += bytes;
 }
 
 Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
@@ -59,6 +79,7 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
   const std::string& n = kind.name;
   if (is_host_kind(n)) {
     check_host_memory(bytes, opt.allow_host_overcommit);
+    count_host(bytes);
     // Over-allocate so the buffer can start on a 2 MiB boundary (needed for THP).
     mapped_ = bytes + kHugeAlign;
     base_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -112,12 +133,16 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
     if (!c.managed_memory) throw Skip("the GPU does not support managed memory");
     check_managed_memory(bytes, opt);
     UM_CUDA(cudaSetDevice(opt.device));
-    if (kind.get("first_touch") == "cpu") check_host_memory(bytes, opt.allow_host_overcommit);
+    if (kind.get("first_touch") == "cpu") {
+      check_host_memory(bytes, opt.allow_host_overcommit);
+      count_host(bytes);
+    }
     UM_CUDA(cudaMallocManaged(&base_, bytes, cudaMemAttachGlobal));
     cpu_ = gpu_ = base_;
   } else if (n == "pinned") {
     need_gpu(opt.device, n);
     check_host_memory(bytes, opt.allow_host_overcommit);
+    count_host(bytes);
     UM_CUDA(cudaSetDevice(opt.device));
     UM_CUDA(cudaMallocHost(&base_, bytes));
     cpu_ = base_;
@@ -140,6 +165,7 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
 }
 
 Buffer::~Buffer() {
+  g_host_live -= host_counted_;
 #ifdef UMSCOPE_HAVE_CUDA
   if (registered_) cudaHostUnregister(cpu_);
   if (kind_.name == "device" || kind_.name == "managed" || kind_.name == "peer") {
