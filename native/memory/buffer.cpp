@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
+#include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/memory.hpp"
@@ -58,6 +60,12 @@ bool g_avail_read = false;
 void check_host_memory(size_t bytes, bool allow) {
   if (!g_avail_read) {
     g_avail_at_start = os::mem_available_bytes();
+    // UMSCOPE_HOST_MEM_LIMIT (a size, e.g. 8G) caps what a case may take on a shared node.
+    const char* limit = std::getenv("UMSCOPE_HOST_MEM_LIMIT");
+    if (limit && *limit) {
+      const size_t cap = parse_bytes(limit);
+      if (g_avail_at_start == 0 || cap < g_avail_at_start) g_avail_at_start = cap;
+    }
     g_avail_read = true;
   }
   const size_t avail = g_avail_at_start;
@@ -65,7 +73,8 @@ void check_host_memory(size_t bytes, bool allow) {
   if (allow || avail == 0 || (total >= bytes && total <= avail)) return;
   throw Refused("refusing to allocate " + gib_text(bytes) + " of host memory (" + gib_text(total) +
                 " for this case in all): only " + gib_text(avail) +
-                " is available (MemAvailable); pass --allow-host-overcommit to try anyway");
+                " is available (MemAvailable, or UMSCOPE_HOST_MEM_LIMIT); pass --allow-host-overcommit to try "
+                "anyway");
 }
 
 void Buffer::count_host(size_t bytes) {

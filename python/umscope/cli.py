@@ -194,6 +194,15 @@ def _options(args) -> dict:
             "allow_host_overcommit": bool(args.allow_host_overcommit)}
 
 
+def _check_run_options(args):
+    """The options every run-creating command shares, checked before a store or a run is touched."""
+    _options(args)
+    if args.timeout is not None:
+        validate.timeout(args.timeout)
+    if args.report is not None:
+        validate.output_path(args.report, "--report")
+
+
 def _execute(args, kind, cases, fingerprint, store, run_id=None):
     if args.timeout is not None:
         t = validate.timeout(args.timeout)
@@ -315,6 +324,7 @@ def cmd_run(args):
             raise UsageError(f"run {run_id} was saved with a bad option ({e}); give that option again to "
                              "resume it") from None
         return _execute(args, run["kind"], cases, run["fingerprint"], store, run_id)
+    _check_run_options(args)
     store = Store(args.store)
     fp = probe.probe()
     cases = plans.apply_filter(plans.default_plan(fp, quick=args.quick), args.filter)
@@ -322,12 +332,10 @@ def cmd_run(args):
 
 
 def cmd_bench(args):
-    opts = validate.bench_options(args.name, sizes=args.size, threads=args.threads, ops=args.ops,
+    opts = validate.bench_options(args.name, kinds=args.kind, sizes=args.size, threads=args.threads, ops=args.ops,
                                      mode=args.mode, iterations=args.iterations, dos=args.dos,
                                      available=args.available, allow_oversubscription=args.allow_oversubscription)
-    _options(args)
-    if args.report is not None:
-        validate.output_path(args.report, "--report")
+    _check_run_options(args)
     store = Store(args.store)  # a damaged or unwritable store fails before anything runs
     fp = probe.probe()
     cases = plans.bench_plan(args.name, fp, kinds=args.kind, **opts)
@@ -390,9 +398,7 @@ def cmd_app(args):
         modes = list(apps.MODES)
     modes = list(dict.fromkeys(modes))  # a repeated mode would be the same case twice
     cases = apps.app_cases(args.name, modes, opts)
-    _options(args)
-    if args.report is not None:
-        validate.output_path(args.report, "--report")
+    _check_run_options(args)
     store = Store(args.store)
     fp = probe.probe()
     cases = plans.apply_filter(cases, args.filter)

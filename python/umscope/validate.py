@@ -52,6 +52,8 @@ def integer(value, what, lo, hi) -> int:
         n = value
     else:
         text = _text(value, what).strip()
+        if not text.isascii():
+            raise UsageError(f"{what} needs a whole number, got {text[:40]!r}")
         try:
             n = int(text, 10)
         except ValueError:
@@ -65,6 +67,8 @@ def real(value, what, lo, hi, lo_open=True) -> float:
     """A finite number in (lo, hi] (or [lo, hi] with lo_open=False)."""
     if isinstance(value, bool):
         raise UsageError(f"{what} needs a number, got {value!r}")
+    if isinstance(value, str) and not value.isascii():
+        raise UsageError(f"{what} needs a number, got {value[:40]!r}")
     try:
         x = float(_text(value, what).strip() if not isinstance(value, (int, float)) else value)
     except (ValueError, OverflowError):
@@ -145,6 +149,8 @@ def run_id(value, what="--run") -> int:
     if not text.strip():
         raise UsageError(f"{what} needs a run id number, got an empty one")
     try:
+        if not text.isascii():
+            raise ValueError(text)
         n = int(text.strip(), 10)
     except ValueError:
         raise UsageError(f"{what} needs a run id number, got {text[:40]!r}") from None
@@ -233,13 +239,15 @@ def _bench_ops(family) -> tuple:
     return tuple(dict.fromkeys(ops)) or tuple(dict.fromkeys(o for b in cat.values() for o in b.get("ops") or []))
 
 
-def bench_options(family, sizes=None, threads=None, ops=None, mode=None, iterations=None, dos=None,
+def bench_options(family, kinds=None, sizes=None, threads=None, ops=None, mode=None, iterations=None, dos=None,
                   available=None, allow_oversubscription=False) -> dict:
     """`umscope bench` options, checked and in canonical form, for plans.bench_plan."""
     from umscope import plans
     if family not in plans.FAMILIES:
         raise UsageError(f"unknown benchmark {str(family)[:40]!r} (known: {', '.join(plans.FAMILIES)})")
     out = {"allow_oversubscription": bool(allow_oversubscription)}
+    for k in kinds or []:
+        plans.validate_kind(_text(k, "--kind"))
     if sizes is not None:
         out["sizes"] = ",".join(plans.size_arg(n) for n in size_list(sizes, "--size"))
     if threads is not None:
