@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from umscope import cli, validate
+from umscope import cli, probe, validate
 from umscope.apps import APPS
 from umscope.store import Store
 from umscope.suite import Case
@@ -65,7 +65,7 @@ def test_resume_of_a_run_saved_with_a_bad_option(store_path):
     st = Store(store_path)
     plan = [Case("selftest", None, {"mode": "ok"}, timeout=float("nan")).to_json()]
     run_id = st.create_run("bench selftest", "umscope bench selftest --timeout nan", plan,
-                           {"device": 0, "reps": "abc", "warmup": None}, {"gpus": []})
+                           {"device": 0, "reps": "abc", "warmup": None}, probe.probe())
     st.close()
     line = _one_line_error(run_cli("run", "--resume", "--store", store_path))
     assert f"run {run_id}" in line and "--reps" in line
@@ -147,20 +147,24 @@ def _as_nobody(*args, cwd):
 
 @pytest.mark.skipif(shutil.which("setpriv") is None or os.geteuid() != 0,
                     reason="needs root and setpriv to act as a user who cannot write the store")
-def test_read_only_store_file(tmp_path):
-    d = tmp_path / "ro"
-    d.mkdir()
+def test_read_only_store_file():
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="umscope-ro-", dir="/tmp"))  # pytest's own tmp is private to root
+    request_cleanup.append(d)
     path = str(d / "s.sqlite")
     _store_with_records(path, n=3)
     os.chmod(path, 0o644)
     os.chmod(d, 0o755)
-    os.chmod(tmp_path, 0o755)
     runs = _as_nobody("runs", "--store", path, cwd="/")
     assert runs.returncode == 0 and "bench selftest" in runs.stdout, runs.stderr
     exp = _as_nobody("export", "--store", path, cwd="/")
     assert exp.returncode == 0 and len(exp.stdout.splitlines()) == 3, exp.stderr
     line = _one_line_error(_as_nobody("bench", "selftest", "--store", path, cwd="/"))
     assert "store" in line
+    shutil.rmtree(d)
+
+
+request_cleanup = []
 
 
 # 9. The smaller ones.
@@ -174,10 +178,13 @@ def test_app_help_shows_every_option_app_list_advertises():
 def test_timeout_help_matches_the_plans():
     from umscope import plans
     text = run_cli("bench", "--help").stdout
-    assert "180" not in text
+    assert "default 180" not in text
     fp = {"gpus": [], "numa": [], "cpu": {"caches": []}}
     timeouts = {c.timeout for f in plans.FAMILIES if f != "bandwidth" for c in plans.bench_plan(f, fp)}
     assert f"{min(timeouts):g}-{max(timeouts):g} s" in " ".join(text.split()), (timeouts, text)
+    from umscope.apps import app_cases
+    app_timeout = app_cases("triad", ["explicit"], {})[0].timeout
+    assert f"{app_timeout:g} s for app run" in " ".join(run_cli("app", "--help").stdout.split())
 
 
 def test_labels_cannot_send_escape_sequences(store_path):

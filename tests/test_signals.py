@@ -1,6 +1,6 @@
 """SIGINT, SIGTERM, SIGHUP and SIGKILL at random points of a real run of CPU cases: no umbench outlives
 umscope by more than a second, no completed case loses a record, and `umscope run --resume` completes
-the run. CI runs UMSCOPE_SIGNAL_TRIALS (default 4) trials per signal (about 30 s on 2 cores); the issue's
+the run. CI runs UMSCOPE_SIGNAL_TRIALS (default 5) trials per signal (about 30-70 s on 2 cores); the issue's
 20 per signal: `UMSCOPE_SIGNAL_TRIALS=20 python -m pytest tests/test_signals.py` (about 3 minutes)."""
 
 import os
@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-TRIALS = int(os.environ.get("UMSCOPE_SIGNAL_TRIALS", "4"))
+TRIALS = int(os.environ.get("UMSCOPE_SIGNAL_TRIALS", "5"))
 SIZES = "24M,32M,40M,48M,56M,64M"
 OPS = "read,copy"  # records per case: one per op (one thread count)
 EXPECTED_RC = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGKILL: -9}
@@ -67,6 +67,7 @@ def _check_records(store):
 def test_signal_leaves_no_orphan_and_no_lost_record(sig, tmp_path):
     rng = random.Random(int(sig) * 1000 + 14)
     planned = len(SIZES.split(","))
+    resumed = 0
     for trial in range(TRIALS):
         marker = uuid.uuid4().hex
         store = str(tmp_path / f"s{trial}.sqlite")
@@ -83,10 +84,13 @@ def test_signal_leaves_no_orphan_and_no_lost_record(sig, tmp_path):
         out, err = proc.communicate(timeout=30)
         t_exit = time.monotonic()
         assert "Traceback" not in err, err
+        started = os.path.exists(store)
         if finished_first:
             assert proc.returncode == 0, err
-        else:
+        elif started:
             assert proc.returncode in (EXPECTED_RC[sig], 0), (proc.returncode, err)
+        else:  # while the interpreter itself was starting: the signal's default action, nothing ran
+            assert proc.returncode in (EXPECTED_RC[sig], -sig), (proc.returncode, err)
         # No runner outlives umscope by more than a second.
         while _marked_processes(marker) and time.monotonic() - t_exit < 1.0:
             time.sleep(0.02)
@@ -108,3 +112,5 @@ def test_signal_leaves_no_orphan_and_no_lost_record(sig, tmp_path):
         assert res.returncode == 0, rerr
         run_id2, done, status = _check_records(store)
         assert (run_id2, done, status) == (run_id, planned, "complete")
+        resumed += 1
+    assert resumed >= 1, "no trial ended a run midway: the random points missed the run"

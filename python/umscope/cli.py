@@ -32,7 +32,8 @@ def _common_run_options(p):
                                   "family's, 20 for most; yours wins over the plan's)")
     p.add_argument("--warmup", help="untimed warm-up repetitions (default: the family's, 2 for most)")
     p.add_argument("--timeout", help="seconds before a case is killed, at most "
-                                     f"{validate.MAX_TIMEOUT:.0f} (default: the plan's, 10-1800 s per case)")
+                                     f"{validate.MAX_TIMEOUT:.0f} (default: the plan's, 10-900 s per case for bench "
+                                     "and run, 1800 s for app run)")
     p.add_argument("--label", help="a name for this run")
     p.add_argument("--machine", metavar="FILE|NAME",
                    help="machine description (YAML) giving datapath peaks for the bounds; default: probe "
@@ -226,7 +227,7 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         run_id = store.create_run(kind, command, plan_to_json(cases), options, fingerprint, args.label)
     if not fingerprint.get("gpus"):
-        sys.stderr.write(f"no GPU: {fingerprint['cuda'].get('why_no_gpu')}; GPU cases will be recorded as skipped\n")
+        sys.stderr.write(f"no GPU: {(fingerprint.get('cuda') or {}).get('why_no_gpu')}; GPU cases will be recorded as skipped\n")
     sys.stderr.write(f"run {run_id}: {len(cases)} cases into {store.path}\n")
     status = run_cases(store, run_id, cases, options, progress=not args.no_progress,
                        annotate=lambda recs: bounds.annotate(recs, fingerprint, desc))
