@@ -11,23 +11,48 @@
 namespace umscope {
 namespace {
 
-__global__ void expand_kernel(const int64_t* __restrict__ off, const int32_t* __restrict__ edges, uint8_t* mask,
-                              uint8_t* next, const uint8_t* visited, int32_t* cost, size_t n) {
-  for (size_t v = blockIdx.x * size_t(blockDim.x) + threadIdx.x; v < n; v += size_t(gridDim.x) * blockDim.x) {
-    if (!mask[v]) continue;
-    mask[v] = 0;
-    for (int64_t e = off[v]; e < off[v + 1]; ++e) {
-      const int32_t u = edges[e];
-      if (!visited[u]) {
-        cost[u] = cost[v] + 1;
-        next[u] = 1;
-      }
+constexpr unsigned kBlock = 256;
+
+// One thread per node (the frontier is sparse and irregular: a resident
+// grid-stride loop made a thread walk several nodes' edge lists in turn).
+__global__ void expand_kernel(const int64_t* __restrict__ off, const int32_t* __restrict__ edges,
+                              uint8_t* __restrict__ mask, uint8_t* __restrict__ next,
+                              const uint8_t* __restrict__ visited, int32_t* __restrict__ cost, size_t n) {
+  const size_t v = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (v >= n || !mask[v]) return;
+  mask[v] = 0;
+  const int32_t c = cost[v] + 1;
+  const int64_t end = off[v + 1];
+  for (int64_t e = off[v]; e < end; ++e) {
+    const int32_t u = edges[e];
+    if (!visited[u]) {
+      cost[u] = c;
+      next[u] = 1;
     }
   }
 }
 
-__global__ void advance_kernel(uint8_t* mask, uint8_t* next, uint8_t* visited, size_t n, int* more) {
-  for (size_t v = blockIdx.x * size_t(blockDim.x) + threadIdx.x; v < n; v += size_t(gridDim.x) * blockDim.x) {
+// Sixteen nodes per thread, read as one 16-byte word of `next`: most words
+// of a level are zero, and a thread per node spent the level scheduling
+// threads (24 us a level at 4M nodes). `next` bytes are 0 or 1, and expand
+// has cleared every `mask` byte, so the words can be ORed and assigned.
+__global__ void advance_kernel(uint8_t* __restrict__ mask, uint8_t* __restrict__ next,
+                               uint8_t* __restrict__ visited, size_t n, int* more) {
+  const size_t w = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  const size_t v0 = 16 * w;
+  if (v0 >= n) return;
+  if (v0 + 16 <= n) {
+    const uint4 nx = reinterpret_cast<const uint4*>(next)[w];
+    if (!(nx.x | nx.y | nx.z | nx.w)) return;
+    uint4 vs = reinterpret_cast<const uint4*>(visited)[w];
+    vs.x |= nx.x, vs.y |= nx.y, vs.z |= nx.z, vs.w |= nx.w;
+    reinterpret_cast<uint4*>(mask)[w] = nx;
+    reinterpret_cast<uint4*>(visited)[w] = vs;
+    reinterpret_cast<uint4*>(next)[w] = make_uint4(0, 0, 0, 0);
+    *more = 1;
+    return;
+  }
+  for (size_t v = v0; v < n; ++v) {
     if (!next[v]) continue;
     mask[v] = 1;
     visited[v] = 1;
@@ -97,12 +122,14 @@ void run_bfs(Context& ctx) {
   run.to_gpu();
   int levels = 0;
   if (run.gpu()) {
+    const unsigned blocks = static_cast<unsigned>((n + kBlock - 1) / kBlock);
+    const unsigned word_blocks = static_cast<unsigned>((n + 16 * kBlock - 1) / (16 * kBlock));
     int flag = 1;
     while (flag) {
       run.iteration([&] {
         UM_CUDA(cudaMemsetAsync(more, 0, sizeof(int)));
-        expand_kernel<<<run.grid(8), 256>>>(off.dev, edges.dev, mask.dev, next.dev, visited.dev, cost.dev, n);
-        advance_kernel<<<run.grid(8), 256>>>(mask.dev, next.dev, visited.dev, n, more);
+        expand_kernel<<<blocks, kBlock>>>(off.dev, edges.dev, mask.dev, next.dev, visited.dev, cost.dev, n);
+        advance_kernel<<<word_blocks, kBlock>>>(mask.dev, next.dev, visited.dev, n, more);
         UM_CUDA(cudaMemcpy(&flag, more, sizeof flag, cudaMemcpyDeviceToHost));
       });
       ++levels;

@@ -29,7 +29,7 @@ void run_triad(Context& ctx) {
   });
   run.to_gpu();
   Launch l{1, 1};
-  if (run.gpu()) l = launch_for(triad_kernel, ctx);
+  if (run.gpu()) l = launch_for(triad_kernel, ctx, n / 2);
   for (int it = 0; it < iters; ++it)
     run.iteration([&] {
       if (run.gpu()) {

@@ -61,23 +61,24 @@ void run_gpu_stream(Context& ctx) {
     double* check = nullptr;
     double mul = 1, add = 0;
     if (op == "read") {
+      // The read sums into one word: a resident grid keeps the atomics few.
       L = launch_for(read_kernel, ctx);
       arrays = 1;
       launch = [&] { read_kernel<<<L.grid, L.block>>>(a, n2, sum); };
     } else if (op == "write") {
-      L = launch_for(write_kernel, ctx);
+      L = launch_for(write_kernel, ctx, n2);
       arrays = 1;
       gpu_poison(c, bytes);
       launch = [&] { write_kernel<<<L.grid, L.block>>>(c, n2, kWriteValue); };
       check = reinterpret_cast<double*>(c), mul = 0, add = kWriteValue;
     } else if (op == "copy") {
-      L = launch_for(copy_kernel, ctx);
+      L = launch_for(copy_kernel, ctx, n2);
       arrays = 2;
       gpu_poison(b, bytes);
       launch = [&] { copy_kernel<<<L.grid, L.block>>>(a, b, n2); };
       check = reinterpret_cast<double*>(b);
     } else {
-      L = launch_for(triad_kernel, ctx);
+      L = launch_for(triad_kernel, ctx, n2);
       arrays = 3;
       gpu_poison(c, bytes);
       // b holds 2*pattern unless a copy ran first, which makes it pattern.

@@ -2,6 +2,7 @@
 // moves data with SMs (gpu-stream, the SM-copy of the copy matrix).
 // 16-byte accesses, several independent loads in flight per thread.
 #pragma once
+#include <algorithm>
 #include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
@@ -73,19 +74,29 @@ struct Launch {
   int grid, block;
 };
 
+// The block size (--block, default 1024) and a grid of blocks (--blocks).
+// Without `elements`, the grid is the occupancy API's resident blocks (a
+// persistent grid-stride loop, used where a kernel runs beside other work).
+// With `elements`, one element per thread: on an H100 at 2 GiB arrays that
+// gave copy 3051 / triad 3063 / write 3275 GB/s against 2830 / 2887 / 3200
+// for the resident grid (docs/method.md, "Bandwidth kernels").
 template <class K>
-Launch launch_for(K kernel, const Context& ctx) {
+Launch launch_for(K kernel, const Context& ctx, size_t elements = 0) {
   const GpuCaps& caps = gpu_caps(ctx.device);
-  // 1024 threads per block: on an H100 it matches or beats 128-512 for every
-  // op on HBM and on pinned host memory (a blocks x threads sweep; docs/method.md).
   int block = static_cast<int>(ctx.args.integer("block", 1024));
   if (block < 32 || block > caps.max_threads_per_block || block % 32)
     throw UsageError("--block must be a multiple of 32 up to " + std::to_string(caps.max_threads_per_block));
-  int per_sm = 0;
-  UM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
-  int grid = static_cast<int>(ctx.args.integer("blocks", static_cast<long long>(per_sm) * caps.sms));
-  if (grid < 1) throw UsageError("--blocks must be at least 1");
-  return {grid, block};
+  long long dflt;
+  if (elements) {
+    dflt = static_cast<long long>(std::min<size_t>((elements + block - 1) / block, size_t(1) << 30));
+  } else {
+    int per_sm = 0;
+    UM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+    dflt = static_cast<long long>(per_sm) * caps.sms;
+  }
+  long long grid = ctx.args.integer("blocks", dflt);
+  if (grid < 1 || grid > (1LL << 31) - 1) throw UsageError("--blocks must be from 1 to 2^31-1");
+  return {static_cast<int>(grid), block};
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ from pathlib import Path
 from umscope.probe import cuda_version_text
 import json
 
+from umscope.report import headline
 from umscope.report.svg import hbar_chart, heatmap, line_chart, size_tick
 from umscope.sizes import format_size
 
@@ -729,7 +730,7 @@ def render(run, cases, records) -> str:
              f"</code><br>Cases: " + ", ".join(f"{e(v)} {e(k)}" for k, v in counts.items()) +
              ". Every figure below was measured in this run; data was verified after each benchmark. "
              f"Spread = (max − min) / median over the repetitions; above {SPREAD_FLAG:.0%} it is flagged ⚠.</p>",
-             "<h2>Machine</h2>", _machine(run.get("fingerprint"))]
+             headline.section(ok), "<h2>Machine</h2>", _machine(run.get("fingerprint"))]
     if any(c["benchmark"] == "pingpong" for c in cases):
         by_bench.setdefault("pingpong", [])  # its matrix shows skipped pairs too
     for bench, recs in by_bench.items():

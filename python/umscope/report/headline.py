@@ -1,0 +1,171 @@
+"""The report's first section: the node in about ten lines, each a figure of
+this run against its bound, then what the applications say about memory
+modes. Also the choice of the one record that stands for a case, shared by the
+terminal summary and the report.
+
+Nothing here is a number of its own: every line quotes a record of the run
+(its median, its bound and the bound's source as the bounds model gave them);
+a line whose records are missing is left out, never filled in."""
+
+from collections import OrderedDict
+from html import escape
+
+from umscope.sizes import format_size
+
+# How an application touches memory, for "which mode wins for which access
+# pattern" (the classes of Schieffer et al. section 3.1 and Cooper et al. Table 2).
+APP_CLASSES = OrderedDict([
+    ("streaming", ("triad", "mvt", "gesummv")),
+    ("stencil", ("conv2d", "jacobi2d", "hotspot", "srad", "himeno")),
+    ("dynamic programming", ("pathfinder", "needle")),
+    ("irregular", ("bfs",)),
+    ("dense compute", ("sgemm", "gemm", "syr2k", "qv")),
+])
+
+REPRESENTATIVE_RULE = ("a bandwidth or latency curve is represented by its largest size; an application by its "
+                       "whole run without the CPU's initialisation (total_excl_init_ms: transfers, migration and "
+                       "every iteration), not its per-iteration median")
+
+
+def _x(r) -> dict:
+    return r.get("extra") or {}
+
+
+def app_time_ms(r):
+    """An application's whole-run time without CPU initialisation; None where the record lacks it."""
+    x = _x(r)
+    v = x.get("total_excl_init_ms")
+    return v if v is not None else x.get("total_ms")
+
+
+def representative(records) -> list:
+    """One record per measured curve: the largest size of each (case, op, processor, threads, destination,
+    direction), in the order the records came. Application records are all kept (one per case)."""
+    best = OrderedDict()
+    for r in records:
+        if r.get("status") != "ok" or r.get("median") is None:
+            continue
+        x = _x(r)
+        key = (r.get("case_id"), r.get("benchmark"), r.get("op"), r.get("processor"), r.get("kind"), r.get("policy"),
+               r.get("threads"), x.get("dst_kind"), x.get("dst_policy"), x.get("direction"), x.get("mode"))
+        cur = best.get(key)
+        if cur is None or (r.get("bytes") or 0) > (cur.get("bytes") or 0):
+            best[key] = r
+    return list(best.values())
+
+
+def bound_source(r) -> str:
+    x = _x(r)
+    return x.get("bound_source") or r.get("bound_source") or ""
+
+
+def _eff(r):
+    x = _x(r)
+    return x.get("efficiency", r.get("efficiency")), x.get("bound", r.get("bound"))
+
+
+def _pick(records, pred):
+    """The largest-size record that satisfies pred, or None."""
+    found = [r for r in records if r.get("status") == "ok" and r.get("median") is not None and pred(r)]
+    return max(found, key=lambda r: (r.get("bytes") or 0, r["median"])) if found else None
+
+
+def _bw_line(label, r) -> tuple:
+    eff, bnd = _eff(r)
+    size = format_size(r["bytes"]) if r.get("bytes") else ""
+    text = f"{r['median']:.4g} {r['unit']}"
+    if eff and bnd:
+        src = bound_source(r)
+        text += f" = {100 * eff:.0f}% of {bnd:.4g} {r['unit']}" + (f" ({src})" if src else "")
+    return label + (f" ({size})" if size else ""), text
+
+
+def _is(r, bench, op=None, kind=None, policy=None, processor=None, **extra):
+    if r.get("benchmark") != bench or (op and r.get("op") != op) or (kind and r.get("kind") != kind):
+        return False
+    if policy is not None and (r.get("policy") or "") != policy:
+        return False
+    if processor and not str(r.get("processor") or "").startswith(processor):
+        return False
+    return all(_x(r).get(k) == v for k, v in extra.items())
+
+
+def facts(records) -> list:
+    """(what, figure) pairs: the node's key figures, each from one record of the run."""
+    out = []
+    hbm = _pick(records, lambda r: _is(r, "gpu-stream", "triad", "device", "") and not (r.get("params") or {}).get("blocks"))
+    if hbm:
+        out.append(_bw_line("GPU memory, triad by SMs", hbm))
+    for src, dst, what in (("pinned", "device", "host→GPU copy, copy engine"),
+                           ("device", "pinned", "GPU→host copy, copy engine")):
+        r = _pick(records, lambda r: _is(r, "copy", "ce-copy", src, dst_kind=dst, direction="uni"))
+        if r:
+            out.append(_bw_line(what, r))
+    zc = _pick(records, lambda r: _is(r, "gpu-stream", "read", "pinned") and not (r.get("params") or {}).get("blocks"))
+    if zc:
+        out.append(_bw_line("GPU reading pinned host memory (zero-copy)", zc))
+    peer = _pick(records, lambda r: _is(r, "copy", "ce-copy", "device", direction="uni")
+                 and str(_x(r).get("dst_kind", "")).startswith("peer"))
+    if peer:
+        out.append(_bw_line(f"GPU→{_x(peer).get('dst_kind')} copy, copy engine", peer))
+    cpu = _pick(records, lambda r: _is(r, "cpu-stream", "copy", "system") and (r.get("threads") or 0) > 1)
+    if cpu:
+        out.append(_bw_line(f"CPU memory, copy by {cpu['threads']} threads", cpu))
+    for kind, what in (("device", "GPU load latency, GPU memory"), ("pinned", "GPU load latency, pinned host memory")):
+        r = _pick(records, lambda r, k=kind: _is(r, "latency", kind=k, processor="gpu"))
+        if r:
+            out.append((f"{what} ({format_size(r['bytes'])} chase)", f"{r['median']:.4g} {r['unit']}"))
+    pp = _pick(records, lambda r: _is(r, "pingpong", kind="pinned", pair="cpu-gpu"))
+    if pp:
+        out.append(("CPU↔GPU round trip through pinned memory", f"{pp['median']:.4g} {pp['unit']}"))
+    return out
+
+
+def app_winners(records) -> list:
+    """(class, app, best mode, margin over the next, margin over explicit) from whole-run times of the run's
+    application records; only applications measured in at least two modes at the same size."""
+    by = OrderedDict()
+    for r in records:
+        if r.get("op") != "app" or r.get("status") != "ok" or app_time_ms(r) is None:
+            continue
+        x = _x(r)
+        if x.get("processor_kind") == "cpu" or str(r.get("processor", "")).startswith("cpu"):
+            continue
+        key = (x.get("app") or r.get("benchmark"), r.get("bytes"))
+        by.setdefault(key, {})[x.get("mode") or r.get("kind")] = app_time_ms(r)
+    out = []
+    for cls, names in APP_CLASSES.items():
+        for (app, _size), times in by.items():
+            if app not in names or len(times) < 2:
+                continue
+            ranked = sorted(times.items(), key=lambda kv: kv[1])
+            (best, t0), (second, t1) = ranked[0], ranked[1]
+            vs_explicit = times.get("explicit")
+            out.append((cls, app, best, t0, second, t1 / t0, (vs_explicit / t0) if vs_explicit else None))
+    return out
+
+
+def section(records, findings_html="") -> str:
+    """The headline HTML: key figures, then the winning memory mode per application class."""
+    e = lambda v: escape("" if v is None else str(v))  # noqa: E731
+    rows = facts(records)
+    wins = app_winners(records)
+    if not rows and not wins:
+        return ""
+    parts = ["<h2 id=headline>This node in brief</h2>"]
+    if rows:
+        parts.append("<table>" + "".join(f"<tr><th>{e(w)}</th><td>{e(f)}</td></tr>" for w, f in rows) + "</table>")
+    if wins:
+        li = []
+        for cls, app, best, t0, second, margin, vs_exp in wins:
+            line = (f"{cls}: {app} runs fastest in <b>{e(best)}</b> mode ({t0:.4g} ms whole run), "
+                    f"{margin:.2f}× ahead of {e(second)}")
+            if vs_exp and best != "explicit":
+                line += f", {vs_exp:.2f}× explicit"
+            li.append(f"<li>{line}</li>")
+        parts.append("<p>Which memory mode wins, per access pattern:</p><ul>" + "".join(li) + "</ul>")
+    if findings_html:
+        parts.append(findings_html)
+    parts.append(f"<p class=note>Each line quotes one record of this run; {e(REPRESENTATIVE_RULE)}. "
+                 "Bounds name their source. The sections below hold every record.</p>")
+    return "".join(parts)

@@ -1,0 +1,60 @@
+"""The report's headline: which record stands for a case, and the lines it writes from them.
+The records here are synthetic test input, not measurements."""
+
+from umscope.report import headline
+
+
+def rec(bench, op, kind, size, median, unit="GB/s", policy="", **extra):
+    return {"case_id": f"{bench} {kind}", "benchmark": bench, "op": op, "kind": kind, "policy": policy,
+            "processor": extra.pop("processor", "gpu0"), "threads": extra.pop("threads", None), "bytes": size,
+            "median": median, "unit": unit, "status": "ok", "extra": extra}
+
+
+def test_representative_is_the_largest_size_of_each_curve():
+    small = rec("copy", "ce-copy", "device", 64 << 10, 10.75, dst_kind="device", direction="uni")
+    large = rec("copy", "ce-copy", "device", 256 << 20, 1462.0, dst_kind="device", direction="uni")
+    other_dst = rec("copy", "ce-copy", "device", 64 << 10, 20.0, dst_kind="pinned", direction="uni")
+    got = headline.representative([small, large, other_dst])
+    assert large in got and small not in got and other_dst in got
+    assert len(got) == 2
+
+
+def test_representative_keeps_thread_counts_apart():
+    one = rec("cpu-stream", "copy", "system", 1 << 30, 12.0, threads=1, processor="cpu")
+    all_ = rec("cpu-stream", "copy", "system", 1 << 30, 180.0, threads=2, processor="cpu")
+    assert headline.representative([one, all_]) == [one, all_]
+
+
+def test_application_winner_uses_the_whole_run_not_the_iteration_median():
+    # The issue's example: per-iteration medians nearly equal, compute phases 364 ms against 488 ms.
+    exp = rec("hotspot", "app", "device", 256 << 20, 0.726, unit="ms", app="hotspot", mode="explicit",
+              total_excl_init_ms=400.0)
+    man = rec("hotspot", "app", "managed", 256 << 20, 0.728, unit="ms", app="hotspot", mode="managed",
+              total_excl_init_ms=520.0)
+    (cls, app, best, t0, second, margin, vs_exp), = headline.app_winners([man, exp])
+    assert (cls, app, best, second) == ("stencil", "hotspot", "explicit", "managed")
+    assert t0 == 400.0 and abs(margin - 1.3) < 1e-12 and vs_exp == 1.0
+
+
+def test_facts_quote_the_record_and_its_bound_source():
+    r = rec("gpu-stream", "triad", "device", 1 << 30, 3000.0, efficiency=0.895, bound=3352.0,
+            bound_source="datasheet: H100 SXM5 HBM3 3.35 TB/s")
+    (what, text), = headline.facts([r])
+    assert what.startswith("GPU memory, triad by SMs (1")
+    assert text == "3000 GB/s = 90% of 3352 GB/s (datasheet: H100 SXM5 HBM3 3.35 TB/s)"
+
+
+def test_missing_records_leave_their_line_out():
+    assert headline.facts([]) == []
+    assert headline.section([]) == ""
+    only_latency = rec("latency", "chase", "device", 1 << 30, 650.0, unit="ns")
+    lines = headline.facts([only_latency])
+    assert lines == [("GPU load latency, GPU memory (1 GiB chase)", "650 ns")]
+    html = headline.section([only_latency])
+    assert "This node in brief" in html and "650 ns" in html and "GB/s" not in html
+
+
+def test_a_failed_record_is_never_quoted():
+    bad = rec("gpu-stream", "triad", "device", 1 << 30, 5000.0)
+    bad["status"] = "failed"
+    assert headline.facts([bad]) == []
