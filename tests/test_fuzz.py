@@ -160,7 +160,8 @@ def _gen(rng, e):
         return ["profile", "--store", e["store"], "--period",
                 rng.choice(["1e21s", "0", "0ms", "nan", "inf", "", "abc", "-1s", "1e400", "0.0001ms", "99999999s",
                             "3601s"]), "--", "true"], 2
-    argv = rng.choice([["list", "--bogus"], ["info", "--bogus"], ["runs", "--json", "x"], ["bench"], ["app"], ["app", "run"], ["app", "run", "nope"],
+    argv = rng.choice([["list", "--bogus"], ["info", "--bogus"], ["runs", "--json", "x"], ["bench"], ["app"],
+                       ["app", "run"], ["app", "run", "nope"],
                        ["bench", "nope"], ["export", "--format", "xml"], ["frobnicate"], ["run", "--reps"],
                        ["bench", "selftest", "--size"]])
     return argv, 2

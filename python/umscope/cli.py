@@ -227,7 +227,8 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         run_id = store.create_run(kind, command, plan_to_json(cases), options, fingerprint, args.label)
     if not fingerprint.get("gpus"):
-        sys.stderr.write(f"no GPU: {(fingerprint.get('cuda') or {}).get('why_no_gpu')}; GPU cases will be recorded as skipped\n")
+        why = (fingerprint.get("cuda") or {}).get("why_no_gpu")
+        sys.stderr.write(f"no GPU: {why}; GPU cases will be recorded as skipped\n")
     sys.stderr.write(f"run {run_id}: {len(cases)} cases into {store.path}\n")
     status = run_cases(store, run_id, cases, options, progress=not args.no_progress,
                        annotate=lambda recs: bounds.annotate(recs, fingerprint, desc))
