@@ -51,6 +51,8 @@ def _options(rng, e):
         ("--device", ["0"], ["-1", "1024", str(2**63)] + JUNK),
         ("--report", [e["good_out"]], e["bad_paths"]),
         ("--label", ["a label", "\x1b]0;x\x07", "ü" * 10], []),
+        ("--machine", ["h100-sxm-pcie5"], ["", "/dev/zero", "/dev/full", str(e["dir"] / "adir"), "no-such-machine"]),
+        ("--store", [e["store"]], ["", str(e["dir"] / "adir"), "/dev/null", "/proc/self"]),
     ]
 
 

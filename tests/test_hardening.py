@@ -220,3 +220,15 @@ def test_profile_reports_the_true_peak_of_a_short_program(store_path):
 
 def test_resume_empty_is_an_error(store_path):
     assert "--resume" in _one_line_error(run_cli("run", "--resume", "", "--store", store_path))
+
+
+# 3. A report that still cannot be written at the end: the records are kept and the way to the report is said.
+def test_a_report_that_fails_at_the_end_keeps_the_records(store_path, monkeypatch, capsys):
+    def full(store, run_id, path=None):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(cli, "write_report", full)
+    rc = cli.main(["bench", "selftest", "--store", store_path, "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 0 and "Traceback" not in err
+    assert "umscope report --store" in err and "No space left" in err
+    assert len(Store(store_path).records(1)) == 1

@@ -71,12 +71,13 @@ def build_parser():
     s.add_argument("--kind", action="append", metavar="SPEC",
                    help="memory kind, e.g. device, 'managed,first_touch=gpu', numa:0 (repeatable)")
     s.add_argument("--size", help="array size(s), comma-separated: 4G, 512M, 1e9 (default 1 GiB)")
-    s.add_argument("--threads", help="CPU thread counts, comma-separated, or 'all'")
+    s.add_argument("--threads", help="CPU thread counts, comma-separated, each from 1 to 4x the CPUs umscope may "
+                                     "use, or 'all'")
     s.add_argument("--ops", help="operations, comma-separated")
     s.add_argument("--mode", help="selftest modes, comma-separated")
     s.add_argument("--iterations", help="GPU iterations per migration case (default 100)")
     s.add_argument("--dos", help="oversub: degrees of oversubscription, comma-separated (default 0.25,0.5,0.75,0.9;"
-                                 " above 1 only with --allow-oversubscription)")
+                                 " above 1 only with --allow-oversubscription; at most 16)")
     s.add_argument("--available", help="oversub: GPU memory left free by the ballast (default 8G)")
     s = sub.add_parser("app", help="the application suite: 'app list', 'app run NAME --mode MODE'")
     s.add_argument("action", choices=["list", "run"])
@@ -198,6 +199,7 @@ def _options(args) -> dict:
 def _check_run_options(args):
     """The options every run-creating command shares, checked before a store or a run is touched."""
     _options(args)
+    validate.machine(getattr(args, "machine", None))
     if args.timeout is not None:
         validate.timeout(args.timeout)
     if args.report is not None:
@@ -215,7 +217,7 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         except UsageError as e:
             raise UsageError(f"case {c.case_id!r} has a bad timeout ({e}); give --timeout SECONDS") from None
     options = _options(args)
-    options["machine"] = getattr(args, "machine", None)
+    options["machine"] = validate.machine(getattr(args, "machine", None))
     if args.report is not None:
         validate.output_path(args.report, "--report")
     desc = bounds.describe(fingerprint, options["machine"])  # a bad --machine fails before anything runs

@@ -62,10 +62,10 @@ class Store:
     for damage before anything runs, so no measurement is made that could not be stored."""
 
     def __init__(self, path=None, readonly=False):
+        if path is not None and not str(path).strip():
+            raise UsageError("--store needs a path, got an empty one")
         self.path = Path(path) if path else default_store_path()
         self.readonly = readonly
-        if not str(self.path).strip():
-            raise UsageError("--store needs a path, got an empty one")
         try:
             _check_path(self.path)
             if readonly:

@@ -220,6 +220,23 @@ def output_path(value, what) -> Path:
     return p
 
 
+def machine(value):
+    """--machine: a packaged name, or a regular YAML file of at most 1 MiB (a device such as /dev/zero
+    would otherwise be read without end)."""
+    if value is None:
+        return None
+    text = str(value)
+    if not text.strip():
+        raise UsageError("--machine needs a file or a packaged name, got an empty one")
+    p = Path(text).expanduser()
+    if p.exists():
+        if not p.is_file():
+            raise UsageError(f"--machine {text[:80]} is not a regular file")
+        if p.stat().st_size > 1 << 20:
+            raise UsageError(f"--machine {text[:80]} is larger than 1 MiB: not a machine description")
+    return text
+
+
 def printable(text) -> str:
     """Text from the store as it may be shown on a terminal: control characters (escape sequences,
     carriage returns, newlines) become visible escapes."""
