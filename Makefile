@@ -3,11 +3,14 @@ PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 # On an offline machine: make test PIPFLAGS=--no-build-isolation
 PIPFLAGS ?=
+# Extras installed with the package: test (pytest and the consumers the exports are checked against);
+# add cuda for NVIDIA's CUPTI and cuBLAS wheels where no toolkit is installed (.ci/run does).
+EXTRAS ?= test
 
 .PHONY: install run test test-gpu clean
 
 install:
-	$(PIP) install -q $(PIPFLAGS) '.[test]'
+	$(PIP) install -q $(PIPFLAGS) '.[$(EXTRAS)]'
 
 run: install
 	umscope run

@@ -25,7 +25,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="0")
     a = ap.parse_args()
-    fp = probe.probe()
+    fp = dict(probe.probe(), device=int(a.device))
     desc = bounds.describe(fp)
     dev = ["--device", a.device, "--reps", "30"]
     rows = []
@@ -50,7 +50,7 @@ def main():
             load = "alone" if r.get("load") == "none" else ("together" if r["op"] == "sum" else "under load")
             rows.append((f"contention (GPU {op}s pinned): {who} {load}", r, None, None))
 
-    gpu = fp["gpus"][0]["name"] if fp["gpus"] else "no GPU"
+    gpu = (probe.select_gpu(fp) or {}).get("name", "no GPU")
     print(f"\n{gpu}; bounds from {desc['name']}: " +
           ", ".join(f"{k} {v[0]:g} GB/s ({v[1]})" for k, v in desc["datapaths"].items()))
     print(f"{'measurement':<56} {'median':>9} {'min':>9} {'max':>9} {'spread':>7} {'bound':>8} {'eff':>5}  target")

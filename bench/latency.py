@@ -9,6 +9,7 @@ GPU chase: L2 hits and device memory beyond L2 (ns and cycles); host-device
 latency (the GPU chasing pinned, registered and host-kept managed memory);
 the CPU chasing system memory; ping-pong round trips of every pair."""
 import argparse
+import sys
 
 from umscope import native, probe
 
@@ -26,7 +27,7 @@ def main():
     ap.add_argument("--device", default="0")
     a = ap.parse_args()
     fp = probe.probe_gpu()
-    g = fp["gpus"][0]
+    g = probe.select_gpu(fp, int(a.device)) or sys.exit(f"no GPU {a.device}")
     dev = ["--device", a.device, "--reps", "7", "--warmup", "0"]
     print(f"{g['name']}: L2 {g['l2_bytes'] >> 20} MiB, {g['sms']} SMs")
     print(f"{'chase (one thread, random cycle, 128 B slots)':<58} {'footprint':>9} {'median ns':>10} "

@@ -9,6 +9,7 @@ prefetch (and the prefetch's own rate); GPU first touch against CPU first
 touch plus migration; fault cost per page; oversubscription up to 0.9 (never
 above 1 here); interleaved CPU and GPU writes."""
 import argparse
+import sys
 
 from umscope import native, probe
 
@@ -27,7 +28,7 @@ def main():
     ap.add_argument("--available", default="8G")
     a = ap.parse_args()
     fp = probe.probe_gpu()
-    g = fp["gpus"][0]
+    g = probe.select_gpu(fp, int(a.device)) or sys.exit(f"no GPU {a.device}")
     print(f"{g['name']}, {g['free_mem'] / 2**30:.1f} GiB free; addressing {g['addressing']}")
     dev = ["--device", a.device]
 

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -20,12 +21,42 @@
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/os.hpp"
+#include "umscope/world.hpp"
 
 using namespace umscope;
 
+#ifdef UMSCOPE_HAVE_MPI
+namespace umscope {
+void mpi_world_init(int* argc, char*** argv);
+void mpi_world_finalize();
+}  // namespace umscope
+#endif
+
 namespace {
 
-std::string gpu_json(const GpuCaps& c) {
+// P2P between GPU c.device and every other GPU, as the CUDA runtime reports it.
+std::string peers_json(int dev, int count) {
+  std::string out = "[";
+#ifdef UMSCOPE_HAVE_CUDA
+  for (int p = 0; p < count; ++p) {
+    if (p == dev) continue;
+    int access = 0, atomics = 0, rank = -1;
+    if (cudaDeviceCanAccessPeer(&access, dev, p) != cudaSuccess) access = 0;
+    if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, dev, p) != cudaSuccess) atomics = 0;
+    if (cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, dev, p) != cudaSuccess) rank = -1;
+    cudaGetLastError();
+    JsonObject o;
+    o.set("device", p).set("access", access == 1).set("atomics", atomics == 1).set("rank", rank);
+    out += (out.size() > 1 ? "," : "") + o.str();
+  }
+#else
+  (void)dev;
+  (void)count;
+#endif
+  return out + "]";
+}
+
+std::string gpu_json(const GpuCaps& c, int count = 0) {
   JsonObject o;
   o.set("present", c.present);
   if (!c.present) {
@@ -48,6 +79,7 @@ std::string gpu_json(const GpuCaps& c) {
   o.set("can_map_host_memory", c.can_map_host_memory).set("host_register_supported", c.host_register_supported);
   o.set("numa_config", c.numa_config).set("numa_id", c.numa_id);
   o.set("addressing", c.addressing());
+  o.set_raw("peers", peers_json(c.device, count));
   return o.str();
 }
 
@@ -67,7 +99,7 @@ int cmd_info() {
 #ifdef UMSCOPE_HAVE_CUDA
     cudaGetDeviceCount(&count);
 #endif
-    for (int d = 0; d < count; ++d) gpus += (d ? "," : "") + gpu_json(gpu_caps(d));
+    for (int d = 0; d < count; ++d) gpus += (d ? "," : "") + gpu_json(gpu_caps(d), count);
   }
   gpus += "]";
   o.set_raw("gpus", gpus);
@@ -116,7 +148,20 @@ int cmd_check_kind(int argc, char** argv) {
   }
 }
 
-int status_line(const std::string& status, const std::string& reason, int code) {
+int status_line(std::string status, std::string reason, int code) {
+  World& w = world();
+  if (w.size > 1) {
+    // Rank 0 tells the case's outcome: its own, or the first other rank's that did not end "ok".
+    std::vector<std::string> all = w.gather(std::to_string(code) + "|" + status + "|" + reason);
+    if (w.rank != 0) return code;
+    for (int r = 0; r < static_cast<int>(all.size()) && status == "ok"; ++r) {
+      size_t a = all[r].find('|'), b = all[r].find('|', a + 1);
+      if (all[r].substr(a + 1, b - a - 1) == "ok") continue;
+      code = std::stoi(all[r].substr(0, a));
+      status = all[r].substr(a + 1, b - a - 1);
+      reason = "rank " + std::to_string(r) + ": " + all[r].substr(b + 1);
+    }
+  }
   JsonObject o;
   o.set("type", "status").set("status", status);
   if (!reason.empty()) o.set("reason", reason);
@@ -145,7 +190,7 @@ int cmd_run(int argc, char** argv) {
       else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) kv[a] = argv[++i];
       else kv[a] = "1";
     }
-    std::set<std::string> known = {"device", "reps", "warmup", "allow-oversubscription", "allow-host-overcommit"};
+    std::set<std::string> known = {"device", "placement", "reps", "warmup", "allow-oversubscription", "allow-host-overcommit"};
     known.insert(bench->params.begin(), bench->params.end());
     for (auto& p : kv)
       if (!known.count(p.first)) throw UsageError("benchmark '" + name + "' takes no --" + p.first);
@@ -163,6 +208,14 @@ int cmd_run(int argc, char** argv) {
     ctx.alloc.device = ctx.device;
     ctx.alloc.allow_oversubscription = ctx.args.flag("allow-oversubscription");
     ctx.alloc.allow_host_overcommit = ctx.args.flag("allow-host-overcommit");
+    {  // GPU-local placement before anything allocates host memory (placement.hpp)
+      KindSpec kind;
+      const bool has_kind = bench->params.end() != std::find(bench->params.begin(), bench->params.end(), "kind") &&
+                            ctx.args.has("kind");
+      if (has_kind) kind = parse_kind(ctx.args.str("kind"));
+      ctx.placement = place_process(ctx.args.str("placement", "local"), ctx.device,
+                                    bench->processor.find("gpu") != std::string::npos, has_kind ? &kind : nullptr);
+    }
     bench->run(ctx);
     return status_line("ok", "", 0);
   } catch (const UsageError& e) {
@@ -198,6 +251,14 @@ int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "info") return cmd_info();
   if (cmd == "list") return cmd_list();
+#ifdef UMSCOPE_HAVE_MPI
+  if (cmd == "run") {
+    mpi_world_init(&argc, &argv);
+    int code = cmd_run(argc, argv);
+    mpi_world_finalize();
+    return code;
+  }
+#endif
   if (cmd == "run") return cmd_run(argc, argv);
   if (cmd == "check-kind") return cmd_check_kind(argc, argv);
   std::cerr << "usage: umbench info | list | check-kind SPEC | run BENCH [--key value]...\n";

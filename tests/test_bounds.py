@@ -105,5 +105,6 @@ def test_peer_kinds_in_the_plans():
     assert plans.peer_kinds(fp) == ["peer:1"]
     ids = [c.case_id for c in plans.copy_cases(fp)]
     assert "copy device bytes=" in " ".join(ids) and any("dst=peer:1" in i for i in ids)
-    assert sum("peer:1" in i and "bidir" in i for i in ids) == 1  # one both-ways case for the pair
+    for engine in ("ce", "sm"):  # one both-ways case for the pair per engine, issued from GPU 0
+        assert sum("peer:1" in i and "bidir" in i and f"engine={engine}" in i for i in ids) == 1
     assert plans.peer_kinds({"gpus": [{"device": 0}]}) == []

@@ -11,6 +11,7 @@
 // the case is skipped, with the reason, where it is missing.
 #include <cuda_fp16.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include "umscope/app.hpp"
 #include "umscope/caps.hpp"
@@ -56,8 +57,20 @@ struct Blas {
   Blas() {
     void* lib = nullptr;
     std::string tried;
+    // $UMSCOPE_CUBLAS, NVIDIA's wheel beside the installed package (umscope/bin/umbench ->
+    // nvidia/cu13/lib, from pip install 'umscope[cuda]'), the loader's search, then the toolkit.
     const char* home = std::getenv("CUDA_HOME");
-    std::vector<std::string> names = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    const char* chosen = std::getenv("UMSCOPE_CUBLAS");
+    std::vector<std::string> names;
+    if (chosen && *chosen) names.push_back(chosen);
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+      std::string dir(exe, static_cast<size_t>(n));
+      dir = dir.substr(0, dir.rfind('/'));
+      names.push_back(dir + "/../../nvidia/cu13/lib/libcublas.so.13");
+    }
+    for (const char* nm : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) names.push_back(nm);
     if (home) names.push_back(std::string(home) + "/lib64/libcublas.so");
     names.push_back("/usr/local/cuda/lib64/libcublas.so");
     for (const std::string& nm : names) {

@@ -1,7 +1,7 @@
 // Ping-pong: two agents take turns advancing a flag with system-scope
 // compare-and-swap; the round-trip time is how long one turn takes to come
 // back. Agents: a CPU thread and a GPU thread (cpu-gpu), two GPU blocks on
-// different SMs (gpu-gpu), two CPU threads on different cores (cpu-cpu).
+// different SMs (gpu-gpu), or on two GPUs (gpu-gpu --peer N), two CPU threads on different cores (cpu-cpu).
 // The flag lives in the memory kind under test, alone in its own two cache
 // lines; a counter for the coherence check sits a page away.
 //
@@ -105,7 +105,28 @@ void run_pingpong(Context& ctx) {
   const long long incs = ctx.args.integer("increments", 100000);
   if (incs < 1) throw UsageError("--increments must be positive");
   const bool cpu_side = pair != "gpu-gpu", gpu_side = pair != "cpu-cpu";
+  // --peer N: the second GPU agent runs on GPU N (across the peer link) instead of a second SM.
+  const int peer = static_cast<int>(ctx.args.integer("peer", -1));
+  if (ctx.args.has("peer") && pair != "gpu-gpu") throw UsageError("--peer goes with --pair gpu-gpu");
+  const bool across = pair == "gpu-gpu" && peer >= 0;
   if (gpu_side || kind_uses_cuda(kind)) ctx.use_gpu();
+  if (across) {
+    if (peer == ctx.device) throw UsageError("--peer names another GPU than --device");
+    int count = 0, ab = 0, ba = 0;
+    UM_CUDA(cudaGetDeviceCount(&count));
+    if (peer >= count) throw Skip("no GPU " + std::to_string(peer) + ": this machine has " + std::to_string(count));
+    UM_CUDA(cudaDeviceCanAccessPeer(&ab, ctx.device, peer));
+    UM_CUDA(cudaDeviceCanAccessPeer(&ba, peer, ctx.device));
+    if (!ab || !ba) throw Skip("GPUs " + std::to_string(ctx.device) + " and " + std::to_string(peer) +
+                               " have no peer access to each other");
+    for (int from : {ctx.device, peer}) {  // both ways: each agent may reach the other GPU's memory
+      UM_CUDA(cudaSetDevice(from));
+      cudaError_t e = cudaDeviceEnablePeerAccess(from == peer ? ctx.device : peer, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+      else UM_CUDA(e);
+    }
+    UM_CUDA(cudaSetDevice(ctx.device));
+  }
   std::vector<int> cpus = os::allowed_cpus();
   if (pair == "cpu-cpu" && cpus.size() < 2) throw Skip("cpu-cpu needs two CPUs; this process may use one");
 
@@ -118,9 +139,9 @@ void run_pingpong(Context& ctx) {
   auto* gcount = gflag ? reinterpret_cast<unsigned*>(static_cast<char*>(buf.gpu()) + kCounterOffset) : nullptr;
   auto* ccount = cflag ? reinterpret_cast<unsigned*>(static_cast<char*>(buf.cpu()) + kCounterOffset) : nullptr;
   auto reset = [&](unsigned* cpu_p, unsigned* gpu_p) {
+    const unsigned zero = 0;
     if (cpu_p) __atomic_store_n(cpu_p, 0u, __ATOMIC_SEQ_CST);
-    else UM_CUDA(cudaMemset(gpu_p, 0, sizeof(unsigned)));
-    if (!cpu_p) UM_CUDA(cudaDeviceSynchronize());
+    else UM_CUDA(cudaMemcpy(gpu_p, &zero, sizeof zero, cudaMemcpyDefault));  // on whichever GPU owns it
   };
   auto read = [&](unsigned* cpu_p, unsigned* gpu_p) {
     unsigned v = 0;
@@ -139,6 +160,17 @@ void run_pingpong(Context& ctx) {
       for (long long i = 0; i < incs; ++i) __atomic_fetch_add(ccount, 1u, __ATOMIC_SEQ_CST);
     });
     UM_CUDA(cudaDeviceSynchronize());
+  } else if (across) {
+    for (int d : {ctx.device, peer}) {
+      UM_CUDA(cudaSetDevice(d));
+      gpu_increment<<<1, 1>>>(gcount, incs);
+      UM_CUDA(cudaGetLastError());
+    }
+    for (int d : {ctx.device, peer}) {
+      UM_CUDA(cudaSetDevice(d));
+      UM_CUDA(cudaDeviceSynchronize());
+    }
+    UM_CUDA(cudaSetDevice(ctx.device));
   } else if (pair == "gpu-gpu") {
     gpu_increment<<<2, 1>>>(gcount, incs);
     UM_CUDA(cudaGetLastError());
@@ -154,8 +186,13 @@ void run_pingpong(Context& ctx) {
 
   // 2. Ping-pong, `rounds` round trips per repetition. Role 0 moves first; the
   // time is taken by role 1 over its rounds - 1 round trips.
-  unsigned long long* out = nullptr;
+  unsigned long long *out = nullptr, *out_peer = nullptr;
   if (gpu_side) UM_CUDA(cudaMalloc(&out, 8 * sizeof(unsigned long long)));
+  if (across) {
+    UM_CUDA(cudaSetDevice(peer));
+    UM_CUDA(cudaMalloc(&out_peer, 8 * sizeof(unsigned long long)));
+    UM_CUDA(cudaSetDevice(ctx.device));
+  }
   std::vector<double> rtt;
   unsigned sm0 = 0, sm1 = 0;
   for (int r = 0; r < ctx.warmup + ctx.reps; ++r) {
@@ -171,6 +208,26 @@ void run_pingpong(Context& ctx) {
       UM_CUDA(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
       if (h[0]) secs = -1;
       sm0 = static_cast<unsigned>(h[2]);
+    } else if (across) {
+      // Role 0 on this GPU, role 1 on the peer: both kernels run at once, one per GPU.
+      unsigned long long* outs[2] = {out, out_peer};
+      const int devs[2] = {ctx.device, peer};
+      for (int i = 0; i < 2; ++i) {
+        UM_CUDA(cudaSetDevice(devs[i]));
+        UM_CUDA(cudaMemset(outs[i], 0, 8 * sizeof(unsigned long long)));
+        gpu_agent<<<1, 1>>>(gflag, i, rounds, outs[i]);
+        UM_CUDA(cudaGetLastError());
+      }
+      unsigned long long h[2][8];
+      for (int i = 0; i < 2; ++i) {
+        UM_CUDA(cudaSetDevice(devs[i]));
+        UM_CUDA(cudaDeviceSynchronize());
+        UM_CUDA(cudaMemcpy(h[i], outs[i], sizeof h[i], cudaMemcpyDeviceToHost));
+      }
+      UM_CUDA(cudaSetDevice(ctx.device));
+      secs = (h[0][0] || h[1][4]) ? -1 : h[1][5] * 1e-9;
+      sm0 = static_cast<unsigned>(h[0][2]);
+      sm1 = static_cast<unsigned>(h[1][6]);
     } else if (pair == "gpu-gpu") {
       UM_CUDA(cudaMemset(out, 0, 8 * sizeof(unsigned long long)));
       gpu_agent<<<2, 1>>>(gflag, 0, rounds, out);
@@ -198,6 +255,7 @@ void run_pingpong(Context& ctx) {
     if (r >= ctx.warmup) rtt.push_back(secs * 1e9 / (rounds - 1));
   }
   if (out) cudaFree(out);
+  if (out_peer) cudaFree(out_peer);
   if (!coherent) {
     Summary t = summarize(rtt);
     auto f1 = [](double v) {
@@ -212,14 +270,16 @@ void run_pingpong(Context& ctx) {
   }
 
   std::string proc = pair == "cpu-gpu"   ? "cpu-gpu" + std::to_string(ctx.device)
-                     : pair == "gpu-gpu" ? "gpu" + std::to_string(ctx.device) + "-gpu" + std::to_string(ctx.device)
+                     : pair == "gpu-gpu" ? "gpu" + std::to_string(ctx.device) + "-gpu" +
+                                               std::to_string(across ? peer : ctx.device)
                                          : "cpu-cpu";
   JsonObject rec = ctx.record("pingpong", proc, kind, sizeof(unsigned));
   Context::put_summary(rec, "round_trip", "ns", rtt);
   rec.set("pair", pair);
   rec.set("exchanges", rounds);
   rec.set("atomics_check", check);
-  if (pair == "gpu-gpu") {
+  if (across) rec.set("peer", peer);
+  if (pair == "gpu-gpu" && !across) {
     rec.set("sms", std::to_string(sm0) + "," + std::to_string(sm1));
     if (sm0 == sm1) rec.set("note", "both blocks ran on one SM");
   }
@@ -236,7 +296,7 @@ BenchRegistrar reg({"pingpong", "gpu|cpu",
                     "round-trip latency of a flag passed between two agents with system-scope compare-and-swap "
                     "(cpu-gpu, gpu-gpu, cpu-cpu), after a check that their atomics are coherent",
                     {"pingpong"},
-                    {"kind", "pair", "exchanges", "increments"},
+                    {"kind", "pair", "exchanges", "increments", "peer"},
                     run_pingpong});
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/os.hpp"
+#include "umscope/world.hpp"
 
 namespace umscope {
 
@@ -158,10 +159,16 @@ JsonObject Context::record(const std::string& op, const std::string& processor,
   r.set("kind", kind.label());
   r.set("policy", kind.policy_str());
   r.set("bytes", static_cast<unsigned long long>(bytes));
+  r.set("device", device);
+  r.set("placement", placement.mode);
+  r.set("cpu_set", cpu_ranges(placement.cpus));
+  r.set("numa_node", placement.node);
+  r.set("placement_source", placement.source);
   return r;
 }
 
 void Context::emit(const JsonObject& rec) const {
+  if (world().rank != 0) return;  // one writer: rank 0 prints the records of a multi-rank case
   std::cout << rec.str() << "\n" << std::flush;
 }
 

@@ -79,6 +79,29 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
+std::vector<int> order_by_core(const std::vector<int>& cpus) {
+  // A CPU's rank is its place among its core's hardware threads (thread_siblings_list):
+  // every core's first thread comes before any core's second.
+  std::vector<std::pair<int, int>> ranked;
+  for (int c : cpus) {
+    std::string sib = read_file("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/thread_siblings_list");
+    int rank = 0;
+    std::stringstream ss(sib);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+      auto dash = part.find('-');
+      int a = std::atoi(part.c_str()), b = dash == std::string::npos ? a : std::atoi(part.c_str() + dash + 1);
+      for (int x = a; x <= b; ++x)
+        if (x < c) ++rank;
+    }
+    ranked.push_back({rank, c});
+  }
+  std::stable_sort(ranked.begin(), ranked.end());
+  std::vector<int> out;
+  for (auto& r : ranked) out.push_back(r.second);
+  return out;
+}
+
 // mbind and move_pages through raw system calls, so no libnuma is needed.
 std::string bind_to_node(void* p, size_t bytes, int node) {
 #ifdef SYS_mbind

@@ -11,7 +11,8 @@
 namespace umscope {
 
 ThreadTeam::ThreadTeam(int nthreads) {
-  std::vector<int> allowed = os::allowed_cpus();
+  // Placed by topology: one thread per core first, SMT siblings only when every core has one.
+  std::vector<int> allowed = os::order_by_core(os::allowed_cpus());
   if (nthreads < 1) throw UsageError("thread count must be at least 1");
   for (int t = 0; t < nthreads; ++t) cpus_.push_back(allowed[t % allowed.size()]);
   for (int t = 0; t < nthreads; ++t) threads_.emplace_back([this, t] { loop(t); });

@@ -7,7 +7,8 @@ import sqlite3
 import sys
 import time
 
-from umscope import __version__, native, plans, probe, validate
+from umscope import __version__, devices, native, plans, probe, scaleout, validate
+from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
 from umscope.report.html import SPREAD_FLAG, kind_label, write_report
@@ -28,6 +29,10 @@ def _common_run_options(p):
     p.add_argument("--filter", action="append", default=[], metavar="TEXT",
                    help="run only cases whose id contains TEXT (repeatable: all must match)")
     p.add_argument("--device", help="CUDA device ordinal (default 0)")
+    p.add_argument("--devices", metavar="all|0,1,...", help="run each single-GPU case on each of these GPUs")
+    p.add_argument("--placement", choices=["local", "remote", "none", "sweep"],
+                   help="CPU pinning and NUMA binding: the GPU's local CPUs and node (local, default), another "
+                        "socket's (remote), the OS's (none), or all three (sweep)")
     p.add_argument("--reps", help=f"timed repetitions per measurement, 1-{validate.MAX_REPS} (default: the "
                                   "family's, 20 for most; yours wins over the plan's)")
     p.add_argument("--warmup", help="untimed warm-up repetitions (default: the family's, 2 for most)")
@@ -79,6 +84,7 @@ def build_parser():
     s.add_argument("--dos", help="oversub: degrees of oversubscription, comma-separated (default 0.25,0.5,0.75,0.9;"
                                  " above 1 only with --allow-oversubscription; at most 16)")
     s.add_argument("--available", help="oversub: GPU memory left free by the ballast (default 8G)")
+    scaleout.add_options(s)
     s = sub.add_parser("app", help="the application suite: 'app list', 'app run NAME --mode MODE'")
     s.add_argument("action", choices=["list", "run"])
     s.add_argument("name", nargs="?", help="application (see 'umscope app list')")
@@ -122,8 +128,21 @@ def build_parser():
     s = sub.add_parser("export", help="export records as JSON lines or CSV")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: every run)")
-    s.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    s.add_argument("--format", choices=export_formats.FORMATS, default="jsonl",
+                   help="jsonl, csv (with the columns that tell records apart), nvbandwidth (nvbandwidth -j's "
+                        "JSON, one run), openmetrics (node_exporter textfile), caliper (json-split for Hatchet/Thicket)")
     s.add_argument("-o", "--output", help="output file (default stdout)")
+    s = sub.add_parser("merge", help="gather the runs of several stores (one per node) into OUT")
+    s.add_argument("out", help="the store to write (created if missing)")
+    s.add_argument("stores", nargs="+", help="stores to read (read-only)")
+    s = sub.add_parser("compare", help="the same cases across runs and stores, with ratios, strays and published values")
+    s.add_argument("runs", nargs="*", help="run ids (ID, or STORE:ID with several --store; default: every run)")
+    s.add_argument("--store", action="append", help="a store to read (repeatable)")
+    s.add_argument("--baseline", default="median", help="'median' (of the runs, default) or a run (ID or label)")
+    s.add_argument("--threshold", type=float, help="flag figures off by more than this fraction (default 0.05)")
+    s.add_argument("--reference", default="all", help="published values to show: all (default), none, or a machine (GH200)")
+    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html)")
+    s.add_argument("--json", action="store_true")
     s = sub.add_parser("runs", help="list the runs in the store")
     s.add_argument("--store")
     s.add_argument("--json", action="store_true")
@@ -149,6 +168,8 @@ def cmd_info(args):
     print(f"CUDA     umbench built with CUDA: {'yes' if cuda['built_with_cuda'] else 'no'}; runtime "
           f"{probe.cuda_version_text(cuda['runtime_version'])}; driver "
           f"{cuda['driver'] or probe.cuda_version_text(cuda['driver_version'])}")
+    print(f"libs     tracer {cuda.get('tracer') or 'not built'} (CUPTI {cuda.get('cupti') or 'not found'}); "
+          f"cuBLAS {cuda.get('cublas') or 'not found'}")
     if not fp["gpus"]:
         print(f"GPU      none: {cuda['why_no_gpu']}")
     for g in fp["gpus"]:
@@ -161,12 +182,16 @@ def cmd_info(args):
             print(f"         host link PCIe gen {link['pcie_gen_current']} x{link['pcie_width_current']} now, "
                   f"gen {link['pcie_gen_max']} x{link['pcie_width_max']} max (NVML)")
         else:
-            print("         host link: NVML not available")
+            from umscope import nvml
+            print(f"         host link: NVML not available ({nvml.why_unavailable() or 'no answer'})")
         print(f"         addressing {g['addressing']}: pageable access {int(g['pageable_memory_access'])}, "
               f"via host page tables {int(g['pageable_memory_access_uses_host_page_tables'])}, concurrent managed "
               f"{int(g['concurrent_managed_access'])}, host-native atomics {int(g['host_native_atomics'])}, "
               f"direct managed from host {int(g['direct_managed_access_from_host'])}, host pointer for registered "
               f"{int(g['can_use_host_pointer_for_registered_mem'])}, NUMA config {g['numa_config']} id {g['numa_id']}")
+    from umscope.report.topology import text_lines
+    for line in text_lines(fp):
+        print(f"topology {line}")
     uvm = fp["uvm"]
     if uvm["readable"]:
         print("UVM      " + ", ".join(f"{k}={v}" for k, v in uvm["params"].items()))
@@ -216,8 +241,14 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
             c.timeout = validate.timeout(c.timeout)
         except UsageError as e:
             raise UsageError(f"case {c.case_id!r} has a bad timeout ({e}); give --timeout SECONDS") from None
+    if args.device is not None:
+        args.device = validate.device(args.device)
+    fingerprint, cases = devices.select(fingerprint, args, cases)
     options = _options(args)
     options["machine"] = validate.machine(getattr(args, "machine", None))
+    options["devices"] = getattr(args, "devices", None)
+    if getattr(args, "placement", None) not in (None, "sweep"):
+        options["placement"] = args.placement
     if args.report is not None:
         validate.output_path(args.report, "--report")
     desc = bounds.describe(fingerprint, options["machine"])  # a bad --machine fails before anything runs
@@ -342,7 +373,7 @@ def cmd_bench(args):
     _check_run_options(args)
     store = Store(args.store)  # a damaged or unwritable store fails before anything runs
     fp = probe.probe()
-    cases = plans.bench_plan(args.name, fp, kinds=args.kind, **opts)
+    cases = plans.bench_plan(args.name, fp, kinds=args.kind, **opts, scale=scaleout.options(args))
     cases = plans.apply_filter(cases, args.filter)
     return _execute(args, f"bench {args.name}", cases, fp, store)
 
@@ -430,7 +461,12 @@ def cmd_export(args):
     if run_id is not None:
         store.run(run_id)  # a clear error for an unknown run
     records, damage = store.salvage_records(run_id)
-    text = store.export(args.format, run_id, records)
+    if damage:  # a damaged store: every record still readable, as JSON lines, and one line saying what was lost
+        text = store.export("jsonl", run_id, records) if args.format == "jsonl" else ""
+        if args.format != "jsonl":
+            damage += "; `--format jsonl` writes every readable record"
+    else:
+        text = export_formats.export(store, args.format, run_id)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:
@@ -442,6 +478,19 @@ def cmd_export(args):
     if damage:
         raise UsageError(damage)
     return 0
+
+
+def cmd_merge(args):
+    from umscope.merge import merge
+    t = merge(args.out, args.stores)
+    print(f"merged {t['runs']} run(s), {t['records']} record(s) from {t['stores']} store(s) into {args.out}"
+          + (f"; {t['skipped_runs']} run(s) already there" if t["skipped_runs"] else ""))
+    return 0
+
+
+def cmd_compare(args):
+    from umscope import compare
+    return compare.run_command(args)
 
 
 def cmd_runs(args):
@@ -470,7 +519,7 @@ def cmd_list(_args):
 
 
 COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "profile": cmd_profile, "report": cmd_report,
-            "export": cmd_export, "runs": cmd_runs, "list": cmd_list}
+            "export": cmd_export, "runs": cmd_runs, "list": cmd_list, "merge": cmd_merge, "compare": cmd_compare}
 
 
 def main(argv=None) -> int:

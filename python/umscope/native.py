@@ -26,6 +26,21 @@ def umbench_path() -> str:
                      "(it builds umbench) or set UMSCOPE_UMBENCH")
 
 
+def umbench_mpi_path() -> str:
+    """umbench-mpi, the runner as one MPI rank: $UMSCOPE_UMBENCH_MPI, beside umbench, or on PATH."""
+    env = os.environ.get("UMSCOPE_UMBENCH_MPI")
+    if env:
+        return env
+    beside = Path(umbench_path()).with_name("umbench-mpi")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("umbench-mpi")
+    if found:
+        return found
+    raise UsageError("umbench-mpi was not built: no MPI was found when umscope was installed (install an MPI "
+                     "with its compiler wrappers, e.g. Debian's libopenmpi-dev, and reinstall)")
+
+
 def _json_lines(text: str) -> list:
     out = []
     for line in text.splitlines():
@@ -77,3 +92,36 @@ def run_case(benchmark: str, *args, timeout=1800):
                          text=True, timeout=timeout)
     records, status = parse_output(res.stdout)
     return records, status or {"type": "status", "status": "failed", "reason": res.stderr[-300:]}
+
+
+def _loaded_path(lib: str, basename_part: str):
+    """Loads `lib` with ctypes and returns the path the loader resolved it to (or None)."""
+    import ctypes
+    try:
+        ctypes.CDLL(lib, mode=os.RTLD_LOCAL)
+    except OSError:
+        return None
+    with open("/proc/self/maps", encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and basename_part in os.path.basename(parts[-1]):
+                return parts[-1]
+    return None
+
+
+def cublas_path():
+    """The libcublas that umbench's gemm would dlopen, in its order: $UMSCOPE_CUBLAS, NVIDIA's wheel
+    beside the package (site-packages/nvidia/cu13/lib), the loader's search, $CUDA_HOME, /usr/local/cuda."""
+    names = [os.environ.get("UMSCOPE_CUBLAS") or None,
+             str(Path(__file__).resolve().parent.parent / "nvidia" / "cu13" / "lib" / "libcublas.so.13"),
+             "libcublas.so.13", "libcublas.so.12", "libcublas.so"]
+    if os.environ.get("CUDA_HOME"):
+        names.append(os.path.join(os.environ["CUDA_HOME"], "lib64", "libcublas.so"))
+    names.append("/usr/local/cuda/lib64/libcublas.so")
+    for nm in filter(None, names):
+        if "/" in nm and not os.path.exists(nm):
+            continue
+        found = _loaded_path(nm, "libcublas.so")
+        if found:
+            return found
+    return None

@@ -1,33 +1,58 @@
-"""NVML through ctypes, loaded only when asked for: the link generation and
-width, memory clock and bus width the probe and the bounds need, and the
-per-process memory and utilisation the profiler samples. Nothing here is
-required: every call returns None where NVML or the value is unavailable."""
+"""NVML through NVIDIA's binding nvidia-ml-py (module `pynvml`), imported
+only when asked for: the link generation and width, memory clock and bus
+width the probe and the bounds need, the GPU-to-GPU and GPU-to-CPU topology,
+and the per-process memory and utilisation the profiler samples. Nothing
+here is required: every call returns None (or an empty answer) where NVML or
+the value is unavailable, and `why_unavailable()` says why."""
 
-import ctypes
 import functools
 
-NVML_CLOCK_SM = 1
-NVML_CLOCK_MEM = 2
-
-
-class _Memory(ctypes.Structure):
-    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+# nvmlGpuP2PCapsIndex_t and nvmlGpuTopologyLevel_t as nvml.h numbers them (pynvml 13.610 spells
+# NVML_P2P_CAPS_INDEX_READ as a one-element tuple, so the numbers are written here once).
+P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3}
+TOPOLOGY_LEVELS = {0: "internal (same board)", 10: "single PCIe switch", 20: "multiple PCIe switches",
+                   30: "PCIe host bridge", 40: "CPU / NUMA node", 50: "system (across CPU sockets)"}
+# nvmlNvlinkVersion_t -> NVLink generation.
+NVLINK_GENERATIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
+_NVLINK_SWITCH = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH
 
 
 @functools.lru_cache(maxsize=None)
-def _lib():
-    for name in ("libnvidia-ml.so.1", "libnvidia-ml.so"):
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        if lib.nvmlInit_v2() == 0:
-            return lib
-    return None
+def _init():
+    """(pynvml module or None, reason)."""
+    try:
+        import pynvml
+    except ImportError as e:
+        return None, f"nvidia-ml-py is not installed ({e})"
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        return None, f"NVML cannot start: {e}"
+    except OSError as e:  # a broken libnvidia-ml
+        return None, f"NVML cannot start: {e}"
+    return pynvml, ""
 
 
 def available() -> bool:
-    return _lib() is not None
+    return _init()[0] is not None
+
+
+def why_unavailable() -> str:
+    return _init()[1]
+
+
+def _call(fn_name, *args):
+    """pynvml.fn(*args), or None where NVML, the function or the value is unavailable."""
+    nv = _init()[0]
+    if nv is None:
+        return None
+    fn = getattr(nv, fn_name, None)
+    if fn is None:
+        return None
+    try:
+        return fn(*args)
+    except nv.NVMLError:
+        return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -35,119 +60,154 @@ def _handle(index):
     """A device handle from NVML's index or, better, a PCI bus id string
     (CUDA and NVML may number GPUs differently). Looked up once per device:
     the profiler's sampler asks several times every period."""
-    lib = _lib()
-    if lib is None:
-        return None
-    h = ctypes.c_void_p()
     if isinstance(index, str):
-        rc = lib.nvmlDeviceGetHandleByPciBusId_v2(index.encode(), ctypes.byref(h))
-    else:
-        rc = lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(h))
-    return h if rc == 0 else None
+        return _call("nvmlDeviceGetHandleByPciBusId", index)
+    return _call("nvmlDeviceGetHandleByIndex", index)
 
 
-def _uint(fn_name: str, index: int, *extra):
-    lib, h = _lib(), _handle(index)
-    if h is None:
-        return None
-    v = ctypes.c_uint()
-    fn = getattr(lib, fn_name, None)
-    if fn is None or fn(h, *extra, ctypes.byref(v)) != 0:
-        return None
-    return int(v.value)
+def _on(fn_name, index, *extra):
+    h = _handle(index)
+    return None if h is None else _call(fn_name, h, *extra)
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
 
 
 def driver_version():
-    lib = _lib()
-    if lib is None:
-        return None
-    buf = ctypes.create_string_buffer(96)
-    if lib.nvmlSystemGetDriverVersion(buf, ctypes.c_uint(96)) != 0:
-        return None
-    return buf.value.decode()
+    v = _call("nvmlSystemGetDriverVersion")
+    return None if v is None else _text(v)
 
 
 def device_count() -> int:
-    lib = _lib()
-    n = ctypes.c_uint()
-    if lib is None or lib.nvmlDeviceGetCount_v2(ctypes.byref(n)) != 0:
-        return 0
-    return int(n.value)
+    return _call("nvmlDeviceGetCount") or 0
 
 
 def device_info(index) -> dict:
     """Link and memory facts of a GPU (NVML index or PCI bus id)."""
+    nv = _init()[0]
+    clk = (lambda n: getattr(nv, n)) if nv else (lambda n: None)
     return {
-        "pcie_gen_current": _uint("nvmlDeviceGetCurrPcieLinkGeneration", index),
-        "pcie_width_current": _uint("nvmlDeviceGetCurrPcieLinkWidth", index),
-        "pcie_gen_max": _uint("nvmlDeviceGetMaxPcieLinkGeneration", index),
-        "pcie_width_max": _uint("nvmlDeviceGetMaxPcieLinkWidth", index),
-        "gpu_pcie_gen_max": _uint("nvmlDeviceGetGpuMaxPcieLinkGeneration", index),
-        "mem_bus_width_bits": _uint("nvmlDeviceGetMemoryBusWidth", index),
-        "mem_clock_max_mhz": _uint("nvmlDeviceGetMaxClockInfo", index, ctypes.c_int(NVML_CLOCK_MEM)),
-        "sm_clock_max_mhz": _uint("nvmlDeviceGetMaxClockInfo", index, ctypes.c_int(NVML_CLOCK_SM)),
-        "sm_clock_mhz": _uint("nvmlDeviceGetClockInfo", index, ctypes.c_int(NVML_CLOCK_SM)),
-        "mem_clock_mhz": _uint("nvmlDeviceGetClockInfo", index, ctypes.c_int(NVML_CLOCK_MEM)),
+        "pcie_gen_current": _on("nvmlDeviceGetCurrPcieLinkGeneration", index),
+        "pcie_width_current": _on("nvmlDeviceGetCurrPcieLinkWidth", index),
+        "pcie_gen_max": _on("nvmlDeviceGetMaxPcieLinkGeneration", index),
+        "pcie_width_max": _on("nvmlDeviceGetMaxPcieLinkWidth", index),
+        "gpu_pcie_gen_max": _on("nvmlDeviceGetGpuMaxPcieLinkGeneration", index),
+        "mem_bus_width_bits": _on("nvmlDeviceGetMemoryBusWidth", index),
+        "mem_clock_max_mhz": _on("nvmlDeviceGetMaxClockInfo", index, clk("NVML_CLOCK_MEM")) if nv else None,
+        "sm_clock_max_mhz": _on("nvmlDeviceGetMaxClockInfo", index, clk("NVML_CLOCK_SM")) if nv else None,
+        "sm_clock_mhz": _on("nvmlDeviceGetClockInfo", index, clk("NVML_CLOCK_SM")) if nv else None,
+        "mem_clock_mhz": _on("nvmlDeviceGetClockInfo", index, clk("NVML_CLOCK_MEM")) if nv else None,
     }
 
 
-def memory(index: int):
-    lib, h = _lib(), _handle(index)
-    if h is None:
-        return None
-    m = _Memory()
-    if lib.nvmlDeviceGetMemoryInfo(h, ctypes.byref(m)) != 0:
-        return None
-    return {"total": m.total, "free": m.free, "used": m.used}
-
-
-class _ProcessInfo(ctypes.Structure):  # nvmlProcessInfo_t (v2/v3 layout)
-    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong), ("gpuInstanceId", ctypes.c_uint),
-                ("computeInstanceId", ctypes.c_uint)]
-
-
-class _Utilization(ctypes.Structure):
-    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+def memory(index):
+    m = _on("nvmlDeviceGetMemoryInfo", index)
+    return None if m is None else {"total": int(m.total), "free": int(m.free), "used": int(m.used)}
 
 
 def processes(index):
     """{pid: GPU memory bytes} of the compute processes NVML sees on a device, or None.
-    In a container NVML may see none: callers fall back to the device total."""
-    lib, h = _lib(), _handle(index)
-    if h is None:
+    In a container NVML may see none: callers fall back to the device total. The binding picks
+    the process-list layout the driver speaks."""
+    procs = _on("nvmlDeviceGetComputeRunningProcesses", index)
+    if procs is None:
         return None
-    fn = getattr(lib, "nvmlDeviceGetComputeRunningProcesses_v3", None)
-    if fn is None:
-        return None
-    count = ctypes.c_uint(64)
-    buf = (_ProcessInfo * 64)()
-    if fn(h, ctypes.byref(count), buf) != 0:
-        return None
-    return {int(buf[i].pid): int(buf[i].usedGpuMemory) for i in range(count.value)}
+    return {int(p.pid): int(p.usedGpuMemory or 0) for p in procs}
 
 
 def utilization(index):
-    lib, h = _lib(), _handle(index)
-    if h is None:
-        return None
-    u = _Utilization()
-    if lib.nvmlDeviceGetUtilizationRates(h, ctypes.byref(u)) != 0:
-        return None
-    return {"gpu": int(u.gpu), "memory": int(u.memory)}
+    u = _on("nvmlDeviceGetUtilizationRates", index)
+    return None if u is None else {"gpu": int(u.gpu), "memory": int(u.memory)}
 
 
 def power_w(index):
-    mw = _uint("nvmlDeviceGetPowerUsage", index)
+    mw = _on("nvmlDeviceGetPowerUsage", index)
     return None if mw is None else mw / 1000.0
 
 
 def energy_j(index):
     """Energy since the driver loaded, in joules (Volta and later), or None."""
-    lib, h = _lib(), _handle(index)
-    if h is None:
-        return None
-    v = ctypes.c_ulonglong()
-    fn = getattr(lib, "nvmlDeviceGetTotalEnergyConsumption", None)
-    if fn is None or fn(h, ctypes.byref(v)) != 0:
-        return None
-    return v.value / 1000.0
+    mj = _on("nvmlDeviceGetTotalEnergyConsumption", index)
+    return None if mj is None else mj / 1000.0
+
+
+# --- topology ---------------------------------------------------------------
+
+def bus_key(bus_id) -> str:
+    """'00000000:1B:00.0' (NVML) and '0000:1b:00.0' (CUDA) -> '0000:1b:00.0', comparable."""
+    parts = _text(bus_id or "").strip().lower().split(":")
+    if len(parts) != 3:
+        return ":".join(parts)
+    try:
+        return f"{int(parts[0], 16):04x}:{parts[1]}:{parts[2]}"
+    except ValueError:
+        return ":".join(parts)
+
+
+def cpu_list(words, bits_per_word=64) -> list:
+    """CPU numbers set in NVML's affinity bitmask (an array of unsigned longs)."""
+    cpus = []
+    for i, w in enumerate(words or []):
+        for b in range(bits_per_word):
+            if int(w) >> b & 1:
+                cpus.append(i * bits_per_word + b)
+    return cpus
+
+
+def nvlinks(index) -> list:
+    """Active NVLinks of a GPU: [{'link', 'version', 'remote_bus', 'remote_type'}]."""
+    out = []
+    nv = _init()[0]
+    if nv is None or _handle(index) is None:
+        return out
+    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+        state = _on("nvmlDeviceGetNvLinkState", index, link)
+        if not state:  # down, absent, or NVLink not supported (None)
+            continue
+        pci = _on("nvmlDeviceGetNvLinkRemotePciInfo", index, link)
+        out.append({"link": link, "version": _on("nvmlDeviceGetNvLinkVersion", index, link),
+                    "remote_bus": bus_key(getattr(pci, "busId", "")) if pci is not None else None,
+                    "remote_type": _on("nvmlDeviceGetNvLinkRemoteDeviceType", index, link)})
+    return out
+
+
+def locality(bus_id) -> dict:
+    """CPUs and NUMA node near a GPU, from NVML (sysfs is the fallback in the probe)."""
+    import os
+    words = _on("nvmlDeviceGetCpuAffinity", bus_id, max(1, -(-(os.cpu_count() or 64) // 64)))
+    numa = _on("nvmlDeviceGetNumaNodeId", bus_id)
+    return {"cpus": cpu_list(words) if words is not None else None,
+            "numa_node": int(numa) if numa is not None else None}
+
+
+def pair_link(bus_a, bus_b, links_a, links_b) -> dict:
+    """How GPU a reaches GPU b: NVLink (direct or through NVSwitches: generation and link count)
+    or PCIe (NVML's common-ancestor level); and the P2P capabilities NVML reports."""
+    out = {"type": None, "nvlinks": 0, "nvlink_version": None, "via": None, "common_ancestor": None,
+           "p2p": {}}
+    ha, hb = _handle(bus_a), _handle(bus_b)
+    if ha is not None and hb is not None:
+        level = _call("nvmlDeviceGetTopologyCommonAncestor", ha, hb)
+        if level is not None:
+            out["common_ancestor"] = {"level": int(level), "text": TOPOLOGY_LEVELS.get(int(level), str(level))}
+        for name, idx in P2P_CAPS.items():
+            st = _call("nvmlDeviceGetP2PStatus", ha, hb, idx)
+            out["p2p"][name] = None if st is None else int(st) == 0
+    direct = [l for l in links_a if l["remote_bus"] == bus_key(bus_b)]
+    # Links into NVSwitches reach every GPU behind them; where NVML does not name the remote device
+    # type, NVML's own "P2P over NVLink" status decides.
+    def switched(links):
+        return [l for l in links if l["remote_type"] == _NVLINK_SWITCH
+                or (l["remote_type"] is None and out["p2p"].get("nvlink"))]
+    if direct:
+        out.update(type="NVLink", nvlinks=len(direct), via="direct", nvlink_version=direct[0]["version"])
+    elif switched(links_a) and switched(links_b):
+        sa = switched(links_a)
+        out.update(type="NVLink", nvlinks=min(len(sa), len(switched(links_b))), via="NVSwitch",
+                   nvlink_version=sa[0]["version"])
+    if out["type"] is None and out["common_ancestor"]:
+        out.update(type="PCIe", via=out["common_ancestor"]["text"])
+    if out["nvlink_version"] is not None:
+        out["nvlink_generation"] = NVLINK_GENERATIONS.get(int(out["nvlink_version"]))
+    return out

@@ -36,9 +36,16 @@ def numa_kinds(fingerprint) -> list:
     return [f"numa:{n['id']}" for n in fingerprint.get("numa", []) if n.get("mem_bytes")]
 
 
-def peer_kinds(fingerprint, device=0) -> list:
+def peer_kinds(fingerprint, device=None) -> list:
     """Device memory of every other GPU (peer:N), reached from the GPU under test over the peer link."""
+    device = fingerprint.get("device", 0) if device is None else device
     return [f"peer:{g['device']}" for g in fingerprint.get("gpus") or [] if g.get("device", 0) != device]
+
+
+def gpu_pairs(fingerprint) -> list:
+    """Every ordered pair (a, b) of distinct GPUs: empty with fewer than two."""
+    devs = [g["device"] for g in fingerprint.get("gpus") or []]
+    return [(a, b) for a in devs for b in devs if a != b]
 
 
 def validate_kind(spec: str) -> str:
@@ -66,7 +73,24 @@ COPY_KINDS = ["device", "pinned", "registered", "system"]
 COPY_SIZES = "4KiB,64KiB,1MiB,16MiB,256MiB,1GiB"
 
 
+def peer_copy_cases(fingerprint, sizes=COPY_SIZES, engines=("ce", "sm")) -> list:
+    """Every ordered GPU pair not already covered from the GPU under test: GPU a's memory to and from
+    GPU b's, by copy engines and by SMs, one way and both ways (nvbandwidth's device-to-device tests)."""
+    me = fingerprint.get("device", 0)
+    cases = []
+    for a, b in gpu_pairs(fingerprint):
+        if a == me:
+            continue  # the matrix of the GPU under test has its peers already
+        for engine in engines:
+            params = {"bytes": sizes, "engine": engine, "device": str(a)}
+            cases.append(Case("copy", "device", dict(params, dst=f"peer:{b}", direction="uni")))
+            cases.append(Case("copy", f"peer:{b}", dict(params, dst="device", direction="uni")))
+            cases.append(Case("copy", f"peer:{b}", dict(params, dst="device", direction="bidir")))
+    return cases
+
+
 def copy_cases(fingerprint, kinds=None, sizes=COPY_SIZES, engines=("ce", "sm"), bidir=True) -> list:
+    explicit = bool(kinds)
     kinds = kinds or COPY_KINDS + numa_kinds(fingerprint) + peer_kinds(fingerprint)
     cases = []
     for engine in engines:
@@ -75,15 +99,19 @@ def copy_cases(fingerprint, kinds=None, sizes=COPY_SIZES, engines=("ce", "sm"), 
                 params = {"dst": dst, "bytes": sizes, "engine": engine}
                 cases.append(Case("copy", src, dict(params, direction="uni")))
                 # Both directions at once: for each unordered host/device pair, once.
-                if bidir and engine == "ce" and src != dst and "device" in (src, dst) and src != "device":
+                # Between two GPUs by SMs too (one GPU's SMs pulling and pushing at once).
+                if (bidir and src != dst and "device" in (src, dst) and src != "device"
+                        and (engine == "ce" or src.startswith("peer:"))):
                     cases.append(Case("copy", src, dict(params, direction="bidir")))
+    if not explicit:
+        cases += peer_copy_cases(fingerprint, sizes, engines)
     return cases
 
 
 def scaling_cases(fingerprint, kinds=("device", "pinned")) -> list:
     """Blocks from 1 to the full machine (at 256 threads), then threads per block at the full grid."""
-    gpus = fingerprint.get("gpus") or []
-    sms = gpus[0]["sms"] if gpus else 132
+    g = _gpu(fingerprint)
+    sms = g["sms"] if g else 132
     blocks = sorted({1, 2, 4, 8, 16, 32, 64, sms // 2, sms, 2 * sms, 4 * sms, 8 * sms})
     cases = []
     for k in kinds:
@@ -119,6 +147,11 @@ LATENCY_SHORT = "4KiB,1MiB,64MiB,1GiB"
 
 def latency_cases(fingerprint, kinds=None, sizes=LATENCY_SIZES, processors=("gpu", "cpu")) -> list:
     cases = []
+    if not kinds and "gpu" in processors:
+        # Across GPUs: each GPU chases the other's memory over the peer link.
+        for a, b in gpu_pairs(fingerprint):
+            cases.append(Case("latency", f"peer:{b}", {"processor": "gpu", "bytes": sizes, "reps": "5",
+                                                      "warmup": "0", "device": str(a)}, timeout=600))
     for proc in processors:
         ks = kinds or (LATENCY_GPU_KINDS if proc == "gpu" else LATENCY_CPU_KINDS) + numa_kinds(fingerprint)
         for k in ks:
@@ -148,6 +181,13 @@ def pingpong_cases(fingerprint, kinds=None, pairs=None, exchanges=10000) -> list
                 # Each turn migrates the flag's page (about 1-2 ms on an x86 PCIe host): fewer repetitions.
                 params.update(reps="3", warmup="0")
             cases.append(Case("pingpong", k, params, timeout=300))
+    if not kinds and (not pairs or "gpu-gpu" in pairs):
+        # Across GPUs: one agent on each GPU of a pair, the flag on the first, on the second, or on the host.
+        for a, b in gpu_pairs(fingerprint):
+            if a < b:
+                for k in ("device", f"peer:{b}", "pinned", "managed"):
+                    cases.append(Case("pingpong", k, {"pair": "gpu-gpu", "peer": str(b), "device": str(a),
+                                                      "exchanges": str(exchanges), "reps": "7"}, timeout=300))
     return cases
 
 
@@ -170,9 +210,15 @@ MIGRATION_KINDS = [
 MIGRATION_SIZES = [128 << 20, 1 << 30, 4 << 30, 16 << 30, 32 << 30]
 
 
+def _gpu(fingerprint):
+    """The GPU under test (fingerprint['device'], set from --device), or None."""
+    want = fingerprint.get("device", 0)
+    return next((g for g in fingerprint.get("gpus") or [] if g.get("device") == want), None)
+
+
 def gpu_free(fingerprint) -> int:
-    gpus = fingerprint.get("gpus") or []
-    return gpus[0].get("free_mem", 0) if gpus else 0
+    g = _gpu(fingerprint)
+    return g.get("free_mem", 0) if g else 0
 
 
 def migration_cases(fingerprint, kinds=None, sizes=None, iterations=100, trials=3, ops=("read",),
@@ -284,6 +330,8 @@ def default_plan(fingerprint, quick=False) -> list:
     # (256 MiB), GPU- and CPU-initialised.
     from umscope import apps
     cases += apps.default_cases()
+    from umscope import scaleout
+    cases += scaleout.default_cases(fingerprint)  # a short NCCL case where there are 2+ GPUs
     return cases
 
 
@@ -303,12 +351,16 @@ FAMILIES = {
     "oversub": "GPU passes over a footprint sized as a degree of oversubscription of what a ballast leaves free",
     "apps": "the application suite in every memory mode at 64-256 MiB (as in the default suite; bigger with "
             "'umscope app run NAME --footprint')",
+    "nccl": "NCCL all-reduce, all-gather, reduce-scatter, broadcast, all-to-all over every local GPU (or one rank "
+            "per GPU with --launcher), buffers of every kind, algbw and busbw as nccl-tests; --size full: 8 B-4 GiB",
+    "mpi": "MPI point-to-point under the site's launcher (--launcher mpirun|srun|flux -n N [--ppn P]): window and "
+           "bidirectional bandwidth, latency, k-pair throughput; --kind and --peer-kind per side",
     "selftest": "cases that misbehave on purpose (crash, hang, GPU fault) to test the runner",
 }
 
 
 def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None, mode=None, iterations=None,
-               dos=None, available=None, allow_oversubscription=False) -> list:
+               dos=None, available=None, allow_oversubscription=False, scale=None) -> list:
     if name not in FAMILIES:
         raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(FAMILIES)})")
     if name == "selftest":
@@ -319,6 +371,9 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
         return apps.default_cases()
     if kinds:
         kinds = [validate_kind(k) for k in kinds]
+    if name in ("nccl", "mpi"):
+        from umscope import scaleout
+        return scaleout.plan(name, fingerprint, kinds, sizes, ops, **(scale or {}))
     if name == "copy":
         return copy_cases(fingerprint, kinds, ",".join(size_arg(s) for s in parse_size_list(sizes)) if sizes
                           else COPY_SIZES)

@@ -5,6 +5,7 @@ NUMA, THP, UVM parameters, CPU, NVML link facts) is read here."""
 import os
 import platform
 import socket
+import sys
 from pathlib import Path
 
 from umscope import __version__, native, nvml
@@ -91,6 +92,96 @@ def uvm_params() -> dict:
     return {"readable": True, "params": params}
 
 
+def _sysfs_pci(bus_id):
+    """The GPU's PCI device directory in sysfs ('0000:1b:00.0' form, lower case)."""
+    return Path("/sys/bus/pci/devices") / nvml.bus_key(bus_id)
+
+
+def gpu_locality(bus_id) -> dict:
+    """Local CPUs and NUMA node of a GPU: NVML's CPU affinity and NUMA id where it answers, the
+    PCI device's sysfs local_cpulist and numa_node otherwise; each with its source."""
+    out = {"cpus": None, "numa_node": None, "source": None}
+    nv = nvml.locality(bus_id) if nvml.available() else {}
+    if nv.get("cpus"):
+        out.update(cpus=nv["cpus"], source="NVML nvmlDeviceGetCpuAffinity")
+    if nv.get("numa_node") is not None and nv["numa_node"] >= 0:
+        out["numa_node"] = nv["numa_node"]
+    d = _sysfs_pci(bus_id)
+    if out["cpus"] is None and _read(d / "local_cpulist"):
+        out.update(cpus=_cpu_list(_read(d / "local_cpulist")), source=f"sysfs {d}/local_cpulist")
+    if out["numa_node"] is None:
+        node = _read(d / "numa_node", "-1")
+        out["numa_node"] = int(node) if node.lstrip("-").isdigit() and int(node) >= 0 else None
+    return out
+
+
+def topology(gpus) -> dict:
+    """Every GPU's locality and the link between every ordered pair: NVLink generation and link count
+    or the PCIe common ancestor (NVML), and the P2P capabilities (NVML and the CUDA runtime)."""
+    use_nvml = bool(gpus) and nvml.available()
+    links = {g["device"]: nvml.nvlinks(g["pci_bus_id"]) if use_nvml else [] for g in gpus}
+    out = {"nvml": use_nvml, "why_no_nvml": None if use_nvml or not gpus else nvml.why_unavailable(),
+           "gpus": [], "pairs": []}
+    for g in gpus:
+        loc = gpu_locality(g["pci_bus_id"])
+        out["gpus"].append(dict(loc, device=g["device"], pci_bus_id=g["pci_bus_id"],
+                                nvlinks=len(links[g["device"]])))
+    for a in gpus:
+        for b in gpus:
+            if a["device"] == b["device"]:
+                continue
+            pair = (nvml.pair_link(a["pci_bus_id"], b["pci_bus_id"], links[a["device"]], links[b["device"]])
+                    if use_nvml else {"type": None, "p2p": {}})
+            cuda = next((p for p in a.get("peers") or [] if p.get("device") == b["device"]), None)
+            if cuda:
+                pair["cuda_p2p"] = {k: cuda.get(k) for k in ("access", "atomics", "rank")}
+            out["pairs"].append(dict(pair, a=a["device"], b=b["device"]))
+    return out
+
+
+def select_gpu(fp, device=None):
+    """The GPU a run measures: `device` (a CUDA ordinal), else the fingerprint's selected device
+    (`fp['device']`, set from --device), else GPU 0; None where there is no such GPU."""
+    if device is None:
+        device = fp.get("device", 0) or 0
+    for g in fp.get("gpus") or []:
+        if g.get("device") == int(device):
+            return g
+    return None
+# The batch scheduler's view of this job, where one runs it (kept in the run's fingerprint so
+# that runs of many nodes can be told apart and gathered by job).
+_SCHEDULER_VARS = {
+    "slurm": ["SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_CLUSTER_NAME",
+              "SLURM_JOB_NAME", "SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_NODELIST",
+              "SLURM_JOB_NUM_NODES", "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
+              "SLURM_STEP_ID", "SLURM_CPUS_ON_NODE", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS"],
+    "flux": ["FLUX_JOB_ID", "FLUX_JOB_SIZE", "FLUX_JOB_NNODES", "FLUX_TASK_RANK", "FLUX_TASK_LOCAL_ID",
+             "FLUX_URI"],
+    "pbs": ["PBS_JOBID", "PBS_JOBNAME", "PBS_QUEUE", "PBS_NODEFILE", "PBS_O_HOST", "PBS_TASKNUM",
+            "PBS_NODENUM", "PMI_RANK"],
+    "lsf": ["LSB_JOBID", "LSB_JOBNAME", "LSB_QUEUE", "LSB_HOSTS", "LSB_JOBINDEX"],
+}
+
+
+def scheduler(environ=None) -> dict:
+    """{'name': 'slurm', 'job': id, 'vars': {...}} for the scheduler whose job this is, or {}."""
+    environ = os.environ if environ is None else environ
+    for name, keys in _SCHEDULER_VARS.items():
+        found = {k: environ[k] for k in keys if environ.get(k)}
+        if found:
+            job = found.get(keys[0]) or next(iter(found.values()))
+            return {"name": name, "job": job, "vars": found}
+    return {}
+
+
+def libraries() -> dict:
+    """The run-time libraries umscope loads: the CUPTI tracer (and the libcupti it resolves to) and cuBLAS."""
+    from umscope import profiler
+    tracer = profiler.tracer_path()
+    return {"tracer": tracer, "cupti": profiler.cupti_path(tracer) if tracer else None,
+            "cublas": native.cublas_path()}
+
+
 def probe() -> dict:
     info = native.native_info()
     gpus = info.get("gpus", [])
@@ -116,11 +207,14 @@ def probe() -> dict:
             "driver_version": info.get("driver_version"),
             "driver": nvml.driver_version() if gpus else None,
             "why_no_gpu": info.get("why_no_gpu"),
+            **libraries(),
         },
         "gpus": [dict(g, link=nvml.device_info(g["pci_bus_id"]) if use_nvml else None) for g in gpus],
         "addressing": addressing,
+        "topology": topology(gpus),
         "uvm": uvm_params(),
         "store": str(default_store_path()),
+        "scheduler": scheduler(),
     }
 
 
@@ -136,3 +230,13 @@ def probe_gpu() -> dict:
     if not fp["gpus"]:
         raise SystemExit("no GPU: " + str(fp["cuda"].get("why_no_gpu")))
     return fp
+
+
+class _CallableModule(type(sys.modules[__name__])):
+    """The Python API's umscope.probe(): this module, callable (umscope.probe() == umscope.probe.probe())."""
+
+    def __call__(self):
+        return self.probe()
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -10,9 +10,11 @@ import io
 import json
 import os
 import sqlite3
+import sys
 import time
 from pathlib import Path
 
+from umscope.devices import gpu_column
 from umscope.errors import UsageError
 
 RECORD_FIELDS = ["run", "case", "benchmark", "op", "processor", "kind", "policy", "bytes", "threads",
@@ -56,6 +58,23 @@ def _check_path(path: Path):
         raise UsageError(f"store {path} is not a regular file")
 
 
+_warned_netfs = set()
+
+
+def journal_mode(path) -> str:
+    """WAL, except on a network filesystem, where WAL is unsafe (said once on stderr): DELETE."""
+    from umscope import netfs
+    fs = netfs.network_fs(Path(path).parent)
+    if not fs:
+        return "WAL"
+    if fs not in _warned_netfs:
+        _warned_netfs.add(fs)
+        sys.stderr.write(f"umscope: store {path} is on a network filesystem ({fs}): using SQLite's rollback "
+                         "journal instead of WAL; for many nodes at once prefer a node-local --store per host "
+                         "and `umscope merge`\n")
+    return "DELETE"
+
+
 class Store:
     """readonly=True (runs, export, report): the store must exist, is never created or changed, and may
     be a read-only file. Otherwise the store is created if missing, must be writable, and is checked
@@ -74,7 +93,7 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
                 self.db.execute("PRAGMA busy_timeout = 60000")
-                self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.execute(f"PRAGMA journal_mode = {journal_mode(self.path)}")
                 self.db.executescript(_SCHEMA)
                 self._check_integrity()
         except (OSError, sqlite3.Error) as e:
@@ -133,10 +152,9 @@ class Store:
 
     # --- runs -------------------------------------------------------------
     def create_run(self, kind, command, plan, options, fingerprint, label=None) -> int:
-        gpus = fingerprint.get("gpus") or []
         row = (time.time(), "running", kind, label, command, json.dumps(plan), json.dumps(options),
                json.dumps(fingerprint), fingerprint.get("host", {}).get("hostname"),
-               gpus[0]["name"] if gpus else None, fingerprint.get("cuda", {}).get("driver"),
+               gpu_column(fingerprint), fingerprint.get("cuda", {}).get("driver"),
                str(fingerprint.get("cuda", {}).get("runtime_version")),
                fingerprint.get("host", {}).get("kernel"), fingerprint.get("cpu", {}).get("model"),
                fingerprint.get("umscope_version"))

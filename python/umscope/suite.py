@@ -80,6 +80,7 @@ class Case:
     kind: str = None
     params: dict = field(default_factory=dict)
     timeout: float = 180.0
+    launch: list = None  # a site launcher's argv (mpirun -n 2 ...): the case runs as umbench-mpi ranks
 
     @property
     def case_id(self) -> str:
@@ -90,27 +91,35 @@ class Case:
         return " ".join(parts)
 
     def argv(self, options: dict) -> list:
-        args = [native.umbench_path(), "run", self.benchmark]
+        args = ([native.umbench_path()] if not self.launch else list(self.launch) + [native.umbench_mpi_path()])
+        args += ["run", self.benchmark]
         if self.kind:
             args += ["--kind", self.kind]
-        # The user's --device/--reps/--warmup win over the plan's own values.
-        given = {k: options[k] for k in ("device", "reps", "warmup") if options.get(k) is not None}
+        # The user's --reps/--warmup win over the plan's own values; --device/--placement fill in where the
+        # case names none (--devices gives each case its own GPU).
+        given = {k: options[k] for k in ("reps", "warmup") if options.get(k) is not None}
         for k, v in self.params.items():
             if k not in given:
                 args += [f"--{k}", str(v)]
         for k, v in given.items():
             args += [f"--{k}", str(v)]
+        for k in ("device", "placement"):
+            if options.get(k) is not None and k not in self.params:
+                args += [f"--{k}", str(options[k])]
         for flag in ("allow_oversubscription", "allow_host_overcommit"):
             if options.get(flag):
                 args.append("--" + flag.replace("_", "-"))
         return args
 
     def to_json(self) -> dict:
-        return {"benchmark": self.benchmark, "kind": self.kind, "params": self.params, "timeout": self.timeout}
+        d = {"benchmark": self.benchmark, "kind": self.kind, "params": self.params, "timeout": self.timeout}
+        if self.launch:
+            d["launch"] = list(self.launch)
+        return d
 
     @classmethod
     def from_json(cls, d) -> "Case":
-        return cls(d["benchmark"], d.get("kind"), dict(d.get("params") or {}), d.get("timeout", 180.0))
+        return cls(d["benchmark"], d.get("kind"), dict(d.get("params") or {}), d.get("timeout", 180.0), d.get("launch"))
 
 
 @dataclass
@@ -126,7 +135,8 @@ def execute(case: Case, options: dict) -> Outcome:
     t0 = time.time()
     # umbench kills itself when this process dies (PR_SET_PDEATHSIG), and exits at once if it finds
     # another parent than this pid (this process died before it could ask).
-    env = dict(os.environ, UMSCOPE_PARENT_PID=str(os.getpid()))
+    # (Ranks started by a site launcher have the launcher as parent: they only get PR_SET_PDEATHSIG.)
+    env = dict(os.environ) if case.launch else dict(os.environ, UMSCOPE_PARENT_PID=str(os.getpid()))
     proc = subprocess.Popen(case.argv(options), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, env=env)
     try:

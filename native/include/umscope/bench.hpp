@@ -7,6 +7,7 @@
 
 #include "umscope/json.hpp"
 #include "umscope/memory.hpp"
+#include "umscope/placement.hpp"
 #include "umscope/stats.hpp"
 
 namespace umscope {
@@ -49,6 +50,7 @@ struct Context {
   int device = 0;
   int reps = 20;
   int warmup = 2;
+  Placement placement;  // where the process runs and allocates (placement.hpp)
   // A record with the common fields filled; the benchmark adds the rest.
   JsonObject record(const std::string& op, const std::string& processor, const KindSpec& kind,
                     size_t bytes) const;

@@ -14,6 +14,8 @@ size_t mem_available_bytes();        // MemAvailable from /proc/meminfo, 0 if un
 std::vector<int> numa_nodes();       // nodes present under /sys/devices/system/node
 size_t numa_node_mem_bytes(int node);  // MemTotal of that node, 0 if unknown
 std::vector<int> allowed_cpus();     // CPUs this process may run on
+// The same CPUs, cores before SMT siblings: each core's first hardware thread, then the second...
+std::vector<int> order_by_core(const std::vector<int>& cpus);
 std::string read_file(const std::string& path);  // whole file, "" if unreadable
 
 // Binds [p, p+bytes) to NUMA node `node` (MPOL_BIND); returns an error text or "".

@@ -1,4 +1,4 @@
-// A team of CPU threads, each pinned to one allowed CPU, that runs one
+// A team of CPU threads, each pinned to one allowed CPU (cores before SMT siblings), that runs one
 // function on every thread at once and times it with the steady clock from
 // a common start to the last thread's finish.
 #pragma once

@@ -23,6 +23,9 @@ MACHINES = Path(__file__).resolve().parent.parent / "machines"
 # PCIe: (GT/s per lane, encoding efficiency) per generation.
 _PCIE = {1: (2.5, 0.8), 2: (5.0, 0.8), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130), 5: (32.0, 128 / 130),
          6: (64.0, 242 / 256)}
+# NVLink: GB/s per link per direction by generation (NVIDIA's datasheets: V100 6 x 25, A100 12 x 25,
+# H100/H200 18 x 25, B200 18 x 50; NVLink 1 on P100, 4 x 20).
+_NVLINK_GBPS = {"1.0": 20.0, "2.0": 25.0, "2.2": 25.0, "3.0": 25.0, "3.1": 25.0, "4.0": 25.0, "5.0": 50.0}
 # (reads, writes) of array-sized traffic per stream operation.
 _OPS = {"read": (1, 0), "write": (0, 1), "copy": (1, 1), "triad": (2, 1)}
 
@@ -41,12 +44,46 @@ def pcie_gbps(gen, width):
     return round(rate * width * enc / 8, 2)
 
 
+def _selected(fp):
+    """The GPU under test: fp['device'] (set from --device), else GPU 0."""
+    want = int(fp.get("device", 0) or 0)
+    gpus = fp.get("gpus") or []
+    return next((g for g in gpus if g.get("device") == want), gpus[0] if gpus else None)
+
+
+def peer_link(fp, a, b):
+    """(GB/s per direction, source) of the link from GPU a to GPU b from the probe's topology, or None."""
+    gpus = {g.get("device"): g for g in fp.get("gpus") or []}
+    pair = next((p for p in (fp.get("topology") or {}).get("pairs", []) if p.get("a") == a and p.get("b") == b), None)
+    if not pair:
+        return None
+    gen = pair.get("nvlink_generation")
+    if pair.get("type") == "NVLink" and pair.get("nvlinks") and gen in _NVLINK_GBPS:
+        rate = _NVLINK_GBPS[gen]
+        via = " through NVSwitch" if pair.get("via") == "NVSwitch" else ""
+        return (round(pair["nvlinks"] * rate, 1),
+                f"probe: {pair['nvlinks']} NVLink{gen.split('.')[0]} links{via} x {rate:g} GB/s (datasheet rate)")
+    if pair.get("type") == "PCIe":
+        bws = []
+        for d in (a, b):
+            link = (gpus.get(d) or {}).get("link") or {}
+            bws.append((pcie_gbps(link.get("pcie_gen_max"), link.get("pcie_width_max")), link))
+        if all(bw for bw, _ in bws):
+            bw, link = min(bws, key=lambda x: x[0])
+            return bw, (f"probe: PCIe gen {link.get('pcie_gen_max')} x{link.get('pcie_width_max')} "
+                        f"(via {pair.get('via')})")
+    return None
+
+
 def from_probe(fp) -> dict:
     """Datapath peaks the probe can derive, each with where it came from."""
     paths = {}
-    gpus = fp.get("gpus") or []
-    if gpus:
-        g = gpus[0]
+    g = _selected(fp)
+    if g:
+        for b in sorted({p.get("b") for p in (fp.get("topology") or {}).get("pairs", []) if p.get("a") == g["device"]}):
+            pl = peer_link(fp, g["device"], b)
+            if pl and ("peer_link" not in paths or pl[0] < paths["peer_link"][0]):
+                paths["peer_link"] = pl  # the slowest peer: every pair of the node within its bound
         link = g.get("link") or {}
         mhz = link.get("mem_clock_max_mhz") or (g.get("mem_clock_khz") or 0) / 1000
         bits = link.get("mem_bus_width_bits") or g.get("mem_bus_bits")
@@ -64,8 +101,8 @@ def from_probe(fp) -> dict:
 
 def compute_peaks(fp) -> dict:
     """Dense peak TFLOP/s by precision from the packaged description matching the GPU ({} if none)."""
-    gpus = fp.get("gpus") or []
-    name = gpus[0]["name"] if gpus else ""
+    g = _selected(fp)
+    name = g["name"] if g else ""
     for stem, d in packaged().items():
         if d.get("match") and d["match"] in name and d.get("compute"):
             return {k: (float(v), f"{stem}.yaml") for k, v in d["compute"].items()}
@@ -75,8 +112,8 @@ def compute_peaks(fp) -> dict:
 def describe(fp, machine_file=None) -> dict:
     """The machine description in force: {'name', 'datapaths': {path: (GB/s, source)}}."""
     desc = {"name": "probed", "datapaths": {}}
-    gpus = fp.get("gpus") or []
-    name = gpus[0]["name"] if gpus else ""
+    g = _selected(fp)
+    name = g["name"] if g else ""
     for stem, d in packaged().items():
         if d.get("match") and d["match"] in name:
             desc["name"] = d["name"]
@@ -115,8 +152,8 @@ def location(kind: str, policy: str, fp) -> str:
         return "peer"
     if kind == "managed":
         return "host" if "preferred:cpu" in (policy or "") else "gpu"
-    gpus = fp.get("gpus") or []
-    if kind.startswith("numa:") and gpus and str(gpus[0].get("numa_id")) == kind.split(":")[1]:
+    g = _selected(fp)
+    if kind.startswith("numa:") and g and str(g.get("numa_id")) == kind.split(":")[1]:
         return "gpu"
     return "host"
 
@@ -225,7 +262,10 @@ def bound(rec, fp, desc):
 def annotate(records, fp, desc):
     """Adds bound, efficiency (median / bound) and datapath to bandwidth records."""
     for rec in records:
-        b, why = bound(rec, fp, desc)
+        # A record of another GPU than the run's (--devices): its own GPU's locality and peers.
+        d = rec.get("device")
+        rfp = fp if d is None or d == fp.get("device", 0) else dict(fp, device=d)
+        b, why = bound(rec, rfp, desc)
         if b:
             rec["bound"] = b
             rec["datapath"] = why

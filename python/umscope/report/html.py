@@ -11,7 +11,7 @@ from pathlib import Path
 from umscope.probe import cuda_version_text
 import json
 
-from umscope.report import headline
+from umscope.report import headline, topology
 from umscope.report.svg import hbar_chart, heatmap, line_chart, size_tick
 from umscope.sizes import format_size
 
@@ -229,7 +229,7 @@ def _cache_marks(fp, processor) -> list:
         gpus = fp.get("gpus") or []
         if not gpus:
             return []
-        g = gpus[0]
+        g = next((x for x in gpus if x.get("device") == fp.get("device", 0)), gpus[0])  # the GPU under test
         marks = []
         if g.get("shared_per_sm"):
             marks.append((g["shared_per_sm"], f"L1/shared per SM {size_tick(g['shared_per_sm'])}"))
@@ -695,6 +695,9 @@ def _bench_section(bench, recs, fp=None, cases=()) -> str:
         return _latency_section(recs, fp)
     if bench == "pingpong":
         return _pingpong_section(recs, cases)
+    if bench in ("nccl", "mpi"):
+        from umscope.report import scaleout
+        return scaleout.section(bench, recs, fp) + _records_table(recs)
     if bench == "gpu-stream":
         scaling = [r for r in recs if {"blocks", "block"} & set(r.get("params") or {})]
         plain = [r for r in recs if r not in scaling]
@@ -730,7 +733,8 @@ def render(run, cases, records) -> str:
              f"</code><br>Cases: " + ", ".join(f"{e(v)} {e(k)}" for k, v in counts.items()) +
              ". Every figure below was measured in this run; data was verified after each benchmark. "
              f"Spread = (max − min) / median over the repetitions; above {SPREAD_FLAG:.0%} it is flagged ⚠.</p>",
-             headline.section(ok), "<h2>Machine</h2>", _machine(run.get("fingerprint"))]
+             headline.section(ok), "<h2>Machine</h2>", _machine(run.get("fingerprint")),
+             topology.section(run.get("fingerprint"), ok)]
     if any(c["benchmark"] == "pingpong" for c in cases):
         by_bench.setdefault("pingpong", [])  # its matrix shows skipped pairs too
     for bench, recs in by_bench.items():

@@ -1,0 +1,227 @@
+"""The scale-out families: nccl and mpi planning, launcher lines, the MPI family on the CPU with two local
+ranks, and the report from recorded sample output (tests/data/scaleout-sample.jsonl: SYNTHETIC input in
+umbench's format, not measurements)."""
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, umbench
+from umscope import native, plans, scaleout
+from umscope.errors import UsageError
+from umscope.report.html import render
+from umscope.store import Store
+from umscope.suite import Case, execute
+
+SAMPLE = Path(__file__).parent / "data" / "scaleout-sample.jsonl"
+FP = {"host": {}, "cpu": {"caches": []}, "numa": [], "cuda": {}, "gpus": []}
+
+
+def _mpi_runner():
+    try:
+        return native.umbench_mpi_path()
+    except UsageError:
+        return None
+
+
+needs_mpi = pytest.mark.skipif(not shutil.which("mpirun") or _mpi_runner() is None,
+                               reason="no mpirun or no umbench-mpi (built only where MPI is found; CI installs "
+                                      "Open MPI)")
+
+
+def test_launcher_lines(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.delenv("UMSCOPE_NCCL", raising=False)
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    over = ["--oversubscribe"] if 2 > (os.cpu_count() or 1) else []
+    assert scaleout.launcher_argv("mpirun", 2, forward=()) == ["mpirun", "-n", "2"] + over
+    line = scaleout.launcher_argv("mpirun", 8, ppn=4)
+    assert line[:5] == ["mpirun", "-n", "8", "--map-by", "ppr:4:node"]
+    assert "--allow-run-as-root" not in line and "--oversubscribe" not in line
+    assert line[-2:] == ["-x", "NCCL_NVLS_ENABLE"]
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert "--allow-run-as-root" in scaleout.launcher_argv("mpirun", 2)
+    assert "--oversubscribe" in scaleout.launcher_argv("mpirun", (os.cpu_count() or 1) + 1)
+    assert scaleout.launcher_argv("srun", 16, ppn=4) == ["srun", "-n", "16", "--ntasks-per-node", "4"]
+    assert scaleout.launcher_argv("flux", 4) == ["flux", "run", "-n", "4"]
+    for bad in (("mpirun", 0, None), ("mpirun", 2, 0), ("pbsdsh", 2, None)):
+        with pytest.raises(UsageError):
+            scaleout.launcher_argv(*bad)
+
+
+def test_nccl_plan(monkeypatch):
+    monkeypatch.setenv("UMSCOPE_NCCL", "/opt/nccl/lib")
+    cases = scaleout.nccl_cases(FP)
+    assert [c.kind for c in cases] == scaleout.NCCL_KINDS
+    assert all(c.launch is None and "launch" not in c.params for c in cases)
+    assert cases[0].params["op"] == "allreduce,allgather,reducescatter,broadcast,alltoall"
+    full = scaleout.nccl_cases(FP, ["device"], "full", "allreduce")[0].params["bytes"].split(",")
+    assert full[0] == "8" and full[-1] == str(4 << 30) and len(full) == 30
+    assert all(int(b) == 2 * int(a) for a, b in zip(full, full[1:]))
+    ranked = scaleout.nccl_cases(FP, ["device"], "1GiB", "allreduce", launcher="srun", ranks=8, ppn=4, check=False)[0]
+    assert ranked.launch == ["srun", "-n", "8", "--ntasks-per-node", "4"]
+    assert ranked.params["launch"] == "mpi" and ranked.params["launcher"] == "srun -n 8 --ntasks-per-node 4"
+    with pytest.raises(UsageError):
+        scaleout.nccl_cases(FP, ops="allreduce,sendrecv")
+
+
+def test_default_suite_gets_one_short_nccl_case_only_with_two_gpus():
+    assert scaleout.default_cases(FP) == []
+    two = dict(FP, gpus=[{"device": 0}, {"device": 1}])
+    (case,) = scaleout.default_cases(two)
+    assert (case.benchmark, case.kind, case.params["bytes"]) == ("nccl", "device", "1MiB,256MiB")
+
+
+def test_mpi_plan_and_launch_argv(monkeypatch):
+    monkeypatch.setenv("UMSCOPE_UMBENCH_MPI", "/x/umbench-mpi")
+    cases = scaleout.mpi_cases(FP, ["system", "pinned"], "8,1MiB", "bw,latency", launcher="flux", ranks=4,
+                               check=False)
+    assert [c.kind for c in cases] == ["system", "pinned"]
+    argv = cases[0].argv({"reps": 3})
+    assert argv[:6] == ["flux", "run", "-n", "4", "/x/umbench-mpi", "run"]
+    assert argv[6] == "mpi" and "--launcher" in argv and argv[argv.index("--launcher") + 1] == "flux run -n 4"
+    assert Case.from_json(json.loads(json.dumps(cases[0].to_json()))).launch == cases[0].launch
+    crossed = scaleout.mpi_cases(FP, ["managed"], None, None, launcher="srun", ranks=2, check=False,
+                                 peer_kinds=["device", "pinned"])
+    assert [(c.kind, c.params.get("peer-kind")) for c in crossed] == [("managed", "device"), ("managed", "pinned")]
+
+
+def test_cli_rejects_bad_scaleout_input(store_path):
+    for args in (["bench", "mpi", "--launcher", "qsub"], ["bench", "nccl", "--ops", "gather"],
+                 ["bench", "mpi", "--launcher", "srun", "-n", "0", "--dry-run"]):
+        res = run_cli(*args, "--store", store_path)
+        assert res.returncode == 2 and res.stderr.count("\n") == 1, (args, res.stderr)
+
+
+def test_nccl_without_nccl_is_a_skip_with_the_reason():
+    env = dict(os.environ, UMSCOPE_NCCL="/nonexistent/libnccl.so.2")
+    import subprocess
+    res = subprocess.run([native.umbench_path(), "run", "nccl", "--bytes", "1MiB"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    status = json.loads(res.stdout.strip().splitlines()[-1])
+    assert res.returncode == 0 and status["status"] == "skipped"
+    assert "UMSCOPE_NCCL=/nonexistent/libnccl.so.2" in status["reason"]
+
+
+def test_plain_umbench_has_no_mpi_family():
+    res = umbench("run", "mpi")
+    assert res.returncode == 2 and "unknown benchmark" in res.stderr
+
+
+def _sample_store(tmp_path, fp=FP):
+    text = SAMPLE.read_text()
+    assert text.startswith("# SYNTHETIC TEST INPUT")
+    s = Store(tmp_path / "s.sqlite")
+    run = s.create_run("bench", "umscope bench nccl", [], {}, fp)
+    nccl_part, mpi_part = text.split('{"type": "status", "status": "ok"}\n')[:2]
+    for bench, part in (("nccl", nccl_part), ("mpi", mpi_part)):
+        recs, _ = native.parse_output(part)
+        assert recs and all(r["benchmark"] == bench and r["synthetic"] for r in recs)
+        s.add_case_result(run, Case(bench, "device"), "ok", "", 0, 1, recs)
+    s.add_case_result(run, Case("mpi", "device", {"launcher": "mpirun -n 2"}), "skipped",
+                      "kind device is reachable by the GPU only, and the MPI library is not CUDA-aware", 0, 1, [])
+    s.finish_run(run, "complete")
+    return s, run
+
+
+def test_report_from_sample_output(tmp_path):
+    s, run = _sample_store(tmp_path)
+    html = render(s.run(run), s.cases(run), s.records(run))
+    for title in ("NCCL allreduce: bus bandwidth", "NCCL allgather: bus bandwidth", "MPI window bandwidth",
+                  "MPI bidirectional bandwidth", "MPI latency", "MPI throughput against processes"):
+        assert title in html, title
+    assert "device · 2 ranks" in html and "pinned → system" in html
+    assert "No peer-link bound" in html
+    assert "not CUDA-aware" in html  # the skipped device case keeps its reason
+    nccl = [r for r in s.records(run) if r["benchmark"] == "nccl"]
+    # busbw = algbw x the operation's factor for 2 ranks (1 for all-reduce, 1/2 for all-gather).
+    for r in nccl:
+        x = r["extra"]
+        assert x["bus_factor"] == {"allreduce": 1.0, "allgather": 0.5}[r["op"]]
+        assert r["median"] == pytest.approx(x["algbw"] * x["bus_factor"])
+
+
+def test_report_draws_the_peer_link_bound(tmp_path, monkeypatch):
+    from umscope.model import bounds
+    from umscope.report import scaleout as section
+    monkeypatch.setattr(bounds, "peer_link", lambda fp, a, b: (450.0 + a + b, "probe: 18 links"), raising=False)
+    s, run = _sample_store(tmp_path)
+    nccl = [dict(r) for r in s.records(run) if r["benchmark"] == "nccl"]
+    html = section.nccl_section(nccl, dict(FP, gpus=[{"device": 0}, {"device": 1}, {"device": 2}]))
+    assert "peer-link bound 451 GB/s (probe: 18 links)" in html  # the slowest pair of the three GPUs
+
+
+@needs_mpi
+def test_mpi_one_rank_is_a_skip():
+    import subprocess
+    res = subprocess.run([native.umbench_mpi_path(), "run", "mpi"], capture_output=True, text=True, timeout=120)
+    status = json.loads(res.stdout.strip().splitlines()[-1])
+    assert status["status"] == "skipped" and "at least 2 ranks" in status["reason"]
+
+
+@needs_mpi
+def test_mpi_two_local_ranks_on_system_memory(store_path):
+    """The multi-process path: mpirun starts 2 ranks of umbench-mpi; rank 0 alone prints the records."""
+    res = run_cli("bench", "mpi", "--kind", "system", "--size", "8,4KiB", "--ops", "bw,bibw,latency,mbw",
+                  "--reps", "2", "--warmup", "0", "--launcher", "mpirun", "-n", "2", "--store", store_path,
+                  "--json", "--no-progress", timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    s = Store(store_path)
+    (case,) = s.cases(s.run()["id"])
+    assert case["status"] == "ok", case["reason"]
+    recs = s.records(s.run()["id"])
+    assert sorted((r["op"], r["bytes"]) for r in recs) == sorted(
+        (op, b) for op in ("bw", "bibw", "latency", "mbw") for b in (8, 4096))  # once each: one writer
+    for r in recs:
+        x = r["extra"]
+        assert x["verified"] and x["ranks"] == 2 and x["pointers"] == "host"
+        assert x["launcher"].startswith("mpirun -n 2") and r["median"] > 0
+        assert r["unit"] == ("us" if r["op"] == "latency" else "GB/s")
+
+
+@pytest.mark.gpu
+def test_nccl_two_gpus_device_buffers():
+    info = native.native_info()
+    if len(info.get("gpus", [])) < 2:
+        pytest.skip("needs two GPUs")
+    scaleout._prepare_env()
+    recs, status = native.run_case("nccl", "--kind", "device", "--op", "allreduce,allgather,alltoall",
+                                   "--bytes", "1MiB,64MiB", "--reps", "5", timeout=600)
+    assert status["status"] == "ok", status
+    assert len(recs) == 6
+    for r in recs:
+        n = r["ranks"]
+        factor = {"allreduce": 2 * (n - 1) / n, "allgather": (n - 1) / n, "alltoall": (n - 1) / n}[r["op"]]
+        assert r["verified"] and r["bus_factor"] == pytest.approx(factor)
+        assert r["median"] == pytest.approx(r["algbw"] * factor, rel=0.05) and r["median"] > 1
+
+
+@pytest.mark.gpu
+@needs_mpi
+def test_mpi_device_memory_is_skipped_or_runs_by_cuda_awareness(store_path):
+    res = run_cli("bench", "mpi", "--kind", "device", "--size", "1MiB", "--ops", "bw", "--reps", "2",
+                  "--launcher", "mpirun", "-n", "2", "--store", store_path, "--no-progress", timeout=600)
+    s = Store(store_path)
+    (case,) = s.cases(s.run()["id"])
+    assert case["status"] in ("ok", "skipped"), case["reason"]
+    if case["status"] == "skipped":
+        assert "CUDA-aware" in case["reason"]
+
+
+@pytest.mark.gpu
+@needs_mpi
+def test_nccl_one_rank_per_gpu_under_mpirun(store_path):
+    if len(native.native_info().get("gpus", [])) < 2:
+        pytest.skip("needs two GPUs")
+    res = run_cli("bench", "nccl", "--kind", "device", "--ops", "allreduce,alltoall", "--size", "64MiB",
+                  "--launcher", "mpirun", "-n", "2", "--store", store_path, "--no-progress", timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    s = Store(store_path)
+    recs = s.records(s.run()["id"])
+    assert sorted(r["op"] for r in recs) == ["allreduce", "alltoall"]  # rank 0 alone printed them
+    for r in recs:
+        x = r["extra"]
+        assert x["launch"] == "mpi" and x["ranks"] == 2 and x["verified"] and r["median"] > 1
+        assert x["launcher"].startswith("mpirun -n 2")
