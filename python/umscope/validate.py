@@ -253,7 +253,7 @@ def _bench_ops(family) -> tuple:
     ops = [o for n in names for o in (cat.get(n, {}).get("ops") or [])]
     if family == "migration":
         ops = ["read", "write", "copy"]
-    return tuple(dict.fromkeys(ops)) or tuple(dict.fromkeys(o for b in cat.values() for o in b.get("ops") or []))
+    return tuple(dict.fromkeys(ops))  # empty: a family umbench does not list (mpi, nccl) checks its own
 
 
 def bench_options(family, kinds=None, sizes=None, threads=None, ops=None, mode=None, iterations=None, dos=None,
@@ -270,7 +270,11 @@ def bench_options(family, kinds=None, sizes=None, threads=None, ops=None, mode=N
     if threads is not None:
         out["threads"] = globals()["threads"](threads)
     if ops is not None:
-        out["ops"] = ",".join(choices(ops, "--ops", _bench_ops(family)))
+        known = _bench_ops(family)
+        items = [t.strip() for t in _text(ops, "--ops").split(",")]
+        if any(not t for t in items):
+            raise UsageError(f"--ops takes operations separated by commas, got {str(ops)[:60]!r}")
+        out["ops"] = ",".join(choices(ops, "--ops", known) if known else dict.fromkeys(items))
     if mode is not None:
         out["mode"] = ",".join(choices(mode, "--mode", SELFTEST_MODES))
     if iterations is not None:
