@@ -14,6 +14,7 @@ from umscope.errors import UsageError
 from umscope.report.html import SPREAD_FLAG, kind_label, write_report
 from umscope.sizes import format_size
 from umscope.store import Store
+from umscope import whatif
 from umscope.suite import Case, Interrupted, handle_signals, plan_from_json, plan_to_json, run_cases
 
 
@@ -112,6 +113,11 @@ def build_parser():
     s.add_argument("--qubits", help="qv: width (2-40)")
     s.add_argument("--depth", help="qv: layers (default = width)")
     s.add_argument("--init", choices=["gpu", "cpu"], help="qv: which processor initialises the state (default gpu)")
+    s.add_argument("--model", help="llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b (random weights)")
+    for k in ("batch", "prompt", "tokens"):
+        s.add_argument("--" + k, type=int, help=f"llm: {k}")
+    s.add_argument("--weights", help="llm --mode mixed: kind of the weights")
+    s.add_argument("--cache", help="llm --mode mixed: kind of the KV cache and activations")
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
     s.add_argument("--period", default="100ms", help="sampling period, 1ms to 3600s (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
@@ -121,6 +127,8 @@ def build_parser():
     s.add_argument("--report", metavar="FILE", help="where to write the HTML report")
     s.add_argument("--json", action="store_true", help="print the records as JSON on stdout after the program")
     s.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    from umscope import place
+    place.add_parser(sub)
     s = sub.add_parser("report", help="write the HTML report of a run")
     s.add_argument("--store")
     s.add_argument("--run", help="run id (default: newest)")
@@ -147,6 +155,7 @@ def build_parser():
     s.add_argument("--store")
     s.add_argument("--json", action="store_true")
     sub.add_parser("list", help="list benchmark families and memory kinds")
+    WHATIF.update(whatif.add_parsers(sub))  # simulate, model, advise (umscope/whatif.py)
     return p
 
 
@@ -416,7 +425,8 @@ def cmd_app(args):
     from umscope import apps
     if args.action == "list":
         for name, app in apps.APPS.items():
-            print(f"{name:<11} {app.help}\n{'':<11} options: --{', --'.join(app.takes)}")
+            print(f"{name:<11} {app.help}\n{'':<11} options: --{', --'.join(app.takes)}"
+              + (f"; modes: {', '.join(app.modes)}" if app.modes != apps.MODES else ""))
         print(f"modes: {', '.join(apps.MODES)}")
         return 0
     if not args.name:
@@ -430,7 +440,7 @@ def cmd_app(args):
     opts = validate.app_options(args.name, opts)
     modes = args.mode or ["explicit"]
     if modes == ["all"]:
-        modes = list(apps.MODES)
+        modes = list(apps.modes_of(args.name))
     modes = list(dict.fromkeys(modes))  # a repeated mode would be the same case twice
     cases = apps.app_cases(args.name, modes, opts)
     _check_run_options(args)
@@ -518,8 +528,15 @@ def cmd_list(_args):
     return 0
 
 
+def cmd_place(args):
+    from umscope import place
+    return place.cmd_place(args)
+
+
 COMMANDS = {"info": cmd_info, "run": cmd_run, "bench": cmd_bench, "app": cmd_app, "profile": cmd_profile, "report": cmd_report,
-            "export": cmd_export, "runs": cmd_runs, "list": cmd_list, "merge": cmd_merge, "compare": cmd_compare}
+            "export": cmd_export, "runs": cmd_runs, "list": cmd_list, "merge": cmd_merge, "compare": cmd_compare,
+            "place": cmd_place}
+WHATIF = {}
 
 
 def main(argv=None) -> int:
@@ -532,7 +549,7 @@ def main(argv=None) -> int:
             if not args.cmd:
                 parser.print_help()
                 return 2
-            return COMMANDS[args.cmd](args)
+            return {**COMMANDS, **WHATIF}[args.cmd](args)
         except UsageError as e:
             sys.stderr.write(f"umscope: error: {validate.printable(e)}\n")
             return 2

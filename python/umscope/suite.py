@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from umscope import native
 
+PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
+
 # Exit status of an interrupted umscope: 128 + the signal, as a shell reports it.
 EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGHUP: 129, signal.SIGTERM: 143}
 
@@ -91,8 +93,12 @@ class Case:
         return " ".join(parts)
 
     def argv(self, options: dict) -> list:
-        args = ([native.umbench_path()] if not self.launch else list(self.launch) + [native.umbench_mpi_path()])
-        args += ["run", self.benchmark]
+        if self.benchmark in PYTHON_RUNNERS:  # a Python application (PyTorch), same records and status line
+            args = [sys.executable, "-m", PYTHON_RUNNERS[self.benchmark]]
+        elif self.launch:  # one rank per GPU under the site's launcher (scale-out)
+            args = list(self.launch) + [native.umbench_mpi_path(), "run", self.benchmark]
+        else:
+            args = [native.umbench_path(), "run", self.benchmark]
         if self.kind:
             args += ["--kind", self.kind]
         # The user's --reps/--warmup win over the plan's own values; --device/--placement fill in where the

@@ -11,8 +11,10 @@ _COMMON = ("processor", "threads", "check", "footprint", "seed", "iterations")
 
 
 class App:
-    def __init__(self, help, bench=None, takes=(), fixed=None, small=None):
+    def __init__(self, help, bench=None, takes=(), fixed=None, small=None, modes=None, suite=True):
         self.help = help
+        self.modes = list(modes or MODES)  # the memory modes it takes
+        self.suite = suite  # in the default suite
         self.bench = bench
         self.takes = tuple(takes)
         self.fixed = dict(fixed or {})  # parameters the app always passes (sgemm: precision fp32)
@@ -51,7 +53,17 @@ APPS = {
                   takes=_COMMON + ("size", "dims"), small={"footprint": "256M"}),
     "qv": App("Quantum Volume state-vector simulator: depth = width layers of Haar-random SU(4) gates on random "
               "qubit pairs", takes=("qubits", "depth", "seed", "init", "precision", "processor", "check", "threads")),
+    "llm": App("autoregressive decoding (100 tokens) with transformers models of real sizes built with RANDOM "
+               "weights (--model gpt2..gpt2-xl, llama-1b/3b/8b), placed by umscope's PyTorch allocator; "
+               "mixed: --weights KIND --cache KIND",
+               takes=("model", "batch", "prompt", "tokens", "precision", "seed", "weights", "cache"),
+               modes=["torch", "explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered",
+                      "system", "mixed"], suite=False),
 }
+
+
+def modes_of(name) -> list:
+    return APPS[name].modes if name in APPS else MODES
 
 
 def bench_of(name) -> str:
@@ -63,8 +75,8 @@ def app_cases(name, modes, options) -> list:
         raise UsageError(f"unknown application {name!r} (known: {', '.join(APPS)})")
     app = APPS[name]
     for m in modes:
-        if m not in MODES:
-            raise UsageError(f"unknown mode {m!r} (modes: {', '.join(MODES)})")
+        if m not in app.modes:
+            raise UsageError(f"unknown mode {m!r} (modes: {', '.join(app.modes)})")
     given = {k: v for k, v in options.items() if v is not None and v is not False and k != "timeout"}
     unknown = sorted(set(given) - set(app.takes))
     if unknown:
@@ -87,6 +99,8 @@ def default_cases() -> list:
     initialisations), so that the report shows which mode wins for which access pattern."""
     cases = []
     for name, app in APPS.items():
+        if not app.suite:
+            continue
         if name == "qv":
             cases += [Case("qv", None, {"qubits": "24", "mode": m, "init": i}, timeout=600)
                       for m in MODES for i in ("gpu", "cpu")]

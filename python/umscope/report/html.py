@@ -11,7 +11,7 @@ from pathlib import Path
 from umscope.probe import cuda_version_text
 import json
 
-from umscope.report import headline, topology
+from umscope.report import headline, modelled, topology
 from umscope.report.svg import hbar_chart, heatmap, line_chart, size_tick
 from umscope.sizes import format_size
 
@@ -681,6 +681,9 @@ def _bench_section(bench, recs, fp=None, cases=()) -> str:
         return _profile_section(recs)
     if bench == "qv":
         return _qv_section(recs)
+    if bench == "llm":
+        from umscope.report.llm import section
+        return section(recs, fp) + _records_table(recs)
     if bench == "applications":
         return _apps_section(recs)
     if bench == "migration":
@@ -742,6 +745,7 @@ def render(run, cases, records) -> str:
         parts.append(_bench_section(bench, recs, run.get("fingerprint"), cases))
     parts.append(_um_findings(ok))
     parts.append(_bw_latency_chart(ok))
+    parts.append(modelled.section(ok, run.get("fingerprint")))  # report/modelled.py: apart, labelled
     bad = [c for c in cases if c["status"] != "ok"]
     parts.append("<h2>Skipped and failed cases</h2>")
     if bad:

@@ -1,0 +1,851 @@
+// umsim: a trace-driven, event-level simulator of unified-memory policies.
+//
+// An event is one access to one page by the GPU or the CPU; a barrier ends a
+// kernel (and flushes the pending fault batch). The simulator replays the
+// events through one of four models and counts what the model does:
+//   uvm      NVIDIA UVM: GPU faults are collected in batches (batch size =
+//            uvm_perf_fault_batch_count), serviced per 2 MiB VA block: the
+//            faulted granule (64 KiB) plus the density prefetcher's region
+//            (the largest subtree of the block's page tree holding the fault
+//            whose occupancy exceeds uvm_perf_prefetch_threshold %), whole
+//            VA blocks evicted under pressure (policy: lrf = least recently
+//            faulted/migrated, what the driver sees; lru = least recently
+//            accessed, an oracle; clock = second chance), thrashing detection
+//            (a block re-faulted within --thrash-lapse events of its eviction
+//            --thrash-threshold times is mapped remotely: its pages stay on
+//            the CPU and the GPU reads them over the link).
+//   svm      AMD SVM (Cooper et al. 2024 Sec. 2): each allocation split into
+//            ranges of --range-bytes; one GPU fault migrates the whole range
+//            at once (no batching), ranges evicted whole, least recently
+//            faulted first.
+//   ats      system memory through ATS with access counters (Schieffer et al.
+//            2024 Sec. 2.2.1): pages live where first touched; GPU accesses
+//            to CPU pages go over the link; each such access counts in its
+//            region (--unit); at --counter-threshold the region is migrated to
+//            the GPU if it fits in free GPU memory (never evicting).
+//   zerocopy every GPU access to host memory goes over the link.
+//
+// Input: a generated application stream (--app NAME, see gen_*) or a trace
+// file (--trace FILE: "UMSTRACE" magic, u32 page_bytes, u32 n_allocs,
+// n_allocs x (u32 first_page, u32 n_pages), u64 n_events, n_events x u32).
+// An event word: 0xFFFFFFFF = barrier; bit 31 = write; bit 30 = CPU access;
+// bits 0-29 = page number. Output: one JSON line of counts and the
+// simulator's own speed (events per second of replay, generation excluded).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr uint32_t BARRIER = 0xFFFFFFFFu;
+constexpr uint32_t WRITE = 1u << 31;
+constexpr uint32_t CPU = 1u << 30;
+constexpr uint32_t PAGE_MASK = CPU - 1;
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "umsim: error: %s\n", msg.c_str());
+  std::exit(2);
+}
+
+struct Alloc {
+  uint32_t first, n;
+};
+
+struct Trace {
+  uint64_t page_bytes = 4096;
+  std::vector<Alloc> allocs;
+  std::vector<uint32_t> ev;
+  uint32_t pages() const { return allocs.empty() ? 0 : allocs.back().first + allocs.back().n; }
+};
+
+// ---------------------------------------------------------------- generators
+// Sizes are in pages of 4-byte elements; arrays start on --align page
+// boundaries (a VA block) as cudaMallocManaged's do.
+struct Gen {
+  Trace& t;
+  uint32_t align;
+  uint64_t epp;  // elements per page
+  explicit Gen(Trace& tr, uint32_t al) : t(tr), align(al), epp(tr.page_bytes / 4) {}
+  uint32_t alloc(uint64_t elems) {
+    uint32_t n = uint32_t((elems + epp - 1) / epp);
+    if (n == 0) n = 1;
+    uint32_t first = t.pages();
+    first = (first + align - 1) / align * align;
+    t.allocs.push_back({first, n});
+    return first;
+  }
+  void r(uint32_t p) { t.ev.push_back(p); }
+  void w(uint32_t p) { t.ev.push_back(p | WRITE); }
+  void bar() { t.ev.push_back(BARRIER); }
+};
+
+// One array read page after page (the migration benchmark's GPU read).
+void gen_read(Gen& g, uint64_t foot, int iters) {
+  uint32_t a = g.alloc(foot / 4), np = g.t.allocs.back().n;
+  for (int it = 0; it < iters; ++it) {
+    for (uint32_t p = 0; p < np; ++p) g.r(a + p);
+    g.bar();
+  }
+}
+
+// Each array's pages in order, all arrays advancing together (STREAM triad a = b + s c).
+void gen_triad(Gen& g, uint64_t foot, int iters) {
+  uint64_t n = foot / 12;
+  uint32_t a = g.alloc(n), b = g.alloc(n), c = g.alloc(n), np = g.t.allocs.back().n;
+  for (int it = 0; it < iters; ++it) {
+    for (uint32_t p = 0; p < np; ++p) { g.r(b + p); g.r(c + p); g.w(a + p); }
+    g.bar();
+  }
+}
+
+// Row-major square images; a stencil kernel reads rows i-1, i, i+1 of src and writes row i of dst.
+void stencil_pass(Gen& g, uint32_t src, uint32_t dst, uint64_t side, bool reverse) {
+  // Rows of whole pages (a row of `side` elements rounded up to pages; rows shorter than a page: one
+  // page-row holds several rows).
+  const uint64_t np = g.t.allocs.back().n;
+  const uint64_t rowp = std::max<uint64_t>(1, (side + g.epp - 1) / g.epp);
+  const uint64_t rows = (np + rowp - 1) / rowp;
+  for (uint64_t k = 0; k < rows; ++k) {
+    uint64_t i = reverse ? rows - 1 - k : k;
+    for (uint64_t j = 0; j < rowp; ++j) {
+      uint64_t p = i * rowp + j;
+      if (p >= np) break;
+      if (i > 0) g.r(uint32_t(src + p - rowp));
+      g.r(uint32_t(src + p));
+      if (p + rowp < np) g.r(uint32_t(src + p + rowp));
+      g.w(uint32_t(dst + p));
+    }
+  }
+  g.bar();
+}
+
+uint64_t square_side(uint64_t elems) {
+  uint64_t s = 1;
+  while ((s + 1) * (s + 1) <= elems) ++s;
+  return s;
+}
+
+void gen_conv2d(Gen& g, uint64_t foot, int iters) {
+  uint64_t side = square_side(foot / 8);
+  uint32_t in = g.alloc(side * side), out = g.alloc(side * side);
+  for (int it = 0; it < iters; ++it) stencil_pass(g, in, out, side, false);
+}
+
+// Jacobi2d: B <- stencil(A); A <- stencil(B); --reverse runs the second kernel from the last row
+// (the SVM-aware order of Cooper et al. Alg. 2).
+void gen_jacobi2d(Gen& g, uint64_t foot, int iters, bool reverse) {
+  uint64_t side = square_side(foot / 8);
+  uint32_t a = g.alloc(side * side), b = g.alloc(side * side);
+  for (int it = 0; it < iters; ++it) {
+    stencil_pass(g, a, b, side, false);
+    stencil_pass(g, b, a, side, reverse);
+  }
+}
+
+// A warp per row, all rows in flight together (up to `conc` rows): at each step every row advances
+// by one page, so consecutive accesses are spread over the whole matrix.
+void rows_dispersed(Gen& g, const std::vector<uint32_t>& mats, uint64_t n, uint64_t conc) {
+  const uint64_t matp = (n * n + g.epp - 1) / g.epp;
+  uint64_t rowp = std::max<uint64_t>(1, (n + g.epp - 1) / g.epp);
+  for (uint64_t r0 = 0; r0 < n; r0 += conc) {
+    uint64_t r1 = std::min(n, r0 + conc);
+    for (uint64_t j = 0; j < rowp; ++j)
+      for (uint64_t i = r0; i < r1; ++i) {
+        uint64_t p = (i * n) / g.epp + j;  // the page holding A[i][j*epp]
+        for (uint32_t m : mats) g.r(uint32_t(m + std::min<uint64_t>(p, matp - 1)));
+      }
+  }
+}
+
+void gen_mvt(Gen& g, uint64_t foot, int iters, uint64_t conc) {
+  uint64_t n = square_side(foot / 4);
+  uint32_t A = g.alloc(n * n), y1 = g.alloc(n), y2 = g.alloc(n), x1 = g.alloc(n), x2 = g.alloc(n);
+  uint32_t vp = g.t.allocs.back().n, ap = g.t.allocs[0].n;
+  for (int it = 0; it < iters; ++it) {
+    for (uint32_t p = 0; p < vp; ++p) g.r(y1 + p);
+    rows_dispersed(g, {A}, n, conc);
+    for (uint32_t p = 0; p < vp; ++p) g.w(x1 + p);
+    g.bar();
+    for (uint32_t p = 0; p < ap; ++p) { g.r(A + p); if (p % 64 == 0) g.r(y2 + std::min(p / 64, vp - 1)); }
+    for (uint32_t p = 0; p < vp; ++p) g.w(x2 + p);
+    g.bar();
+  }
+}
+
+void gen_gesummv(Gen& g, uint64_t foot, int iters, uint64_t conc) {
+  uint64_t n = square_side(foot / 8);
+  uint32_t A = g.alloc(n * n), B = g.alloc(n * n), x = g.alloc(n), y = g.alloc(n);
+  uint32_t vp = g.t.allocs.back().n;
+  for (int it = 0; it < iters; ++it) {
+    for (uint32_t p = 0; p < vp; ++p) g.r(x + p);
+    rows_dispersed(g, {A, B}, n, conc);
+    for (uint32_t p = 0; p < vp; ++p) g.w(y + p);
+    g.bar();
+  }
+}
+
+// C = A B, n x n, row-major; 128 x 128 output tiles run in waves of `conc` tiles (row-major tile
+// order); within a wave each k-slab of one page width reads the A pages of the wave's tile rows and
+// the B rows of the slab over the wave's tile columns; C tiles written at the end of the wave.
+void gen_sgemm(Gen& g, uint64_t foot, int iters, uint64_t conc) {
+  uint64_t n = square_side(foot / 12);
+  uint32_t A = g.alloc(n * n), B = g.alloc(n * n), C = g.alloc(n * n);
+  const uint64_t T = 128, tiles = (n + T - 1) / T, total = tiles * tiles;
+  const uint64_t kstep = std::min<uint64_t>(g.epp, n);
+  auto page = [&](uint32_t base, uint64_t i, uint64_t j) { return uint32_t(base + (i * n + j) / g.epp); };
+  std::vector<char> seen;
+  for (int it = 0; it < iters; ++it) {
+    for (uint64_t w0 = 0; w0 < total; w0 += conc) {
+      uint64_t w1 = std::min(total, w0 + conc);
+      uint64_t tr0 = w0 / tiles, tr1 = (w1 - 1) / tiles;
+      uint64_t tc0 = (tr0 == tr1) ? w0 % tiles : 0, tc1 = (tr0 == tr1) ? (w1 - 1) % tiles : tiles - 1;
+      for (uint64_t k = 0; k < n; k += kstep) {
+        uint32_t last = BARRIER;
+        for (uint64_t i = tr0 * T; i < std::min(n, (tr1 + 1) * T); ++i) {
+          for (uint64_t kk = k; kk < std::min(n, k + kstep); kk += g.epp) {
+            uint32_t p = page(A, i, kk);
+            if (p != last) g.r(p), last = p;
+          }
+        }
+        for (uint64_t kk = k; kk < std::min(n, k + kstep); ++kk) {
+          uint64_t j0 = tc0 * T, j1 = std::min(n, (tc1 + 1) * T);
+          for (uint64_t j = j0; j < j1; j += g.epp) {
+            uint32_t p = page(B, kk, j);
+            if (p != last) g.r(p), last = p;
+          }
+          uint32_t p = page(B, kk, j1 - 1);
+          if (p != last) g.r(p), last = p;
+        }
+      }
+      uint32_t last = BARRIER;
+      for (uint64_t i = tr0 * T; i < std::min(n, (tr1 + 1) * T); ++i)
+        for (uint64_t j = tc0 * T; j < std::min(n, (tc1 + 1) * T); j += g.epp) {
+          uint32_t p = page(C, i, j);
+          if (p != last) g.w(p), last = p;
+        }
+    }
+    g.bar();
+  }
+}
+
+// BFS (Rodinia): per level, a scan of the node mask, then the frontier's edge lists and their
+// neighbours' cost/visited entries at pseudo-random pages (xorshift, fixed seed).
+void gen_bfs(Gen& g, uint64_t foot, int levels) {
+  uint64_t nodes = foot / 40;  // nodes: start+degree 8 B, mask/updating/visited 3 B, cost 4 B; edges 6/node x 4 B
+  uint32_t N = g.alloc(nodes * 2), E = g.alloc(nodes * 6), M = g.alloc(nodes), C = g.alloc(nodes);
+  uint32_t np = g.t.allocs[0].n, ep = g.t.allocs[1].n, mp = g.t.allocs[2].n, cp = g.t.allocs[3].n;
+  uint64_t s = 88172645463325252ull;
+  auto rnd = [&]() { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; };
+  for (int l = 0; l < levels; ++l) {
+    for (uint32_t p = 0; p < mp; ++p) g.r(M + p);
+    uint64_t frontier = np / 4 + 1;  // pages of the frontier this level
+    for (uint64_t f = 0; f < frontier; ++f) {
+      uint64_t p = rnd() % np;
+      g.r(uint32_t(N + p));
+      g.r(uint32_t(E + (p * ep) / np));
+      for (int k = 0; k < 4; ++k) {
+        uint64_t q = rnd() % cp;
+        g.r(uint32_t(C + q));
+        g.w(uint32_t(M + (q * mp) / cp));
+      }
+    }
+    g.bar();
+  }
+}
+
+// Hotspot: temp (read, stencil), power (read), out (write); ping-pong between temp and out.
+void gen_hotspot(Gen& g, uint64_t foot, int iters) {
+  uint64_t side = square_side(foot / 12);
+  uint32_t t0 = g.alloc(side * side), pw = g.alloc(side * side), t1 = g.alloc(side * side);
+  uint32_t np = g.t.allocs.back().n;
+  for (int it = 0; it < iters; ++it) {
+    uint32_t src = it % 2 ? t1 : t0, dst = it % 2 ? t0 : t1;
+    for (uint32_t p = 0; p < np; ++p) { g.r(src + p); g.r(pw + p); g.w(dst + p); }
+    g.bar();
+  }
+}
+
+// SRAD: image J and coefficient c, four derivative arrays; kernel 1 reads J writes dN..dE and c,
+// kernel 2 reads them and updates J; each iteration.
+void gen_srad(Gen& g, uint64_t foot, int iters) {
+  uint64_t elems = foot / 24;
+  std::vector<uint32_t> a(6);
+  for (auto& x : a) x = g.alloc(elems);
+  uint32_t np = g.t.allocs.back().n;
+  for (int it = 0; it < iters; ++it) {
+    for (uint32_t p = 0; p < np; ++p) { g.r(a[0] + p); for (int k = 1; k < 6; ++k) g.w(a[k] + p); }
+    g.bar();
+    for (uint32_t p = 0; p < np; ++p) { for (int k = 1; k < 6; ++k) g.r(a[k] + p); g.w(a[0] + p); }
+    g.bar();
+  }
+}
+
+// Pathfinder: the wall read once, row after row, two small result rows reused.
+void gen_pathfinder(Gen& g, uint64_t foot, int) {
+  uint64_t cols = 1u << 20;
+  uint64_t rows = std::max<uint64_t>(2, foot / 4 / cols);
+  uint32_t W = g.alloc(rows * cols), r0 = g.alloc(cols), r1 = g.alloc(cols);
+  uint64_t rowp = std::max<uint64_t>(1, cols / g.epp), vp = g.t.allocs.back().n;
+  for (uint64_t i = 0; i < rows; ++i) {
+    uint32_t src = i % 2 ? r1 : r0, dst = i % 2 ? r0 : r1;
+    for (uint64_t j = 0; j < rowp; ++j) { g.r(uint32_t(W + i * rowp + j)); g.r(uint32_t(src + j % vp)); g.w(uint32_t(dst + j % vp)); }
+  }
+  g.bar();
+}
+
+// Needle (Needleman-Wunsch): 16x16 blocks along anti-diagonals over score and reference matrices.
+void gen_needle(Gen& g, uint64_t foot, int) {
+  uint64_t side = square_side(foot / 8);
+  uint32_t S = g.alloc(side * side), R = g.alloc(side * side);
+  const uint64_t B = 16, nb = (side + B - 1) / B;
+  for (uint64_t d = 0; d < 2 * nb - 1; ++d) {
+    uint32_t last = BARRIER;
+    for (uint64_t bi = (d < nb ? 0 : d - nb + 1); bi <= std::min(d, nb - 1); ++bi) {
+      uint64_t bj = d - bi;
+      for (uint64_t i = bi * B; i < std::min(side, bi * B + B); ++i) {
+        uint32_t p = uint32_t((i * side + bj * B) / g.epp);
+        if (p != last) { g.r(R + p); g.w(S + p); last = p; }
+      }
+    }
+    if (d % 64 == 63) g.bar();
+  }
+  g.bar();
+}
+
+// --------------------------------------------------------------- simulator
+struct Params {
+  std::string policy = "uvm", eviction = "lrf";
+  uint64_t capacity_pages = 0;
+  uint32_t unit_pages = 512;      // uvm: VA block; svm: range; ats: counter region
+  uint32_t granule_pages = 16;    // uvm: pages migrated per fault without prefetch
+  bool prefetch = true;
+  uint32_t prefetch_threshold = 51;
+  uint32_t batch_size = 256;
+  uint32_t thrash_threshold = 3;  // 0: off
+  uint64_t thrash_lapse = 0;      // events; 0: capacity_pages
+  std::string thrash_action = "remote";
+  uint32_t counter_threshold = 256;
+  std::string init = "cpu";       // cpu: every page first touched by the CPU before the stream; none
+};
+
+struct Stats {
+  uint64_t events = 0, gpu_events = 0, cpu_events = 0, barriers = 0, hits = 0, faults = 0, dup_faults = 0,
+           batches = 0, migrations = 0, h2d_fault = 0, h2d_prefetch = 0, h2d_counter = 0, populate_gpu = 0,
+           evictions = 0, d2h_evict = 0, cpu_faults = 0, d2h_cpu_fault = 0, remote_gpu = 0, remote_cpu = 0,
+           thrash_units = 0, counter_migrations = 0, counter_refused = 0, peak_gpu = 0;
+};
+
+enum : uint8_t { UNTOUCHED = 0, ON_CPU = 1, ON_GPU = 2 };
+
+class Sim {
+ public:
+  Sim(const Trace& t, const Params& p) : t_(t), p_(p) {
+    npages_ = t.pages();
+    where_.assign(npages_, p.init == "cpu" ? ON_CPU : UNTOUCHED);
+    pend_.assign(npages_, 0);
+    unit_.assign(npages_, 0);
+    // Units: fixed-size pieces of each allocation (VA blocks, SVM ranges, counter regions).
+    for (const Alloc& a : t.allocs)
+      for (uint32_t off = 0; off < a.n; off += p.unit_pages) {
+        uint32_t u = uint32_t(ufirst_.size());
+        uint32_t n = std::min(p.unit_pages, a.n - off);
+        ufirst_.push_back(a.first + off);
+        un_.push_back(n);
+        for (uint32_t k = 0; k < n; ++k) unit_[a.first + off + k] = u;
+      }
+    size_t U = ufirst_.size();
+    res_.assign(U, 0);
+    prev_.assign(U, -1);
+    next_.assign(U, -1);
+    inlist_.assign(U, 0);
+    ref_.assign(U, 0);
+    flags_.assign(U, 0);
+    evstamp_.assign(U, 0);
+    thrash_.assign(U, 0);
+    counter_.assign(U, 0);
+    // Occupancy trees for the density prefetcher: per unit, a complete binary tree over the unit's
+    // pages rounded up to a power of two (node 1 = root, leaves at [L, 2L)).
+    leaves_ = 1;
+    while (leaves_ < p.unit_pages) leaves_ *= 2;
+    words_ = (leaves_ + 63) / 64;
+    if (p.policy == "uvm") bits_.assign(U * size_t(words_), 0);
+    mark_.assign(leaves_, 0);
+    lapse_ = p.thrash_lapse ? p.thrash_lapse : p.capacity_pages;
+  }
+
+  Stats run() {
+    const std::string& pol = p_.policy;
+    int mode = pol == "uvm" ? 0 : pol == "svm" ? 1 : pol == "ats" ? 2 : 3;
+    lru_ = p_.eviction == "lru";
+    clock_ = p_.eviction == "clock";
+    for (uint32_t e : t_.ev) {
+      ++now_;
+      if (e == BARRIER) {
+        ++s_.barriers;
+        if (mode == 0) flush();
+        continue;
+      }
+      uint32_t pg = e & PAGE_MASK;
+      if (e & CPU) { cpu_access(pg, mode); continue; }
+      ++s_.gpu_events;
+      uint8_t w = where_[pg];
+      uint32_t u = unit_[pg];
+      if (w == ON_GPU) {
+        ++s_.hits;
+        if (lru_) { if (u != lastu_) touch(u); }
+        else if (clock_) ref_[u] = 1;
+        lastu_ = u;
+        continue;
+      }
+      switch (mode) {
+        case 0: uvm_fault(pg, u); break;
+        case 1: svm_fault(pg, u); break;
+        case 2: ats_access(pg, u); break;
+        default: ++s_.remote_gpu; break;
+      }
+    }
+    if (mode == 0) flush();
+    s_.events = t_.ev.size();
+    s_.cpu_events = s_.events - s_.gpu_events - s_.barriers;
+    return s_;
+  }
+
+ private:
+  const Trace& t_;
+  Params p_;
+  uint32_t npages_;
+  Stats s_;
+  uint64_t now_ = 0, used_ = 0, lapse_;
+  uint32_t leaves_;
+  bool lru_ = false, clock_ = false;
+  uint32_t lastu_ = 0xFFFFFFFFu, hand_ = 0, batch_ = 1;
+  std::vector<uint8_t> where_, inlist_, ref_, flags_;
+  std::vector<uint32_t> pend_, unit_, ufirst_, un_, res_, thrash_, counter_;
+  std::vector<uint64_t> bits_;  // per unit: pages on (or arriving at) the GPU
+  uint32_t words_ = 1;
+  std::vector<int32_t> prev_, next_;
+  std::vector<uint64_t> evstamp_;
+  std::vector<uint32_t> batch_pages_;
+  int32_t head_ = -1, tail_ = -1;  // recency list of resident units: head = most recent
+  enum : uint8_t { REMOTE = 1 };
+
+  // Recency list.
+  void unlink(uint32_t u) {
+    if (!inlist_[u]) return;
+    if (prev_[u] >= 0) next_[prev_[u]] = next_[u]; else head_ = next_[u];
+    if (next_[u] >= 0) prev_[next_[u]] = prev_[u]; else tail_ = prev_[u];
+    prev_[u] = next_[u] = -1;
+    inlist_[u] = 0;
+  }
+  void touch(uint32_t u) {  // move to the front (most recent)
+    if (head_ == int32_t(u)) return;
+    unlink(u);
+    next_[u] = head_;
+    if (head_ >= 0) prev_[head_] = int32_t(u);
+    head_ = int32_t(u);
+    if (tail_ < 0) tail_ = int32_t(u);
+    inlist_[u] = 1;
+  }
+  // The victim: least recent resident unit other than `keep` (clock: second chance).
+  int32_t victim(uint32_t keep) {
+    if (clock_) {
+      size_t U = ufirst_.size();
+      for (size_t step = 0; step < 2 * U + 2; ++step) {
+        uint32_t u = hand_;
+        hand_ = uint32_t((hand_ + 1) % U);
+        if (!res_[u] || u == keep) continue;
+        if (ref_[u]) { ref_[u] = 0; continue; }
+        return int32_t(u);
+      }
+      return -1;
+    }
+    for (int32_t u = tail_; u >= 0; u = prev_[u])
+      if (uint32_t(u) != keep) return u;
+    return -1;
+  }
+  void tree_set(uint32_t u, uint32_t off, int d) {
+    if (bits_.empty()) return;
+    uint64_t& w = bits_[size_t(u) * words_ + off / 64];
+    if (d > 0) w |= 1ull << (off % 64); else w &= ~(1ull << (off % 64));
+  }
+  // Pages set in [lo, lo + size) of unit u's bitmap (size a power of two, lo aligned to it).
+  uint32_t occupied(uint32_t u, uint32_t lo, uint32_t size) const {
+    const uint64_t* w = &bits_[size_t(u) * words_];
+    if (size < 64) return uint32_t(__builtin_popcountll((w[lo / 64] >> (lo % 64)) & ((1ull << size) - 1)));
+    uint32_t c = 0;
+    for (uint32_t k = lo / 64; k < (lo + size) / 64; ++k) c += uint32_t(__builtin_popcountll(w[k]));
+    return c;
+  }
+  void to_gpu(uint32_t pg, uint32_t u) {
+    where_[pg] = ON_GPU;
+    ++res_[u];
+    ++used_;
+    tree_set(u, pg - ufirst_[u], +1);
+    if (used_ > s_.peak_gpu) s_.peak_gpu = used_;
+  }
+  void evict(uint32_t v) {
+    uint32_t f = ufirst_[v], n = un_[v];
+    for (uint32_t k = 0; k < n; ++k)
+      if (where_[f + k] == ON_GPU) {
+        where_[f + k] = ON_CPU;
+        ++s_.d2h_evict;
+        --used_;
+        tree_set(v, k, -1);
+      }
+    res_[v] = 0;
+    unlink(v);
+    ref_[v] = 0;
+    evstamp_[v] = now_;
+    ++s_.evictions;
+  }
+  // Makes room for `need` pages; false if it cannot (the unit itself is larger than the GPU).
+  bool make_room(uint64_t need, uint32_t keep) {
+    while (used_ + need > p_.capacity_pages) {
+      int32_t v = victim(keep);
+      if (v < 0) return false;
+      evict(uint32_t(v));
+    }
+    return true;
+  }
+  // Brings page pg of unit u to the GPU, counting the transfer under `cause`.
+  void bring(uint32_t pg, uint32_t u, uint64_t& cause) {
+    if (where_[pg] == UNTOUCHED) ++s_.populate_gpu; else ++cause;
+    to_gpu(pg, u);
+  }
+  bool thrashing(uint32_t u) {
+    if (p_.thrash_threshold == 0 || evstamp_[u] == 0) return false;
+    if (now_ - evstamp_[u] <= lapse_) ++thrash_[u]; else thrash_[u] = 0;
+    evstamp_[u] = 0;
+    if (thrash_[u] < p_.thrash_threshold) return false;
+    if (p_.thrash_action == "remote") {
+      flags_[u] |= REMOTE;
+      ++s_.thrash_units;
+      return true;
+    }
+    return false;  // "none": detection only
+  }
+
+  // ----- UVM
+  void uvm_fault(uint32_t pg, uint32_t u) {
+    if (flags_[u] & REMOTE) { ++s_.remote_gpu; return; }
+    if (pend_[pg] == batch_) { ++s_.dup_faults; return; }
+    pend_[pg] = batch_;
+    batch_pages_.push_back(pg);
+    if (batch_pages_.size() >= p_.batch_size) flush();
+  }
+  void flush() {
+    if (batch_pages_.empty()) return;
+    ++s_.batches;
+    std::sort(batch_pages_.begin(), batch_pages_.end());
+    size_t i = 0;
+    while (i < batch_pages_.size()) {
+      uint32_t u = unit_[batch_pages_[i]];
+      size_t j = i;
+      while (j < batch_pages_.size() && unit_[batch_pages_[j]] == u) ++j;
+      service_block(u, i, j);
+      i = j;
+    }
+    batch_pages_.clear();
+    ++batch_;
+  }
+  void service_block(uint32_t u, size_t i, size_t j) {
+    s_.faults += j - i;
+    if (!res_[u] && thrashing(u)) { s_.remote_gpu += j - i; return; }
+    if (flags_[u] & REMOTE) { s_.remote_gpu += j - i; return; }
+    uint32_t f = ufirst_[u], n = un_[u], g = p_.granule_pages;
+    // Pages to bring: the faulted granules, then (prefetch) the density regions around them.
+    std::vector<uint32_t>& want = want_;
+    want.clear();
+    // The distinct faulted granules (the batch is sorted, so equal granules are adjacent).
+    std::vector<uint32_t>& gran = gran_;
+    gran.clear();
+    for (size_t k = i; k < j; ++k) {
+      uint32_t g0 = (batch_pages_[k] - f) / g * g;
+      if (gran.empty() || gran.back() != g0) gran.push_back(g0);
+    }
+    for (uint32_t g0 : gran)
+      for (uint32_t q = g0; q < std::min(n, g0 + g); ++q)
+        if (where_[f + q] != ON_GPU && !mark_[q]) { mark_[q] = 1; want.push_back(q); }
+    size_t demand = want.size();
+    if (p_.prefetch && !bits_.empty()) {
+      // Occupancy with the faulted granules counted as arriving (their bits set now; bring() keeps them).
+      for (uint32_t q : want) tree_set(u, q, +1);
+      for (uint32_t off : gran) {
+        uint32_t blo = 0, bsize = 0;
+        for (uint32_t size = 1; size <= leaves_; size *= 2) {
+          if (size <= g) continue;
+          uint32_t lo = off / size * size;
+          if (uint64_t(occupied(u, lo, size)) * 100 > uint64_t(p_.prefetch_threshold) * size) blo = lo, bsize = size;
+        }
+        if (!bsize || blo >= n || occupied(u, blo, bsize) >= std::min(bsize, n - blo)) continue;
+        for (uint32_t q = blo; q < std::min(n, blo + bsize); ++q)
+          if (where_[f + q] != ON_GPU && !mark_[q]) {
+            mark_[q] = 1;
+            want.push_back(q);
+            tree_set(u, q, +1);
+          }
+      }
+    }
+    for (uint32_t q : want) mark_[q] = 0;
+    if (want.empty()) return;
+    if (!make_room(want.size(), u)) {
+      for (size_t k = demand; k < want.size(); ++k) tree_set(u, want[k], -1);
+      want.resize(demand);
+      if (!make_room(want.size(), u)) {
+        for (uint32_t q : want) tree_set(u, q, -1);
+        s_.remote_gpu += j - i;
+        return;
+      }
+    }
+    for (size_t k = 0; k < want.size(); ++k) bring(f + want[k], u, k < demand ? s_.h2d_fault : s_.h2d_prefetch);
+    ++s_.migrations;
+    touch(u);
+    ref_[u] = 1;
+  }
+
+  // ----- SVM: a fault migrates the whole range.
+  void svm_fault(uint32_t pg, uint32_t u) {
+    (void)pg;
+    ++s_.faults;
+    uint32_t f = ufirst_[u], n = un_[u], need = n - res_[u];
+    if (!make_room(need, u)) { ++s_.remote_gpu; return; }
+    for (uint32_t k = 0; k < n; ++k)
+      if (where_[f + k] != ON_GPU) bring(f + k, u, s_.h2d_fault);
+    ++s_.migrations;
+    touch(u);
+    ref_[u] = 1;
+  }
+
+  // ----- ATS with access counters
+  void ats_access(uint32_t pg, uint32_t u) {
+    if (where_[pg] == UNTOUCHED && used_ < p_.capacity_pages) {  // GPU first touch places the page on the GPU
+      ++s_.populate_gpu;
+      to_gpu(pg, u);
+      if (!inlist_[u]) touch(u);
+      return;
+    }
+    if (where_[pg] == UNTOUCHED) where_[pg] = ON_CPU;
+    ++s_.remote_gpu;
+    if (++counter_[u] < p_.counter_threshold) return;
+    counter_[u] = 0;
+    uint32_t f = ufirst_[u], n = un_[u];
+    // Counter-triggered migration only into free GPU memory: system memory is not evicted to make room
+    // (Schieffer et al. 2024 Sec. 7: "With system memory, no eviction is happening").
+    if (used_ + (n - res_[u]) > p_.capacity_pages) { ++s_.counter_refused; return; }
+    for (uint32_t k = 0; k < n; ++k)
+      if (where_[f + k] == ON_CPU) bring(f + k, u, s_.h2d_counter);
+    ++s_.migrations;
+    ++s_.counter_migrations;
+    touch(u);
+    ref_[u] = 1;
+  }
+
+  void cpu_access(uint32_t pg, int mode) {
+    uint8_t w = where_[pg];
+    if (w == UNTOUCHED) { where_[pg] = ON_CPU; return; }
+    if (w != ON_GPU) return;
+    uint32_t u = unit_[pg];
+    if (mode == 2 || mode == 3) { ++s_.remote_cpu; return; }  // coherent link: the CPU reads GPU memory
+    ++s_.cpu_faults;
+    if (mode == 1) {  // SVM migrates the range back
+      uint32_t f = ufirst_[u], n = un_[u];
+      for (uint32_t k = 0; k < n; ++k)
+        if (where_[f + k] == ON_GPU) { where_[f + k] = ON_CPU; --used_; ++s_.d2h_cpu_fault; }
+      res_[u] = 0;
+      unlink(u);
+      return;
+    }
+    where_[pg] = ON_CPU;  // UVM: the faulted page back to the CPU
+    --used_;
+    ++s_.d2h_cpu_fault;
+    tree_set(u, pg - ufirst_[u], -1);
+    if (--res_[u] == 0) unlink(u);
+  }
+
+  std::vector<uint32_t> want_, gran_;
+  std::vector<uint8_t> mark_;
+};
+
+// ---------------------------------------------------------------- options
+uint64_t parse_bytes(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || v < 0) die("bad size '" + s + "'");
+  std::string u(end);
+  for (auto& c : u) c = char(std::toupper(c));
+  double m = 1;
+  if (u == "" || u == "B") m = 1;
+  else if (u == "K" || u == "KIB") m = 1024.0;
+  else if (u == "M" || u == "MIB") m = 1024.0 * 1024;
+  else if (u == "G" || u == "GIB") m = 1024.0 * 1024 * 1024;
+  else die("bad size unit in '" + s + "'");
+  return uint64_t(v * m + 0.5);
+}
+
+Trace read_trace(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) die("cannot open trace '" + path + "'");
+  Trace t;
+  char magic[8];
+  uint32_t pb = 0, na = 0;
+  uint64_t ne = 0;
+  if (std::fread(magic, 1, 8, f) != 8 || std::memcmp(magic, "UMSTRACE", 8) != 0) die("not a umsim trace: " + path);
+  if (std::fread(&pb, 4, 1, f) != 1 || std::fread(&na, 4, 1, f) != 1) die("truncated trace header");
+  t.page_bytes = pb;
+  t.allocs.resize(na);
+  if (na && std::fread(t.allocs.data(), sizeof(Alloc), na, f) != na) die("truncated allocation table");
+  for (size_t i = 1; i < t.allocs.size(); ++i)
+    if (t.allocs[i].first < t.allocs[i - 1].first + t.allocs[i - 1].n) die("allocations must be sorted and disjoint");
+  if (std::fread(&ne, 8, 1, f) != 1) die("truncated trace header");
+  t.ev.resize(ne);
+  if (ne && std::fread(t.ev.data(), 4, ne, f) != ne) die("truncated trace events");
+  std::fclose(f);
+  uint32_t np = t.pages();
+  for (uint32_t e : t.ev)
+    if (e != BARRIER && (e & PAGE_MASK) >= np) die("event page outside every allocation");
+  return t;
+}
+
+void usage() {
+  std::fputs(
+      "usage: umsim (--app NAME --footprint BYTES [--iterations N] [--reverse] | --trace FILE)\n"
+      "             --capacity BYTES [--policy uvm|svm|ats|zerocopy] [--page BYTES] [--eviction lrf|lru|clock]\n"
+      "             [--unit BYTES] [--granule BYTES] [--prefetch on|off] [--prefetch-threshold PCT]\n"
+      "             [--batch N] [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
+      "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
+      "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
+      stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Params p;
+  std::string app, trace;
+  uint64_t foot = 0, cap = 0, page = 4096, unit = 0, granule = 65536, conc = 0;
+  int iters = 1, repeat = 1;
+  bool reverse = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) die("option " + a + " needs a value");
+      return argv[++i];
+    };
+    auto num = [&](const std::string& v) -> uint64_t {
+      char* end = nullptr;
+      unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end || v[0] == '-') die("option " + a + ": not a non-negative integer: '" + v + "'");
+      return x;
+    };
+    if (a == "--help" || a == "-h") { usage(); return 0; }
+    else if (a == "--app") app = val();
+    else if (a == "--trace") trace = val();
+    else if (a == "--footprint") foot = parse_bytes(val());
+    else if (a == "--capacity") cap = parse_bytes(val());
+    else if (a == "--page") page = parse_bytes(val());
+    else if (a == "--unit") unit = parse_bytes(val());
+    else if (a == "--granule") granule = parse_bytes(val());
+    else if (a == "--iterations") iters = int(num(val()));
+    else if (a == "--reverse") reverse = true;
+    else if (a == "--policy") p.policy = val();
+    else if (a == "--eviction") p.eviction = val();
+    else if (a == "--prefetch") { std::string v = val(); if (v != "on" && v != "off") die("--prefetch on|off"); p.prefetch = v == "on"; }
+    else if (a == "--prefetch-threshold") p.prefetch_threshold = uint32_t(num(val()));
+    else if (a == "--batch") p.batch_size = uint32_t(num(val()));
+    else if (a == "--thrash-threshold") p.thrash_threshold = uint32_t(num(val()));
+    else if (a == "--thrash-lapse") p.thrash_lapse = num(val());
+    else if (a == "--thrash-action") p.thrash_action = val();
+    else if (a == "--counter-threshold") p.counter_threshold = uint32_t(num(val()));
+    else if (a == "--concurrency") conc = num(val());
+    else if (a == "--init") p.init = val();
+    else if (a == "--repeat") repeat = int(num(val()));
+    else { usage(); die("unknown option '" + a + "'"); }
+  }
+  if (p.policy != "uvm" && p.policy != "svm" && p.policy != "ats" && p.policy != "zerocopy")
+    die("--policy must be uvm, svm, ats or zerocopy");
+  if (p.eviction != "lrf" && p.eviction != "lru" && p.eviction != "clock") die("--eviction must be lrf, lru or clock");
+  if (p.thrash_action != "remote" && p.thrash_action != "none") die("--thrash-action must be remote or none");
+  if (p.init != "cpu" && p.init != "none") die("--init must be cpu or none");
+  if (app.empty() == trace.empty()) die("give exactly one of --app NAME and --trace FILE");
+  if (p.prefetch_threshold > 100) die("--prefetch-threshold is a percentage (0-100)");
+  if (p.batch_size == 0) die("--batch must be at least 1");
+  if (repeat < 1) die("--repeat must be at least 1");
+
+  Trace t;
+  if (!trace.empty()) {
+    t = read_trace(trace);
+  } else {
+    if (page < 4096 || page % 4096) die("--page must be a multiple of 4096");
+    t.page_bytes = page;
+  }
+  if (cap == 0) die("--capacity is required (GPU memory available to the program)");
+  if (unit == 0) unit = p.policy == "svm" ? (64ull << 20) : (2ull << 20);
+  if (unit < t.page_bytes || unit / t.page_bytes > 65535) die("--unit must be 1 to 65535 pages");
+  if (granule < t.page_bytes) granule = t.page_bytes;
+  p.unit_pages = uint32_t(unit / t.page_bytes);
+  p.granule_pages = uint32_t(std::min(unit, granule) / t.page_bytes);
+  p.capacity_pages = cap / t.page_bytes;
+  if (trace.empty()) {
+    if (foot == 0) die("--footprint is required with --app");
+    if (foot / t.page_bytes >= PAGE_MASK / 2) die("--footprint too large for 30-bit page numbers at this --page");
+    Gen g(t, p.unit_pages);
+    uint64_t c = conc ? conc : 8192;
+    if (app == "read") gen_read(g, foot, iters);
+    else if (app == "triad") gen_triad(g, foot, iters);
+    else if (app == "conv2d") gen_conv2d(g, foot, iters);
+    else if (app == "jacobi2d") gen_jacobi2d(g, foot, iters, reverse);
+    else if (app == "mvt") gen_mvt(g, foot, iters, c);
+    else if (app == "gesummv") gen_gesummv(g, foot, iters, c);
+    else if (app == "sgemm") gen_sgemm(g, foot, iters, conc ? conc : 264);
+    else if (app == "bfs") gen_bfs(g, foot, iters);
+    else if (app == "hotspot") gen_hotspot(g, foot, iters);
+    else if (app == "srad") gen_srad(g, foot, iters);
+    else if (app == "pathfinder") gen_pathfinder(g, foot, iters);
+    else if (app == "needle") gen_needle(g, foot, iters);
+    else die("unknown --app '" + app + "'");
+    const uint32_t np = t.pages();
+    for (uint32_t e : t.ev)
+      if (e != BARRIER && (e & PAGE_MASK) >= np) die("internal: generator '" + app + "' left its allocations");
+  }
+  Stats s;
+  double best = 1e300;
+  for (int r = 0; r < repeat; ++r) {
+    Sim sim(t, p);
+    auto t0 = std::chrono::steady_clock::now();
+    s = sim.run();
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, dt);
+  }
+  uint64_t footprint_pages = 0;
+  for (auto& a : t.allocs) footprint_pages += a.n;
+  const double pb = double(t.page_bytes);
+  std::printf(
+      "{\"type\":\"sim\",\"policy\":\"%s\",\"eviction\":\"%s\",\"app\":\"%s\",\"page_bytes\":%llu,"
+      "\"unit_pages\":%u,\"granule_pages\":%u,\"prefetch\":%s,\"prefetch_threshold\":%u,\"batch_size\":%u,"
+      "\"thrash_threshold\":%u,\"counter_threshold\":%u,\"capacity_pages\":%llu,\"footprint_pages\":%llu,"
+      "\"allocations\":%zu,\"events\":%llu,\"gpu_events\":%llu,\"cpu_events\":%llu,\"barriers\":%llu,"
+      "\"hits\":%llu,\"faults\":%llu,\"dup_faults\":%llu,\"batches\":%llu,\"migrations\":%llu,"
+      "\"h2d_fault_pages\":%llu,\"h2d_prefetch_pages\":%llu,\"h2d_counter_pages\":%llu,\"populate_gpu_pages\":%llu,"
+      "\"evictions\":%llu,\"d2h_evict_pages\":%llu,\"cpu_faults\":%llu,\"d2h_cpu_fault_pages\":%llu,"
+      "\"remote_gpu_pages\":%llu,\"remote_cpu_pages\":%llu,\"thrash_units\":%llu,\"counter_migrations\":%llu,\"counter_refused\":%llu,"
+      "\"peak_gpu_pages\":%llu,\"h2d_bytes\":%.0f,\"d2h_bytes\":%.0f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
+      p.policy.c_str(), p.eviction.c_str(), app.empty() ? "trace" : app.c_str(), (unsigned long long)t.page_bytes,
+      p.unit_pages, p.granule_pages, p.prefetch ? "true" : "false", p.prefetch_threshold, p.batch_size,
+      p.thrash_threshold, p.counter_threshold, (unsigned long long)p.capacity_pages,
+      (unsigned long long)footprint_pages, t.allocs.size(), (unsigned long long)s.events,
+      (unsigned long long)s.gpu_events, (unsigned long long)s.cpu_events, (unsigned long long)s.barriers,
+      (unsigned long long)s.hits, (unsigned long long)s.faults, (unsigned long long)s.dup_faults,
+      (unsigned long long)s.batches, (unsigned long long)s.migrations, (unsigned long long)s.h2d_fault,
+      (unsigned long long)s.h2d_prefetch, (unsigned long long)s.h2d_counter, (unsigned long long)s.populate_gpu,
+      (unsigned long long)s.evictions, (unsigned long long)s.d2h_evict, (unsigned long long)s.cpu_faults,
+      (unsigned long long)s.d2h_cpu_fault, (unsigned long long)s.remote_gpu, (unsigned long long)s.remote_cpu,
+      (unsigned long long)s.thrash_units, (unsigned long long)s.counter_migrations, (unsigned long long)s.counter_refused, (unsigned long long)s.peak_gpu,
+      double(s.h2d_fault + s.h2d_prefetch + s.h2d_counter) * pb, double(s.d2h_evict + s.d2h_cpu_fault) * pb, best,
+      best > 0 ? double(s.events) / best : 0.0);
+  return 0;
+}

@@ -1,0 +1,388 @@
+"""The `llm` application: autoregressive greedy decoding with Hugging Face transformers models of real
+architectures and sizes, built from their configurations with RANDOM weights (nothing is downloaded;
+every record says so), their memory placed in a memory kind by libumalloc installed as PyTorch's
+allocator.
+
+    python -m umscope.apps.llm --model gpt2-xl --mode managed-prefetch [--tokens 100] [--prompt 32] [--batch 1]
+
+(`umscope app run llm --mode M --model NAME` runs it as a case in the store.) Prints JSON-lines records and
+a status line, as umbench does. Timing: CUDA events around the prefill and each decode step, after an
+untimed warm-up generation; per-token time is the median over the decode steps, spread (max - min) /
+median. Verification: the prefill logits and the last step's logits are compared with those of PyTorch's
+own allocator in device memory (mode `torch`, same seed, computed once per configuration in a child
+process and kept in a reference file): `verified: cross-mode-logits`.
+
+Modes: torch (PyTorch's caching allocator, the reference), explicit (device), managed, managed-prefetch,
+managed-advice (preferred:cpu + accessed_by:gpu), pinned, registered, system (HMM/ATS), and mixed (the
+weights in --weights KIND, the KV cache and activations in --cache KIND: the allocator's kind is switched
+once the model is built).
+
+This module imports torch only when it runs a case, so the plan and the bounds work without PyTorch."""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+
+GPT2_BASE = {"vocab_size": 50257, "n_positions": 1024}
+LLAMA_BASE = {"vocab_size": 128256, "max_position_embeddings": 8192, "rope_theta": 500000.0, "rms_norm_eps": 1e-5,
+              "hidden_act": "silu"}
+# Sizes of the published configurations (GPT-2: Radford et al. 2019; Llama 3.2 1B/3B, Llama 3.1 8B);
+# the tiny ones are for tests.
+MODELS = {
+    "gpt2-tiny": ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 2, "vocab_size": 1024, "n_positions": 512,
+                           "bos_token_id": 0, "eos_token_id": 0}),
+    "gpt2": ("gpt2", {"n_embd": 768, "n_layer": 12, "n_head": 12}),
+    "gpt2-medium": ("gpt2", {"n_embd": 1024, "n_layer": 24, "n_head": 16}),
+    "gpt2-large": ("gpt2", {"n_embd": 1280, "n_layer": 36, "n_head": 20}),
+    "gpt2-xl": ("gpt2", {"n_embd": 1600, "n_layer": 48, "n_head": 25}),
+    "llama-tiny": ("llama", {"hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2,
+                             "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024,
+                             "max_position_embeddings": 1024}),
+    "llama-1b": ("llama", {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+                           "num_attention_heads": 32, "num_key_value_heads": 8, "tie_word_embeddings": True}),
+    "llama-3b": ("llama", {"hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 28,
+                           "num_attention_heads": 24, "num_key_value_heads": 8, "tie_word_embeddings": True}),
+    "llama-8b": ("llama", {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                           "num_attention_heads": 32, "num_key_value_heads": 8, "tie_word_embeddings": False}),
+}
+# Memory mode -> the allocator's kind (None: PyTorch's own allocator). first_touch=none: the weights are
+# written by the GPU's initialisation, the cache and activations by the GPU; nothing is touched before.
+MODES = {
+    "torch": None,
+    "explicit": "device",
+    "managed": "managed,first_touch=none",
+    "managed-prefetch": "managed,first_touch=none,prefetch=gpu",
+    "managed-advice": "managed,first_touch=none,advise=preferred:cpu+accessed_by:gpu",
+    "pinned": "pinned,first_touch=none",
+    "registered": "registered,first_touch=none",
+    "system": "system,first_touch=none",
+    "mixed": None,  # --weights / --cache
+}
+DTYPES = ("fp16", "bf16", "fp32")
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+WEIGHTS_NOTE = "random (built from the configuration with transformers, nothing downloaded)"
+TOLERANCE = 1e-3  # max |logit - reference| / max |reference|
+
+
+def weights_kind(mode, weights=None):
+    return (weights or "pinned,first_touch=none") if mode == "mixed" else MODES[mode]
+
+
+def cache_kind(mode, cache=None):
+    return (cache or "device") if mode == "mixed" else MODES[mode]
+
+
+def param_count(model) -> int:
+    """Parameters of a configuration, from the architecture's shapes (no torch needed)."""
+    arch, c = MODELS[model]
+    if arch == "gpt2":
+        c = dict(GPT2_BASE, **c)
+        d, L, v, p = c["n_embd"], c["n_layer"], c["vocab_size"], c["n_positions"]
+        per = 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d)
+        return v * d + p * d + L * per + 2 * d  # tied output head
+    c = dict(LLAMA_BASE, **c)
+    d, L, v, f = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"], c["intermediate_size"]
+    kv = d // c["num_attention_heads"] * c["num_key_value_heads"]
+    per = d * d + 2 * d * kv + d * d + 3 * d * f + 2 * d
+    return v * d + L * per + d + (0 if c.get("tie_word_embeddings") else v * d)
+
+
+def weight_bytes(model, dtype) -> int:
+    return param_count(model) * DTYPE_BYTES[dtype]
+
+
+def location(kind) -> str:
+    """Where weights of this kind are read from in steady state: 'gpu' or 'host' (bounds.location)."""
+    from umscope.model import bounds
+    if not kind:
+        return "gpu"
+    name, _, policy = kind.partition(",")
+    return bounds.location(name, policy, {})
+
+
+def token_bound(rec, desc):
+    """(seconds per decode step at the peak of where the weights live, datapath) or (None, why): a decode
+    step reads every weight once, so the bound is weight bytes / bandwidth (bounds.describe's peaks)."""
+    extra = rec.get("extra") or rec
+    loc = location(extra.get("weights_kind"))
+    path = "gpu_memory" if loc == "gpu" else "h2d"
+    peak = (desc.get("datapaths") or {}).get(path)
+    if not peak or not rec.get("bytes"):
+        return None, f"peak unknown for {path}"
+    return rec["bytes"] / (peak[0] * 1e9), path
+
+
+def reference_dir() -> str:
+    return os.environ.get("UMSCOPE_LLM_REFS") or os.path.join(tempfile.gettempdir(),
+                                                              f"umscope-llm-refs-{os.getuid()}")
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="python -m umscope.apps.llm")
+    p.add_argument("--model", default="gpt2", choices=list(MODELS))
+    p.add_argument("--mode", default="explicit", choices=list(MODES))
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--prompt", type=int, default=32, help="prompt length in tokens")
+    p.add_argument("--tokens", type=int, default=100, help="new tokens (prefill gives the first)")
+    p.add_argument("--precision", default="fp16", choices=DTYPES)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--weights", help="mixed: kind of the weights (default pinned,first_touch=none)")
+    p.add_argument("--cache", help="mixed: kind of the KV cache and activations (default device)")
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--reps", type=int, default=1, help="timed generations")
+    p.add_argument("--warmup", type=int, default=1, help="untimed generations (of 4 tokens) before")
+    p.add_argument("--allow-oversubscription", action="store_true")
+    p.add_argument("--allow-host-overcommit", action="store_true")
+    # The runner passes every case its --placement; a PyTorch process is not pinned by umscope.
+    p.add_argument("--placement", choices=["local", "remote", "none"], help=argparse.SUPPRESS)
+    p.add_argument("--reference-only", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def validate(a):
+    """Bad input: a reason (str), else None."""
+    for k in ("batch", "prompt", "tokens", "reps"):
+        if getattr(a, k) < 1:
+            return f"--{k} must be at least 1"
+    if a.warmup < 0:
+        return "--warmup must be 0 or more"
+    if a.placement in ("local", "remote"):
+        return "--placement local/remote pins umbench; the llm application (PyTorch) is not pinned: use --placement none"
+    if (a.weights or a.cache) and a.mode != "mixed":
+        return "--weights and --cache go with --mode mixed"
+    arch, c = MODELS[a.model]
+    limit = c.get("n_positions", GPT2_BASE["n_positions"]) if arch == "gpt2" else \
+        c.get("max_position_embeddings", LLAMA_BASE["max_position_embeddings"])
+    if a.prompt + a.tokens > limit:
+        return f"--prompt + --tokens ({a.prompt + a.tokens}) exceed {a.model}'s {limit} positions"
+    return None
+
+
+def _emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _status(status, reason=""):
+    _emit({"type": "status", "status": status, "reason": reason})
+    return 0 if status in ("ok", "skipped", "refused") else 1
+
+
+def _key(a, torch) -> str:
+    text = json.dumps([a.model, MODELS[a.model], a.precision, a.batch, a.prompt, a.tokens, a.seed, torch.__version__,
+                       torch.cuda.get_device_name(a.device)])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _build(a, torch):
+    import transformers
+    arch, c = MODELS[a.model]
+    if arch == "gpt2":
+        config = transformers.GPT2Config(**dict(GPT2_BASE, **c))
+    else:
+        config = transformers.LlamaConfig(**dict(LLAMA_BASE, **c))
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[a.precision]
+    torch.manual_seed(a.seed)
+    # Built on the GPU (its allocations go to the weights' kind), initialised there by the model's own
+    # random initialisation: the same kernels and seed in every placement give the same weights.
+    with torch.device(f"cuda:{a.device}"):
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
+        except TypeError:
+            model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
+    model.eval()
+    seen, total = set(), 0
+    for p in model.parameters():
+        if p.data_ptr() not in seen:
+            seen.add(p.data_ptr())
+            total += p.numel() * p.element_size()
+    return model, total, config
+
+
+def _generate(model, ids, steps, torch):
+    """Prefill then `steps` greedy decode steps; CUDA events between them. Returns (prefill s,
+    [step s], prefill logits, last logits, tokens)."""
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 2)]
+    ev[0].record()
+    out = model(input_ids=ids, use_cache=True)
+    cache, first = out.past_key_values, out.logits[:, -1, :]
+    nxt = first.argmax(-1, keepdim=True)
+    ev[1].record()
+    toks, last = [nxt], first
+    for t in range(steps):
+        out = model(input_ids=nxt, past_key_values=cache, use_cache=True)
+        cache, last = out.past_key_values, out.logits[:, -1, :]
+        nxt = last.argmax(-1, keepdim=True)
+        toks.append(nxt)
+        ev[t + 2].record()
+    torch.cuda.synchronize()
+    prefill = ev[0].elapsed_time(ev[1]) / 1e3
+    step_s = [ev[i].elapsed_time(ev[i + 1]) / 1e3 for i in range(1, steps + 1)]
+    return prefill, step_s, first.float().cpu(), last.float().cpu(), torch.cat(toks, 1).cpu()
+
+
+def _reference(a, key, torch):
+    """The mode-`torch` logits of this configuration: from the reference file, computing it in a child first."""
+    import subprocess
+    path = os.path.join(reference_dir(), key + ".pt")
+    if not os.path.exists(path):
+        argv = [sys.executable, "-m", "umscope.apps.llm", "--model", a.model, "--mode", "torch", "--batch",
+                str(a.batch), "--prompt", str(a.prompt), "--tokens", str(a.tokens), "--precision", a.precision,
+                "--seed", str(a.seed), "--device", str(a.device), "--reference-only", "--warmup", "0"]
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+        if not os.path.exists(path):
+            return None, f"the reference run (mode torch) failed: {(res.stdout + res.stderr).strip()[-300:]}"
+    return torch.load(path), None
+
+
+def _rel(a, b) -> float:
+    scale = float(b.abs().max()) or 1.0
+    return float((a - b).abs().max()) / scale
+
+
+def main(argv=None) -> int:
+    a = _parser().parse_args(argv)
+    why = validate(a)
+    if why:
+        sys.stderr.write(f"llm: error: {why}\n")
+        _status("usage", why)
+        return 2
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as e:
+        return _status("skipped", f"PyTorch and transformers are needed for the llm application: {e}")
+    if not torch.cuda.is_available():
+        return _status("skipped", "no CUDA GPU visible to PyTorch")
+    wkind, ckind = weights_kind(a.mode, a.weights), cache_kind(a.mode, a.cache)
+    lib = None
+    if wkind is not None:
+        from umscope import place
+        lib = place.library_path()
+        if lib is None:
+            return _status("skipped", "this umscope was built without libumalloc (no CUDA toolkit at build time)")
+        try:
+            place.configure(wkind, "", 1 if a.allow_oversubscription else 0, lib)
+            if ckind != wkind:
+                place.set_kind(ckind, lib)  # checked now; switched back below
+                place.configure(wkind, "", -1, lib)
+        except Exception as e:  # noqa: BLE001 - a bad --weights/--cache kind
+            sys.stderr.write(f"llm: error: {e}\n")
+            _status("usage", str(e))
+            return 2
+        torch.cuda.memory.change_current_allocator(
+            torch.cuda.memory.CUDAPluggableAllocator(lib, "umscope_alloc", "umscope_free"))
+    torch.cuda.set_device(a.device)
+    free, total = torch.cuda.mem_get_info(a.device)
+    need = weight_bytes(a.model, a.precision)
+    if wkind is None or location(wkind) == "gpu" and not wkind.startswith("managed"):
+        if need > free:
+            return _status("skipped", f"{a.model} needs {need / 2**30:.2f} GiB of weights, more than the "
+                           f"{free / 2**30:.2f} GiB of GPU memory free: past GPU capacity it runs only in "
+                           "host-resident kinds (pinned, registered, system) or managed with --allow-oversubscription")
+    elif wkind.startswith("managed") and need > free and not a.allow_oversubscription:
+        return _status("refused", f"{a.model} needs {need / 2**30:.2f} GiB of managed memory, more than the "
+                       f"{free / 2**30:.2f} GiB of GPU memory free, and oversubscribing a shared GPU can hang it; "
+                       "pass --allow-oversubscription on a machine you own")
+    if wkind and wkind.startswith("system"):
+        from umscope import native
+        gpus = native.native_info().get("gpus") or []
+        g = next((g for g in gpus if g.get("device") == a.device), {})
+        if not g.get("pageable_memory_access"):
+            return _status("skipped", "the GPU cannot access pageable host memory on this machine "
+                           "(cudaDevAttrPageableMemoryAccess = 0: no HMM or ATS)")
+    if wkind and location(wkind) == "host" and not a.allow_host_overcommit:
+        avail = _mem_available()
+        if avail and need > avail:
+            return _status("refused", f"{need / 2**30:.2f} GiB of host memory needed, {avail / 2**30:.2f} GiB "
+                           "available (MemAvailable); pass --allow-host-overcommit to try anyway")
+    key = _key(a, torch)
+    ref = None
+    if a.mode != "torch":  # the reference first, so that two models never share the GPU
+        ref, why = _reference(a, key, torch)
+        if ref is None:
+            return _status("failed", why)
+    try:
+        with torch.inference_mode():
+            t0 = time.perf_counter()
+            model, wbytes, config = _build(a, torch)
+            torch.cuda.synchronize()
+            build_s = time.perf_counter() - t0
+            if lib and ckind != wkind:
+                from umscope import place
+                place.set_kind(ckind, lib)
+            g = torch.Generator().manual_seed(a.seed)
+            ids = torch.randint(0, config.vocab_size, (a.batch, a.prompt), generator=g).to(f"cuda:{a.device}")
+            cold = None
+            for _ in range(a.warmup):
+                cold = cold or _generate(model, ids, 3, torch)[0]
+            runs = [_generate(model, ids, a.tokens - 1, torch) for _ in range(a.reps)]
+    except RuntimeError as e:
+        msg = str(e)
+        if "umscope place: refusing" in msg:
+            return _status("refused", msg.splitlines()[0][:500])
+        return _status("failed", msg.splitlines()[0][:500] if msg else type(e).__name__)
+    prefill_s = sorted(r[0] for r in runs)[len(runs) // 2]
+    steps = [s for r in runs for s in r[1]]
+    _, _, first, last, toks = runs[-1]
+    verified = "cross-mode-logits"
+    if a.mode == "torch":  # this run is the reference of the other placements
+        os.makedirs(reference_dir(), exist_ok=True)
+        tmp = os.path.join(reference_dir(), f".{key}.{os.getpid()}")
+        torch.save({"first": first, "last": last, "tokens": toks}, tmp)
+        os.replace(tmp, os.path.join(reference_dir(), key + ".pt"))
+        if a.reference_only:
+            return _status("ok")
+        ref, verified = {"first": first, "last": last, "tokens": toks}, "cross-mode-logits (the reference itself)"
+    err = max(_rel(first, ref["first"]), _rel(last, ref["last"]))
+    tokens_match = bool(torch.equal(toks, ref["tokens"]))
+    if err > TOLERANCE:
+        return _status("failed", f"logits differ from the device placement's (PyTorch's allocator, same seed): "
+                       f"max relative error {err:.3g} > {TOLERANCE}")
+    steps_sorted = sorted(steps)
+    med = steps_sorted[len(steps) // 2]
+    total_s = prefill_s + sum(runs[len(runs) // 2][1])
+    stats = {}
+    if lib:
+        from umscope import place
+        stats = place.stats(lib)
+    name = (wkind or "device").partition(",")
+    common = {"type": "record", "benchmark": "llm", "processor": "gpu", "kind": a.mode, "policy": "",
+              "bytes": wbytes, "threads": None, "model": a.model, "architecture": MODELS[a.model][0],
+              "config": MODELS[a.model][1], "precision": a.precision, "batch": a.batch, "prompt": a.prompt,
+              "tokens": a.tokens, "seed": a.seed, "weights": WEIGHTS_NOTE, "weights_kind": wkind or "device",
+              "cache_kind": ckind or "device", "allocator": "libumalloc" if lib else "pytorch caching allocator",
+              "weight_bytes": wbytes, "verified": verified, "max_rel_error": err,
+              "tokens_match": tokens_match, "reference": "mode torch (PyTorch's caching allocator, device memory)",
+              "torch": torch.__version__, "transformers": transformers.__version__, "build_s": round(build_s, 3),
+              "weights_kind_name": name[0]}
+    spread = (steps_sorted[-1] - steps_sorted[0]) / med if med else None
+    _emit(dict(common, op="decode", metric="time_per_token", unit="s", n=len(steps), median=med,
+               min=steps_sorted[0], max=steps_sorted[-1], spread=spread, value=med,
+               p10=steps_sorted[len(steps) // 10], p90=steps_sorted[(9 * len(steps)) // 10],
+               tokens_per_s=a.batch / med if med else None, total_s=total_s, prefill_s=prefill_s,
+               cold_prefill_s=cold, allocations=stats.get("kinds") if stats else None))
+    _emit(dict(common, op="prefill", metric="time", unit="s", n=len(runs), median=prefill_s,
+               min=min(r[0] for r in runs), max=max(r[0] for r in runs), value=prefill_s, spread=None))
+    _emit(dict(common, op="generate", metric=f"time_for_{a.tokens}_tokens", unit="s", n=1, median=total_s,
+               min=total_s, max=total_s, value=total_s, spread=None))
+    return _status("ok")
+
+
+def _mem_available() -> int:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The unified-memory policy simulator, driven from Python.
+
+The replay itself is native (`umsim`, native/sim/umsim.cpp, built and
+installed with umbench; it needs no GPU). This module builds its argument
+lists, writes trace files for it, reads the driver's parameters (the
+`nvidia_uvm` module parameters `umscope info` shows) and turns the counts
+it returns into modelled times with a machine's figures. Everything it
+produces is a model output: records carry status `modelled`, the model
+version and their inputs."""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+from array import array
+from pathlib import Path
+
+from umscope.errors import UsageError
+
+VERSION = "umsim-1"
+POLICIES = ("uvm", "svm", "ats", "zerocopy")
+EVICTIONS = ("lrf", "lru", "clock")
+SIM_APPS = ("triad", "conv2d", "jacobi2d", "mvt", "gesummv", "sgemm", "bfs", "hotspot", "srad", "pathfinder",
+            "needle")
+BARRIER = 0xFFFFFFFF
+WRITE = 1 << 31
+CPU = 1 << 30
+
+# nvidia_uvm module parameter -> (umsim option, converter). Where the driver does not expose one (or
+# the module is not loaded) umsim's default is used: the open driver's default value, named in --help.
+_DRIVER = {
+    "uvm_perf_fault_batch_count": ("batch", int),
+    "uvm_perf_prefetch_enable": ("prefetch", lambda v: "on" if int(v) else "off"),
+    "uvm_perf_prefetch_threshold": ("prefetch_threshold", int),
+    "uvm_perf_thrashing_threshold": ("thrash_threshold", int),
+    "uvm_perf_access_counter_threshold": ("counter_threshold", int),
+}
+
+
+def umsim_path() -> str:
+    env = os.environ.get("UMSCOPE_UMSIM")
+    if env:
+        return env
+    packaged = Path(__file__).resolve().parent.parent / "bin" / "umsim"
+    if packaged.exists():
+        return str(packaged)
+    found = shutil.which("umsim")
+    if found:
+        return found
+    raise UsageError("the simulator umsim is missing: install the package with pip (it builds umsim) "
+                     "or set UMSCOPE_UMSIM")
+
+
+def driver_params(uvm: dict) -> dict:
+    """umsim parameters from `umscope info`'s uvm section ({'readable', 'params'}), with their source."""
+    out = {}
+    if not uvm or not uvm.get("readable"):
+        return out
+    for name, (opt, conv) in _DRIVER.items():
+        v = (uvm.get("params") or {}).get(name)
+        if v in (None, ""):
+            continue
+        try:
+            out[opt] = conv(v)
+        except ValueError:
+            continue
+        if opt == "thrash_threshold" and str((uvm["params"] or {}).get("uvm_perf_thrashing_enable", "1")) == "0":
+            out[opt] = 0
+    return out
+
+
+def write_trace(path, allocs, events, page_bytes=4096):
+    """A trace file for umsim: allocs = [(first_page, n_pages)], sorted and disjoint; events = ints
+    (page | WRITE | CPU, or BARRIER)."""
+    ev = array("I", events)
+    with open(path, "wb") as f:
+        f.write(b"UMSTRACE")
+        f.write(struct.pack("<II", int(page_bytes), len(allocs)))
+        for first, n in allocs:
+            f.write(struct.pack("<II", int(first), int(n)))
+        f.write(struct.pack("<Q", len(ev)))
+        if ev.itemsize != 4:
+            raise RuntimeError("array('I') is not 32-bit on this platform")
+        ev.tofile(f)
+
+
+def args_for(params: dict) -> list:
+    """umsim's argument list from a parameter dict (keys as the options without '--', '_' for '-')."""
+    argv = []
+    for k, v in params.items():
+        if v is None or v is False:
+            continue
+        opt = "--" + k.replace("_", "-")
+        if v is True:
+            argv.append(opt)
+        else:
+            argv += [opt, str(v)]
+    return argv
+
+
+def run(params: dict, timeout=600) -> dict:
+    """Runs umsim once: the counts it reports (one JSON object). Bad parameters raise UsageError."""
+    res = subprocess.run([umsim_path(), *args_for(params)], capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise UsageError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else
+                         f"umsim failed (exit {res.returncode})")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------ modelled time
+def modelled_time(stats: dict, fig: dict) -> dict:
+    """Seconds the counts cost on a machine, by term. fig: hbm_gbps (GPU memory), remote_gbps (GPU reading
+    host memory over the link), migrate_gbps (demand migration), evict_gbps (eviction, default migrate),
+    fault_batch_us (per batch), fault_us (per distinct fault), migration_us (per migration operation)."""
+    pb = stats["page_bytes"]
+    gb = 1e9
+    terms = {
+        "local": stats["hits"] * pb / (fig["hbm_gbps"] * gb),
+        "remote": (stats["remote_gpu_pages"]) * pb / (fig["remote_gbps"] * gb),
+        "migrate": (stats["h2d_fault_pages"] + stats["h2d_prefetch_pages"] + stats["h2d_counter_pages"]) * pb
+                   / (fig["migrate_gbps"] * gb),
+        "evict": (stats["d2h_evict_pages"] + stats["d2h_cpu_fault_pages"]) * pb
+                 / (fig.get("evict_gbps", fig["migrate_gbps"]) * gb),
+        "faults": stats["batches"] * fig.get("fault_batch_us", 0) * 1e-6 + stats["faults"] * fig.get("fault_us", 0)
+                  * 1e-6 + stats["migrations"] * fig.get("migration_us", 0) * 1e-6,
+    }
+    terms["total"] = sum(terms.values())
+    return terms
+
+
+def record(stats: dict, fig: dict, fig_source: str, extra=None) -> dict:
+    """A modelled record: the counts, the modelled time and every input, labelled."""
+    t = modelled_time(stats, fig)
+    rec = {"type": "record", "family": "simulate", "status": "modelled", "model_version": VERSION,
+           "verified": "modelled: event-level replay; counts exact for the model, times from the figures below",
+           "inputs": {"machine_figures": fig, "figures_source": fig_source,
+                      "parameters": {k: stats[k] for k in ("policy", "eviction", "page_bytes", "unit_pages",
+                                                           "granule_pages", "prefetch", "prefetch_threshold",
+                                                           "batch_size", "thrash_threshold", "counter_threshold",
+                                                           "capacity_pages")}},
+           "counts": stats, "modelled_seconds": t}
+    rec.update(extra or {})
+    return rec

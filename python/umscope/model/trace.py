@@ -1,0 +1,81 @@
+"""Page access streams for the simulator from a program's unified-memory trace (libumtrace's JSON lines,
+written by `umscope profile --um-trace`, or kept with UMSCOPE_TRACE_FILE).
+
+The tracer sees what the driver does, not every access: the stream derived here holds, in time order,
+each page the GPU migrated in on demand or faulted on (GPU accesses), each page the CPU faulted on (CPU
+accesses), and a barrier at each kernel's end. Accesses to pages already resident are invisible to the
+tracer, so a replay of this stream reproduces the program's first touches and re-faults, not its reuse
+of resident data (say so when a result depends on reuse)."""
+
+import json
+
+from umscope.model import simulate as sim
+
+ALIGN_PAGES = 512  # allocations placed on 2 MiB boundaries in the simulated address space
+
+
+def read_jsonl(path) -> list:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # a line cut by a crash
+    return out
+
+
+def from_umtrace(records, page_bytes=4096) -> dict:
+    """{'allocs': [(first_page, n_pages)], 'events': [...], 'kernels': n, 'gpu_faults': n, 'htod_bytes': n,
+    'cpu_faults': n}: the umsim trace of a libumtrace record list."""
+    allocs = sorted({(e["a"], e["b"]) for e in records if e.get("k") == "mem" and e.get("op") == 1 and e.get("b")})
+    base, table = 0, []
+    for a, b in allocs:
+        n = (b + page_bytes - 1) // page_bytes
+        table.append((a, b, base, n))
+        base = (base + n + ALIGN_PAGES - 1) // ALIGN_PAGES * ALIGN_PAGES
+
+    def page_of(addr):
+        for a, b, first, n in table:
+            if a <= addr < a + b:
+                return first + (addr - a) // page_bytes
+        return None
+
+    timed = []
+    stats = {"kernels": 0, "gpu_faults": 0, "htod_bytes": 0, "cpu_faults": 0}
+    for e in records:
+        k = e.get("k")
+        if k == "kernel":
+            timed.append((e["e"], 2, None, 0))
+            stats["kernels"] += 1
+        elif k == "um":
+            c = sim_counter = e.get("c")
+            if sim_counter == 4:  # GPU page fault group
+                stats["gpu_faults"] += e.get("v", 0)
+                timed.append((e["s"], 0, e["a"], 0))
+            elif c == 1 and e.get("f") != 3:  # htod not caused by a prefetch: pages the GPU needed
+                stats["htod_bytes"] += e.get("v", 0)
+                for off in range(0, e.get("v", 0), page_bytes):
+                    timed.append((e["s"], 0, e["a"] + off, 0))
+            elif c == 3:  # CPU page fault
+                stats["cpu_faults"] += 1
+                timed.append((e["s"], 1, e["a"], sim.CPU))
+    timed.sort(key=lambda x: (x[0], x[1]))
+    events, last = [], None
+    for _, kind, addr, flag in timed:
+        if kind == 2:
+            if events and events[-1] != sim.BARRIER:
+                events.append(sim.BARRIER)
+            continue
+        p = page_of(addr)
+        if p is None:
+            continue
+        ev = p | flag
+        if ev != last:  # the same page twice in a row is one access for the replay
+            events.append(ev)
+            last = ev
+    return dict(stats, allocs=[(first, n) for _, _, first, n in table], events=events)
+
+
+def write(path, tr, page_bytes=4096):
+    sim.write_trace(path, tr["allocs"], tr["events"], page_bytes)

@@ -1,0 +1,257 @@
+"""`umscope place --kind KIND [--rule '>=64M:KIND']... -- python prog.py ...`: runs an unmodified PyTorch
+program with its CUDA allocations served from a memory kind by libumalloc (native/alloc/umalloc.cpp),
+installed as PyTorch's allocator (torch.cuda.memory.CUDAPluggableAllocator) by a sitecustomize module put
+first on PYTHONPATH, so before the program's first CUDA allocation. Output and exit status pass through;
+the allocator's bookkeeping (requests, bytes, peaks by kind and size class, refusals) and the end of the
+program's output are stored as a run.
+
+With the profiler: `umscope profile --um-trace -- umscope place --kind managed -- python prog.py` (the
+tracer's environment reaches the program through place; the trace shows the migrations and faults the
+placement causes). The other order works too; each command stores its own run."""
+
+import argparse
+import ctypes
+import functools
+import glob
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from umscope.errors import UsageError
+
+SITE = Path(__file__).resolve().parent / "place_site"
+OUTPUT_KEEP = 64 * 1024  # bytes of each stream's end kept in the store
+
+
+def library_path():
+    """$UMSCOPE_UMALLOC, or libumalloc installed in the package; None if this build has none."""
+    env = os.environ.get("UMSCOPE_UMALLOC")
+    if env:
+        return env if Path(env).exists() else None
+    lib = Path(__file__).parent / "lib" / "libumalloc.so"
+    return str(lib) if lib.exists() else None
+
+
+def need_library():
+    lib = library_path()
+    if lib is None:
+        raise UsageError("this umscope was built without libumalloc (it needs the CUDA toolkit at build time); "
+                         "reinstall with nvcc available, or set UMSCOPE_UMALLOC")
+    return lib
+
+
+@functools.lru_cache(maxsize=None)
+def _lib(path):
+    lib = ctypes.CDLL(path)
+    lib.umscope_place_configure.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                                            ctypes.c_size_t]
+    lib.umscope_place_set_kind.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.umscope_place_route.argtypes = [ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    lib.umscope_place_stats_json.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.umscope_place_size_class.argtypes = [ctypes.c_size_t]
+    lib.umscope_place_size_class.restype = ctypes.c_size_t
+    lib.umscope_place_test_alloc.argtypes = [ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.umscope_place_test_alloc.restype = ctypes.c_void_p
+    lib.umscope_free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+    return lib
+
+
+def library(path=None):
+    """The allocator library loaded in this process (ctypes): the same instance PyTorch uses when it loaded
+    the same path, so set_kind() switches the kind of PyTorch's later allocations."""
+    return _lib(path or need_library())
+
+
+def configure(kind, rules="", allow=-1, path=None):
+    """Replaces the library's configuration; UsageError with the parser's reason if bad."""
+    err = ctypes.create_string_buffer(1024)
+    if library(path).umscope_place_configure(kind.encode(), rules.encode(), allow, err, len(err)) != 0:
+        raise UsageError(err.value.decode())
+
+
+def set_kind(kind, path=None):
+    err = ctypes.create_string_buffer(1024)
+    if library(path).umscope_place_set_kind(kind.encode(), err, len(err)) != 0:
+        raise UsageError(err.value.decode())
+
+
+def stats(path=None) -> dict:
+    lib = library(path)
+    n = 1 << 16
+    while True:
+        buf = ctypes.create_string_buffer(n)
+        need = lib.umscope_place_stats_json(buf, n)
+        if need < n:
+            return json.loads(buf.value.decode())
+        n = need + 1
+
+
+def check_config(kind, rules) -> None:
+    """Validates the kind and the rules with the library's own parser, in a child process (the check must
+    not configure this process's copy): one clear line and exit 2 on bad input, before anything runs."""
+    lib = need_library()
+    code = ("import sys, ctypes; L = ctypes.CDLL(sys.argv[1]); e = ctypes.create_string_buffer(1024);"
+            "r = L.umscope_place_configure(sys.argv[2].encode(), sys.argv[3].encode(), -1, e, 1024);"
+            "sys.stderr.write(e.value.decode()); sys.exit(r)")
+    res = subprocess.run([sys.executable, "-c", code, lib, kind, rules], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, UMSCOPE_PLACE_KIND="device", UMSCOPE_PLACE_RULES=""))
+    if res.returncode != 0:
+        raise UsageError(res.stderr.strip() or f"bad placement {kind!r} {rules!r}")
+
+
+def rules_text(rules) -> str:
+    for r in rules or []:
+        if ";" in r:
+            raise UsageError(f"--rule {r!r}: give one rule per --rule (no ';')")
+    return ";".join(rules or [])
+
+
+def environment(kind, rules="", allow=False, stats_pattern=None, base=None) -> dict:
+    """The program's environment: the library, its configuration, and sitecustomize first on PYTHONPATH."""
+    env = dict(base if base is not None else os.environ)
+    env["UMSCOPE_PLACE_LIB"] = need_library()
+    env["UMSCOPE_PLACE_KIND"] = kind
+    env["UMSCOPE_PLACE_RULES"] = rules
+    env["UMSCOPE_PLACE_ALLOW_OVERSUBSCRIPTION"] = "1" if allow else "0"
+    if stats_pattern:
+        env["UMSCOPE_PLACE_STATS"] = stats_pattern
+    env["PYTHONPATH"] = os.pathsep.join([str(SITE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def _tee(src, dst, keep):
+    """Copies a child's stream to ours as it comes, keeping the last OUTPUT_KEEP bytes."""
+    while True:
+        chunk = src.read1(65536) if hasattr(src, "read1") else src.read(65536)
+        if not chunk:
+            break
+        dst.write(chunk)
+        dst.flush()
+        keep += chunk
+        if len(keep) > 2 * OUTPUT_KEEP:
+            del keep[:-OUTPUT_KEEP]
+
+
+def run_program(cmd, env):
+    """Runs cmd with output passed through (and kept); returns (exit status as a shell reports it, stdout
+    tail, stderr tail, wall seconds)."""
+    t0 = time.time()
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except (FileNotFoundError, PermissionError) as err:
+        what = "command not found" if isinstance(err, FileNotFoundError) else "permission denied"
+        raise UsageError(f"{what}: {cmd[0]}") from None
+    out, err = bytearray(), bytearray()
+    threads = [threading.Thread(target=_tee, args=(proc.stdout, sys.stdout.buffer, out), daemon=True),
+               threading.Thread(target=_tee, args=(proc.stderr, sys.stderr.buffer, err), daemon=True)]
+    for t in threads:
+        t.start()
+    import signal
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the program; we store what it did
+    try:
+        rc = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    for t in threads:
+        t.join()
+    status = rc if rc >= 0 else 128 - rc
+    return (status, out[-OUTPUT_KEEP:].decode(errors="replace"), err[-OUTPUT_KEEP:].decode(errors="replace"),
+            time.time() - t0)
+
+
+def records_from_stats(all_stats: list) -> list:
+    """One record per (process, kind): peak live bytes, with the counters and size classes."""
+    recs = []
+    for pid, s in all_stats:
+        for kind, c in (s.get("kinds") or {}).items():
+            name, _, policy = kind.partition(",")
+            recs.append({"type": "record", "benchmark": "place", "op": "allocations", "processor": "gpu",
+                         "kind": name, "policy": policy, "bytes": c["requested_bytes"], "metric": "peak_live_bytes",
+                         "unit": "B", "n": 1, "median": c["peak_live_bytes"], "min": c["peak_live_bytes"],
+                         "max": c["peak_live_bytes"], "value": c["peak_live_bytes"], "pid": pid, "counters": c,
+                         "verified": "allocator bookkeeping (libumalloc)"})
+        recs.append({"type": "record", "benchmark": "place", "op": "allocator", "processor": "gpu", "kind": "all",
+                     "policy": "", "metric": "refused",
+                     "unit": "", "n": 1, "median": s["total"]["refused"], "min": s["total"]["refused"],
+                     "max": s["total"]["refused"], "value": s["total"]["refused"], "pid": pid,
+                     **{k: s.get(k) for k in ("rules", "default_kind_phases", "refusals", "gpu_free_at_start",
+                                             "allow_oversubscription", "cache", "total")}})
+    return recs
+
+
+def cmd_place(args):
+    from umscope import probe
+    from umscope.report.html import write_report
+    from umscope.store import Store
+    from umscope.suite import Case
+    cmd = list(args.command)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("place needs a command after --, e.g. umscope place --kind managed -- python prog.py")
+    if not args.kind:
+        raise UsageError("place needs --kind KIND (e.g. device, managed, 'managed,advise=preferred:cpu+accessed_by:gpu')")
+    rules = rules_text(args.rule)
+    check_config(args.kind, rules)
+    store = Store(args.store)  # an unwritable store fails before the program runs
+    with tempfile.TemporaryDirectory(prefix="umscope-place-") as d:
+        env = environment(args.kind, rules, args.allow_oversubscription, os.path.join(d, "umalloc-%p.json"))
+        status, out, err, wall = run_program(cmd, env)
+        found = []
+        for f in sorted(glob.glob(os.path.join(d, "umalloc-*.json"))):
+            try:
+                found.append((int(Path(f).stem.split("-")[1]), json.loads(Path(f).read_text())))
+            except (OSError, ValueError):
+                pass
+    notes = []
+    if not found:
+        notes.append("the allocator was never loaded: the program did not start a Python that imports torch "
+                     "(only PyTorch programs are placed), or it died before exiting normally")
+    recs = records_from_stats(found)
+    recs.append({"type": "record", "benchmark": "place", "op": "run", "processor": "host",
+                 "kind": args.kind.partition(",")[0], "policy": args.kind.partition(",")[2], "metric": "wall_time",
+                 "unit": "s", "n": 1, "median": wall, "min": wall, "max": wall, "value": wall,
+                 "command": " ".join(shlex.quote(c) for c in cmd), "exit_status": status, "kind_spec": args.kind,
+                 "rules": args.rule or [], "stdout_tail": out, "stderr_tail": err, "notes": notes})
+    fp = probe.probe()
+    command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    run_id = store.create_run("place", command, [], {"kind": args.kind, "rules": args.rule or [],
+                                                    "allow_oversubscription": args.allow_oversubscription},
+                              fp, args.label)
+    case = Case("place", args.kind, {"command": " ".join(cmd)})
+    reason = "" if status == 0 else f"the program exited with status {status}"
+    store.add_case_result(run_id, case, "ok" if status == 0 else "failed", reason, time.time() - wall, wall, recs)
+    store.finish_run(run_id, "complete")
+    for pid, s in found:
+        t = s["total"]
+        sys.stderr.write(f"umscope place: pid {pid}: {t['requests']} allocations, {t['requested_bytes']} B requested, "
+                         f"peak {t['peak_live_bytes']} B live, {t['refused']} refused\n")
+    for n in notes:
+        sys.stderr.write(f"umscope place: note: {n}\n")
+    if args.json:
+        print(json.dumps(recs))
+    path = write_report(store, run_id, args.report)
+    sys.stderr.write(f"place stored as run {run_id} in {store.path}; report: {path}\n")
+    return status
+
+
+def add_parser(sub):
+    s = sub.add_parser("place", help="run a PyTorch program with its CUDA memory placed in a memory kind")
+    s.add_argument("--kind", help="kind of every allocation no rule claims, e.g. managed or "
+                                  "'managed,advise=preferred:cpu+accessed_by:gpu'")
+    s.add_argument("--rule", action="append", metavar="RULE",
+                   help="size rule, first match wins (repeatable): '>=64M:managed', '<64M:device'")
+    s.add_argument("--allow-oversubscription", action="store_true",
+                   help="let managed memory exceed the GPU memory free at the start (can hang a shared GPU)")
+    s.add_argument("--label", help="a label stored with the run")
+    s.add_argument("--store", help="results store (SQLite)")
+    s.add_argument("--report", metavar="FILE", help="where to write the HTML report")
+    s.add_argument("--json", action="store_true", help="print the records as JSON on stdout after the program")
+    s.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    return s

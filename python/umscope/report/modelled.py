@@ -1,0 +1,86 @@
+"""The report's "Modelled (not measured)" section: the calibrated model's predictions for the run's
+applications, each beside the measurement of the same case and its error, and the simulator's advice on
+this machine and on a GH200. Drawn apart from the measured sections (hatched frame, its own heading) and
+labelled with the model versions and their inputs."""
+
+from collections import OrderedDict
+from html import escape
+
+from umscope.errors import UsageError
+
+_STYLE = ("border:2px dashed #8a6d00;background:repeating-linear-gradient(45deg,#fffbea,#fffbea 10px,#fff6d5 10px,"
+          "#fff6d5 20px);padding:8px 14px;margin-top:28px")
+
+
+def e(x) -> str:
+    return escape(str(x), quote=True)
+
+
+def _machine_of(fp) -> str:
+    names = " ".join(g.get("name", "") for g in ((fp or {}).get("gpus") or []))
+    if "GH200" in names:
+        return "gh200"
+    if "H100" in names:
+        return "h100-sxm-pcie5"
+    return ""
+
+
+def _calib(r) -> dict:
+    x = r.get("extra") or {}
+    return dict(x, data_bytes=r.get("bytes") or x.get("data_bytes") or 0)
+
+
+def section(records, fp) -> str:
+    """HTML of the modelled section, or '' when the run has no application records."""
+    from umscope.model import calibrated, dos
+    apps = OrderedDict()
+    for r in records:
+        x = r.get("extra") or {}
+        if r.get("op") == "app" and x.get("app") in calibrated.ACCESS and x.get("mode") and not x.get("variant"):
+            apps.setdefault((x["app"], r.get("bytes")), {})[x["mode"]] = r
+    if not apps:
+        return ""
+    machine = _machine_of(fp)
+    head = (f"<section style=\"{_STYLE}\"><h2 id=modelled>Modelled (not measured)</h2>"
+            "<p class=note>Everything in this frame is a model output, not a measurement of this run. ")
+    if not machine:
+        return head + ("No model figures for this GPU (known: H100 on PCIe, GH200): nothing modelled.</p>"
+                       "</section>")
+    try:
+        fig, src = dos.machine_figures(machine)
+    except UsageError as err:
+        return head + f"{e(err)}</p></section>"
+    out = [head + f"Calibrated model {e(calibrated.VERSION)}: each application's explicit-mode case of this run is "
+           f"the calibration (kernel time, fixed phases); machine figures: {e(src)}. The error column compares "
+           "the prediction with this run's measurement of the same case; the validated error over the suite is in "
+           "docs/model-validation.md.</p>",
+           "<table><tr><th>application</th><th>footprint</th><th>mode</th><th>predicted ms</th><th>measured ms</th>"
+           "<th>error</th></tr>"]
+    errs = []
+    for (app, nbytes), modes in apps.items():
+        cal = modes.get("explicit")
+        if not cal:
+            continue
+        for m, r in modes.items():
+            if m == "explicit":
+                continue
+            try:
+                p = calibrated.predict(app, m, _calib(cal), fig)
+            except (ValueError, KeyError):
+                continue
+            meas = (r.get("extra") or {}).get("total_ms")
+            err = (p["total_ms"] - meas) / meas if meas else None
+            if err is not None:
+                errs.append(abs(err))
+            out.append(f"<tr><td>{e(app)}</td><td class=num>{e(round((nbytes or 0) / 2 ** 20))} MiB</td><td>{e(m)}</td>"
+                       f"<td class=num>{p['total_ms']:.1f}</td><td class=num>{'' if meas is None else f'{meas:.1f}'}"
+                       f"</td><td class=num>{'' if err is None else f'{err:+.1%}'}</td></tr>")
+    out.append("</table>")
+    if errs:
+        errs.sort()
+        out.append(f"<p class=note>|error| over {len(errs)} cases of this run: median {errs[len(errs) // 2]:.1%}, "
+                   f"largest {errs[-1]:.1%}.</p>")
+    out.append("<p class=note>What-if beyond this machine: <code>umscope advise APP --machine gh200</code>, "
+               "<code>umscope simulate APP --dos 150</code>, <code>umscope simulate --sweep all</code> "
+               "(simulator umsim; see docs/simulator.md).</p></section>")
+    return "\n".join(out)

@@ -1,0 +1,133 @@
+"""The llm application: configurations, modes, the plan and the command's bad input on CPU; on a GPU, a
+small model in every placement giving the logits of the device placement (same seed)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import run_cli
+from umscope import apps
+from umscope.apps import llm
+from umscope.suite import Case
+
+
+def test_parameter_counts_are_the_published_sizes():
+    # GPT-2 XL 1.56 B, Llama 3.1 8B 8.03 B, Llama 3.2 1B 1.24 B (tied embeddings).
+    assert llm.param_count("gpt2-xl") == 1_557_611_200
+    assert llm.param_count("gpt2") == 124_439_808
+    assert llm.param_count("llama-8b") == 8_030_261_248
+    assert llm.param_count("llama-1b") == 1_235_814_400
+    assert llm.weight_bytes("llama-8b", "fp16") == 2 * 8_030_261_248
+
+
+def test_parameter_count_matches_transformers():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    transformers = pytest.importorskip("transformers")
+    for name in ("gpt2-tiny", "llama-tiny", "gpt2-medium"):
+        arch, c = llm.MODELS[name]
+        cfg = (transformers.GPT2Config(**dict(llm.GPT2_BASE, **c)) if arch == "gpt2"
+               else transformers.LlamaConfig(**dict(llm.LLAMA_BASE, **c)))
+        with torch.device("meta"):
+            m = transformers.AutoModelForCausalLM.from_config(cfg)
+        assert sum(p.numel() for p in m.parameters()) == llm.param_count(name)
+
+
+def test_modes_map_to_kinds_and_mixed_takes_both():
+    assert llm.weights_kind("managed-advice") == "managed,first_touch=none,advise=preferred:cpu+accessed_by:gpu"
+    assert llm.weights_kind("mixed") == "pinned,first_touch=none" and llm.cache_kind("mixed") == "device"
+    assert llm.weights_kind("mixed", "registered") == "registered" and llm.cache_kind("mixed", "managed") == "managed"
+    assert llm.weights_kind("torch") is None
+    assert [llm.location(k) for k in (None, "device", "managed,prefetch=gpu", "managed,advise=preferred:cpu",
+                                      "pinned", "system")] == ["gpu", "gpu", "gpu", "host", "host", "host"]
+
+
+def test_token_bound_is_weights_over_the_bandwidth_of_where_they_live():
+    desc = {"datapaths": {"gpu_memory": (3000.0, "x"), "h2d": (60.0, "y")}}
+    b, path = llm.token_bound({"bytes": 6e9, "extra": {"weights_kind": "device"}}, desc)
+    assert path == "gpu_memory" and b == pytest.approx(2e-3)
+    b, path = llm.token_bound({"bytes": 6e9, "extra": {"weights_kind": "pinned,first_touch=none"}}, desc)
+    assert path == "h2d" and b == pytest.approx(0.1)
+    assert llm.token_bound({"bytes": 6e9, "extra": {"weights_kind": "pinned"}}, {"datapaths": {}})[0] is None
+
+
+def test_plan_runs_the_python_runner_and_llm_stays_out_of_the_default_suite():
+    cases = apps.app_cases("llm", ["explicit", "mixed"], {"model": "gpt2-tiny", "weights": "registered"})
+    assert [c.params["mode"] for c in cases] == ["explicit", "mixed"]
+    argv = cases[1].argv({"device": 0, "allow_oversubscription": True})
+    assert argv[:3] == [sys.executable, "-m", "umscope.apps.llm"]
+    assert "--weights" in argv and "--allow-oversubscription" in argv and "--device" in argv
+    assert not any(c.benchmark == "llm" for c in apps.default_cases())
+    with pytest.raises(apps.UsageError, match="unknown mode"):
+        apps.app_cases("llm", ["bogus"], {})
+    with pytest.raises(apps.UsageError, match="does not take --footprint"):
+        apps.app_cases("llm", ["explicit"], {"footprint": "1G"})
+
+
+@pytest.mark.parametrize("args,text", [
+    (["--batch", "0"], "--batch must be at least 1"),
+    (["--mode", "explicit", "--weights", "pinned"], "go with --mode mixed"),
+    (["--model", "gpt2-tiny", "--prompt", "500", "--tokens", "100"], "exceed gpt2-tiny's 512 positions"),
+])
+def test_runner_bad_input_exits_2(args, text):
+    res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", *args], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 2 and text in res.stderr
+
+
+def test_runner_without_gpu_or_torch_skips_with_the_reason():
+    from umscope import native
+    if native.native_info().get("gpus"):
+        pytest.skip("a GPU is present")
+    res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", "--model", "gpt2-tiny"], capture_output=True,
+                         text=True, timeout=300)
+    status = json.loads(res.stdout.strip().splitlines()[-1])
+    assert status["status"] == "skipped"
+    assert "PyTorch" in status["reason"] or "no CUDA GPU" in status["reason"]
+
+
+def test_app_run_llm_dry_run_and_bad_mode(store_path):
+    res = run_cli("app", "run", "llm", "--mode", "explicit", "--mode", "pinned", "--model", "gpt2-tiny",
+                  "--tokens", "8", "--store", store_path, "--dry-run")
+    assert res.returncode == 0, res.stderr
+    assert "llm mode=explicit model=gpt2-tiny tokens=8" in res.stdout
+    res = run_cli("app", "run", "llm", "--mode", "bogus", "--store", store_path)
+    assert res.returncode == 2 and "unknown mode 'bogus'" in res.stderr
+
+
+def test_report_section_draws_the_bounds():
+    from umscope.report.llm import section
+    recs = []
+    for mode, kind, ms in (("explicit", "device", 2.0), ("pinned", "pinned,first_touch=none", 60.0)):
+        extra = {"model": "gpt2-xl", "precision": "fp16", "weights_kind": kind, "cache_kind": kind, "tokens": 100,
+                 "prefill_s": 0.01, "tokens_per_s": 1e3 / ms, "verified": "cross-mode-logits", "max_rel_error": 0}
+        base = {"case_id": mode, "kind": mode, "bytes": 3_115_222_400, "extra": extra}
+        recs.append(dict(base, op="decode", median=ms / 1e3, min=ms / 1e3, max=ms / 1e3, spread=0.01))
+        recs.append(dict(base, op="generate", median=ms / 10, min=ms / 10, max=ms / 10))
+    html = section(recs, {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]})
+    assert "HBM bound" in html and "host-link bound" in html and "Time for 100 tokens" in html
+    assert "<svg" in html and "of bound" in html
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model,modes", [("llama-tiny", [m for m in llm.MODES if m != "torch"]),
+                                         ("gpt2-tiny", ["explicit", "managed-advice", "pinned", "mixed"])])
+def test_every_placement_gives_the_device_placements_logits(model, modes):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    for mode in ["torch"] + modes:
+        res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode,
+                              "--tokens", "8", "--prompt", "8", "--batch", "2"], capture_output=True, text=True,
+                             timeout=600)
+        lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+        status = lines[-1]
+        if mode == "system" and status["status"] == "skipped":
+            assert "HMM or ATS" in status["reason"]
+            continue
+        assert status["status"] == "ok", (mode, status, res.stderr[-2000:])
+        dec = next(r for r in lines if r.get("op") == "decode")
+        assert dec["verified"].startswith("cross-mode-logits") and dec["max_rel_error"] <= llm.TOLERANCE
+        assert dec["tokens_match"], mode
+        assert dec["n"] == 7 and dec["median"] > 0 and dec["weight_bytes"] == llm.weight_bytes(model, "fp16")
+        if mode not in ("torch",):
+            assert dec["allocations"], mode  # the allocator served it

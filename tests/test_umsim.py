@@ -1,0 +1,158 @@
+"""The unified-memory policy simulator on tiny hand-checked traces: every count below was worked out
+by hand from the model's rules (docs/simulator.md), so a change in a rule changes a count here."""
+import time
+
+import pytest
+
+from umscope.errors import UsageError
+from umscope.model import simulate as sim
+
+W, C, B = sim.WRITE, sim.CPU, sim.BARRIER
+PB = 4096
+
+
+def replay(tmp_path, allocs, events, **params):
+    f = tmp_path / "t.umstrace"
+    sim.write_trace(f, allocs, events, PB)
+    base = {"trace": f, "capacity": params.pop("capacity")}
+    base.update(params)
+    return sim.run(base)
+
+
+def test_uvm_streaming_evicts_least_recently_faulted_blocks(tmp_path):
+    # 16 pages, blocks of 4 pages, room for 8 pages, one fault per batch, no prefetch, 4 KiB granule:
+    # every page faults once; blocks 0 and 1 are evicted when blocks 2 and 3 arrive.
+    s = replay(tmp_path, [(0, 16)], list(range(16)), capacity=8 * PB, unit=4 * PB, granule=PB, prefetch="off",
+               batch=1, thrash_threshold=0)
+    assert (s["faults"], s["batches"], s["migrations"]) == (16, 16, 16)
+    assert (s["h2d_fault_pages"], s["h2d_prefetch_pages"]) == (16, 0)
+    assert (s["evictions"], s["d2h_evict_pages"], s["peak_gpu_pages"]) == (2, 8, 8)
+    assert s["hits"] == 0
+
+
+def test_uvm_batch_dedups_and_granule_migrates_neighbours(tmp_path):
+    # Pages 0,1,0,1 in one batch of 256: two distinct faults, two duplicates; the 16-page (64 KiB) granule
+    # brings pages 0-15 at once; after the barrier pages 2..5 are hits.
+    s = replay(tmp_path, [(0, 32)], [0, 1, 0, 1, B, 2, 3, 4, 5], capacity=64 * PB, unit=32 * PB, prefetch="off")
+    assert (s["faults"], s["dup_faults"], s["batches"]) == (2, 2, 1)
+    assert s["h2d_fault_pages"] == 16 and s["hits"] == 4
+
+
+def test_uvm_density_prefetcher_takes_the_subtree_over_threshold(tmp_path):
+    # Block of 8 pages, faults on 0,1,2 in one batch: node [0,4) holds 3/4 = 75% > 51% -> page 3 is
+    # prefetched; the root [0,8) holds 3/8 = 37.5% -> nothing more.
+    s = replay(tmp_path, [(0, 8)], [0, 1, 2], capacity=64 * PB, unit=8 * PB, granule=PB, prefetch="on")
+    assert (s["h2d_fault_pages"], s["h2d_prefetch_pages"]) == (3, 1)
+    # Threshold 80%: 75% is not enough; no prefetch.
+    s = replay(tmp_path, [(0, 8)], [0, 1, 2], capacity=64 * PB, unit=8 * PB, granule=PB, prefetch="on",
+               prefetch_threshold=80)
+    assert (s["h2d_fault_pages"], s["h2d_prefetch_pages"]) == (3, 0)
+    # Five faults: 5/8 = 62.5% > 51% at the root -> the whole block.
+    s = replay(tmp_path, [(0, 8)], [0, 1, 2, 4, 5], capacity=64 * PB, unit=8 * PB, granule=PB, prefetch="on")
+    assert (s["h2d_fault_pages"], s["h2d_prefetch_pages"]) == (5, 3)
+
+
+def test_eviction_policies_differ_as_defined(tmp_path):
+    # Blocks A=0, B=1, C=2 of one page each, room for two. A, B fault; A is reused (hit); C faults.
+    # lru (recency of any access) evicts B, so the final B faults again; lrf (recency of faults) evicts A,
+    # so the final B hits.
+    ev = [0, B, 1, B, 0, B, 2, B, 1, B]
+    kw = dict(capacity=2 * PB, unit=PB, granule=PB, prefetch="off", thrash_threshold=0)
+    lru = replay(tmp_path, [(0, 3)], ev, eviction="lru", **kw)
+    lrf = replay(tmp_path, [(0, 3)], ev, eviction="lrf", **kw)
+    assert (lru["faults"], lru["hits"], lru["evictions"]) == (4, 1, 2)
+    assert (lrf["faults"], lrf["hits"], lrf["evictions"]) == (3, 2, 1)
+    # clock: A and B referenced; the hand clears A's and B's bits, wraps, and evicts A.
+    clk = replay(tmp_path, [(0, 3)], ev, eviction="clock", **kw)
+    assert (clk["faults"], clk["hits"], clk["evictions"]) == (3, 2, 1)
+
+
+def test_thrashing_detection_maps_the_block_remotely(tmp_path):
+    # Two one-page blocks, room for one: A B A B A B ... each fault evicts the other. Threshold 2: a block
+    # re-faulted within the lapse after its eviction counts; at the second count it is mapped remotely.
+    ev = []
+    for _ in range(6):
+        ev += [0, B, 1, B]
+    kw = dict(capacity=PB, unit=PB, granule=PB, prefetch="off", thrash_lapse=1000)
+    off = replay(tmp_path, [(0, 2)], ev, thrash_threshold=0, **kw)
+    assert (off["faults"], off["evictions"], off["remote_gpu_pages"]) == (12, 11, 0)
+    on = replay(tmp_path, [(0, 2)], ev, thrash_threshold=2, **kw)
+    # A1 B1 A2 B2 migrate (each evicting the other); A's third fault finds it re-faulted twice within the
+    # lapse of its evictions: A is mapped remotely and not migrated, so B stays resident. Then A3..A6 go
+    # over the link (A3 a fault, A4..A6 plain remote accesses) and B3..B6 hit.
+    assert on["thrash_units"] == 1
+    assert (on["faults"], on["migrations"], on["evictions"]) == (5, 4, 3)
+    assert (on["remote_gpu_pages"], on["hits"]) == (4, 4)
+
+
+def test_svm_migrates_whole_ranges_and_evicts_lrf(tmp_path):
+    # Two allocations of 8 pages, ranges of 4 pages, room for 8 pages. One fault per range.
+    ev = [0, 1, 2, 3, 4, 8, 12, 0]
+    s = replay(tmp_path, [(0, 8), (8, 8)], ev, policy="svm", capacity=8 * PB, unit=4 * PB)
+    # 0 -> range0 (4 pages), 1-3 hits, 4 -> range1; 8 -> range2 evicts range0 (least recently faulted),
+    # 12 -> range3 evicts range1, 0 -> range0 evicts range2.
+    assert (s["faults"], s["migrations"], s["h2d_fault_pages"]) == (5, 5, 20)
+    assert (s["hits"], s["evictions"], s["d2h_evict_pages"]) == (3, 3, 12)
+
+
+def test_ats_counters_migrate_after_threshold_and_zero_copy_never(tmp_path):
+    ev = [0, 0, 0, 0, 1]
+    s = replay(tmp_path, [(0, 2)], ev, policy="ats", capacity=64 * PB, unit=2 * PB, counter_threshold=3)
+    # Three remote accesses; the third reaches the threshold: the 2-page region migrates; then hits.
+    assert (s["remote_gpu_pages"], s["counter_migrations"], s["h2d_counter_pages"], s["hits"]) == (3, 1, 2, 2)
+    z = replay(tmp_path, [(0, 2)], ev, policy="zerocopy", capacity=64 * PB)
+    assert (z["remote_gpu_pages"], z["hits"], z["h2d_bytes"]) == (5, 0, 0)
+
+
+def test_gpu_first_touch_populates_and_cpu_fault_migrates_back(tmp_path):
+    # init none: the GPU's first touch populates GPU memory (no transfer); the CPU then reads page 0.
+    s = replay(tmp_path, [(0, 16)], [0, B, 0 | C, 0 | C | W], capacity=64 * PB, unit=16 * PB, init="none",
+               prefetch="off")
+    assert (s["populate_gpu_pages"], s["h2d_fault_pages"]) == (16, 0)
+    assert (s["cpu_faults"], s["d2h_cpu_fault_pages"], s["cpu_events"]) == (1, 1, 2)
+
+
+def test_generated_app_is_deterministic_and_in_memory_migrates_once(tmp_path):
+    a = sim.run({"app": "jacobi2d", "footprint": "16M", "capacity": "64M", "iterations": 3})
+    b = sim.run({"app": "jacobi2d", "footprint": "16M", "capacity": "64M", "iterations": 3})
+    for k in ("faults", "hits", "h2d_fault_pages", "h2d_prefetch_pages", "evictions"):
+        assert a[k] == b[k]
+    # In memory: every page crosses once and nothing is evicted.
+    assert a["evictions"] == 0
+    assert a["h2d_fault_pages"] + a["h2d_prefetch_pages"] == a["footprint_pages"]
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(UsageError, match="policy"):
+        sim.run({"app": "triad", "footprint": "1M", "capacity": "1M", "policy": "magic"})
+    with pytest.raises(UsageError, match="capacity"):
+        sim.run({"app": "triad", "footprint": "1M"})
+
+
+def test_driver_params_are_read_from_the_uvm_module():
+    uvm = {"readable": True, "params": {"uvm_perf_fault_batch_count": "128", "uvm_perf_prefetch_enable": "0",
+                                        "uvm_perf_thrashing_enable": "0", "uvm_perf_thrashing_threshold": "3"}}
+    assert sim.driver_params(uvm) == {"batch": 128, "prefetch": "off", "thrash_threshold": 0}
+    assert sim.driver_params({"readable": False}) == {}
+
+
+def test_speed_floor():
+    # A generous floor (CI shares 2 cores with other jobs): bench/sim_speed.py reports the real rate.
+    s = sim.run({"app": "jacobi2d", "footprint": "512M", "capacity": "1G", "iterations": 10})
+    assert s["events"] > 4_000_000
+    assert s["events_per_s"] > 2e6
+
+
+def test_modelled_time_is_exact_arithmetic():
+    stats = {"page_bytes": 4096, "hits": 1000, "remote_gpu_pages": 10, "h2d_fault_pages": 100,
+             "h2d_prefetch_pages": 28, "h2d_counter_pages": 0, "d2h_evict_pages": 64, "d2h_cpu_fault_pages": 0,
+             "batches": 2, "faults": 50, "migrations": 4}
+    fig = {"hbm_gbps": 4.096, "remote_gbps": 0.4096, "migrate_gbps": 0.4096, "fault_batch_us": 10, "fault_us": 1,
+           "migration_us": 5}
+    t = sim.modelled_time(stats, fig)
+    assert t["local"] == pytest.approx(1e-3)
+    assert t["remote"] == pytest.approx(1e-4)
+    assert t["migrate"] == pytest.approx(128e-5)
+    assert t["evict"] == pytest.approx(64e-5)
+    assert t["faults"] == pytest.approx(20e-6 + 50e-6 + 20e-6)
+    assert t["total"] == pytest.approx(sum(v for k, v in t.items() if k != "total"))

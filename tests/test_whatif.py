@@ -1,0 +1,160 @@
+"""The calibrated model's arithmetic, the trace conversion, the DOS-sweep helpers and the what-if commands
+(CPU only)."""
+import json
+
+import pytest
+
+from umscope import cli
+from umscope.model import calibrated, dos
+from umscope.model import simulate as sim
+from umscope.model import trace as umtrace
+
+GIB = 1 << 30
+
+# A synthetic machine: round numbers so every predicted phase can be worked out by hand.
+FIG = {"h2d_gbps": 10.0, "d2h_gbps": 10.0, "migrate_gbps": 8.0, "first_pass_gbps": 2.0, "remote_gbps": 5.0,
+       "host_gbps": 20.0, "cpu_fault_us_4k": 1.0, "gpu_first_touch_ms_per_gib": 50.0,
+       "cpu_first_touch_ms_per_gib": 100.0, "system_first_touch_ms_per_gib": 40.0, "pinned_alloc_ms_per_gib": 500.0,
+       "pinned_free_ms_per_gib": 100.0}
+CAL = {"data_bytes": 3e9, "iterations": 4, "compute_ms": 40.0, "context_ms": 100.0, "alloc_ms": 1.0, "init_ms": 30.0,
+       "back_ms": 110.0, "free_ms": 2.0, "traffic_bytes": 1e9}
+
+
+def test_model_managed_arithmetic_exact():
+    # triad: inputs 2/3 of 3 GB = 2 GB, results 1 GB. Managed: init + (100-40) ms/GiB x 2 GB; compute = 4 x 10 ms
+    # + 2 GB / 2 GB/s + 50 ms/GiB x 1 GB; back = (110 - 1 GB / 10 GB/s) + 1 us x 1 GB / 4096.
+    p = calibrated.predict("triad", "managed", CAL, FIG)
+    assert p["init_ms"] == pytest.approx(30.0 + 60.0 * 2e9 / GIB)
+    assert p["compute_ms"] == pytest.approx(40.0 + 1000.0 + 50.0 * 1e9 / GIB)
+    assert p["back_ms"] == pytest.approx(10.0 + 1e-3 * 1e9 / 4096)
+    assert p["transfer_ms"] == 0.0
+    assert p["total_ms"] == pytest.approx(sum(p[k] for k in calibrated.PHASES))
+
+
+def test_model_prefetch_pinned_and_explicit_exact():
+    p = calibrated.predict("triad", "managed-prefetch", CAL, FIG)
+    assert p["transfer_ms"] == pytest.approx(2e9 / 8e9 * 1e3 + 50.0 * 1e9 / GIB)
+    assert p["compute_ms"] == pytest.approx(40.0)
+    assert p["back_ms"] == pytest.approx(10.0 + 1e9 / 8e9 * 1e3)
+    q = calibrated.predict("triad", "pinned", CAL, FIG)
+    # The GPU reads 1 GB per iteration over the link at 5 GB/s: 200 ms > the 10 ms kernel.
+    assert q["compute_ms"] == pytest.approx(4 * 200.0)
+    assert q["alloc_ms"] == pytest.approx(1.0 + 500.0 * 3e9 / GIB)
+    assert q["free_ms"] == pytest.approx(2.0 + 100.0 * 3e9 / GIB)
+    e = calibrated.predict("triad", "explicit", CAL, FIG)
+    assert e["transfer_ms"] == pytest.approx(200.0)
+    with pytest.raises(ValueError, match="HMM or ATS"):
+        calibrated.predict("triad", "system", CAL, FIG)
+
+
+def test_trace_conversion_from_libumtrace_records():
+    a = 1 << 40
+    recs = [{"k": "mem", "op": 1, "a": a, "b": 3 * 4096},
+            {"k": "um", "c": 4, "v": 2, "s": 10, "e": 11, "a": a + 4096, "f": 1},       # GPU fault on page 1
+            {"k": "um", "c": 1, "v": 8192, "s": 12, "e": 13, "a": a, "f": 2},           # htod pages 0, 1
+            {"k": "um", "c": 1, "v": 4096, "s": 14, "e": 15, "a": a + 8192, "f": 3},    # prefetch: not an access
+            {"k": "kernel", "s": 5, "e": 20},
+            {"k": "um", "c": 3, "v": 1, "s": 30, "e": 31, "a": a + 2 * 4096, "f": 0}]   # CPU fault on page 2
+    tr = umtrace.from_umtrace(recs)
+    assert tr["allocs"] == [(0, 3)]
+    assert tr["events"] == [1, 0, 1, sim.BARRIER, 2 | sim.CPU]
+    assert (tr["kernels"], tr["gpu_faults"], tr["htod_bytes"], tr["cpu_faults"]) == (1, 2, 8192, 1)
+
+
+def test_sweep_helpers():
+    pts = [{"dos": d, "relative": r} for d, r in ((78, 1.0), (100, 0.95), (109, 0.4), (156, 0.3))]
+    assert dos.knee(pts) == 109
+    assert dos.monotone([1.0, 0.95, 0.4, 0.3]) == "decreasing"
+    assert dos.monotone([1.0, 2.0, 3.0]) == "increasing"
+    assert dos.monotone([1.0, 0.5, 0.9]) == "not monotone"
+
+
+def test_streaming_oversubscription_costs_evictions():
+    fig, _ = dos.machine_figures("h100-sxm-pcie5")
+    a = dos.sweep_point("triad", 78, "svm", fig, capacity=64 << 20)
+    b = dos.sweep_point("triad", 156, "svm", fig, capacity=64 << 20)
+    assert a["counts"]["evictions"] == 0 and b["counts"]["evictions"] > 0
+    assert b["throughput"] < a["throughput"]
+
+
+def test_machine_figures_label_what_is_borrowed():
+    fig, src = dos.machine_figures("gh200")
+    assert src.startswith("paper:")
+    assert "not published, taken from h100-sxm-pcie5" in src and "first_pass_gbps" in src
+    assert fig["remote_gbps"] == 400 and fig["fault_batch_us"] > 0
+
+
+def test_cli_simulate_prints_modelled_table(capsys):
+    assert cli.main(["simulate", "jacobi2d", "--footprint", "32M", "--dos", "150", "--policy", "uvm,svm"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("MODELLED (not measured)")
+    assert "uvm" in out and "svm" in out and "DOS 150" in out
+
+
+def test_cli_simulate_json_records_are_labelled(capsys):
+    assert cli.main(["simulate", "triad", "--footprint", "16M", "--capacity", "64M", "--policy", "zerocopy",
+                     "--json"]) == 0
+    (rec,) = json.loads(capsys.readouterr().out)
+    assert rec["status"] == "modelled" and rec["model_version"] == sim.VERSION
+    assert rec["counts"]["remote_gpu_pages"] == rec["counts"]["gpu_events"]
+    assert rec["inputs"]["figures_source"]
+
+
+@pytest.mark.parametrize("argv", [["simulate"], ["simulate", "nosuch"], ["simulate", "triad", "--policy", "x"],
+                                  ["simulate", "triad", "--trace", "f"], ["model", "nosuch"],
+                                  ["model", "triad"], ["advise"], ["simulate", "triad", "--dos", "0"]])
+def test_cli_bad_input_exits_2(argv, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("umscope: error:") and err.count("\n") == 1
+
+
+def test_cli_model_from_calibration_file(tmp_path, capsys):
+    f = tmp_path / "cal.json"
+    f.write_text(json.dumps(dict(CAL, app="triad", mode="explicit")))
+    assert cli.main(["model", "triad", "--calibration", str(f), "--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    by = {r["mode"]: r for r in recs}
+    assert by["system"]["status"] == "not modelled"  # no ATS/HMM on the H100 host
+    assert by["managed"]["status"] == "modelled" and by["managed"]["model_version"] == calibrated.VERSION
+    assert by["managed"]["total_ms"] > by["explicit"]["total_ms"] > 0
+
+
+def test_cli_advise_in_memory_and_oversubscribed(capsys):
+    assert cli.main(["advise", "mvt", "--footprint", "64M", "--capacity", "256M", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["status"] == "modelled" and "managed-prefetch" in r["evidence"]
+    assert any("ReadMostly" in h for h in r["hints"])  # MVT only reads its matrix
+    assert cli.main(["advise", "jacobi2d", "--footprint", "128M", "--capacity", "64M", "--machine", "gh200",
+                     "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert "managed-prefetch" not in r["evidence"]  # does not fit: no prefetch-everything option
+    assert "system" in r["evidence"] and any("DOS 200" in h for h in r["hints"])
+
+
+def test_figures_from_records_reads_the_microbenchmarks():
+    recs = [
+        {"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu", "bytes": GIB,
+         "extra": {"first": 6.5, "steady": 3000.0, "cpu_touch": "none"}},
+        {"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu,prefetch=gpu",
+         "bytes": GIB, "first": 3000.0, "steady": 3100.0, "prefetch_gbps": 44.0, "cpu_touch": "none"},
+        {"benchmark": "migration", "op": "read", "kind": "pinned", "policy": "", "bytes": GIB, "first": 50.0,
+         "steady": 51.0, "cpu_touch": "none"},
+        {"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu", "bytes": GIB,
+         "first": 1.0, "steady": 1.0, "cpu_touch": "none", "dos": 0.5},  # oversubscription case: ignored
+        {"benchmark": "firsttouch", "op": "first-touch", "processor": "gpu0", "kind": "managed", "bytes": 2 * GIB,
+         "median": 130.0},
+        {"benchmark": "firsttouch", "op": "alloc", "processor": "host", "kind": "pinned", "bytes": 2 * GIB,
+         "median": 1000.0},
+        {"benchmark": "faults", "op": "touch-parallel", "processor": "cpu", "kind": "managed", "bytes": GIB,
+         "stride": 4096, "median": 0.3},
+        {"benchmark": "faults", "op": "touch-parallel", "processor": "cpu", "kind": "managed", "bytes": GIB,
+         "stride": 65536, "median": 4.0},
+        {"benchmark": "cpu-stream", "op": "read", "kind": "system", "threads": 1, "median": 10.0},
+        {"benchmark": "cpu-stream", "op": "read", "kind": "system", "threads": 16, "median": 80.0},
+    ]
+    fig, src = calibrated.figures_from_records(recs)
+    assert fig == {"first_pass_gbps": 6.5, "migrate_gbps": 44.0, "h2d_gbps": 44.0, "d2h_gbps": 44.0,
+                   "remote_gbps": 51.0, "gpu_first_touch_ms_per_gib": 65.0, "pinned_alloc_ms_per_gib": 500.0,
+                   "cpu_fault_us_4k": 0.3, "host_gbps": 80.0}
+    assert src["first_pass_gbps"].startswith("migration read managed first_touch=cpu")
