@@ -21,7 +21,8 @@ MAX_ITERATIONS = 1_000_000
 MAX_DOS = 16.0              # degrees of oversubscription above this only measure the swap device
 MAX_PERIOD = 3600.0
 SELFTEST_MODES = ("ok", "skip", "fail", "crash", "abort", "hang", "gpu-fault", "sleep")
-PRECISIONS = {"gemm": ("fp64", "fp32", "tf32", "fp16"), "sgemm": ("fp32",), "qv": ("complex128", "complex64")}
+PRECISIONS = {"gemm": ("fp64", "fp32", "tf32", "fp16"), "sgemm": ("fp32",), "qv": ("complex128", "complex64"),
+              "llm": ("fp16", "bf16", "fp32")}
 
 
 def cpus() -> int:
@@ -303,10 +304,8 @@ def app_options(name, opts: dict) -> dict:
         out["threads"] = threads(out["threads"])
     if out.get("lambda") is not None:
         out["lambda"] = f"{real(out['lambda'], '--lambda', 0.0, 1e6):g}"
-    if out.get("precision") is not None:
-        allowed = PRECISIONS.get(name, sorted({p for v in PRECISIONS.values() for p in v}))
-        out["precision"] = choices(out["precision"], "--precision", allowed)[0] \
-            if "," not in str(out["precision"]) else _one(out["precision"], "--precision")
+    if out.get("precision") is not None and name in PRECISIONS:
+        out["precision"] = _one_of(out["precision"], "--precision", PRECISIONS[name])
     if out.get("variant") is not None:
         out["variant"] = _one_of(out["variant"], "--variant", ("cublas", "panels"))
     if out.get("size") is not None:
@@ -320,10 +319,6 @@ def app_options(name, opts: dict) -> dict:
         if out.get(f"place-{m}") is not None:
             out[f"place-{m}"] = plans.validate_kind(_text(out[f"place-{m}"], f"--place-{m}"))
     return out
-
-
-def _one(value, what):
-    raise UsageError(f"{what} takes one value, got {str(value)[:40]!r}")
 
 
 def _one_of(value, what, allowed):
