@@ -2,11 +2,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
-#include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/memory.hpp"
@@ -53,6 +53,26 @@ namespace {
 // the guard compares a case's total (cpu-stream's two arrays, an application's every array), not
 // each buffer, with what was free when the case started. umbench runs one case per process.
 size_t g_host_live = 0;
+
+// UMSCOPE_HOST_MEM_LIMIT: bytes, or a number with K, M, G or T (powers of 1024). Kept here, apart
+// from parse_bytes, because this file is also linked into the allocator library.
+size_t limit_bytes(const char* text) {
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  double mult = 1;
+  switch (end && *end ? std::toupper(static_cast<unsigned char>(*end)) : 0) {
+    case 'K': mult = 1024.0; break;
+    case 'M': mult = 1024.0 * 1024; break;
+    case 'G': mult = 1024.0 * 1024 * 1024; break;
+    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; break;
+    case 0: break;
+    default: throw UsageError(std::string("UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G, got '") + text + "'");
+  }
+  const double b = v * mult;
+  if (end == text || !(b >= 1) || b > 9.0e18)
+    throw UsageError(std::string("UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G, got '") + text + "'");
+  return static_cast<size_t>(b);
+}
 size_t g_avail_at_start = 0;
 bool g_avail_read = false;
 }  // namespace
@@ -63,7 +83,7 @@ void check_host_memory(size_t bytes, bool allow) {
     // UMSCOPE_HOST_MEM_LIMIT (a size, e.g. 8G) caps what a case may take on a shared node.
     const char* limit = std::getenv("UMSCOPE_HOST_MEM_LIMIT");
     if (limit && *limit) {
-      const size_t cap = parse_bytes(limit);
+      const size_t cap = limit_bytes(limit);
       if (g_avail_at_start == 0 || cap < g_avail_at_start) g_avail_at_start = cap;
     }
     g_avail_read = true;
