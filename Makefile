@@ -7,7 +7,7 @@ PIPFLAGS ?=
 # add cuda for NVIDIA's CUPTI and cuBLAS wheels where no toolkit is installed (.ci/run does).
 EXTRAS ?= test
 
-.PHONY: install run test test-gpu clean
+.PHONY: install run test test-gpu mutants clean
 
 install:
 	$(PIP) install -q $(PIPFLAGS) '.[$(EXTRAS)]'
@@ -22,6 +22,11 @@ test: install
 # On a GPU node: only the GPU tests, which must not skip there.
 test-gpu: install
 	UMSCOPE_REQUIRE_GPU=1 $(PYTHON) -m pytest -ra -m gpu
+
+# The mutation check (CI runs it after the tests): deliberate bugs applied to a copy of the tree,
+# each of which the tests must catch. Needs the build `make test` leaves under build/.
+mutants:
+	$(PYTHON) tests/mutants/run.py
 
 clean:
 	rm -rf build

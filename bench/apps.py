@@ -5,6 +5,11 @@ from its floor (least bytes / GPU-memory bandwidth, or FLOPs / the datasheet
 peak for GEMM). Then GEMM in every precision. One run; records printed as a
 table and kept as JSON lines with --json-out.
 
+The CPU reference is too slow at several GiB: each application is first run
+at 16 MiB with --check 1 (its result compared with the CPU reference; a
+failure stops the script), and the table's last column says how each
+large run was verified (`none` there: the same code path, checked small).
+
     python3 bench/apps.py [--footprint 4G] [--apps a,b] [--json-out FILE]"""
 import argparse
 import json
@@ -31,9 +36,22 @@ def main():
     print(f"{fp['gpus'][0]['name']}; GPU-memory bound {bw:.0f} GB/s ({bw_src}); compute peaks "
           + ", ".join(f"{k} {v[0]:g} TFLOP/s" for k, v in peaks.items()))
     print(f"{'application':<22} {'arrays':>8} {'iters':>5} {'ms/iter':>9} {'spread':>7} {'rate':>22} "
-          f"{'floor ms':>9} {'of floor':>8}  wall")
+          f"{'floor ms':>9} {'of floor':>8}  wall  verified")
     out = open(a.json_out, "w") if a.json_out else None
-    runs = [(name, ["--footprint", a.footprint]) for name in a.apps.split(",")]
+    names = a.apps.split(",")
+    for name in names + ["gemm"]:
+        app = apps.APPS[name]
+        argv = [x for k, v in app.fixed.items() for x in (f"--{k}", v)] + ["--footprint", "16M", "--mode",
+                                                                           "explicit", "--check", "1"]
+        recs, status = native.run_case(apps.bench_of(name), *argv)
+        if status["status"] == "skipped":
+            print(f"{name}: check at 16 MiB skipped: {status.get('reason')}")
+            continue
+        if status["status"] != "ok" or not recs or recs[0].get("verified") != "cpu-reference":
+            raise SystemExit(f"{name}: the check against the CPU reference at 16 MiB did not pass: "
+                             f"{status.get('reason') or recs}")
+        print(f"{name}: checked against the CPU reference at 16 MiB (max error {recs[0].get('max_error', 0):.3g})")
+    runs = [(name, ["--footprint", a.footprint]) for name in names]
     runs += [(f"gemm {p}", ["--precision", p, "--n", n]) for p, n in GEMM_RUNS]
     for label, args in runs:
         name = label.split()[0]
@@ -60,7 +78,7 @@ def main():
             rate = ""
         share = f"{100 * floor / r['median']:.0f}%" if floor else "-"
         print(f"{label:<22} {r['bytes'] / 2**30:>6.2f}Gi {r['iterations']:>5} {r['median']:>9.3f} "
-              f"{100 * r['spread']:>6.1f}% {rate:>22} {floor or 0:>9.3f} {share:>8}  {time.time() - t0:.0f} s")
+              f"{100 * r['spread']:>6.1f}% {rate:>22} {floor or 0:>9.3f} {share:>8}  {time.time() - t0:.0f} s  {r.get('verified')}")
         if out:
             out.write(json.dumps(r) + "\n")
 

@@ -13,9 +13,11 @@ import sys
 
 from umscope import native, probe
 
-# Reference values quoted in the issue for an H100 on this host; not measured here.
-REFERENCE = {"host-device latency (nvbandwidth host_device_latency_sm)": "about 1190 ns",
-             "L2 hit (gpu-benches)": "about 277 cycles"}
+# Reference values other tools reported for one GPU (quoted in the latency issue for an H100 80GB HBM3 on a
+# PCIe Gen5 host); not measured here, and printed only where the GPU under test is that GPU.
+REFERENCE_GPU = "H100"
+REFERENCE = {"host-device latency (nvbandwidth host_device_latency_sm, H100 80GB HBM3, PCIe Gen5)": "about 1190 ns",
+             "L2 hit (gpu-benches, H100)": "about 277 cycles"}
 
 
 def umbench(bench, *args):
@@ -60,9 +62,13 @@ def main():
             r = recs[0]
             print(f"  {pair:<8} {kind:<11} {r['median']:>9.1f} ns  (min {r['min']:.1f}, max {r['max']:.1f}, "
                   f"spread {100 * r['spread']:.1f}%; {r['atomics_check']})")
-    print("\nreference values from other tools (quoted, not measured in this run):")
-    for k, v in REFERENCE.items():
-        print(f"  {k}: {v}")
+    if REFERENCE_GPU in g["name"]:
+        print(f"\nreference values other tools reported for an {REFERENCE_GPU} (quoted, not measured in this run):")
+        for k, v in REFERENCE.items():
+            print(f"  {k}: {v}")
+    else:
+        print(f"\n(the reference values this script knows are for an {REFERENCE_GPU}; this GPU is {g['name']}: "
+              "none shown)")
 
 
 if __name__ == "__main__":

@@ -244,6 +244,20 @@ void watch_parent() {
   }
 }
 
+// Parses each argument as a size and prints "TEXT<TAB>BYTES" or "TEXT<TAB>error": the tests compare it
+// with Python's sizes.parse_size on one shared table (tests/sizes_table.txt).
+int cmd_parse_sizes(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    std::cout << argv[i] << "\t";
+    try {
+      std::cout << parse_bytes(argv[i]) << "\n";
+    } catch (const UsageError&) {
+      std::cout << "error\n";
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -261,6 +275,7 @@ int main(int argc, char** argv) {
 #endif
   if (cmd == "run") return cmd_run(argc, argv);
   if (cmd == "check-kind") return cmd_check_kind(argc, argv);
-  std::cerr << "usage: umbench info | list | check-kind SPEC | run BENCH [--key value]...\n";
+  if (cmd == "parse-sizes") return cmd_parse_sizes(argc, argv);
+  std::cerr << "usage: umbench info | list | check-kind SPEC | parse-sizes SIZE... | run BENCH [--key value]...\n";
   return 2;
 }

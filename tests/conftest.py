@@ -7,6 +7,9 @@ import pytest
 from umscope import native
 
 
+_REQUIRED = pytest.StashKey[str]()
+
+
 def _gpu_state():
     info = native.native_info()
     if info.get("gpus"):
@@ -19,15 +22,22 @@ def pytest_collection_modifyitems(config, items):
     if has_gpu:
         return
     if os.environ.get("UMSCOPE_REQUIRE_GPU"):
-        fail = pytest.mark.xfail(reason=f"UMSCOPE_REQUIRE_GPU is set but {why}", run=False, strict=True)
+        # A GPU node that lost its GPU must not pass: every GPU test fails (not xfail, not skip).
+        reason = f"UMSCOPE_REQUIRE_GPU is set but {why}"
         for item in items:
             if "gpu" in item.keywords:
-                item.add_marker(fail)
+                item.stash[_REQUIRED] = reason
         return
     skip = pytest.mark.skip(reason=f"GPU test: {why}")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_runtest_setup(item):
+    reason = item.stash.get(_REQUIRED, None)
+    if reason:
+        pytest.fail(reason, pytrace=False)
 
 
 def run_cli(*args, env=None, timeout=600, **kw):

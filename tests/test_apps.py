@@ -48,7 +48,7 @@ def test_conv2d_matches_numpy(tmp_path):
     assert np.all(a["B"].reshape(37, 53)[0] == 0)
 
 
-def test_jacobi2d_matches_numpy_and_reverse_changes_nothing(tmp_path):
+def test_jacobi2d_matches_numpy(tmp_path):
     rows, cols, steps = 29, 41, 4
     rec, a = _run(tmp_path, "jacobi2d", "--rows", str(rows), "--cols", str(cols), "--iterations", str(steps))
     i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
@@ -63,9 +63,7 @@ def test_jacobi2d_matches_numpy_and_reverse_changes_nothing(tmp_path):
         sweep(B, A)
     assert np.allclose(a["A"].reshape(rows, cols), A, rtol=1e-5)
     assert np.allclose(a["B"].reshape(rows, cols), B, rtol=1e-5)
-    rec2, _ = _run(tmp_path, "jacobi2d", "--rows", str(rows), "--cols", str(cols), "--iterations", str(steps),
-                   "--reverse")
-    assert rec2["reverse"] is True and rec2["checksum"] == rec["checksum"]
+    # --reverse only changes the GPU kernels' order: tested on the GPU (test_gpu.py).
 
 
 def test_hotspot_matches_numpy(tmp_path):
@@ -235,7 +233,7 @@ def test_phases_and_convention_fields(tmp_path):
         assert rec[k] >= 0, k
     assert rec["compute_ms"] == pytest.approx(sum(rec["samples"]), rel=1e-6)
     assert rec["total_excl_init_ms"] == pytest.approx(rec["total_ms"] - rec["init_ms"], rel=1e-9)
-    assert rec["mode"] == "cpu" and rec["verified"] is True
+    assert rec["mode"] == "cpu" and rec["verified"] == "none"  # no --check: not compared with the CPU reference
 
 
 def test_bad_input_is_a_usage_error():

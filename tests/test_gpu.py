@@ -4,7 +4,8 @@ import json
 import pytest
 
 from conftest import run_cli, umbench
-from umscope import native
+from umscope import native, probe
+from umscope.model import bounds
 
 pytestmark = pytest.mark.gpu
 
@@ -21,7 +22,7 @@ def _out(res):
 
 @pytest.mark.parametrize("kind", GPU_KINDS)
 def test_every_kind_gpu_access_verified_or_skipped_by_capability(kind):
-    res = umbench("run", "gpu-stream", "--kind", kind, "--bytes", "64M", "--reps", "3")
+    res = umbench("run", "gpu-stream", "--kind", kind, "--bytes", "256M", "--reps", "3")
     recs, status = _out(res)
     gpu = native.native_info()["gpus"][0]
     if kind.startswith(("system", "numa")) and not gpu["pageable_memory_access"]:
@@ -29,13 +30,22 @@ def test_every_kind_gpu_access_verified_or_skipped_by_capability(kind):
         return
     assert status["status"] == "ok", res.stdout
     assert {r["op"] for r in recs} == {"read", "write", "copy", "triad"}
-    for r in recs:
-        assert r["verified"]
-        # GB/s: even PCIe-remote memory is far above this. Writes to read-mostly
-        # pages are the exception (each write collapses the duplicated copies),
-        # so there only reads must be fast.
-        if "read_mostly" not in kind or r["op"] == "read":
-            assert r["median"] > 0.5, r
+    fp = probe.probe()
+    desc = bounds.describe(fp)
+    for r in bounds.annotate(recs, fp, desc):
+        assert r["verified"] == "cpu-reference"
+        assert r["bound_source"].split(":")[0] in ("probe", "datasheet", "spec", "paper", "file"), r
+        # Never above the bound of the datapath that limits it (2% for clock and rounding). Writes to
+        # read-mostly pages are the exception below (each write collapses the duplicated copies).
+        assert r["median"] <= 1.02 * r["bound"], r
+        if "read_mostly" in kind and r["op"] != "read":
+            continue
+        if r["datapath"] == "gpu_memory":
+            # GPU memory: between half its bound and the bound (copy and triad stop near 85%, docs/method.md).
+            assert r["median"] >= 0.5 * r["bound"], r
+        else:
+            # Over the link (zero copy): at least a fifth of the link's peak (PCIe: 12.6 of 63 GB/s).
+            assert r["median"] >= 0.2 * r["bound"], r
 
 
 @pytest.mark.parametrize("kind", CPU_KINDS)
@@ -187,7 +197,17 @@ def test_pingpong_runs_or_skips_with_the_coherence_finding(pair, kind):
         return
     assert status["status"] == "ok", res.stdout + res.stderr
     (r,) = recs
-    assert r["n"] == 3 and r["verified"] and r["median"] > 0
+    assert r["n"] == 3 and r["verified"] == "invariant" and r["median"] > 0
+    # The window follows from the machine's own latency: a turn is a flag update one agent makes and the
+    # other sees, so a round trip costs at least a few ns and at most a few of the slowest loads the
+    # waiting agent makes (its chase latency over the same path, measured here).
+    chaser = "cpu" if pair == "cpu-cpu" else "gpu"
+    ref_kind = {"cpu-gpu": "pinned", "gpu-gpu": "device", "cpu-cpu": "system"}[pair]
+    lat, st = _out(umbench("run", "latency", "--processor", chaser, "--kind", ref_kind, "--bytes", "256M",
+                           "--reps", "3"))
+    assert st["status"] == "ok", st
+    slowest_load = lat[-1]["median"]
+    assert 10 <= r["median"] <= 20 * slowest_load, (r["median"], slowest_load)
     if pair == "gpu-gpu":
         assert r["sms"].split(",")[0] != r["sms"].split(",")[1]
 
@@ -236,6 +256,8 @@ def test_firsttouch_gpu_initialises_managed_faster_than_cpu_then_migrate():
     migrate_ms = mig["bytes"] / (mig["first"] * 1e9) * 1e3
     cpu_path = by_cpu["first-touch"]["median"] + migrate_ms
     assert by_gpu["first-touch"]["median"] < cpu_path, (by_gpu["first-touch"]["median"], cpu_path)
+    # And the first touch alone: the GPU initialising fresh managed pages beats the CPU doing it.
+    assert by_gpu["first-touch"]["median"] < by_cpu["first-touch"]["median"], (by_gpu, by_cpu)
     assert by_gpu["second-touch"]["median"] < by_gpu["first-touch"]["median"]
 
 
@@ -322,9 +344,11 @@ def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
         assert um["totals"]["htod"] == 0 and um["totals"]["gpu_fault"] == 0
         assert um["memcpy_bytes"] >= 2 * state
     elif expect == "faults":  # CPU-initialised managed memory moves on the GPU's faults (and the driver's
-        # speculative prefetch around them), none of it by a user prefetch. How much of the state the
-        # counters show crossing has varied (60-94% at 26-28 qubits): not asserted until explained.
-        assert um["totals"]["htod"] > 0 and um["totals"]["gpu_fault"] > 0
+        # speculative prefetch around them), none of it by a user prefetch. What the docs promise
+        # (docs/method.md, "What the unified-memory totals count"): the counted bytes are a lower bound of
+        # the data moved, measured at 60-94% of the state on the H100; never more than the state moved once.
+        assert 0.5 * state <= um["totals"]["htod"] <= state + (2 << 20), (um["totals"], state)
+        assert um["totals"]["gpu_fault"] > 0
         assert um["faults_per_migration"] > 0 and "user" not in um["by_cause"]["htod"]
     else:  # cudaMemPrefetchAsync is a user-caused migration, before any kernel faults
         assert um["by_cause"]["htod"].get("user", 0) >= state and um["totals"]["gpu_fault"] == 0
@@ -418,9 +442,9 @@ def test_um_trace_and_nvtx_of_a_program_compiled_here(user_program, mode, store_
     elif mode == "prefetch":
         assert um["by_cause"]["htod"].get("user", 0) >= size and um["totals"]["gpu_fault"] == 0
     else:
-        # Migrations the GPU's accesses caused (not a user prefetch). GPU fault records for this short
-        # program were missing on the H100 machine (the 26-qubit QV run above has them): not asserted.
-        assert um["totals"]["htod"] > 0 and "user" not in um["by_cause"]["htod"]
+        # Migrations the GPU's accesses caused (not a user prefetch), and the GPU faults that caused them.
+        assert 0.5 * size <= um["totals"]["htod"] <= size + (2 << 20) and "user" not in um["by_cause"]["htod"]
+        assert um["totals"]["gpu_fault"] > 0 and sum(um["faults_by_access"].values()) == um["totals"]["gpu_fault"]
         # The CPU's check reads the vector back: device-to-host migrations (on CPU faults, which this
         # CUPTI did not count on the H100 machine: not asserted).
         assert um["totals"]["dtoh"] > 0
@@ -445,3 +469,28 @@ def test_um_trace_of_a_third_party_program(store_path):
     um = recs["um_trace"]
     assert um["kernels"] > 0 and um["totals"]["htod"] == 0  # PyTorch allocates with cudaMalloc: no UM traffic
     assert recs["run"]["exit_status"] == 0
+
+
+@pytest.mark.parametrize("kind,want", [
+    ("device", "gpu0"),
+    ("pinned", "host (pinned)"),
+    ("managed,first_touch=cpu,prefetch=gpu", "managed: last prefetch gpu0, preferred none"),
+    ("managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu", "managed: last prefetch none, preferred cpu"),
+    ("managed,first_touch=cpu,advise=preferred:gpu", "managed: last prefetch none, preferred gpu0"),
+])
+def test_residency_is_what_the_driver_answers(kind, want):
+    recs, status = _out(umbench("run", "gpu-stream", "--kind", kind, "--bytes", "16M", "--ops", "read", "--reps", "2"))
+    assert status["status"] == "ok", status
+    assert recs[0]["residency"] == want
+
+
+def test_jacobi2d_reverse_on_the_gpu_matches_the_cpu_reference():
+    # --reverse changes the order the GPU's sweeps walk the rows (every other sweep bottom-up); the result
+    # must not change, and the CPU reference must agree with both.
+    args = ("jacobi2d", "--rows", "700", "--cols", "900", "--iterations", "4", "--check", "1")
+    fwd, st = _out(umbench("run", *args))
+    rev, st2 = _out(umbench("run", *args, "--reverse"))
+    assert st["status"] == st2["status"] == "ok", (st, st2)
+    assert fwd[0]["reverse"] is False and rev[0]["reverse"] is True
+    assert rev[0]["verified"] == fwd[0]["verified"] == "cpu-reference"
+    assert rev[0]["checksum"] == fwd[0]["checksum"]

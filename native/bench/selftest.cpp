@@ -1,10 +1,12 @@
 // Cases that misbehave on purpose, so the runner's handling of crashes,
 // hangs, GPU faults and skips is tested. Not part of any default plan.
 #include <csignal>
+#include <cstdlib>
 #include <thread>
 
 #include "umscope/bench.hpp"
 #include "umscope/errors.hpp"
+#include "umscope/traffic.hpp"
 
 namespace umscope {
 #ifdef UMSCOPE_HAVE_CUDA
@@ -17,8 +19,25 @@ void run_selftest(Context& ctx) {
   if (mode == "ok") {
     JsonObject rec;
     rec.set("type", "record").set("benchmark", "selftest").set("op", "ok").set("processor", "cpu");
-    rec.set("metric", "value").set("unit", "1").set("value", 1.0).set("n", 1);
+    rec.set("metric", "value").set("unit", "1").set("value", 1.0).set("n", 1).set("verified", "none");
     ctx.emit(rec);
+  } else if (mode == "summary") {
+    // The statistics every record carries, over samples given by the caller (the arithmetic tests).
+    std::vector<double> samples;
+    for (const std::string& v : ctx.args.list("samples", "1")) samples.push_back(std::strtod(v.c_str(), nullptr));
+    JsonObject rec = ctx.record("summary", "cpu", parse_kind("system"), 0);
+    Context::put_summary(rec, "value", "1", samples);
+    rec.set("verified", "none");
+    ctx.emit(rec);
+  } else if (mode == "traffic") {
+    // The shared traffic arithmetic (umscope/traffic.hpp): arrays per stream operation, and 10^9 bytes in
+    // one second as GB/s.
+    for (const char* op : {"read", "write", "copy", "triad"}) {
+      JsonObject rec = ctx.record(op, "cpu", parse_kind("system"), 1000000000);
+      rec.set("arrays", stream_arrays(op)).set("metric", "rate").set("unit", "GB/s");
+      rec.set("value", gb_per_s(1e9 * stream_arrays(op), 1.0)).set("verified", "none");
+      ctx.emit(rec);
+    }
   } else if (mode == "skip") {
     throw Skip("selftest asked to be skipped");
   } else if (mode == "crash") {
@@ -49,8 +68,10 @@ void run_selftest(Context& ctx) {
   }
 }
 
-BenchRegistrar reg({"selftest", "cpu", "misbehaves on purpose: --mode ok|skip|fail|crash|abort|hang|gpu-fault|sleep (--ms)",
-                    {"ok"}, {"mode", "ms"}, run_selftest});
+BenchRegistrar reg({"selftest", "cpu", "misbehaves on purpose: --mode ok|skip|fail|crash|abort|hang|gpu-fault|sleep "
+                    "(--ms); --mode summary --samples 1,2,3: the statistics of the given samples; --mode traffic: "
+                    "arrays per stream operation",
+                    {"ok"}, {"mode", "samples", "ms"}, run_selftest});
 
 }  // namespace
 }  // namespace umscope

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <regex>
 #include <sstream>
 
 #include "umscope/caps.hpp"
@@ -22,28 +23,28 @@ std::vector<BenchInfo>& bench_registry() {
 
 // Sizes: a plain integer or real ("1e9") is bytes; K, M, G, T (optionally
 // followed by "iB") are powers of 1024; KB, MB, GB, TB are powers of 1000.
+// The grammar is python/umscope/sizes.py's, character for character (the
+// same pattern, the first letter of the unit case-insensitive, at most
+// 9e18 bytes); tests/sizes_table.txt holds both to it.
 size_t parse_bytes(const std::string& s) {
-  const char* p = s.c_str();
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(p, &end);
-  if (end == p || errno != 0 || !std::isfinite(v)) throw UsageError("malformed size '" + s + "'");
-  std::string unit(end);
-  double mult = 1;
-  if (unit.empty() || unit == "B" || unit == "b") {
+  static const std::regex pattern(R"(^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$)");
+  std::smatch m;
+  if (!std::regex_match(s, m, pattern)) throw UsageError("malformed size '" + s + "'");
+  const double v = std::strtod(m[1].str().c_str(), nullptr);
+  std::string unit = m[2].str();
+  if (!unit.empty()) unit[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
+  double mult = 0;
+  if (unit.empty() || unit == "B") {
     mult = 1;
-  } else {
-    char u = static_cast<char>(std::toupper(unit[0]));
-    int power = u == 'K' ? 1 : u == 'M' ? 2 : u == 'G' ? 3 : u == 'T' ? 4 : 0;
-    std::string rest = unit.substr(1);
-    for (char& c : rest) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    // Units are case-insensitive, as in umscope's sizes.py: 4g = 4gib = 4GiB, 4gb = 4GB.
-    if (power == 0 || !(rest.empty() || rest == "IB" || rest == "B"))
-      throw UsageError("malformed size '" + s + "'");
-    mult = std::pow(rest == "B" ? 1000.0 : 1024.0, power);
+  } else if (unit.size() <= 3) {
+    const int power = unit[0] == 'K' ? 1 : unit[0] == 'M' ? 2 : unit[0] == 'G' ? 3 : unit[0] == 'T' ? 4 : 0;
+    const std::string rest = unit.substr(1);
+    if (power != 0 && (rest.empty() || rest == "iB")) mult = std::pow(1024.0, power);
+    if (power != 0 && rest == "B") mult = std::pow(1000.0, power);
   }
-  double bytes = v * mult;
-  if (bytes < 1 || bytes != std::floor(bytes) || bytes > 9.0e18)
+  if (mult == 0) throw UsageError("unknown size unit in '" + s + "'");
+  const double bytes = v * mult;
+  if (!(bytes >= 1) || bytes > 9.0e18 || bytes != std::floor(bytes))
     throw UsageError("size must be a positive whole number of bytes: '" + s + "'");
   return static_cast<size_t>(bytes);
 }

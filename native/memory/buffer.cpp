@@ -288,7 +288,31 @@ void Buffer::prefetch(const std::string& where) {
 }
 
 std::string Buffer::residency() const {
-  if (!cpu_ || !(is_host_kind(kind_.name))) return "unknown";
+  const std::string& n = kind_.name;
+  if (n == "device" || n == "peer") return "gpu" + std::to_string(n == "peer" ? kind_.arg : opt_.device);
+  if (n == "pinned") return "host (pinned)";
+#ifdef UMSCOPE_HAVE_CUDA
+  if (n == "managed") {
+    // What the driver answers for the whole range: the preferred location and the last prefetch's
+    // destination (cudaInvalidDeviceId where none was set or the pages differ). Pages that moved on
+    // demand since are not seen here: the answer names the hint, not a page census.
+    void* p = gpu_ ? gpu_ : cpu_;
+    int pref = cudaInvalidDeviceId, last = cudaInvalidDeviceId;
+    if (cudaMemRangeGetAttribute(&pref, sizeof pref, cudaMemRangeAttributePreferredLocation, p, bytes_) !=
+            cudaSuccess ||
+        cudaMemRangeGetAttribute(&last, sizeof last, cudaMemRangeAttributeLastPrefetchLocation, p, bytes_) !=
+            cudaSuccess) {
+      cudaGetLastError();
+      return "unknown";
+    }
+    auto where = [](int loc) {
+      return loc == cudaCpuDeviceId ? std::string("cpu")
+             : loc == cudaInvalidDeviceId ? std::string("none") : "gpu" + std::to_string(loc);
+    };
+    return "managed: last prefetch " + where(last) + ", preferred " + where(pref);
+  }
+#endif
+  if (!cpu_ || !(is_host_kind(n))) return "unknown";
   // Sample a few pages with move_pages: reports the NUMA node backing each.
   int first = -2;
   for (int i = 0; i < 8; ++i) {

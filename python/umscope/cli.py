@@ -323,6 +323,21 @@ def print_summary(records, cases):
                   f"{format_size(r['bytes']) if r['bytes'] else '':>8} {r['threads'] or '':>4} "
                   f"{r['median']:>10.4g} {100 * (r['spread'] or 0):>6.1f}%{flag:2} {r['unit']:<5} "
                   f"{_eff(r):>8}")
+    sources = {}
+    for r in ok:
+        x = r.get("extra") or {}
+        if x.get("bound"):
+            sources.setdefault(x.get("datapath"), x.get("bound_source") or "source not recorded")
+    if sources:
+        print("\nbounds (\"of bound\" = median / the bound of the limiting datapath):")
+        for path, src in sources.items():
+            print(f"  {path:<12} {src}")
+    from umscope import conditions
+    flagged = conditions.flagged_cases([r for r in records if r["status"] == "ok"])
+    if flagged:
+        print(f"\n{len(flagged)} case(s) measured while the GPU was throttled or shared (figures may be low):")
+        for cid, f in flagged.items():
+            print(f"  {cid}: {'; '.join(f)}")
     groups = {}
     for c in cases:
         if c["status"] != "ok":

@@ -217,6 +217,23 @@ class Store:
                     [run_id, case.case_id] + [rec.get(c) for c in _RECORD_COLUMNS] + [json.dumps(extra)])
         self._write(write)
 
+    def update_record_extra(self, record_id, fields: dict):
+        """Merges fields into one record's extra (the suite's cross-mode verdict)."""
+        def write(db):
+            row = db.execute("SELECT extra FROM records WHERE id=?", (record_id,)).fetchone()
+            extra = json.loads(row[0]) if row and row[0] else {}
+            extra.update(fields)
+            db.execute("UPDATE records SET extra=? WHERE id=?", (json.dumps(extra), record_id))
+        self._write(write)
+
+    def fail_case(self, run_id, case_id, reason):
+        """Marks a completed case and its records failed, with the reason (a check after the case ran)."""
+        self._write(lambda db: (
+            db.execute("UPDATE cases SET status='failed', reason=? WHERE run_id=? AND case_id=?",
+                       (reason, run_id, case_id)),
+            db.execute("UPDATE records SET status='failed', reason=? WHERE run_id=? AND case_id=?",
+                       (reason, run_id, case_id))))
+
     def cases(self, run_id) -> list:
         return [dict(r) for r in self.db.execute(
             "SELECT * FROM cases WHERE run_id=? ORDER BY rowid", (run_id,))]

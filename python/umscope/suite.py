@@ -12,7 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from umscope import native
+from umscope import conditions, native
 
 PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
 
@@ -229,7 +229,10 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
         for case in todo:
             bar.start(case)
             started = time.time()
+            device = int(case.params.get("device", options.get("device") or 0))
+            before = conditions.read(device)
             outcome = execute(case, options)
+            conditions.attach(outcome.records, before, conditions.read(device))
             with deferred_signals():
                 if annotate:
                     annotate(outcome.records)
@@ -247,6 +250,11 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
             except (OSError, ValueError):
                 pass
         return {signal.SIGHUP: "hangup", signal.SIGTERM: "terminated"}.get(signum, "interrupted")
+    # Every mode of an application against its explicit mode, over the whole run (so a resumed run too).
+    from umscope import verify
+    for case_id, reason in verify.apply_cross_mode(store, run_id).items():
+        if progress:
+            sys.stderr.write(f"{case_id}: failed ({reason})\n")
     store.finish_run(run_id, "complete")
     return "complete"
 

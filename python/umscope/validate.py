@@ -83,7 +83,7 @@ def real(value, what, lo, hi, lo_open=True) -> float:
 
 
 def size(value, what) -> int:
-    """A byte size (4G, 4gb, 4GiB, 512M, 1e9): whole, positive, at most sizes.MAX_SIZE."""
+    """A byte size (4G, 4g, 4GiB, 4GB, 512M, 1e9): sizes.py's grammar, whole, positive, at most 9e18."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise UsageError(f"{what} needs a size such as 4G, got an empty one")
     try:

@@ -94,9 +94,18 @@ def app_cases(name, modes, options) -> list:
     return cases
 
 
+# The footprint at which the default suite checks each application against its CPU reference, and the QV
+# width its CPU simulator affords.
+CHECK_FOOTPRINT = "16M"
+CHECK_QUBITS = "20"
+
+
 def default_cases() -> list:
     """The default suite's applications: every one in every mode at a small footprint (QV: 24 qubits, both
-    initialisations), so that the report shows which mode wins for which access pattern."""
+    initialisations), so that the report shows which mode wins for which access pattern. Each application is
+    also run once in explicit mode at CHECK_FOOTPRINT with --check 1 (its result compared with the CPU
+    reference), and QV at CHECK_QUBITS against the CPU simulator; the other modes are verified by their
+    checksums against explicit's (verify.cross_mode)."""
     cases = []
     for name, app in APPS.items():
         if not app.suite:
@@ -104,7 +113,11 @@ def default_cases() -> list:
         if name == "qv":
             cases += [Case("qv", None, {"qubits": "24", "mode": m, "init": i}, timeout=600)
                       for m in MODES for i in ("gpu", "cpu")]
+            cases.append(Case("qv", None, {"qubits": CHECK_QUBITS, "mode": "explicit", "init": "gpu", "check": "1"},
+                              timeout=600))
             continue
         for m in MODES:
             cases.append(Case(bench_of(name), None, dict(app.fixed, **app.small, mode=m), timeout=600))
+        cases.append(Case(bench_of(name), None, dict(app.fixed, footprint=CHECK_FOOTPRINT, mode="explicit",
+                                                     check="1"), timeout=600))
     return cases

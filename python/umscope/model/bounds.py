@@ -9,7 +9,13 @@ a file the user names (`--machine FILE`).
 
 A measurement uses resources: bytes read and written in GPU or host memory,
 bytes crossing the link in each direction. Its bound is the bytes it reports
-divided by the time the busiest resource needs at its peak. A copy between
+divided by the time the busiest resource needs at its peak.
+
+Every peak carries its source, one of `probe: ...` (derived from the device
+in this run), `datasheet: ...`, `spec: ...`, `paper: ...` (a packaged
+description's per-datapath `sources`), or `file: PATH` (the user's
+description; its own `sources` entry where it gives one). annotate() copies
+the limiting datapath's source into each record as `bound_source`. A copy between
 two host buffers through the GPU crosses the link twice (once each way); a
 device-to-device copy reads and writes GPU memory."""
 
@@ -117,8 +123,9 @@ def describe(fp, machine_file=None) -> dict:
     for stem, d in packaged().items():
         if d.get("match") and d["match"] in name:
             desc["name"] = d["name"]
+            srcs = d.get("sources") or {}
             for k, v in d["datapaths"].items():
-                desc["datapaths"][k] = (v, f"{stem}.yaml ({d.get('source')})")
+                desc["datapaths"][k] = (v, f"{srcs.get(k) or 'datasheet: ' + str(d.get('source'))} ({stem}.yaml)")
             break
     desc["datapaths"].update(from_probe(fp))
     if machine_file:
@@ -135,8 +142,9 @@ def describe(fp, machine_file=None) -> dict:
         except (OSError, yaml.YAMLError, KeyError, TypeError) as e:
             raise UsageError(f"machine description {path}: {e}") from None
         desc["name"] = d.get("name", path.stem)
+        srcs = d.get("sources") or {}
         for k, v in user.items():
-            desc["datapaths"][k] = (float(v), str(path)) if v is not None else None
+            desc["datapaths"][k] = (float(v), srcs.get(k) or f"file: {path}") if v is not None else None
     desc["datapaths"] = {k: v for k, v in desc["datapaths"].items() if v}
     if "peer_link" in desc["datapaths"]:  # per direction: into and out of the GPU under test
         for k in ("peer_in", "peer_out"):
@@ -231,6 +239,12 @@ def uses(rec, fp) -> dict:
     return {}
 
 
+def source(desc, datapath) -> str:
+    """Where the peak of a datapath came from ('probe: ...', 'datasheet: ...', 'paper: ...', 'file: ...')."""
+    peak = desc["datapaths"].get(datapath)
+    return peak[1] if peak else "unknown"
+
+
 def bound(rec, fp, desc):
     """(bound in GB/s, limiting datapath) or (None, why)."""
     if rec.get("unit") != "GB/s":
@@ -260,7 +274,7 @@ def bound(rec, fp, desc):
 
 
 def annotate(records, fp, desc):
-    """Adds bound, efficiency (median / bound) and datapath to bandwidth records."""
+    """Adds bound, efficiency (median / bound), datapath and the bound's source to bandwidth records."""
     for rec in records:
         # A record of another GPU than the run's (--devices): its own GPU's locality and peers.
         d = rec.get("device")
@@ -269,6 +283,7 @@ def annotate(records, fp, desc):
         if b:
             rec["bound"] = b
             rec["datapath"] = why
+            rec["bound_source"] = source(desc, why)
             if rec.get("median"):
                 rec["efficiency"] = round(rec["median"] / b, 4)
         elif rec.get("unit") == "GB/s":

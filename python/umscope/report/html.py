@@ -8,6 +8,7 @@ from collections import OrderedDict
 from html import escape
 from pathlib import Path
 
+from umscope import verify
 from umscope.probe import cuda_version_text
 import json
 
@@ -81,8 +82,9 @@ def _bound_cells(r) -> str:
     x = r.get("extra") or {}
     if not x.get("bound"):
         return f"<td colspan=3 class=note>{e(x.get('bound_note', ''))}</td>"
+    src = x.get("bound_source") or "source not recorded (older store)"
     return (f"<td class=num>{x['bound']:.4g}</td><td class=num>{100 * x.get('efficiency', 0):.0f}%</td>"
-            f"<td>{e(x.get('datapath'))}</td>")
+            f"<td>{e(x.get('datapath'))} <span class=note>({e(src)})</span></td>")
 
 
 def _records_table(recs) -> str:
@@ -552,7 +554,7 @@ def _apps_section(recs) -> str:
                 f" {xr['gflops']:.4g} GFLOP/s" if xr.get("gflops") else "")
             if xr.get("edges") and xr.get("compute_ms"):
                 rate = f"{xr['edges'] / (xr['compute_ms'] * 1e-3) / 1e9:.3g} GTEPS"
-            check = "CPU reference" if xr.get("checked") else "checksum only"
+            check = verify.method(r)
             rows.append(f"<tr><td>{e(label)}</td><td>{e(m)}</td><td class=num>{e(size_tick(r['bytes']))}</td>"
                         + "".join(f"<td class=num>{_num(xr.get(p))}</td>" for p in APP_PHASES)
                         + f"<td class=num>{_num(xr.get('total_ms'))}</td><td class=num>{_num(xr.get('total_excl_init_ms'))}"
@@ -566,8 +568,10 @@ def _apps_section(recs) -> str:
         "advice; back = copies to the host and the CPU reading every result (the checksum). Speedups follow "
         "the studies' convention of leaving out the CPU's initialisation of the inputs. Rates use the least "
         "traffic (or the operation count) of one iteration over its median time. A run whose result differed "
-        "from the CPU reference is a failed case (see the end of the report); modes of one application agree "
-        "when their checksums are equal.</p>")
+        "from the CPU reference is a failed case (see the end of the report). After the cases ran, the suite "
+        "compares every mode's checksum with the explicit mode's of the same application and parameters: a "
+        "disagreeing case is failed; agreeing records are verified 'cross-mode-checksum'. Each application "
+        "is also checked against its CPU reference once per run at a small footprint ('cpu-reference').</p>")
     charts = []
     for label, d in by.items():
         series = [(m, list(enumerate(x(r).get("samples") or r.get("samples") or [], 1))) for m, r in d.items()]
@@ -622,6 +626,7 @@ def _profile_section(recs) -> str:
     if moved:
         out.append(line_chart(moved, "unified memory moved over time (cumulative MiB, CUPTI)", axis, "MiB",
                               x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300, marks=marks))
+        out.append("<p class=note>Migrations the driver reports, not all data moved: see the table below.</p>")
     per_alloc = []
     for a in ux.get("allocation_timelines") or []:
         name = f"0x{a['address']:x} ({size_tick(a['bytes'])})"
@@ -640,23 +645,30 @@ def _profile_section(recs) -> str:
     if um:
         tot, ev = ux.get("totals") or {}, ux.get("events") or {}
         cause = lambda d: ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in (ux.get("by_cause") or {}).get(d, {}).items())  # noqa: E731
-        items = [("host → device", f"{tot.get('htod', 0) / 2**20:.1f} MiB in {ev.get('htod', 0)} transfers ({cause('htod')})"),
-                 ("device → host", f"{tot.get('dtoh', 0) / 2**20:.1f} MiB in {ev.get('dtoh', 0)} transfers ({cause('dtoh')})"),
+        from umscope.report.um_caveats import CAVEATS
+        items = [("host → device", f"{tot.get('htod', 0) / 2**20:.1f} MiB in {ev.get('htod', 0)} transfers ({cause('htod')})",
+                  CAVEATS["htod"]),
+                 ("device → host", f"{tot.get('dtoh', 0) / 2**20:.1f} MiB in {ev.get('dtoh', 0)} transfers ({cause('dtoh')})",
+                  CAVEATS["dtoh"]),
                  ("GPU page faults", f"{tot.get('gpu_fault', 0)} (" + ", ".join(
-                     f"{k} {v}" for k, v in (ux.get("faults_by_access") or {}).items()) + ")"),
-                 ("CPU page faults", str(tot.get("cpu_fault", 0))),
+                     f"{k} {v}" for k, v in (ux.get("faults_by_access") or {}).items()) + ")", CAVEATS["gpu_fault"]),
+                 ("CPU page faults", str(tot.get("cpu_fault", 0)), CAVEATS["cpu_fault"]),
                  ("thrashing / throttling / remote maps",
-                  f"{tot.get('thrashing', 0)} / {tot.get('throttling', 0)} / {tot.get('remote_map', 0)}"),
-                 ("faults per migration", _num(ux.get("faults_per_migration")) or "no migrations"),
-                 ("eviction-to-migration ratio", _num(ux.get("eviction_to_migration")) or "no migrations"),
+                  f"{tot.get('thrashing', 0)} / {tot.get('throttling', 0)} / {tot.get('remote_map', 0)}", CAVEATS["other"]),
+                 ("faults per migration", _num(ux.get("faults_per_migration")) or "no migrations", CAVEATS["derived"]),
+                 ("eviction-to-migration ratio", _num(ux.get("eviction_to_migration")) or "no migrations",
+                  CAVEATS["derived"]),
                  ("kernels, copies, allocations", f"{ux.get('kernels')} kernels ({_num(ux.get('kernel_s'))} s), "
-                  f"{(ux.get('memcpy_bytes') or 0) / 2**20:.1f} MiB copied, {ux.get('allocations_made')} allocations")]
+                  f"{(ux.get('memcpy_bytes') or 0) / 2**20:.1f} MiB copied, {ux.get('allocations_made')} allocations", "")]
         for a in ux.get("allocations") or []:
             items.append((f"allocation 0x{a['address']:x} ({size_tick(a['bytes'])})",
-                          f"{a['htod'] / 2**20:.1f} MiB in, {a['dtoh'] / 2**20:.1f} MiB out"))
+                          f"{a['htod'] / 2**20:.1f} MiB in, {a['dtoh'] / 2**20:.1f} MiB out",
+                          "migrations the driver reports for this allocation (see host → device)"))
         if not ux.get("trace_complete"):
-            items.append(("trace", "ended early: the program died before CUPTI's last flush"))
-        out.append("<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in items) + "</table>")
+            items.append(("trace", "ended early: the program died before CUPTI's last flush", ""))
+        out.append("<table><tr><th>unified memory (CUPTI)</th><th>total</th><th>what the driver reports, and what "
+                   "it does not</th></tr>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td><td class=note>{e(c)}</td></tr>"
+                                                      for k, v, c in items) + "</table>")
     rows = "".join(
         f"<tr><td>{e(r['op'])}</td><td>{e(r['processor'])}</td><td class=num>"
         f"{(r['max'] / 2**20 if r['unit'] == 'bytes' else r['max']):.4g}</td><td class=num>"
@@ -734,7 +746,7 @@ def render(run, cases, records) -> str:
              f"<h1>umscope report — run {e(run['id'])} ({e(run['kind'])})</h1>",
              f"<p class=note>Started {e(started)}, status <b>{e(run['status'])}</b>. Command: <code>{e(run['command'])}"
              f"</code><br>Cases: " + ", ".join(f"{e(v)} {e(k)}" for k, v in counts.items()) +
-             ". Every figure below was measured in this run; data was verified after each benchmark. "
+             ". Every figure below was measured in this run; each section says how its data was verified. "
              f"Spread = (max − min) / median over the repetitions; above {SPREAD_FLAG:.0%} it is flagged ⚠.</p>",
              headline.section(ok), "<h2>Machine</h2>", _machine(run.get("fingerprint")),
              topology.section(run.get("fingerprint"), ok)]
@@ -742,7 +754,10 @@ def render(run, cases, records) -> str:
         by_bench.setdefault("pingpong", [])  # its matrix shows skipped pairs too
     for bench, recs in by_bench.items():
         parts.append(f"<h2 id=\"{e(bench)}\">{e(bench)}</h2>")
+        parts.append(f"<p class=note>{e(verify.describe_methods(recs) or 'No records.')}</p>")
         parts.append(_bench_section(bench, recs, run.get("fingerprint"), cases))
+    from umscope import conditions
+    parts.append("<h2 id=conditions>Conditions of the measurements</h2>" + conditions.report_html(ok, e))
     parts.append(_um_findings(ok))
     parts.append(_bw_latency_chart(ok))
     parts.append(modelled.section(ok, run.get("fingerprint")))  # report/modelled.py: apart, labelled

@@ -5,6 +5,7 @@ pair of kinds, and MPI throughput against the processes per node."""
 from collections import OrderedDict
 from html import escape
 
+from umscope import verify
 from umscope.report.svg import line_chart, size_tick
 
 
@@ -71,7 +72,7 @@ def nccl_section(recs, fp=None) -> str:
         f"<td>{e(_x(r).get('launch'))}</td><td class=num>{e(size_tick(r['bytes']))}</td>"
         f"<td class=num>{_x(r).get('time_us', 0):.4g}</td><td class=num>{_x(r).get('algbw', 0):.4g}</td>"
         f"<td class=num>{r['median']:.4g}</td><td class=num>{100 * (r.get('spread') or 0):.1f}%</td>"
-        f"<td>{'yes' if _x(r).get('verified') else 'no'}</td></tr>" for r in recs)
+        f"<td>{e(verify.method(r))}</td></tr>" for r in recs)
     out.append("<table><tr><th>op</th><th>kind</th><th>ranks</th><th>launch</th><th>size</th><th>time µs</th>"
                "<th>algbw GB/s</th><th>busbw GB/s</th><th>spread</th><th>verified</th></tr>" + rows + "</table>")
     return "".join(out)

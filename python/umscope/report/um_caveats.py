@@ -1,0 +1,25 @@
+"""What the unified-memory totals of `umscope profile --um-trace` count, per CUPTI event kind, and what they
+do not: shown next to every total in the profile report. Each statement is a measurement in this repository's
+docs (docs/method.md, "What the unified-memory totals count"; docs/reference-h100.md, "Profiler on an
+application") or a property of the API; where the cause of a shortfall is not known, it says so."""
+
+SHORTFALL = ("on the H100 (driver 580) the counted bytes were 60-94% of the data the GPU then held in QV traces, "
+             "3243 of 4096 MiB for jacobi2d (managed, 4 GiB) and 185.6 of 512 MiB for a GEMM placement "
+             "(docs/reference-h100.md); the cause is not established (issue 18)")
+
+CAVEATS = {
+    "htod": "migrations to the GPU that the driver reports as CUPTI unified-memory HtoD records, by cause "
+            "(on-demand, speculative prefetch, explicit prefetch). A lower bound, not the data moved: " + SHORTFALL +
+            ". Zero-copy reads (pinned, registered, host-preferred managed with accessed-by) migrate nothing and "
+            "are not counted.",
+    "dtoh": "migrations to the host that the driver reports (DtoH records: on-demand, prefetch, eviction). The "
+            "same under-count as host-to-device applies; GPU writes to host-resident memory (zero copy) are not "
+            "counted.",
+    "gpu_fault": "GPU page-fault groups the driver reports: one record can stand for several faulting pages, so "
+                 "this is not a page count; fault records were missing for a short program (issue 18).",
+    "cpu_fault": "CPU page faults on managed memory that the driver handled and reported; the process's other "
+                 "page faults (system memory, first touch) are not included.",
+    "other": "events, not bytes: thrashing and throttling as the driver detects them, remote mappings it "
+             "reports (the accesses through a remote map are not counted).",
+    "derived": "ratios of the counts above: they inherit their under-count.",
+}

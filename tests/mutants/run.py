@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""The mutation check: applies each of a fixed list of deliberate bugs to a COPY of the tree and asserts
+that the tests meant to notice it fail. Every mutant must be caught.
+
+    python3 tests/mutants/run.py [--only ID,...] [--list]
+
+Python mutants run the named fast test files against the mutated copy (PYTHONPATH points at it; the
+installed umbench is used). C++ mutants recompile only the objects they touch, with the exact commands of
+the existing CMake build (`ninja -t commands`, so `pip install .` must have built the tree first), link a
+mutant umbench in a temporary directory and point UMSCOPE_UMBENCH at it. The real build is not touched.
+Prints one line per mutant and `mutants: N caught of M`; exits 1 if any survived, 2 if it could not run."""
+import argparse
+import glob
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (id, file, old text, new text, tests (pytest node ids relative to the root), what the bug is)
+MUTANTS = [
+    # --- Python -------------------------------------------------------------------------------------------
+    ("py-gb-as-gib", "python/umscope/sizes.py", '_UNITS[_p + "B"] = 1000**_i', '_UNITS[_p + "B"] = 1024**_i',
+     ["tests/test_arithmetic.py::test_python_parses_the_shared_size_table"], "GB parsed as GiB in Python"),
+    ("py-size-limit", "python/umscope/sizes.py", "if not 1 <= n <= 9.0e18 or", "if not 1 <= n or",
+     ["tests/test_arithmetic.py::test_python_parses_the_shared_size_table"], "no upper size limit (C++ has one)"),
+    ("py-gib-label", "python/umscope/sizes.py", '("GiB", 1024**3)', '("GB", 1024**3)',
+     ["tests/test_arithmetic.py::test_binary_size_labels"], "GiB labelled GB"),
+    ("py-rw-swapped", "python/umscope/model/bounds.py", '_OPS = {"read": (1, 0), "write": (0, 1)',
+     '_OPS = {"read": (0, 1), "write": (1, 0)', ["tests/test_arithmetic.py", "tests/test_bounds.py"],
+     "read/write swapped in the bounds model"),
+    ("py-copy-factor", "python/umscope/model/bounds.py", '"copy": (1, 1)', '"copy": (1, 0)',
+     ["tests/test_arithmetic.py"], "copy counted once in the bounds model"),
+    ("py-triad-factor", "python/umscope/model/bounds.py", '"triad": (2, 1)', '"triad": (1, 1)',
+     ["tests/test_arithmetic.py"], "triad counted as two arrays"),
+    ("py-host-host-once", "python/umscope/model/bounds.py",
+     '            elif s == "host" and d == "host":  # through the GPU: the link both ways\n'
+     '                add("h2d", n)\n                add("d2h", n)',
+     '            elif s == "host" and d == "host":  # through the GPU: the link both ways\n'
+     '                add("h2d", n)', ["tests/test_arithmetic.py"], "host-to-host copy crosses the link once"),
+    ("py-bound-source", "python/umscope/model/bounds.py", 'rec["bound_source"] = source(desc, why)', "pass",
+     ["tests/test_arithmetic.py::test_annotate_carries_the_bound_source_and_efficiency"], "bound source dropped"),
+    ("py-overhead-div10", "python/umscope/profiler.py", "overhead = s.cpu_s / wall if", "overhead = s.cpu_s / wall / 10 if",
+     ["tests/test_arithmetic.py::test_profiler_overhead_is_sampler_cpu_over_wall"], "profiler overhead divided by 10"),
+    ("py-profile-median", "python/umscope/profiler.py", '"median": statistics.median(values)',
+     '"median": statistics.median_low(values)', ["tests/test_arithmetic.py::test_profiler_summary_median_even_and_odd"],
+     "profile median wrong for even n"),
+    ("py-store-drops", "python/umscope/store.py", "            for rec in rows:\n", "            for rec in rows[1:]:\n",
+     ["tests/test_store.py", "tests/test_verify.py"], "the store drops a record"),
+    ("py-crossmode-off", "python/umscope/verify.py", "            if got != want:", "            if False:",
+     ["tests/test_verify.py"], "cross-mode disagreement not failed"),
+    ("py-crossmode-uncalled", "python/umscope/suite.py", "verify.apply_cross_mode(store, run_id).items()", "{}.items()",
+     ["tests/test_verify.py::test_suite_runs_the_cross_mode_check"], "the suite skips the cross-mode check"),
+    ("py-no-cpu-check-case", "python/umscope/apps/__init__.py",
+     "        cases.append(Case(bench_of(name), None, dict(app.fixed, footprint=CHECK_FOOTPRINT",
+     "        0 and cases.append(Case(bench_of(name), None, dict(app.fixed, footprint=CHECK_FOOTPRINT",
+     ["tests/test_verify.py::test_default_suite_checks_every_application_against_the_cpu_once"],
+     "default suite without its CPU-reference cases"),
+    ("py-old-true-verified", "python/umscope/verify.py", "    if v is True:\n        return OLD", "    if v is True:\n        return 'cpu-reference'",
+     ["tests/test_verify.py::test_method_names_and_old_stores"], "old boolean read as a named method"),
+    ("py-throttle-ignored", "python/umscope/conditions.py", 'BENIGN = {"gpu_idle"}', 'BENIGN = {"gpu_idle", "sw_power_cap"}',
+     ["tests/test_conditions.py"], "power-capped case not flagged"),
+    ("py-shared-ignored", "python/umscope/conditions.py", "    if others:\n", "    if others and False:\n",
+     ["tests/test_conditions.py"], "shared GPU not flagged"),
+    # --- C++ (recompile the objects named) ------------------------------------------------------------------
+    ("cc-gb-as-gib", "native/core/bench.cpp", "mult = std::pow(1000.0, power)", "mult = std::pow(1024.0, power)",
+     ["tests/test_arithmetic.py::test_umbench_parses_the_shared_size_table_like_python"], "umbench parses GB as GiB",
+     ["native/core/bench.cpp"]),
+    ("cc-median-even", "native/core/stats.cpp", "r.median = s.size() % 2 ? s[m] : 0.5 * (s[m - 1] + s[m]);",
+     "r.median = s[m];", ["tests/test_arithmetic.py::test_umbench_summary_statistics"], "median wrong for even n",
+     ["native/core/stats.cpp"]),
+    ("cc-spread-denominator", "native/include/umscope/stats.hpp", "(max - min) / median : 0", "(max - min) / max : 0",
+     ["tests/test_arithmetic.py::test_umbench_summary_statistics"], "spread over max, not the median",
+     ["native/core/bench.cpp"]),
+    ("cc-min-is-max", "native/core/bench.cpp", 'rec.set("min", s.min);', 'rec.set("min", s.median);',
+     ["tests/test_arithmetic.py::test_umbench_summary_statistics"], "min reported as the median",
+     ["native/core/bench.cpp"]),
+    ("cc-copy-factor", "native/include/umscope/traffic.hpp", 'return op == "copy" ? 2 :', 'return op == "copy" ? 1 :',
+     ["tests/test_arithmetic.py::test_cpu_stream_bytes_and_rates"], "copy GB/s without its factor 2",
+     ["native/bench/cpu_stream.cpp"]),
+    ("cc-triad-factor", "native/include/umscope/traffic.hpp", 'op == "triad" ? 3 : 1', 'op == "triad" ? 2 : 1',
+     ["tests/test_arithmetic.py::test_stream_traffic_arithmetic"], "triad counted as two arrays",
+     ["native/bench/selftest.cpp"]),
+    ("cc-gib-as-gb", "native/include/umscope/traffic.hpp", "bytes / seconds / 1e9", "bytes / seconds / 1073741824.0",
+     ["tests/test_arithmetic.py::test_cpu_stream_bytes_and_rates"], "GiB/s labelled GB/s",
+     ["native/bench/cpu_stream.cpp"]),
+    ("cc-qv-gate-factor", "native/bench/qv.cu", "gb_per_s(2.0 * bytes * gates_per_layer", "gb_per_s(1.0 * bytes * gates_per_layer",
+     ["tests/test_arithmetic.py::test_qv_gate_rate_counts_two_passes_over_the_state"],
+     "QV gate rate counts one pass over the state", ["native/bench/qv.cu"]),
+    ("cc-cpu-check-off", "native/apps/app.cu", "  if (ctx.args.has(\"check\")) return ctx.args.flag(\"check\");",
+     "  if (ctx.args.has(\"check\")) return false;",
+     ["tests/test_arithmetic.py::test_triad_application_traffic_flops_and_rate"], "CPU verification switched off",
+     ["native/apps/app.cu"]),
+]
+
+
+def _copy_tree(dst: Path):
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split("\n")
+    for f in files:
+        if not f or not (ROOT / f).is_file():
+            continue
+        (dst / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, dst / f)
+
+
+def _build_dir() -> Path:
+    dirs = sorted(glob.glob(str(ROOT / "build" / "*" / "build.ninja")), key=os.path.getmtime)
+    if not dirs:
+        raise SystemExit("mutants: no CMake build under build/ (run `pip install .` or `make test` first)")
+    return Path(dirs[-1]).parent
+
+
+def _installed_umbench() -> str:
+    res = subprocess.run([sys.executable, "-c", "from umscope import native; print(native.umbench_path())"],
+                         capture_output=True, text=True, cwd="/")
+    if res.returncode != 0:
+        raise SystemExit("mutants: umscope is not installed: " + res.stderr.strip()[-300:])
+    return res.stdout.strip()
+
+
+class Native:
+    """Recompiles single objects of the existing build against a mutated copy and relinks umbench."""
+
+    def __init__(self, copy: Path, work: Path):
+        self.build = _build_dir()
+        self.copy, self.work = copy, work
+        cmds = subprocess.run(["ninja", "-C", str(self.build), "-t", "commands", "umbench"], capture_output=True,
+                              text=True, check=True).stdout.splitlines()
+        self.compile = {}
+        self.link = None
+        for c in cmds:
+            m = re.search(r" -c (\S+\.(?:cpp|cu))(?: |$)", c.strip())
+            if m:
+                self.compile[m.group(1)] = c
+            elif re.search(r"-o umbench\b", c):
+                self.link = c
+        if not self.link:
+            raise SystemExit("mutants: no link command for umbench in the build")
+
+    def build_mutant(self, sources: list, tag: str) -> str:
+        out = self.work / tag
+        out.mkdir()
+        link = self.link
+        for src in sources:
+            full = str(ROOT / src)
+            cmd = self.compile.get(full)
+            if cmd is None:
+                raise SystemExit(f"mutants: {src} is not compiled into umbench")
+            obj = re.search(r" -o (\S+)", cmd).group(1)
+            new_obj = str(out / Path(obj).name)
+            cmd = cmd.replace(full, str(self.copy / src)).replace(obj, new_obj)
+            cmd = cmd.replace(f"-I{ROOT}/native/include", f"-I{self.copy}/native/include")
+            res = subprocess.run(cmd, shell=True, cwd=self.build, capture_output=True, text=True)
+            if res.returncode != 0:
+                return "compile error: " + res.stderr.strip()[-400:]
+            link = link.replace(" " + obj + " ", " " + new_obj + " ")
+        link = re.sub(r"-o umbench\b", f"-o {out / 'umbench'}", link)
+        res = subprocess.run(link, shell=True, cwd=self.build, capture_output=True, text=True)
+        if res.returncode != 0:
+            return "link error: " + res.stderr.strip()[-400:]
+        return str(out / "umbench")
+
+
+def _pytest(copy: Path, tests: list, umbench: str, timeout=300):
+    env = dict(os.environ, PYTHONPATH=str(copy / "python"), UMSCOPE_UMBENCH=umbench, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("UMSCOPE_REQUIRE_GPU", None)
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not gpu and not browser",
+           *tests]
+    try:
+        res = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timeout"
+    last = (res.stdout.strip().splitlines() or [""])[-1]
+    return res.returncode, last
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", help="comma-separated mutant ids")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+    mutants = MUTANTS
+    if a.list:
+        for m in mutants:
+            print(f"{m[0]:<24} {m[1]:<36} {m[5]}")
+        return 0
+    if a.only:
+        want = set(a.only.split(","))
+        unknown = want - {m[0] for m in mutants}
+        if unknown:
+            sys.stderr.write(f"mutants: unknown id(s): {', '.join(sorted(unknown))}\n")
+            return 2
+        mutants = [m for m in mutants if m[0] in want]
+    t0 = time.time()
+    umbench = _installed_umbench()
+    work = Path(tempfile.mkdtemp(prefix="umscope-mutants-"))
+    try:
+        copy = work / "tree"
+        _copy_tree(copy)
+        # The tests must pass on the unmutated copy, or a "caught" mutant means nothing.
+        tests = sorted({t.split("::")[0] for m in mutants for t in m[4]})
+        rc, last = _pytest(copy, tests, umbench, timeout=600)
+        if rc != 0:
+            print(f"mutants: the tests fail without any mutant ({last}); nothing checked")
+            return 2
+        native = Native(copy, work) if any(len(m) > 6 for m in mutants) else None
+        caught = 0
+        for m in mutants:
+            mid, path, old, new, mtests, what = m[:6]
+            f = copy / path
+            text = f.read_text()
+            if text.count(old) != 1:
+                print(f"{mid:<24} NOT APPLIED: the text to mutate occurs {text.count(old)} times in {path}")
+                continue
+            f.write_text(text.replace(old, new))
+            try:
+                exe = umbench
+                if len(m) > 6:
+                    exe = native.build_mutant(m[6], mid)
+                    if not exe.startswith("/"):
+                        print(f"{mid:<24} NOT BUILT: {exe}")
+                        continue
+                t = time.time()
+                rc, last = _pytest(copy, mtests, exe)
+                ok = rc not in (0, None) and rc != 5
+                caught += ok
+                print(f"{mid:<24} {'caught' if ok else 'SURVIVED'} ({what}; {last}; {time.time() - t:.0f} s)",
+                      flush=True)
+            finally:
+                f.write_text(text)
+        print(f"mutants: {caught} caught of {len(mutants)} ({time.time() - t0:.0f} s)")
+        return 0 if caught == len(mutants) else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
