@@ -7,7 +7,12 @@
 //
 // Every `run` ends with one status line {"type":"status","status":...}.
 // Exit codes: 0 ok or skipped, 2 bad usage, 3 failed, 4 refused by a guard.
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <set>
@@ -192,10 +197,14 @@ int cmd_run(int argc, char** argv) {
     Context ctx;
     ctx.args = Args(kv);
     ctx.benchmark = name;
-    ctx.device = static_cast<int>(ctx.args.integer("device", 0));
-    ctx.reps = static_cast<int>(ctx.args.integer("reps", 20));
-    ctx.warmup = static_cast<int>(ctx.args.integer("warmup", 2));
-    if (ctx.reps < 1 || ctx.warmup < 0) throw UsageError("--reps must be >= 1 and --warmup >= 0");
+    const long long device = ctx.args.integer("device", 0), reps = ctx.args.integer("reps", 20),
+                    warmup = ctx.args.integer("warmup", 2);
+    if (device < 0 || device > 1023) throw UsageError("--device takes a CUDA device ordinal 0-1023");
+    if (reps < 1 || reps > 1000000 || warmup < 0 || warmup > 1000000)
+      throw UsageError("--reps must be 1 to 1000000 and --warmup 0 to 1000000");
+    ctx.device = static_cast<int>(device);
+    ctx.reps = static_cast<int>(reps);
+    ctx.warmup = static_cast<int>(warmup);
     ctx.alloc.device = ctx.device;
     ctx.alloc.allow_oversubscription = ctx.args.flag("allow-oversubscription");
     ctx.alloc.allow_host_overcommit = ctx.args.flag("allow-host-overcommit");
@@ -223,6 +232,18 @@ int cmd_run(int argc, char** argv) {
   }
 }
 
+// No umbench outlives the umscope that started it: the kernel sends SIGKILL
+// when the parent dies, and a parent that died before prctl (the race) is
+// caught by comparing getppid() with the pid umscope put in UMSCOPE_PARENT_PID.
+void watch_parent() {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const char* want = std::getenv("UMSCOPE_PARENT_PID");
+  if (want && *want && std::to_string(getppid()) != want) {
+    std::cerr << "umbench: the umscope that started it (pid " << want << ") is gone; exiting\n";
+    std::_Exit(3);
+  }
+}
+
 // Parses each argument as a size and prints "TEXT<TAB>BYTES" or "TEXT<TAB>error": the tests compare it
 // with Python's sizes.parse_size on one shared table (tests/sizes_table.txt).
 int cmd_parse_sizes(int argc, char** argv) {
@@ -240,6 +261,7 @@ int cmd_parse_sizes(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  watch_parent();
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "info") return cmd_info();
   if (cmd == "list") return cmd_list();

@@ -108,7 +108,13 @@ void run_himeno(Context& ctx) {
   if (ctx.args.has("dims")) {
     auto d = ctx.args.list("dims", "");
     if (d.size() != 3) throw UsageError("--dims takes I,J,K");
-    g = {std::stoul(d[0]), std::stoul(d[1]), std::stoul(d[2])};
+    size_t dim[3];
+    for (int i = 0; i < 3; ++i) {
+      if (d[i].empty() || d[i].size() > 6 || d[i].find_first_not_of("0123456789") != std::string::npos)
+        throw UsageError("--dims takes three whole numbers up to 999999, got '" + ctx.args.str("dims") + "'");
+      dim[i] = std::stoul(d[i]);
+    }
+    g = {dim[0], dim[1], dim[2]};
   }
   if (g.I < 3 || g.J < 3 || g.K < 3) throw UsageError("himeno needs at least 3 x 3 x 3 points");
   const size_t n = g.I * g.J * g.K;

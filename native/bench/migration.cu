@@ -59,9 +59,10 @@ struct Ballast {
 void run_migration(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "managed"));
   const std::string op = ctx.args.choices("op", "read", {"read", "write", "copy"})[0];
-  const int iters = static_cast<int>(ctx.args.integer("iterations", 100));
-  const int trials = static_cast<int>(ctx.args.integer("trials", 1));
-  if (iters < 1 || trials < 1) throw UsageError("--iterations and --trials must be at least 1");
+  const long long iters_arg = ctx.args.integer("iterations", 100), trials_arg = ctx.args.integer("trials", 1);
+  if (iters_arg < 1 || trials_arg < 1 || iters_arg > 1000000 || trials_arg > 1000000)
+    throw UsageError("--iterations and --trials must be from 1 to 1000000");
+  const int iters = static_cast<int>(iters_arg), trials = static_cast<int>(trials_arg);
   const std::string touch = ctx.args.choices("cpu-touch", "none", {"none", "full", "stride"})[0];
   const double dos = ctx.args.real("dos", 0);
   if (dos < 0 || (ctx.args.has("dos") && dos == 0)) throw UsageError("--dos must be positive");

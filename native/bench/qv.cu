@@ -197,10 +197,12 @@ void write_circuit(const std::string& path, int n, int depth, uint64_t seed, con
 
 template <class T>
 void run_qv_typed(Context& ctx) {
-  const int n = static_cast<int>(ctx.args.integer("qubits", 20));
-  if (n < 2 || n > 40) throw UsageError("--qubits must be from 2 to 40");
-  const int depth = static_cast<int>(ctx.args.integer("depth", n));
-  if (depth < 1) throw UsageError("--depth must be at least 1");
+  const long long qubits = ctx.args.integer("qubits", 20);
+  if (qubits < 2 || qubits > 40) throw UsageError("--qubits must be from 2 to 40");
+  const int n = static_cast<int>(qubits);
+  const long long depth_arg = ctx.args.integer("depth", n);
+  if (depth_arg < 1 || depth_arg > 100000) throw UsageError("--depth must be from 1 to 100000");
+  const int depth = static_cast<int>(depth_arg);
   const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 11));
   const std::string mode =
       ctx.args.choices("mode", "explicit", app_modes())[0];

@@ -44,6 +44,15 @@ void run_selftest(Context& ctx) {
     std::raise(SIGSEGV);
   } else if (mode == "abort") {
     std::abort();
+  } else if (mode == "sleep") {
+    // A case that takes --ms milliseconds and then measures: for the signal tests.
+    const long long ms = ctx.args.integer("ms", 200);
+    if (ms < 0 || ms > 600000) throw UsageError("--ms takes 0 to 600000 milliseconds");
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    JsonObject rec;
+    rec.set("type", "record").set("benchmark", "selftest").set("op", "sleep").set("processor", "cpu");
+    rec.set("metric", "value").set("unit", "ms").set("value", static_cast<double>(ms)).set("n", 1);
+    ctx.emit(rec);
   } else if (mode == "hang") {
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   } else if (mode == "gpu-fault") {
@@ -59,10 +68,10 @@ void run_selftest(Context& ctx) {
   }
 }
 
-BenchRegistrar reg({"selftest", "cpu", "misbehaves on purpose: --mode ok|skip|fail|crash|abort|hang|gpu-fault; "
-                    "--mode summary --samples 1,2,3: the statistics of the given samples; --mode traffic: arrays per "
-                    "stream operation",
-                    {"ok"}, {"mode", "samples"}, run_selftest});
+BenchRegistrar reg({"selftest", "cpu", "misbehaves on purpose: --mode ok|skip|fail|crash|abort|hang|gpu-fault|sleep "
+                    "(--ms); --mode summary --samples 1,2,3: the statistics of the given samples; --mode traffic: "
+                    "arrays per stream operation",
+                    {"ok"}, {"mode", "samples", "ms"}, run_selftest});
 
 }  // namespace
 }  // namespace umscope

@@ -59,8 +59,10 @@ long long Args::integer(const std::string& k, long long dflt) const {
   if (!has(k)) return dflt;
   std::string v = str(k);
   char* end = nullptr;
+  errno = 0;
   long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || *end) throw UsageError("--" + k + " needs an integer, got '" + v + "'");
+  if (errno == ERANGE) throw UsageError("--" + k + " is out of range: '" + v + "'");
   return x;
 }
 
@@ -72,8 +74,10 @@ double Args::real(const std::string& k, double dflt) const {
   if (!has(k)) return dflt;
   std::string v = str(k);
   char* end = nullptr;
+  errno = 0;
   double x = std::strtod(v.c_str(), &end);
   if (v.empty() || *end) throw UsageError("--" + k + " needs a number, got '" + v + "'");
+  if (errno == ERANGE || !std::isfinite(x)) throw UsageError("--" + k + " needs a finite number, got '" + v + "'");
   return x;
 }
 
@@ -111,8 +115,14 @@ size_t Args::page_bytes(const std::string& k, size_t dflt) const {
   return b;
 }
 
+int max_threads() {
+  // Oversubscribing the CPUs four times over measures the scheduler, not memory; more would
+  // only spend minutes creating threads.
+  return 4 * std::max<int>(1, static_cast<int>(os::allowed_cpus().size()));
+}
+
 std::vector<int> Args::thread_counts(const std::string& k, const std::string& dflt) const {
-  int all = static_cast<int>(os::allowed_cpus().size());
+  int all = std::max<int>(1, static_cast<int>(os::allowed_cpus().size()));
   std::vector<int> out;
   for (const std::string& t : list(k, dflt)) {
     if (t == "all") {
@@ -120,10 +130,16 @@ std::vector<int> Args::thread_counts(const std::string& k, const std::string& df
       continue;
     }
     char* end = nullptr;
-    long v = std::strtol(t.c_str(), &end, 10);
+    errno = 0;
+    long long v = std::strtoll(t.c_str(), &end, 10);
     if (t.empty() || *end || v < 1) throw UsageError("--" + k + " takes positive integers or 'all', got '" + t + "'");
+    if (errno == ERANGE || v > max_threads())
+      throw UsageError("--" + k + " " + t + " is more than " + std::to_string(max_threads()) +
+                       " (4 x the CPUs this process may use)");
     out.push_back(static_cast<int>(v));
   }
+  // Callers read element 0: an empty list (--threads '' or ',') is a usage error, never a crash.
+  if (out.empty()) throw UsageError("--" + k + " needs at least one thread count (or 'all')");
   return out;
 }
 

@@ -2,7 +2,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "umscope/caps.hpp"
@@ -46,11 +48,58 @@ void check_managed_memory(size_t bytes, const AllocOptions& opt) {
 #endif
 }
 
+namespace {
+// Host bytes held by this process's live buffers, and MemAvailable when the first was asked for:
+// the guard compares a case's total (cpu-stream's two arrays, an application's every array), not
+// each buffer, with what was free when the case started. umbench runs one case per process.
+size_t g_host_live = 0;
+
+// UMSCOPE_HOST_MEM_LIMIT: bytes, or a number with K, M, G or T (powers of 1024). Kept here, apart
+// from parse_bytes, because this file is also linked into the allocator library.
+size_t limit_bytes(const char* text) {
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  double mult = 1;
+  switch (end && *end ? std::toupper(static_cast<unsigned char>(*end)) : 0) {
+    case 'K': mult = 1024.0; break;
+    case 'M': mult = 1024.0 * 1024; break;
+    case 'G': mult = 1024.0 * 1024 * 1024; break;
+    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; break;
+    case 0: break;
+    default: throw UsageError(std::string("UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G, got '") + text + "'");
+  }
+  const double b = v * mult;
+  if (end == text || !(b >= 1) || b > 9.0e18)
+    throw UsageError(std::string("UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G, got '") + text + "'");
+  return static_cast<size_t>(b);
+}
+size_t g_avail_at_start = 0;
+bool g_avail_read = false;
+}  // namespace
+
 void check_host_memory(size_t bytes, bool allow) {
-  size_t avail = os::mem_available_bytes();
-  if (allow || avail == 0 || bytes <= avail) return;
-  throw Refused("refusing to allocate " + gib_text(bytes) + " of host memory: only " + gib_text(avail) +
-                " is available (MemAvailable); pass --allow-host-overcommit to try anyway");
+  if (!g_avail_read) {
+    g_avail_at_start = os::mem_available_bytes();
+    // UMSCOPE_HOST_MEM_LIMIT (a size, e.g. 8G) caps what a case may take on a shared node.
+    const char* limit = std::getenv("UMSCOPE_HOST_MEM_LIMIT");
+    if (limit && *limit) {
+      const size_t cap = limit_bytes(limit);
+      if (g_avail_at_start == 0 || cap < g_avail_at_start) g_avail_at_start = cap;
+    }
+    g_avail_read = true;
+  }
+  const size_t avail = g_avail_at_start;
+  const size_t total = g_host_live + bytes;
+  if (allow || avail == 0 || (total >= bytes && total <= avail)) return;
+  throw Refused("refusing to allocate " + gib_text(bytes) + " of host memory (" + gib_text(total) +
+                " for this case in all): only " + gib_text(avail) +
+                " is available (MemAvailable, or UMSCOPE_HOST_MEM_LIMIT); pass --allow-host-overcommit to try "
+                "anyway");
+}
+
+void Buffer::count_host(size_t bytes) {
+  host_counted_ = bytes;
+  g_host_live += bytes;
 }
 
 Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
@@ -59,6 +108,7 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
   const std::string& n = kind.name;
   if (is_host_kind(n)) {
     check_host_memory(bytes, opt.allow_host_overcommit);
+    count_host(bytes);
     // Over-allocate so the buffer can start on a 2 MiB boundary (needed for THP).
     mapped_ = bytes + kHugeAlign;
     base_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -112,12 +162,16 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
     if (!c.managed_memory) throw Skip("the GPU does not support managed memory");
     check_managed_memory(bytes, opt);
     UM_CUDA(cudaSetDevice(opt.device));
-    if (kind.get("first_touch") == "cpu") check_host_memory(bytes, opt.allow_host_overcommit);
+    if (kind.get("first_touch") == "cpu") {
+      check_host_memory(bytes, opt.allow_host_overcommit);
+      count_host(bytes);
+    }
     UM_CUDA(cudaMallocManaged(&base_, bytes, cudaMemAttachGlobal));
     cpu_ = gpu_ = base_;
   } else if (n == "pinned") {
     need_gpu(opt.device, n);
     check_host_memory(bytes, opt.allow_host_overcommit);
+    count_host(bytes);
     UM_CUDA(cudaSetDevice(opt.device));
     UM_CUDA(cudaMallocHost(&base_, bytes));
     cpu_ = base_;
@@ -140,6 +194,7 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
 }
 
 Buffer::~Buffer() {
+  g_host_live -= host_counted_;
 #ifdef UMSCOPE_HAVE_CUDA
   if (registered_) cudaHostUnregister(cpu_);
   if (kind_.name == "device" || kind_.name == "managed" || kind_.name == "peer") {

@@ -94,6 +94,7 @@ KindSpec parse_kind(const std::string& spec) {
     std::string a = colon == std::string::npos ? "" : head.substr(colon + 1);
     if (a.empty() || a.find_first_not_of("0123456789") != std::string::npos)
       throw UsageError("kind '" + k.name + "' needs a number (a NUMA node or a GPU), as in " + k.name + ":1");
+    if (a.size() > 6) throw UsageError("kind '" + k.name + "': " + a + " is not a NUMA node or GPU number");
     k.arg = std::stoi(a);
   } else if (colon != std::string::npos) {
     throw UsageError("kind '" + k.name + "' takes no ':' argument");

@@ -3,10 +3,11 @@
 import argparse
 import json
 import shlex
+import sqlite3
 import sys
 import time
 
-from umscope import __version__, devices, native, plans, probe, scaleout
+from umscope import __version__, devices, native, plans, probe, scaleout, validate
 from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
@@ -14,7 +15,7 @@ from umscope.report.html import SPREAD_FLAG, kind_label, write_report
 from umscope.sizes import format_size
 from umscope.store import Store
 from umscope import whatif
-from umscope.suite import Case, plan_from_json, plan_to_json, run_cases
+from umscope.suite import Case, Interrupted, handle_signals, plan_from_json, plan_to_json, run_cases
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,14 +29,17 @@ def _common_run_options(p):
     p.add_argument("--report", metavar="PATH", help="where to write the HTML report")
     p.add_argument("--filter", action="append", default=[], metavar="TEXT",
                    help="run only cases whose id contains TEXT (repeatable: all must match)")
-    p.add_argument("--device", type=int, default=0, help="CUDA device ordinal (default 0)")
+    p.add_argument("--device", help="CUDA device ordinal (default 0)")
     p.add_argument("--devices", metavar="all|0,1,...", help="run each single-GPU case on each of these GPUs")
     p.add_argument("--placement", choices=["local", "remote", "none", "sweep"],
                    help="CPU pinning and NUMA binding: the GPU's local CPUs and node (local, default), another "
                         "socket's (remote), the OS's (none), or all three (sweep)")
-    p.add_argument("--reps", type=int, help="timed repetitions per measurement (default 20)")
-    p.add_argument("--warmup", type=int, help="untimed warm-up repetitions (default 2)")
-    p.add_argument("--timeout", type=float, help="seconds before a case is killed (default 180)")
+    p.add_argument("--reps", help=f"timed repetitions per measurement, 1-{validate.MAX_REPS} (default: the "
+                                  "family's, 20 for most; yours wins over the plan's)")
+    p.add_argument("--warmup", help="untimed warm-up repetitions (default: the family's, 2 for most)")
+    p.add_argument("--timeout", help="seconds before a case is killed, at most "
+                                     f"{validate.MAX_TIMEOUT:.0f} (default: the plan's, 10-900 s per case for bench "
+                                     "and run, 1800 s for app run)")
     p.add_argument("--label", help="a name for this run")
     p.add_argument("--machine", metavar="FILE|NAME",
                    help="machine description (YAML) giving datapath peaks for the bounds; default: probe "
@@ -47,6 +51,13 @@ def _common_run_options(p):
                    help="allow managed allocations beyond free GPU memory (can hang a shared GPU)")
     p.add_argument("--allow-host-overcommit", action="store_true",
                    help="allow host allocations beyond MemAvailable")
+
+
+APP_DIMS = {"n": "order of the matrix or length of the vectors (triad, mvt, gesummv, gemm, syr2k, needle)",
+            "m": "gemm, syr2k: second dimension", "k": "gemm: inner dimension",
+            "rows": "2-D grid rows (hotspot, pathfinder, srad, conv2d, jacobi2d)", "cols": "2-D grid columns",
+            "nodes": "bfs: vertices", "degree": "bfs: edges per vertex", "pyramid": "hotspot, pathfinder: "
+            "time steps per kernel", "penalty": "needle: gap penalty"}
 
 
 def build_parser():
@@ -66,12 +77,13 @@ def build_parser():
     s.add_argument("--kind", action="append", metavar="SPEC",
                    help="memory kind, e.g. device, 'managed,first_touch=gpu', numa:0 (repeatable)")
     s.add_argument("--size", help="array size(s), comma-separated: 4G, 512M, 1e9 (default 1 GiB)")
-    s.add_argument("--threads", help="CPU thread counts, comma-separated, or 'all'")
+    s.add_argument("--threads", help="CPU thread counts, comma-separated, each from 1 to 4x the CPUs umscope may "
+                                     "use, or 'all'")
     s.add_argument("--ops", help="operations, comma-separated")
     s.add_argument("--mode", help="selftest modes, comma-separated")
-    s.add_argument("--iterations", type=int, help="GPU iterations per migration case (default 100)")
+    s.add_argument("--iterations", help="GPU iterations per migration case (default 100)")
     s.add_argument("--dos", help="oversub: degrees of oversubscription, comma-separated (default 0.25,0.5,0.75,0.9;"
-                                 " above 1 only with --allow-oversubscription)")
+                                 " above 1 only with --allow-oversubscription; at most 16)")
     s.add_argument("--available", help="oversub: GPU memory left free by the ballast (default 8G)")
     scaleout.add_options(s)
     s = sub.add_parser("app", help="the application suite: 'app list', 'app run NAME --mode MODE'")
@@ -81,25 +93,25 @@ def build_parser():
     s.add_argument("--mode", action="append", help="memory mode (repeatable, or 'all'; default explicit): "
                    "explicit, managed, managed-prefetch, managed-advice, pinned, registered, system")
     s.add_argument("--footprint", help="total size of the application's arrays, e.g. 8G (sets its dimensions)")
-    s.add_argument("--iterations", type=int, help="iterations (time steps, repetitions) of iterative applications")
-    s.add_argument("--seed", type=int, help="seed of the generated inputs")
+    s.add_argument("--iterations", help="iterations (time steps, repetitions) of iterative applications")
+    s.add_argument("--seed", help="seed of the generated inputs")
     s.add_argument("--processor", choices=["gpu", "cpu"], help="run the CPU implementation (threads) instead")
     s.add_argument("--threads", help="CPU threads for --processor cpu and the CPU's share of the work (default all)")
     s.add_argument("--check", choices=["0", "1"],
                    help="compare with the CPU reference (default: when the arrays total at most 64 MiB)")
-    for dim in ("n", "m", "k", "rows", "cols", "nodes", "degree", "pyramid", "penalty"):
-        s.add_argument("--" + dim, type=int, help=argparse.SUPPRESS)
-    s.add_argument("--dims", help=argparse.SUPPRESS)
+    for dim, what in APP_DIMS.items():
+        s.add_argument("--" + dim, help=what)
+    s.add_argument("--dims", help="himeno: grid I,J,K")
     s.add_argument("--size", help="himeno: grid S, M, L or XL")
-    s.add_argument("--lambda", dest="lambda_", type=float, help=argparse.SUPPRESS)
+    s.add_argument("--lambda", dest="lambda_", help="srad: update coefficient (default 0.5)")
     s.add_argument("--reverse", action="store_true", help="jacobi2d: every other sweep bottom-up (memory-aware)")
     s.add_argument("--precision", help="gemm: fp64, fp32, tf32, fp16; qv: complex128, complex64")
     s.add_argument("--variant", help="sgemm/gemm: cublas (default) or panels (row panels that fit --panel-memory)")
     s.add_argument("--panel-memory", help="sgemm/gemm --variant panels: memory per panel (default half the free GPU)")
     for m in "abc":
         s.add_argument(f"--place-{m}", help=f"gemm: memory kind of {m.upper()} (default: the mode's)")
-    s.add_argument("--qubits", type=int, help="qv: width (2-40)")
-    s.add_argument("--depth", type=int, help="qv: layers (default = width)")
+    s.add_argument("--qubits", help="qv: width (2-40)")
+    s.add_argument("--depth", help="qv: layers (default = width)")
     s.add_argument("--init", choices=["gpu", "cpu"], help="qv: which processor initialises the state (default gpu)")
     s.add_argument("--model", help="llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b (random weights)")
     for k in ("batch", "prompt", "tokens"):
@@ -107,7 +119,7 @@ def build_parser():
     s.add_argument("--weights", help="llm --mode mixed: kind of the weights")
     s.add_argument("--cache", help="llm --mode mixed: kind of the KV cache and activations")
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
-    s.add_argument("--period", default="100ms", help="sampling period (default 100ms)")
+    s.add_argument("--period", default="100ms", help="sampling period, 1ms to 3600s (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
     s.add_argument("--power", action="store_true", help="also sample GPU power and energy, and host energy (RAPL)")
     s.add_argument("--label", help="a label stored with the run")
@@ -210,27 +222,44 @@ def _ranges(cpus):
 
 
 def _options(args) -> dict:
-    if args.reps is not None and args.reps < 1:
-        raise UsageError("--reps must be at least 1")
-    if args.warmup is not None and args.warmup < 0:
-        raise UsageError("--warmup must be 0 or more")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
-    return {"device": args.device, "reps": args.reps, "warmup": args.warmup,
-            "allow_oversubscription": args.allow_oversubscription,
-            "allow_host_overcommit": args.allow_host_overcommit}
+    """The run options, each checked by its validator (also those a resumed run saved)."""
+    return {"device": validate.device(args.device if args.device is not None else 0),
+            "reps": None if args.reps is None else validate.reps(args.reps),
+            "warmup": None if args.warmup is None else validate.warmup(args.warmup),
+            "allow_oversubscription": bool(args.allow_oversubscription),
+            "allow_host_overcommit": bool(args.allow_host_overcommit)}
+
+
+def _check_run_options(args):
+    """The options every run-creating command shares, checked before a store or a run is touched."""
+    _options(args)
+    validate.machine(getattr(args, "machine", None))
+    if args.timeout is not None:
+        validate.timeout(args.timeout)
+    if args.report is not None:
+        validate.output_path(args.report, "--report")
 
 
 def _execute(args, kind, cases, fingerprint, store, run_id=None):
-    if args.timeout:
+    if args.timeout is not None:
+        t = validate.timeout(args.timeout)
         for c in cases:
-            c.timeout = args.timeout
+            c.timeout = t
+    for c in cases:  # a saved plan may hold a bad timeout: say so rather than crash on it
+        try:
+            c.timeout = validate.timeout(c.timeout)
+        except UsageError as e:
+            raise UsageError(f"case {c.case_id!r} has a bad timeout ({e}); give --timeout SECONDS") from None
+    if args.device is not None:
+        args.device = validate.device(args.device)
     fingerprint, cases = devices.select(fingerprint, args, cases)
     options = _options(args)
-    options["machine"] = getattr(args, "machine", None)
+    options["machine"] = validate.machine(getattr(args, "machine", None))
     options["devices"] = getattr(args, "devices", None)
     if getattr(args, "placement", None) not in (None, "sweep"):
         options["placement"] = args.placement
+    if args.report is not None:
+        validate.output_path(args.report, "--report")
     desc = bounds.describe(fingerprint, options["machine"])  # a bad --machine fails before anything runs
     if args.dry_run:
         for c in cases:
@@ -240,7 +269,8 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         run_id = store.create_run(kind, command, plan_to_json(cases), options, fingerprint, args.label)
     if not fingerprint.get("gpus"):
-        sys.stderr.write(f"no GPU: {fingerprint['cuda'].get('why_no_gpu')}; GPU cases will be recorded as skipped\n")
+        why = (fingerprint.get("cuda") or {}).get("why_no_gpu")
+        sys.stderr.write(f"no GPU: {why}; GPU cases will be recorded as skipped\n")
     sys.stderr.write(f"run {run_id}: {len(cases)} cases into {store.path}\n")
     status = run_cases(store, run_id, cases, options, progress=not args.no_progress,
                        annotate=lambda recs: bounds.annotate(recs, fingerprint, desc))
@@ -249,22 +279,47 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         print(json.dumps(records, indent=1))
     else:
         print_summary(records, store.cases(run_id))
-    path = write_report(store, run_id, args.report)
-    sys.stderr.write(f"report: {path}\n")
-    if status == "interrupted":
-        return 130
-    return 1 if any(c["status"] in ("failed", "timeout") for c in store.cases(run_id)) else 0
+    _report(store, run_id, args.report)
+    if status != "complete":
+        return {"hangup": 129, "terminated": 143}.get(status, 130)
+    return exit_code(store.cases(run_id))
+
+
+def exit_code(cases) -> int:
+    """0 every case measured (or skipped: the machine lacks what it needs), 1 a case failed or timed out,
+    2 a case was refused by a guard (nothing measured for it)."""
+    statuses = {c["status"] for c in cases}
+    if statuses & {"failed", "timeout"}:
+        return 1
+    return 2 if "refused" in statuses else 0
+
+
+def _report(store, run_id, path):
+    """Writes the report; if that fails the records stay in the store and the user is told how to get it."""
+    try:
+        out = write_report(store, run_id, path)
+    except OSError as e:
+        sys.stderr.write(f"umscope: cannot write the report ({e.strerror or e}); run {run_id}'s records are kept "
+                         f"in {store.path}: `umscope report --store {shlex.quote(str(store.path))} --run {run_id} "
+                         f"-o FILE` writes it\n")
+        return None
+    sys.stderr.write(f"report: {out}\n")
+    return out
 
 
 def print_summary(records, cases):
     ok = [r for r in records if r["status"] == "ok" and r["median"] is not None]
     if ok:
-        print(f"{'benchmark':<11} {'op':<6} {'proc':<5} {'kind [policy] (→ destination)':<58} {'size':>8} {'thr':>4} "
-              f"{'median':>10} {'spread':>7}  {'unit':<5} {'of bound':>8}")
+        # Columns as wide as their longest entry (up to a limit), so a long op name does not shift the row.
+        opw = min(max(6, *(len(str(r["op"] or "")) for r in ok)), 24)
+        benchw = min(max(11, *(len(str(r["benchmark"] or "")) for r in ok)), 16)
+        print(f"{'benchmark':<{benchw}} {'op':<{opw}} {'proc':<5} {'kind [policy] (→ destination)':<58} {'size':>8} "
+              f"{'thr':>4} {'median':>10} {'spread':>7}  {'unit':<5} {'of bound':>8}")
         for r in ok:
             kind = kind_label(r)
             flag = " !" if (r["spread"] or 0) > SPREAD_FLAG else ""
-            print(f"{r['benchmark']:<11} {r['op']:<6} {r['processor']:<5} {kind[:58]:<58} "
+            print(f"{str(r['benchmark'])[:benchw]:<{benchw}} {str(r['op'] or '')[:opw]:<{opw}} {r['processor']:<5} "
+                  f"{kind[:58]:<58} "
                   f"{format_size(r['bytes']) if r['bytes'] else '':>8} {r['threads'] or '':>4} "
                   f"{r['median']:>10.4g} {100 * (r['spread'] or 0):>6.1f}%{flag:2} {r['unit']:<5} "
                   f"{_eff(r):>8}")
@@ -301,36 +356,57 @@ def _eff(r):
 
 
 def cmd_run(args):
-    store = Store(args.store)
-    if args.resume:
-        run_id = store.last_unfinished_run() if args.resume == "last" else int(_int(args.resume, "--resume"))
+    if args.resume is not None:
+        run_id = None if args.resume == "last" else validate.run_id(args.resume, "--resume")
+        store = Store(args.store)
+        run_id = store.last_unfinished_run() if run_id is None else run_id
         if run_id is None:
             raise UsageError("no interrupted run to resume")
         run = store.run(run_id)
-        cases = plan_from_json(run["plan"])
-        opts = run["options"] or {}
+        if run["status"] == "complete":
+            raise UsageError(f"run {run_id} is complete: nothing to resume")
+        try:
+            cases = plan_from_json(run["plan"] or [])
+        except (KeyError, TypeError, AttributeError):
+            raise UsageError(f"run {run_id}'s saved plan is damaged; it cannot be resumed") from None
+        # The saved options, unless given again now (a bad saved value can be replaced that way).
+        opts = run["options"] if isinstance(run["options"], dict) else {}
         for k, v in opts.items():
+            if k in ("device", "reps", "warmup", "machine") and getattr(args, k, None) is not None:
+                continue
+            if k in ("allow_oversubscription", "allow_host_overcommit"):
+                v = bool(v) or bool(getattr(args, k, False))
             setattr(args, k, v)
+        try:
+            _options(args)
+        except UsageError as e:
+            raise UsageError(f"run {run_id} was saved with a bad option ({e}); give that option again to "
+                             "resume it") from None
         return _execute(args, run["kind"], cases, run["fingerprint"], store, run_id)
+    _check_run_options(args)
+    store = Store(args.store)
     fp = probe.probe()
     cases = plans.apply_filter(plans.default_plan(fp, quick=args.quick), args.filter)
     return _execute(args, "run", cases, fp, store)
 
 
 def cmd_bench(args):
+    opts = validate.bench_options(args.name, kinds=args.kind, sizes=args.size, threads=args.threads, ops=args.ops,
+                                     mode=args.mode, iterations=args.iterations, dos=args.dos,
+                                     available=args.available, allow_oversubscription=args.allow_oversubscription)
+    _check_run_options(args)
+    store = Store(args.store)  # a damaged or unwritable store fails before anything runs
     fp = probe.probe()
-    cases = plans.bench_plan(args.name, fp, kinds=args.kind, sizes=args.size, threads=args.threads,
-                             ops=args.ops, mode=args.mode, iterations=args.iterations, dos=args.dos,
-                             available=args.available, allow_oversubscription=args.allow_oversubscription,
-                             scale=scaleout.options(args))
+    cases = plans.bench_plan(args.name, fp, kinds=args.kind, **opts, scale=scaleout.options(args))
     cases = plans.apply_filter(cases, args.filter)
-    store = Store(args.store)
     return _execute(args, f"bench {args.name}", cases, fp, store)
 
 
 def cmd_profile(args):
     from umscope import profiler
-    period = profiler.parse_period(args.period)
+    period = validate.period(args.period)
+    if args.report is not None:
+        validate.output_path(args.report, "--report")
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -355,8 +431,8 @@ def cmd_profile(args):
     profiler.print_summary(records)
     if args.json:
         print(json.dumps(records))
-    path = write_report(store, run_id, args.report)
-    sys.stderr.write(f"profile stored as run {run_id} in {store.path}; report: {path}\n")
+    sys.stderr.write(f"profile stored as run {run_id} in {store.path}\n")
+    _report(store, run_id, args.report)
     return status
 
 
@@ -370,48 +446,62 @@ def cmd_app(args):
         return 0
     if not args.name:
         raise UsageError("app run needs an application name (see 'umscope app list')")
+    if args.name not in apps.APPS:
+        raise UsageError(f"unknown application {args.name!r} (known: {', '.join(apps.APPS)})")
     opts = {}
     for k in sorted({k for app in apps.APPS.values() for k in app.takes}):
         attr = "lambda_" if k == "lambda" else k.replace("-", "_")
         opts[k] = getattr(args, attr, None)
+    opts = validate.app_options(args.name, opts)
     modes = args.mode or ["explicit"]
     if modes == ["all"]:
         modes = list(apps.modes_of(args.name))
+    modes = list(dict.fromkeys(modes))  # a repeated mode would be the same case twice
     cases = apps.app_cases(args.name, modes, opts)
+    _check_run_options(args)
+    store = Store(args.store)
     fp = probe.probe()
     cases = plans.apply_filter(cases, args.filter)
-    return _execute(args, f"app {args.name}", cases, fp, Store(args.store))
-
-
-def _int(text, what):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"{what} needs a run id number, got {text!r}") from None
+    return _execute(args, f"app {args.name}", cases, fp, store)
 
 
 def cmd_report(args):
-    store = Store(args.store)
-    run_id = _int(args.run, "--run") if args.run else None
-    path = write_report(store, run_id, args.output)
+    run_id = validate.run_id(args.run) if args.run is not None else None
+    if args.output is not None:
+        validate.output_path(args.output, "-o")
+    store = Store(args.store, readonly=True)
+    try:
+        path = write_report(store, run_id, args.output)
+    except OSError as e:
+        raise UsageError(f"cannot write the report: {e.strerror or e}") from None
     print(path)
     return 0
 
 
 def cmd_export(args):
-    store = Store(args.store)
-    run_id = _int(args.run, "--run") if args.run else None
+    run_id = validate.run_id(args.run) if args.run is not None else None
+    if args.output is not None:
+        validate.output_path(args.output, "-o")
+    store = Store(args.store, readonly=True)
     if run_id is not None:
         store.run(run_id)  # a clear error for an unknown run
-    text = export_formats.export(store, args.format, run_id)
+    records, damage = store.salvage_records(run_id)
+    if damage:  # a damaged store: every record still readable, as JSON lines, and one line saying what was lost
+        text = store.export("jsonl", run_id, records) if args.format == "jsonl" else ""
+        if args.format != "jsonl":
+            damage += "; `--format jsonl` writes every readable record"
+    else:
+        text = export_formats.export(store, args.format, run_id)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            raise UsageError(f"cannot write {args.output}: {e}") from None
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
     else:
         sys.stdout.write(text)
+    if damage:
+        raise UsageError(damage)
     return 0
 
 
@@ -429,12 +519,14 @@ def cmd_compare(args):
 
 
 def cmd_runs(args):
-    rows = Store(args.store).runs()
+    rows = Store(args.store, readonly=True).runs()
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
+    p = validate.printable  # labels and commands are the user's text: no escape sequences reach the terminal
     for r in rows:
-        print(f"{r['id']:>4}  {r['status']:<11} {r['kind']:<18} {r['gpu'] or 'no GPU':<28} {r['command']}")
+        print(f"{r['id']:>4}  {p(r['status']):<11} {p(r['kind']):<18} {p(r['gpu'] or 'no GPU'):<28} "
+              f"{p(r['command'])}" + (f"  [{p(r['label'])}]" if r.get("label") else ""))
     return 0
 
 
@@ -463,18 +555,27 @@ WHATIF = {}
 
 
 def main(argv=None) -> int:
+    """Exit codes (README, "Exit codes"): 0 every case measured, 1 a case failed or timed out, 2 a usage
+    error or a refusal (nothing measured), 129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM."""
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        if not args.cmd:
-            parser.print_help()
+    with handle_signals():
+        try:
+            args = parser.parse_args(argv)
+            if not args.cmd:
+                parser.print_help()
+                return 2
+            return {**COMMANDS, **WHATIF}[args.cmd](args)
+        except UsageError as e:
+            sys.stderr.write(f"umscope: error: {validate.printable(e)}\n")
             return 2
-        return {**COMMANDS, **WHATIF}[args.cmd](args)
-    except UsageError as e:
-        sys.stderr.write(f"umscope: error: {e}\n")
-        return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("umscope: interrupted\n")
-        return 130
-    except BrokenPipeError:
-        return 0
+        except sqlite3.DatabaseError as e:
+            sys.stderr.write(f"umscope: error: the store failed: {e}\n")
+            return 2
+        except KeyboardInterrupt as e:
+            try:
+                sys.stderr.write("umscope: interrupted\n")
+            except OSError:
+                pass
+            return e.exit_code if isinstance(e, Interrupted) else 130
+        except BrokenPipeError:
+            return 0

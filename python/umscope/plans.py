@@ -364,7 +364,8 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
     if name not in FAMILIES:
         raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(FAMILIES)})")
     if name == "selftest":
-        return [Case("selftest", None, {"mode": m}, timeout=10) for m in (mode or "ok").split(",")]
+        modes = dict.fromkeys((mode or "ok").split(","))  # a repeated mode is the same case: once
+        return [Case("selftest", None, {"mode": m}, timeout=10) for m in modes]
     if name == "apps":
         from umscope import apps
         return apps.default_cases()

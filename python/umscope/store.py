@@ -51,6 +51,13 @@ def default_store_path() -> Path:
     return Path(base) / "umscope" / "results.sqlite"
 
 
+def _check_path(path: Path):
+    if path.is_dir():
+        raise UsageError(f"store {path} is a directory, not a store file")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"store {path} is not a regular file")
+
+
 _warned_netfs = set()
 
 
@@ -69,17 +76,57 @@ def journal_mode(path) -> str:
 
 
 class Store:
-    def __init__(self, path=None):
+    """readonly=True (runs, export, report): the store must exist, is never created or changed, and may
+    be a read-only file. Otherwise the store is created if missing, must be writable, and is checked
+    for damage before anything runs, so no measurement is made that could not be stored."""
+
+    def __init__(self, path=None, readonly=False):
+        if path is not None and not str(path).strip():
+            raise UsageError("--store needs a path, got an empty one")
         self.path = Path(path) if path else default_store_path()
+        self.readonly = readonly
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
-            self.db.execute("PRAGMA busy_timeout = 60000")
-            self.db.execute(f"PRAGMA journal_mode = {journal_mode(self.path)}")
-            self.db.executescript(_SCHEMA)
+            _check_path(self.path)
+            if readonly:
+                self.db = self._open_readonly()
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
+                self.db.execute("PRAGMA busy_timeout = 60000")
+                self.db.execute(f"PRAGMA journal_mode = {journal_mode(self.path)}")
+                self.db.executescript(_SCHEMA)
+                self._check_integrity()
         except (OSError, sqlite3.Error) as e:
             raise UsageError(f"cannot use store {self.path}: {e}") from None
         self.db.row_factory = sqlite3.Row
+
+    def _open_readonly(self):
+        if not self.path.exists():
+            raise UsageError(f"no store at {self.path} (give --store PATH, or run a benchmark first)")
+        uri = self.path.resolve().as_uri()
+        db = None
+        for flags in ("?mode=ro", "?mode=ro&immutable=1"):  # immutable: a read-only WAL store in a read-only place
+            try:
+                db = sqlite3.connect(uri + flags, uri=True, timeout=60, isolation_level=None)
+                db.execute("PRAGMA busy_timeout = 60000")
+                db.execute("SELECT count(*) FROM runs").fetchone()
+                break
+            except sqlite3.OperationalError as e:
+                if db is not None:
+                    db.close()
+                db = None
+                if "no such table" in str(e):
+                    raise UsageError(f"{self.path} is not a umscope store (no runs table)") from None
+                last = e
+        if db is None:
+            raise last
+        return db
+
+    def _check_integrity(self):
+        row = self.db.execute("PRAGMA quick_check").fetchone()
+        if row is None or row[0] != "ok":
+            raise UsageError(f"store {self.path} is damaged ({(row or ['?'])[0]}); nothing was run. Copy what "
+                             f"it still holds with `umscope export --store {self.path}`, or use another --store")
 
     def close(self):
         self.db.close()
@@ -198,14 +245,46 @@ class Store:
         out = []
         for r in self.db.execute(q + " ORDER BY id", args):
             d = dict(r)
-            d["extra"] = json.loads(d["extra"]) if d["extra"] else {}
+            try:
+                d["extra"] = json.loads(d["extra"]) if d["extra"] else {}
+            except (TypeError, ValueError):
+                d["extra"] = {"damaged_extra": str(d["extra"])[:200]}
             out.append(d)
         return out
 
+    def salvage_records(self, run_id=None):
+        """(records, None), or where the store is damaged every record still readable, row by row,
+        and a one-line note of what was lost."""
+        try:
+            return self.records(run_id), None
+        except sqlite3.DatabaseError as e:
+            err = e
+        try:
+            row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name='records'").fetchone()
+            last = int(row[0]) if row else 0
+        except sqlite3.DatabaseError:
+            return [], f"store {self.path} is damaged ({err}); no record could be read"
+        out, bad = [], 0
+        for i in range(1, last + 1):
+            try:
+                r = self.db.execute("SELECT * FROM records WHERE id=?", (i,)).fetchone()
+            except sqlite3.DatabaseError:
+                bad += 1
+                continue
+            if r is None or (run_id is not None and r["run_id"] != run_id):
+                continue
+            d = dict(r)
+            try:
+                d["extra"] = json.loads(d["extra"]) if d["extra"] else {}
+            except (TypeError, ValueError):
+                d["extra"] = {}
+            out.append(d)
+        return out, (f"store {self.path} is damaged ({err}): {len(out)} record(s) read, {bad} unreadable")
+
     # --- export -----------------------------------------------------------
-    def export(self, fmt, run_id=None) -> str:
+    def export(self, fmt, run_id=None, records=None) -> str:
         rows = []
-        for r in self.records(run_id):
+        for r in (self.records(run_id) if records is None else records):
             flat = {"run": r["run_id"], "case": r["case_id"]}
             flat.update({k: r[k] for k in _RECORD_COLUMNS})
             rows.append((flat, r["extra"]))

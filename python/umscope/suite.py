@@ -3,6 +3,7 @@ process with a timeout. A crash, a CUDA error, a refusal or a timeout is
 recorded with its reason and the suite goes on; Ctrl-C keeps every completed
 case, and an interrupted run can be resumed."""
 
+import contextlib
 import json
 import os
 import signal
@@ -14,6 +15,65 @@ from dataclasses import dataclass, field
 from umscope import conditions, native
 
 PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
+
+# Exit status of an interrupted umscope: 128 + the signal, as a shell reports it.
+EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGHUP: 129, signal.SIGTERM: 143}
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP: a batch system's time limit and a closed SSH session end a run the
+    way Ctrl-C does: the running case's process group is killed, completed cases are kept, the run is
+    marked interrupted with its resume hint."""
+
+    def __init__(self, signum=signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signal.Signals(signum)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_INTERRUPTED.get(self.signum, 128 + int(self.signum))
+
+
+_critical = 0       # >0 while a case's result is being written: a signal then waits for the commit
+_pending = []
+
+
+def _on_signal(signum, _frame):
+    if _critical:
+        _pending.append(signum)
+        return
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def handle_signals():
+    """SIGINT, SIGTERM and SIGHUP raise Interrupted while the block runs (main thread only)."""
+    old = {}
+    try:
+        for s in EXIT_INTERRUPTED:
+            old[s] = signal.signal(s, _on_signal)
+    except ValueError:  # not the main thread: leave the handlers alone
+        pass
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def deferred_signals():
+    """A store write finishes before a signal ends the run, so no measured case is half-written."""
+    global _critical
+    _critical += 1
+    try:
+        yield
+    finally:
+        _critical -= 1
+        if not _critical and _pending:
+            signum = _pending.pop(0)
+            _pending.clear()
+            raise Interrupted(signum)
 
 
 @dataclass
@@ -41,9 +101,15 @@ class Case:
             args = [native.umbench_path(), "run", self.benchmark]
         if self.kind:
             args += ["--kind", self.kind]
+        # The user's --reps/--warmup win over the plan's own values; --device/--placement fill in where the
+        # case names none (--devices gives each case its own GPU).
+        given = {k: options[k] for k in ("reps", "warmup") if options.get(k) is not None}
         for k, v in self.params.items():
+            if k not in given:
+                args += [f"--{k}", str(v)]
+        for k, v in given.items():
             args += [f"--{k}", str(v)]
-        for k in ("device", "placement", "reps", "warmup"):
+        for k in ("device", "placement"):
             if options.get(k) is not None and k not in self.params:
                 args += [f"--{k}", str(options[k])]
         for flag in ("allow_oversubscription", "allow_host_overcommit"):
@@ -73,8 +139,12 @@ class Outcome:
 def execute(case: Case, options: dict) -> Outcome:
     """Runs one case in its own process group, so a timeout kills all of it."""
     t0 = time.time()
+    # umbench kills itself when this process dies (PR_SET_PDEATHSIG), and exits at once if it finds
+    # another parent than this pid (this process died before it could ask).
+    # (Ranks started by a site launcher have the launcher as parent: they only get PR_SET_PDEATHSIG.)
+    env = dict(os.environ) if case.launch else dict(os.environ, UMSCOPE_PARENT_PID=str(os.getpid()))
     proc = subprocess.Popen(case.argv(options), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, env=env)
     try:
         out, err = proc.communicate(timeout=case.timeout)
     except subprocess.TimeoutExpired:
@@ -84,7 +154,8 @@ def execute(case: Case, options: dict) -> Outcome:
         return Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records, time.time() - t0)
     except BaseException:
         _kill(proc)
-        proc.communicate()
+        with deferred_signals():
+            proc.communicate()
         raise
     records, status = native.parse_output(out)
     elapsed = time.time() - t0
@@ -162,15 +233,23 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
             before = conditions.read(device)
             outcome = execute(case, options)
             conditions.attach(outcome.records, before, conditions.read(device))
-            if annotate:
-                annotate(outcome.records)
-            store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
-                                  outcome.records)
+            with deferred_signals():
+                if annotate:
+                    annotate(outcome.records)
+                store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
+                                      outcome.records)
             bar.finish(case, outcome)
-    except KeyboardInterrupt:
-        store.finish_run(run_id, "interrupted")
-        sys.stderr.write(f"\ninterrupted: completed cases are kept; `umscope run --resume {run_id}` finishes run {run_id}\n")
-        return "interrupted"
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        with deferred_signals():
+            store.finish_run(run_id, "interrupted")
+            try:  # after SIGHUP the terminal may be gone
+                sys.stderr.write(f"\ninterrupted by {signal.Signals(signum).name}: completed cases are kept; "
+                                 f"`umscope run --resume {run_id}` finishes run {run_id}\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+        return {signal.SIGHUP: "hangup", signal.SIGTERM: "terminated"}.get(signum, "interrupted")
     # Every mode of an application against its explicit mode, over the whole run (so a resumed run too).
     from umscope import verify
     for case_id, reason in verify.apply_cross_mode(store, run_id).items():

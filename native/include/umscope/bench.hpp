@@ -29,7 +29,8 @@ class Args {
                                    const std::vector<std::string>& allowed) const;
   // A size rounded down to whole 4 KiB pages; throws UsageError below one page.
   size_t page_bytes(const std::string& k, size_t dflt) const;
-  // CPU thread counts: positive integers or "all" (every CPU this process may use).
+  // CPU thread counts: positive integers up to max_threads() or "all" (every CPU this process may
+  // use); never empty (throws UsageError).
   std::vector<int> thread_counts(const std::string& k, const std::string& dflt) const;
   void mark_used(const std::string& k) const { used_[k] = true; }
   std::vector<std::string> unused() const;
@@ -40,6 +41,7 @@ class Args {
 };
 
 size_t parse_bytes(const std::string& s);  // throws UsageError
+int max_threads();  // the most CPU threads a --threads list may ask for (4 x the allowed CPUs)
 
 // What a benchmark gets: its arguments and a way to emit records.
 struct Context {

@@ -99,10 +99,13 @@ class Buffer {
   void* gpu_ = nullptr;
   size_t mapped_ = 0;  // for mmap'd kinds: length to munmap
   bool registered_ = false;
+  size_t host_counted_ = 0;  // host bytes this buffer adds to the case's total for the guard
+  void count_host(size_t bytes);
 };
 
-// Throws Refused when a host allocation of `bytes` would exceed what the OS
-// says is available, unless overridden.
+// Throws Refused when a host allocation of `bytes`, added to the host bytes the
+// case's live buffers already hold, would exceed what the OS said was available
+// (MemAvailable) when the case asked for its first host buffer, unless overridden.
 void check_host_memory(size_t bytes, bool allow);
 
 // Throws Refused when `bytes` of managed memory (one allocation, or all of a
