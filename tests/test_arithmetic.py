@@ -259,7 +259,7 @@ def test_profiler_overhead_is_sampler_cpu_over_wall():
     out = io.StringIO()
     profiler.print_summary(recs, out)
     assert "sampler CPU 5.00% of the run" in out.getvalue()
-    assert "rss              peak 400.0 MiB" in out.getvalue()
+    assert "rss              sampled peak 400.0 MiB" in out.getvalue()  # issue 14: a sampled peak says so
 
 
 def test_bound_sources_by_origin(tmp_path):
