@@ -181,3 +181,15 @@ def test_every_format_on_the_cli(two_runs, tmp_path):
         res = run_cli("export", "--format", fmt, "--store", two_runs, "--run", "1", "-o", str(out))
         assert res.returncode == 0, (fmt, res.stderr)
         assert out.stat().st_size > 100
+
+
+def test_nvbandwidth_takes_pinned_memory_with_umbench_default_first_touch():
+    # Real pinned records name umbench's default policy (first_touch=cpu): nvbandwidth's host buffers are
+    # written by the CPU first too, so such a record is its testcase; another policy is not.
+    from umscope.export.nvbandwidth import testcase_of
+    base = {"benchmark": "copy", "status": "ok", "median": 55.0, "unit": "GB/s", "op": "ce-copy", "kind": "pinned",
+            "extra": {"dst_kind": "device", "dst_policy": "", "direction": "uni", "route": "forward"}}
+    assert testcase_of(dict(base, policy="first_touch=cpu"))[0] == "host_to_device_memcpy_ce"
+    assert testcase_of(dict(base, policy=""))[0] == "host_to_device_memcpy_ce"
+    assert testcase_of(dict(base, policy="first_touch=gpu"))[0] is None
+    assert testcase_of(dict(base, policy="first_touch=cpu,page=thp"))[0] is None

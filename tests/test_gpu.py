@@ -201,6 +201,16 @@ def test_pingpong_runs_or_skips_with_the_coherence_finding(pair, kind):
     # The window follows from the machine's own latency: a turn is a flag update one agent makes and the
     # other sees, so a round trip costs at least a few ns and at most a few of the slowest loads the
     # waiting agent makes (its chase latency over the same path, measured here).
+    gpu = native.native_info()["gpus"][0]
+    if pair == "cpu-gpu" and kind == "managed" and not gpu["host_native_atomics"]:
+        # Without hardware coherence each turn moves the flag's page (docs/method.md, ping-pong): a round
+        # trip is a GPU fault on a CPU-placed page and a CPU fault on a GPU-placed one, so its window is
+        # those two serial fault costs, measured here (time per page, us), not a load latency.
+        per_turn_us = sum(_one("faults", "--kind", f"managed,first_touch={placed}", "--processor", proc, "--mode",
+                               "serial", "--bytes", "64M", "--stride", "64K", "--pages", "256", "--reps", "2")[0]
+                          ["median"] for placed, proc in (("cpu", "gpu"), ("gpu", "cpu")))
+        assert 0.2 * per_turn_us * 1e3 <= r["median"] <= 20 * per_turn_us * 1e3, (r["median"], per_turn_us)
+        return
     chaser = "cpu" if pair == "cpu-cpu" else "gpu"
     ref_kind = {"cpu-gpu": "pinned", "gpu-gpu": "device", "cpu-cpu": "system"}[pair]
     lat, st = _out(umbench("run", "latency", "--processor", chaser, "--kind", ref_kind, "--bytes", "256M",

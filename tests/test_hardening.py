@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -139,32 +140,38 @@ def test_read_only_commands_never_create_a_store(cmd, tmp_path):
     assert not (tmp_path / "typo").exists()
 
 
-def _as_nobody(*args, cwd):
-    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
-                           "umscope", *args], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env=dict(os.environ, HOME=str(cwd)))
+def _on_read_only_fs(d, *args):
+    """Runs the CLI in a private mount namespace where `d` is bound read-only: the store file cannot be
+    written by anyone, root included (root ignores file modes, so a chmod would prove nothing)."""
+    inner = f"mount --bind -o ro {shlex.quote(str(d))} {shlex.quote(str(d))} && exec " + \
+        " ".join(shlex.quote(a) for a in [sys.executable, "-m", "umscope", *args])
+    return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", inner], capture_output=True,
+                          text=True, timeout=120, cwd="/")
 
 
-@pytest.mark.skipif(shutil.which("setpriv") is None or os.geteuid() != 0,
-                    reason="needs root and setpriv to act as a user who cannot write the store")
-def test_read_only_store_file():
-    import tempfile
-    d = Path(tempfile.mkdtemp(prefix="umscope-ro-", dir="/tmp"))  # pytest's own tmp is private to root
-    request_cleanup.append(d)
+def _can_bind_read_only():
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        return False
+    res = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                          "mount --bind -o ro /tmp /tmp && ! touch /tmp/.umscope-ro-probe 2>/dev/null"],
+                         capture_output=True)
+    return res.returncode == 0
+
+
+@pytest.mark.skipif(not _can_bind_read_only(), reason="needs root and unshare to bind the store's folder read-only")
+def test_read_only_store_file(tmp_path):
+    d = tmp_path / "ro"
+    d.mkdir()
     path = str(d / "s.sqlite")
     _store_with_records(path, n=3)
-    os.chmod(path, 0o644)
-    os.chmod(d, 0o755)
-    runs = _as_nobody("runs", "--store", path, cwd="/")
+    runs = _on_read_only_fs(d, "runs", "--store", path)
     assert runs.returncode == 0 and "bench selftest" in runs.stdout, runs.stderr
-    exp = _as_nobody("export", "--store", path, cwd="/")
+    exp = _on_read_only_fs(d, "export", "--store", path)
     assert exp.returncode == 0 and len(exp.stdout.splitlines()) == 3, exp.stderr
-    line = _one_line_error(_as_nobody("bench", "selftest", "--store", path, cwd="/"))
+    line = _one_line_error(_on_read_only_fs(d, "bench", "selftest", "--store", path))
     assert "store" in line
-    shutil.rmtree(d)
 
 
-request_cleanup = []
 
 
 # 9. The smaller ones.

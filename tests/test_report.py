@@ -239,3 +239,12 @@ def test_applications_section(tmp_path):
     assert it.count('class="pt"') == 9
     assert "gemm fp16 a=pinned" in html and "500" in html.split("GEMM placement")[1]
     assert "needs HMM or ATS" in html
+
+
+def test_chart_of_records_some_without_a_size():
+    # umscope place stores allocation records with and without a size; the report must still render.
+    from umscope.report import html
+    rec = {"op": "alloc", "kind": "device", "policy": "", "median": 1.0, "min": 1.0, "max": 1.0, "unit": "B",
+           "metric": "bytes", "threads": None, "extra": {}}
+    out = html._chart("place", [dict(rec, bytes=None), dict(rec, bytes=4096, kind="managed")])
+    assert "device" in out and "managed · 4 KiB" in out

@@ -111,7 +111,7 @@ def _chart(bench, recs) -> str:
     vary_grid = len({((x.get("extra") or {}).get("grid"), (x.get("extra") or {}).get("block")) for x in recs}) > 1
     for r in recs:
         x = r.get("extra") or {}
-        label = kind_label(r) + (f" · {format_size(r['bytes'])}" if vary_size else "")
+        label = kind_label(r) + (f" · {format_size(r['bytes'])}" if vary_size and r.get('bytes') else "")
         if vary_grid and x.get("grid"):
             label += f" · {x['grid']}×{x['block']} thr"
         series = r["op"] + (f" ×{r['threads']} thr" if r.get("threads") else "")
