@@ -32,14 +32,15 @@ size_t parse_bytes(const std::string& s) {
   if (!std::regex_match(s, m, pattern)) throw UsageError("malformed size '" + s + "'");
   const double v = std::strtod(m[1].str().c_str(), nullptr);
   std::string unit = m[2].str();
-  if (!unit.empty()) unit[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
+  // Units in any case: 4g, 4gb and 4gib are 4G, 4GB and 4GiB (every size here is bytes).
+  for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   double mult = 0;
   if (unit.empty() || unit == "B") {
     mult = 1;
   } else if (unit.size() <= 3) {
     const int power = unit[0] == 'K' ? 1 : unit[0] == 'M' ? 2 : unit[0] == 'G' ? 3 : unit[0] == 'T' ? 4 : 0;
     const std::string rest = unit.substr(1);
-    if (power != 0 && (rest.empty() || rest == "iB")) mult = std::pow(1024.0, power);
+    if (power != 0 && (rest.empty() || rest == "IB")) mult = std::pow(1024.0, power);
     if (power != 0 && rest == "B") mult = std::pow(1000.0, power);
   }
   if (mult == 0) throw UsageError("unknown size unit in '" + s + "'");

@@ -1,7 +1,7 @@
 """Byte sizes as people write them.
 
 A plain number is bytes ("4096", "1e9"); K, M, G, T and KiB, MiB, GiB, TiB are
-powers of 1024; KB, MB, GB, TB are powers of 1000. Sizes must be whole,
+powers of 1024; KB, MB, GB, TB are powers of 1000; units in any case. Sizes must be whole,
 positive numbers of bytes, at most 9e18. umbench accepts the same grammar
 (native/core/bench.cpp parse_bytes); tests/sizes_table.txt holds both to it.
 """
@@ -10,9 +10,10 @@ import re
 
 from umscope.errors import UsageError
 
+# Keys upper case: a unit is read in any case (4g, 4gb and 4gib are 4G, 4GB and 4GiB).
 _UNITS = {"": 1, "B": 1}
 for _i, _p in enumerate("KMGT", start=1):
-    _UNITS[_p] = _UNITS[_p + "iB"] = 1024**_i
+    _UNITS[_p] = _UNITS[_p + "IB"] = 1024**_i
     _UNITS[_p + "B"] = 1000**_i
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
@@ -26,7 +27,7 @@ def parse_size(text) -> int:
         if not m:
             raise UsageError(f"malformed size {text!r} (examples: 4G, 4GiB, 512M, 1e9)")
         value, unit = float(m.group(1)), m.group(2)
-        unit = unit[0].upper() + unit[1:] if unit else unit
+        unit = unit.upper()
         if unit not in _UNITS:
             raise UsageError(f"unknown size unit in {text!r} (K, M, G, T, KiB..TiB, KB..TB)")
     n = value * _UNITS[unit]
