@@ -11,34 +11,32 @@ from pathlib import Path
 from umscope.errors import UsageError
 
 
-def umbench_path() -> str:
-    """$UMSCOPE_UMBENCH, the binary installed in the package, or one on PATH."""
-    env = os.environ.get("UMSCOPE_UMBENCH")
+def find_binary(name, env_var, missing, beside=None) -> str:
+    """A native program: $env_var, else the package's bin/ (or, with `beside`, that program's folder), else PATH;
+    else a UsageError saying `missing`."""
+    env = os.environ.get(env_var)
     if env:
         return env
-    packaged = Path(__file__).parent / "bin" / "umbench"
-    if packaged.exists():
-        return str(packaged)
-    found = shutil.which("umbench")
+    for folder in [Path(beside).parent] if beside else [Path(__file__).parent / "bin"]:
+        if (folder / name).exists():
+            return str(folder / name)
+    found = shutil.which(name)
     if found:
         return found
-    raise UsageError("the native runner umbench is missing: install the package with pip "
-                     "(it builds umbench) or set UMSCOPE_UMBENCH")
+    raise UsageError(missing)
+
+
+def umbench_path() -> str:
+    """$UMSCOPE_UMBENCH, the binary installed in the package, or one on PATH."""
+    return find_binary("umbench", "UMSCOPE_UMBENCH", "the native runner umbench is missing: install the package "
+                       "with pip (it builds umbench) or set UMSCOPE_UMBENCH")
 
 
 def umbench_mpi_path() -> str:
     """umbench-mpi, the runner as one MPI rank: $UMSCOPE_UMBENCH_MPI, beside umbench, or on PATH."""
-    env = os.environ.get("UMSCOPE_UMBENCH_MPI")
-    if env:
-        return env
-    beside = Path(umbench_path()).with_name("umbench-mpi")
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("umbench-mpi")
-    if found:
-        return found
-    raise UsageError("umbench-mpi was not built: no MPI was found when umscope was installed (install an MPI "
-                     "with its compiler wrappers, e.g. Debian's libopenmpi-dev, and reinstall)")
+    return find_binary("umbench-mpi", "UMSCOPE_UMBENCH_MPI", "umbench-mpi was not built: no MPI was found when "
+                       "umscope was installed (install an MPI with its compiler wrappers, e.g. Debian's "
+                       "libopenmpi-dev, and reinstall)", beside=umbench_path())
 
 
 def _json_lines(text: str) -> list:

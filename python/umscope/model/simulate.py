@@ -9,13 +9,11 @@ produces is a model output: records carry status `modelled`, the model
 version and their inputs."""
 
 import json
-import os
-import shutil
 import struct
 import subprocess
 from array import array
-from pathlib import Path
 
+from umscope import native
 from umscope.errors import UsageError
 
 VERSION = "umsim-1"
@@ -39,17 +37,8 @@ _DRIVER = {
 
 
 def umsim_path() -> str:
-    env = os.environ.get("UMSCOPE_UMSIM")
-    if env:
-        return env
-    packaged = Path(__file__).resolve().parent.parent / "bin" / "umsim"
-    if packaged.exists():
-        return str(packaged)
-    found = shutil.which("umsim")
-    if found:
-        return found
-    raise UsageError("the simulator umsim is missing: install the package with pip (it builds umsim) "
-                     "or set UMSCOPE_UMSIM")
+    return native.find_binary("umsim", "UMSCOPE_UMSIM", "the simulator umsim is missing: install the package with "
+                              "pip (it builds umsim) or set UMSCOPE_UMSIM")
 
 
 def driver_params(uvm: dict) -> dict:
