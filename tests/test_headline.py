@@ -58,3 +58,21 @@ def test_a_failed_record_is_never_quoted():
     bad = rec("gpu-stream", "triad", "device", 1 << 30, 5000.0)
     bad["status"] = "failed"
     assert headline.facts([bad]) == []
+
+
+def test_default_suite_summary_prints_one_row_per_curve_and_app_whole_runs(capsys):
+    from umscope import cli
+    small = rec("copy", "ce-copy", "device", 64 << 10, 10.75, dst_kind="device", direction="uni")
+    large = rec("copy", "ce-copy", "device", 256 << 20, 1462.0, dst_kind="device", direction="uni")
+    app = rec("hotspot", "app", "managed", 256 << 20, 0.728, unit="ms", app="hotspot", mode="managed",
+              total_excl_init_ms=488.0)
+    for r in (small, large, app):
+        r.update(spread=0.01, min=r["median"], max=r["median"])
+    cli.print_summary([small, large, app], [], representative=True)
+    out = capsys.readouterr().out
+    assert "1462" in out and "10.75" not in out
+    assert "488" in out and "0.728" not in out
+    assert "one row per case" in out
+    cli.print_summary([small, large, app], [])
+    out = capsys.readouterr().out
+    assert "10.75" in out and "1462" in out and "0.728" in out

@@ -11,6 +11,7 @@ from umscope import __version__, devices, native, plans, probe, scaleout, valida
 from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
+from umscope.report import headline
 from umscope.report.html import SPREAD_FLAG, kind_label, write_report
 from umscope.sizes import format_size
 from umscope.store import Store
@@ -278,7 +279,7 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
     if args.json:
         print(json.dumps(records, indent=1))
     else:
-        print_summary(records, store.cases(run_id))
+        print_summary(records, store.cases(run_id), representative=(kind == "run"))
     _report(store, run_id, args.report)
     if status != "complete":
         return {"hangup": 129, "terminated": 143}.get(status, 130)
@@ -307,8 +308,13 @@ def _report(store, run_id, path):
     return out
 
 
-def print_summary(records, cases):
+def print_summary(records, cases, representative=False):
+    """One row per record; with `representative` (the default suite), one row per curve, as the report's
+    headline picks it: a curve's largest size, an application's whole run without CPU initialisation."""
     ok = [r for r in records if r["status"] == "ok" and r["median"] is not None]
+    if representative:
+        ok = [_whole_run(r) for r in headline.representative(ok)]
+        print(f"one row per case: {headline.REPRESENTATIVE_RULE}; every record is in the report")
     if ok:
         # Columns as wide as their longest entry (up to a limit), so a long op name does not shift the row.
         opw = min(max(6, *(len(str(r["op"] or "")) for r in ok)), 24)
@@ -348,6 +354,12 @@ def print_summary(records, cases):
             print(f"  {status} ({len(ids)}): {reason}")
             for cid in ids:
                 print(f"      {cid}")
+
+
+def _whole_run(r):
+    """An application record shown by its whole-run time (spread left out: it is one run)."""
+    t = headline.app_time_ms(r) if r.get("op") == "app" else None
+    return dict(r, median=t, spread=None, unit="ms") if t is not None else r
 
 
 def _eff(r):
