@@ -271,17 +271,24 @@ COUNTERS = {1: "htod", 2: "dtoh", 3: "cpu_fault", 4: "gpu_fault", 5: "thrashing"
             8: "dtod"}
 
 
-def parse_trace(path) -> dict:
-    """Totals, timelines and analyses from libumtrace's JSON lines."""
+
+def read_trace_lines(path) -> list:
+    """libumtrace's JSON lines as dicts; a line cut by a crash is left out."""
     import json as _json
     ev = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                ev.append(_json.loads(line))
+            except ValueError:
+                pass  # a line cut by a crash
+    return ev
+
+
+def parse_trace(path) -> dict:
+    """Totals, timelines and analyses from libumtrace's JSON lines."""
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    ev.append(_json.loads(line))
-                except ValueError:
-                    pass  # a line cut by a crash
+        ev = read_trace_lines(path)
     except OSError:
         return {}
     if not ev:

@@ -7,7 +7,6 @@ accesses), and a barrier at each kernel's end. Accesses to pages already residen
 tracer, so a replay of this stream reproduces the program's first touches and re-faults, not its reuse
 of resident data (say so when a result depends on reuse)."""
 
-import json
 
 from umscope.model import simulate as sim
 
@@ -15,14 +14,8 @@ ALIGN_PAGES = 512  # allocations placed on 2 MiB boundaries in the simulated add
 
 
 def read_jsonl(path) -> list:
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue  # a line cut by a crash
-    return out
+    from umscope.profiler import read_trace_lines
+    return read_trace_lines(path)
 
 
 def from_umtrace(records, page_bytes=4096) -> dict:
