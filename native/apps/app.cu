@@ -49,7 +49,6 @@ AppRun::AppRun(Context& c, const std::string& name) : ctx(c), name_(name) {
   const std::string proc = ctx.args.choices("processor", "gpu", {"gpu", "cpu"})[0];
   gpu_ = proc == "gpu";
   mode_ = gpu_ ? ctx.args.choices("mode", "explicit", app_modes())[0] : "cpu";
-  if (!gpu_ && ctx.args.has("mode")) ctx.args.mark_used("mode");
   dump_dir_ = ctx.args.str("dump", "");
   if (!dump_dir_.empty()) {
     struct stat st{};

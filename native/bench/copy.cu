@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "stream_kernels.cuh"
+#include "umscope/stream_kernels.cuh"
 #include "umscope/pattern.hpp"
 #include "umscope/traffic.hpp"
 

@@ -12,7 +12,7 @@
 #include "umscope/errors.hpp"
 #include "umscope/pattern.hpp"
 #include "umscope/threads.hpp"
-#include "stream_kernels.cuh"
+#include "umscope/stream_kernels.cuh"
 
 namespace umscope {
 namespace {
