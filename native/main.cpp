@@ -21,6 +21,7 @@
 #include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
+#include "umscope/modes.hpp"
 #include "umscope/os.hpp"
 #include "umscope/traffic.hpp"
 #include "umscope/world.hpp"
@@ -135,7 +136,8 @@ int cmd_list() {
 }
 
 // `umbench list --json`: the whole registry as one JSON object, which umscope reads once per process
-// (python/umscope/registry.py): benchmarks, memory kinds, and the stream operations' traffic.
+// (python/umscope/registry.py): benchmarks and applications with their options, memory kinds with their
+// behaviour, the applications' memory modes, and the stream operations' traffic.
 std::string json_array(const std::vector<std::string>& items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
@@ -143,11 +145,21 @@ std::string json_array(const std::vector<std::string>& items) {
 }
 
 int cmd_list_json() {
-  std::vector<std::string> benches, kinds, ops;
+  std::vector<std::string> benches, kinds, ops, modes;
   for (auto& b : bench_registry()) {
     JsonObject o;
-    o.set("name", b.name).set("processor", b.processor).set("help", b.help);
+    o.set("name", b.name).set("category", b.category).set("processor", b.processor).set("help", b.help);
     o.set("ops", b.ops).set("params", b.params);
+    std::vector<std::string> options;  // the declared ones among its params, in its order
+    for (const std::string& name : b.params) {
+      const OptionInfo* opt = find_option(b, name);
+      if (!opt) continue;
+      JsonObject oo;
+      oo.set("name", opt->name).set("type", opt->type).set("default", opt->dflt).set("help", opt->help);
+      oo.set("choices", opt->choices).set("min", opt->min).set("max", opt->max).set("internal", opt->internal);
+      options.push_back(oo.str());
+    }
+    o.set_raw("options", json_array(options));
     benches.push_back(o.str());
   }
   for (auto& k : kind_registry()) {
@@ -160,7 +172,14 @@ int cmd_list_json() {
       pol.push_back(po.str());
     }
     o.set_raw("policies", json_array(pol));
+    o.set("lives", k.lives).set("reachable_by", k.reachable_by).set("needs_cuda", k.needs_cuda);
+    o.set("gpu_needs_hmm_or_ats", k.gpu_needs_hmm_or_ats).set("needs_peer", k.needs_peer);
     kinds.push_back(o.str());
+  }
+  for (const ModeInfo& m : mode_registry()) {
+    JsonObject o;
+    o.set("name", m.name).set("help", m.help).set("input_kind", m.input_kind).set("output_kind", m.output_kind);
+    modes.push_back(o.str());
   }
   for (const StreamOp& s : stream_ops()) {
     JsonObject o;
@@ -169,7 +188,7 @@ int cmd_list_json() {
   }
   JsonObject all;
   all.set_raw("benchmarks", json_array(benches)).set_raw("kinds", json_array(kinds));
-  all.set_raw("stream_ops", json_array(ops));
+  all.set_raw("stream_ops", json_array(ops)).set_raw("modes", json_array(modes));
   std::cout << all.str() << std::endl;
   return 0;
 }

@@ -1,5 +1,7 @@
-"""What the native runner declares, read once per process (`umbench list --json`): for now the stream
-operations with the arrays each reads and writes, which the bounds use."""
+"""What the native runner declares, read once per process: benchmark families, applications and their options
+(type, default, help, limits), memory modes, memory kinds with their behaviour, and the stream operations with
+the arrays each reads and writes (`umbench list --json`). The command line, `umscope list`, `app list`, the
+validation of options and the bounds are built from this, so a name is declared once, in native code."""
 
 import functools
 import json
@@ -23,6 +25,28 @@ def load() -> dict:
         return json.loads(res.stdout)
     except json.JSONDecodeError:
         raise UsageError(f"{path} list --json printed no registry (an umbench of another version?)") from None
+
+
+def benchmarks() -> dict:
+    return {b["name"]: b for b in load()["benchmarks"]}
+
+
+def applications() -> dict:
+    """Native applications by name, in declaration order."""
+    return {n: b for n, b in benchmarks().items() if b.get("category") == "application"}
+
+
+def options_of(name) -> dict:
+    """Options of one benchmark or application, by name."""
+    return {o["name"]: o for o in benchmarks()[name]["options"]}
+
+
+def modes() -> list:
+    return [m["name"] for m in load()["modes"]]
+
+
+def kinds() -> dict:
+    return {k["name"]: k for k in load()["kinds"]}
 
 
 def stream_ops() -> dict:

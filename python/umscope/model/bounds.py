@@ -157,8 +157,15 @@ def describe(fp, machine_file=None) -> dict:
     return desc
 
 
+def record_location(rec, fp, prefix="") -> str:
+    """Where a record's data sits: the `location` (or `dst_location`) the runner wrote into it from the kind's
+    own declaration (native/memory/kinds.cpp); records stored before runners wrote it fall back to location()."""
+    return rec.get(prefix + "location") or location(rec.get(prefix + "kind") or "", rec.get(prefix + "policy"), fp)
+
+
 def location(kind: str, policy: str, fp) -> str:
-    """Where the data of a kind sits in steady state: 'gpu' or 'host'."""
+    """Where the data of a kind sits in steady state ('gpu', 'peer' or 'host'), for a kind without a record of
+    the runner (stores written before records carried `location`, PyTorch's allocator in the llm app)."""
     if kind == "device":
         return "gpu"
     if kind.startswith("peer:"):
@@ -192,7 +199,7 @@ def uses(rec, fp) -> dict:
         if (rec.get("processor") or "") == "cpu":
             return {"host_memory": 2.0}
         bench, op = "gpu-stream", "copy"
-    loc = location(rec.get("kind") or "", rec.get("policy"), fp)
+    loc = record_location(rec, fp)
     ops = _ops()
     if bench == "gpu-stream" and op in ops:
         r, w = ops[op]
@@ -217,7 +224,7 @@ def uses(rec, fp) -> dict:
             add("gpu_memory", (r + w) * n)
         return u
     if bench == "copy":
-        dst_loc = location(rec.get("dst_kind") or "", rec.get("dst_policy"), fp)
+        dst_loc = record_location(rec, fp, "dst_")
         pairs = [(loc, dst_loc)]
         if rec.get("route") == "both":
             pairs = [(loc, dst_loc), (dst_loc, loc)]
