@@ -15,30 +15,13 @@ struct StreamOp {
   int reads, writes;
   const char* formula;
 };
-inline const std::vector<StreamOp>& stream_ops() {
-  static const std::vector<StreamOp> t = {
-      {"read", 1, 0, "s += a"},
-      {"write", 0, 1, "c = v"},
-      {"copy", 1, 1, "b = a"},
-      {"triad", 2, 1, "c = a + s*b"},
-  };
-  return t;
-}
+const std::vector<StreamOp>& stream_ops();  // the table (native/core/stream_ops.cpp, its one definition)
 
 // The names of the first `count` operations (all by default), in the table's order.
-inline std::vector<std::string> stream_op_names(size_t count = 0) {
-  std::vector<std::string> out;
-  for (const StreamOp& o : stream_ops())
-    if (count == 0 || out.size() < count) out.push_back(o.name);
-  return out;
-}
+std::vector<std::string> stream_op_names(size_t count = 0);
 
 // Arrays an operation moves (reads + writes); 1 for a name the table lacks.
-inline int stream_arrays(const std::string& op) {
-  for (const StreamOp& o : stream_ops())
-    if (op == o.name) return o.reads + o.writes;
-  return 1;
-}
+int stream_arrays(const std::string& op);
 
 // GB/s: 10^9 bytes per second (records never use GiB/s).
 inline double gb_per_s(double bytes, double seconds) { return bytes / seconds / 1e9; }
