@@ -12,7 +12,8 @@ from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
 from umscope.report import headline
-from umscope.report.html import SPREAD_FLAG, kind_label, write_report
+from umscope.report.common import SPREAD_FLAG, kind_label
+from umscope.report.html import write_report
 from umscope.sizes import format_size
 from umscope.store import Store
 from umscope import whatif
