@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 import umscope.report
-from umscope.report import registry
+from umscope import cli
+from umscope.report import registry, summary
 from umscope.report.html import render
 from umscope.store import Store
 from umscope.suite import Case
@@ -94,3 +95,6 @@ def test_a_new_section_is_one_registration(store, scratch_registry):
     # Without its section the family was drawn as its chart and records table; with it, by the section.
     assert before.count("<svg") == 2 and html.count("<svg") == 1
 
+
+def test_terminal_summary_is_the_report_module():
+    assert cli.print_summary is summary.print_summary
