@@ -8,8 +8,8 @@ Nothing here is a number of its own: every line quotes a record of the run
 a line whose records are missing is left out, never filled in."""
 
 from collections import OrderedDict
-from html import escape
 
+from umscope.report.common import e
 from umscope.report.registry import page_section
 from umscope.sizes import format_size
 
@@ -150,7 +150,6 @@ def app_winners(records) -> list:
 
 def section(records, findings_html="") -> str:
     """The headline HTML: key figures, then the winning memory mode per application class."""
-    e = lambda v: escape("" if v is None else str(v))  # noqa: E731
     rows = facts(records)
     wins = app_winners(records)
     if not rows and not wins:
