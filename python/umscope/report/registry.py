@@ -6,8 +6,9 @@ it here, once, at import:
   its HTML ('' when it has nothing to show), heading included.
 - a family section (`family_section(*families)`) draws the records of the benchmark families it names, under
   the family's heading, in the order the run measured the families. It is called with (family, records of
-  that family, Page) and returns the HTML below the heading. A family no module names is drawn as its chart
-  and its records table (common.chart_and_table).
+  that family, Page) and returns the HTML below the heading. Every application record (op 'app') belongs to
+  the family 'applications'. A family no module names is drawn as its chart and its records table
+  (common.chart_and_table).
 
 Every module of the package is imported once before the first report (discover()), so adding a section is
 adding one module."""
