@@ -41,10 +41,11 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
             os.close(fd)
             env["CUDA_INJECTION64_PATH"] = lib
             env["UMSCOPE_TRACE_FILE"] = trace_file
-            # NVTX ranges the program emits reach CUPTI through its NVTX injection.
-            cupti = cupti_path(lib)
-            if cupti and "NVTX_INJECTION64_PATH" not in env:
-                env["NVTX_INJECTION64_PATH"] = cupti
+            # NVTX ranges the program emits reach CUPTI through NVTX's injection: libumtrace itself, which
+            # starts the trace at the first NVTX call (a range opened before any CUDA call is kept) and hands
+            # NVTX on to CUPTI.
+            if "NVTX_INJECTION64_PATH" not in env:
+                env["NVTX_INJECTION64_PATH"] = lib
     baseline = {}
     for i, bus in enumerate(gpus):
         m = nvml.memory(bus)
