@@ -150,3 +150,53 @@ def test_empty_trace_means_no_cuda(tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("")
     assert parse_trace(path) == {} and trace_records({}) == []
+
+
+def test_every_gpu_traced_and_labelled_by_umscopes_numbering(tmp_path):
+    """Records carry CUDA ordinals; the tracer's device table (ordinal -> PCI bus id) puts them on umscope's GPU
+    numbering (the order of `gpus`, NVML's bus ids), whatever order CUDA enumerates in."""
+    from umscope.profile.tracer import parse_trace
+    from umscope.profile.output import trace_records
+    lines = [
+        '{"k":"start","t":1000000000}',
+        # CUDA ordinal 0 is the GPU umscope calls gpu1 (CUDA_DEVICE_ORDER=FASTEST_FIRST, or CUDA_VISIBLE_DEVICES).
+        '{"k":"device","id":0,"bus":"0000:9A:00.0"}',
+        '{"k":"device","id":1,"bus":"0000:1B:00.0"}',
+        '{"k":"um","c":1,"v":4096,"s":1100000000,"e":1100000100,"a":0,"src":0,"dst":0,"f":2}',
+        '{"k":"um","c":1,"v":8192,"s":1200000000,"e":1200000100,"a":0,"src":0,"dst":1,"f":2}',
+        '{"k":"um","c":2,"v":4096,"s":1300000000,"e":1300000100,"a":0,"src":1,"dst":0,"f":2}',
+        '{"k":"um","c":4,"v":3,"s":1050000000,"e":1060000000,"a":0,"src":1,"dst":0,"f":1}',
+        '{"k":"um","c":5,"v":4096,"s":1070000000,"e":1070000000,"a":0,"src":3,"dst":0,"f":0}',
+        '{"k":"kernel","d":1,"s":1000000000,"e":1500000000,"n":"k"}',
+        '{"k":"memcpy","d":0,"b":100,"ck":1,"s":1000000000,"e":1000000001}',
+        '{"k":"end","um_records":[0,2,1,0,1,2,0,0,0,0,0,0,0,0,0,0]}',
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tr = parse_trace(path, ["00000000:1b:00.0", "00000000:9a:00.0"])
+    assert tr["devices"] == {"gpu1": "0000:9A:00.0", "gpu0": "0000:1B:00.0"}
+    g0, g1 = tr["by_gpu"]["gpu0"], tr["by_gpu"]["gpu1"]
+    assert (g0["htod"], g0["dtoh"], g0["gpu_fault"], g0["kernels"]) == (8192, 4096, 3, 1)
+    assert (g1["htod"], g1["dtoh"], g1["memcpy_bytes"], g1["kernels"]) == (4096, 0, 100, 0)
+    assert g0["thrashing"] == g1["thrashing"] == 4096  # srcId 3: a mask naming both GPUs
+    assert tr["records_lost"] == 1  # the tracer wrote 6 UM records; 5 reached the file
+    recs = trace_records(tr)
+    series = {(r["op"], r["processor"]) for r in recs if r["unit"] == "B"}
+    assert series == {("um_htod_cumulative", "gpu0"), ("um_dtoh_cumulative", "gpu0"), ("um_htod_cumulative", "gpu1")}
+    assert recs[-1]["processor"] == "gpu0+gpu1"
+    # Without a device table (an older trace) the CUDA ordinal is kept, labelled as such: never a guessed gpu0.
+    path.write_text("\n".join(lines[:1] + lines[3:5]) + "\n")
+    assert sorted(parse_trace(path, ["00000000:1b:00.0"])["by_gpu"]) == ["cuda0", "cuda1"]
+
+
+def test_kinds_the_tracer_could_not_enable_are_listed(tmp_path):
+    from umscope.profile.tracer import parse_trace
+    lines = ['{"k":"start","t":1}',
+             '{"k":"config","c":1,"dev":0,"scope":"single","ok":true,"cupti":"CUPTI_SUCCESS"}',
+             '{"k":"config","c":7,"dev":0,"scope":"single","ok":false,"cupti":"CUPTI_ERROR_NOT_SUPPORTED"}',
+             '{"k":"end","um_records":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}']
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tr = parse_trace(path)
+    assert tr["kinds_configured"] == ["htod"] and tr["kinds_refused"] == ["remote_map"]
+    assert tr["records_lost"] == 0 and tr["complete"]

@@ -4,7 +4,7 @@
 //   read          CPU writes every word, one GPU kernel reads every word         htod N, dtoh 0
 //   writeback     CPU writes, GPU increments every word, CPU reads every word    htod N, dtoh N
 //   prefetch      CPU writes, cudaMemPrefetchAsync to the GPU, GPU reads,
-//                 prefetch back to the CPU, CPU reads                            htod N, dtoh N (cause prefetch)
+//                 prefetch back to the CPU, CPU reads                            htod N, dtoh N (cause user)
 //   read-mostly   advise read-mostly, CPU writes, GPU reads twice, CPU reads     htod N, dtoh 0 (duplicates)
 //   pingpong      CPU writes; --iters times: GPU increments, CPU increments      htod K*N, dtoh K*N
 //   host-preferred  advise preferred location CPU + accessed by the GPU, CPU
@@ -116,7 +116,7 @@ void run_umtruth(Context& ctx) {
   UM_CUDA(cudaMallocManaged(&a, bytes));
   const auto t0 = clk::now();
   long long htod = 0, dtoh = 0;  // the bytes this case must move; -1: not known
-  std::string cause = "any";
+  std::string cause = "any";  // CUPTI's migration cause the bytes must carry ("user": cudaMemPrefetchAsync)
   const int dev = ctx.device;
 
   if (c == "read") {
@@ -137,7 +137,7 @@ void run_umtruth(Context& ctx) {
     UM_CUDA(cudaDeviceSynchronize());
     expect(cpu_count_not(a, n, 1) == 0, "CPU read after prefetch back");
     htod = dtoh = static_cast<long long>(bytes);
-    cause = "prefetch";
+    cause = "user";
   } else if (c == "read-mostly") {
     UM_CUDA(cudaMemAdvise(a, bytes, cudaMemAdviseSetReadMostly, where(true, dev)));
     cpu_fill(a, n, 1);

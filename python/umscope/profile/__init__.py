@@ -88,7 +88,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
         e1 = sampler._energy()
         energy = {k: e1[k] - sampler.energy0[k] for k in e1 if k in sampler.energy0}
     if trace_file:
-        tr = parse_trace(trace_file)
+        tr = parse_trace(trace_file, gpus)
         if tr and tr.get("wall_start"):
             shift_trace(tr, tr["wall_start"] / 1e9 - start)
         if not tr:

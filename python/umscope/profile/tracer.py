@@ -51,8 +51,51 @@ def read_trace_lines(path) -> list:
     return ev
 
 
-def parse_trace(path) -> dict:
-    """Totals, timelines and analyses from libumtrace's JSON lines."""
+def _bus_key(bus):
+    """A PCI bus id as CUDA ("0000:1B:00.0") or NVML ("00000000:1b:00.0") writes it -> (domain, bus, device,
+    function); None where it does not parse."""
+    try:
+        dom, b, rest = str(bus).strip().split(":")
+        dev, fn = rest.split(".")
+        return int(dom, 16), int(b, 16), int(dev, 16), int(fn, 16)
+    except (AttributeError, ValueError):
+        return None
+
+
+def gpu_labels(ev, gpus=()) -> dict:
+    """CUDA device ordinal (what CUPTI's deviceId, srcId and dstId carry) -> umscope's GPU label: gpuN, N the
+    GPU's place in `gpus` (PCI bus ids, umscope's numbering), matched through the tracer's device table (ordinal
+    -> PCI bus id, read from the driver). An ordinal the table or `gpus` cannot place keeps its CUDA number,
+    labelled so ("cuda1")."""
+    index = {_bus_key(b): i for i, b in enumerate(gpus or ())}
+    labels = {}
+    for e in ev:
+        if e.get("k") == "device":
+            i = index.get(_bus_key(e.get("bus")))
+            labels[e["id"]] = f"gpu{i}" if i is not None else f"cuda{e['id']}"
+    return labels
+
+
+# Which id of a unified-memory record names the GPU it happened on (CUPTI's field notes): the destination of a
+# migration to a device, remote map or device-to-device copy, the source of a migration to the host, a GPU fault
+# or a throttling. A thrashing record's srcId is a bit mask of the processors fighting; a CPU fault has no GPU.
+_GPU_FIELD = {"htod": "dst", "dtoh": "src", "gpu_fault": "src", "throttling": "src", "remote_map": "dst",
+              "dtod": "dst"}
+
+
+def record_gpus(e, name, label) -> list:
+    """The GPU labels a unified-memory record belongs to ([] for CPU faults)."""
+    if name == "cpu_fault":
+        return []
+    if name == "thrashing":
+        mask = e.get("src") or 0
+        return [label(i) for i in range(32) if mask >> i & 1] or [label(0)]
+    return [label(e.get(_GPU_FIELD.get(name, "dst"), 0))]
+
+
+def parse_trace(path, gpus=()) -> dict:
+    """Totals, timelines and analyses from libumtrace's JSON lines; `gpus` (PCI bus ids, umscope's GPU order)
+    puts each record on the GPU it came from."""
     try:
         ev = read_trace_lines(path)
     except OSError:
@@ -74,11 +117,26 @@ def parse_trace(path) -> dict:
     cum = {"htod": 0, "dtoh": 0}
     allocs = sorted(((e["a"], e["b"]) for e in ev if e.get("k") == "mem" and e.get("op") == 1), key=lambda x: x[0])
     per_alloc = {}
+    labels = gpu_labels(ev, gpus)
+    label = lambda i: labels.get(i, f"cuda{i}")  # noqa: E731
+    by_gpu = {}
+    timeline_by_gpu = {}
+
+    def gpu_slot(g):
+        return by_gpu.setdefault(g, dict({name: 0 for name in COUNTERS.values() if name != "cpu_fault"},
+                                         kernels=0, kernel_s=0.0, memcpy_bytes=0))
+
     for e in sorted(um, key=lambda e: e["s"]):
         name = COUNTERS.get(e["c"], f"counter{e['c']}")
         # A CPU page-fault record is one fault (its value field is not a count on this CUPTI).
         totals[name] = totals.get(name, 0) + (1 if name == "cpu_fault" else e["v"])
         events[name] = events.get(name, 0) + 1
+        for g in record_gpus(e, name, label):
+            slot = gpu_slot(g)
+            slot[name] = slot.get(name, 0) + e["v"]
+            if name in ("htod", "dtoh"):
+                tl = timeline_by_gpu.setdefault(g, {"htod": [], "dtoh": []})[name]
+                tl.append((round((e["e"] - t0) / 1e9, 6), (tl[-1][1] if tl else 0) + e["v"]))
         if name in by_cause:
             cause = CAUSES.get(e.get("f", 0), str(e.get("f")))
             by_cause[name][cause] = by_cause[name].get(cause, 0) + e["v"]
@@ -96,6 +154,20 @@ def parse_trace(path) -> dict:
         if name == "gpu_fault":
             acc = ACCESS.get(e.get("f", 0), str(e.get("f")))
             faults_by_access[acc] = faults_by_access.get(acc, 0) + e["v"]
+    for e in ev:
+        if e.get("k") in ("kernel", "memcpy") and "d" in e:
+            slot = gpu_slot(label(e["d"]))
+            if e["k"] == "kernel":
+                slot["kernels"] += 1
+                slot["kernel_s"] += (e["e"] - e["s"]) / 1e9
+            else:
+                slot["memcpy_bytes"] += e["b"]
+    # The tracer's own accounting: kinds CUPTI refused, and records it wrote that did not reach this reader.
+    end = next((e for e in ev if e.get("k") == "end"), {})
+    refused = sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev if e.get("k") == "config" and not e.get("ok")}
+                     - {COUNTERS.get(e["c"], str(e["c"])) for e in ev if e.get("k") == "config" and e.get("ok")})
+    written = end.get("um_records")
+    lost = (sum(written) - len(um)) if isinstance(written, list) else None
     ranges, instants = nvtx_ranges([e for e in ev if e.get("k") == "marker"], t0)
     for a in per_alloc.values():  # at most 400 points per allocation, the last one kept
         step = max(1, len(a["t"]) // 400)
@@ -107,7 +179,11 @@ def parse_trace(path) -> dict:
                kernels=sum(1 for e in ev if e.get("k") == "kernel"),
                kernel_s=sum(e["e"] - e["s"] for e in ev if e.get("k") == "kernel") / 1e9,
                memcpy_bytes=sum(e["b"] for e in ev if e.get("k") == "memcpy"),
-               allocations_made=len(allocs))
+               allocations_made=len(allocs), by_gpu=by_gpu, timeline_by_gpu=timeline_by_gpu,
+               devices={label(e["id"]): e.get("bus") for e in ev if e.get("k") == "device"},
+               kinds_refused=refused, records_lost=lost,
+               kinds_configured=sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev
+                                        if e.get("k") == "config" and e.get("ok")}))
     # The studies' analyses: faults per migration, eviction against migration.
     out.update(migration_ratios(totals, events, by_cause))
     return out
@@ -119,6 +195,9 @@ def shift_trace(tr, offset):
     sh = lambda t: None if t is None else round(t + offset, 6)  # noqa: E731
     for d in tr["timeline"]:
         tr["timeline"][d] = [(sh(t), v) for t, v in tr["timeline"][d]]
+    for per in tr.get("timeline_by_gpu", {}).values():
+        for d in per:
+            per[d] = [(sh(t), v) for t, v in per[d]]
     for a in tr["allocations"]:
         a["t"] = [sh(t) for t in a["t"]]
     tr["ranges"] = [(n, sh(a), sh(b)) for n, a, b in tr["ranges"]]
