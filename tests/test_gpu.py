@@ -404,8 +404,8 @@ int main(int argc, char** argv) {
   const size_t n = size_t(64) << 20;  // 256 MiB of floats
   const bool managed = strcmp(argv[1], "explicit") != 0, prefetch = strcmp(argv[1], "prefetch") == 0;
   float *x = nullptr, *h = (float*)malloc(n * 4);
-  cudaFree(0);  // CUPTI attaches when CUDA initialises: ranges opened before are not seen
-  nvtxRangePushA("init");
+  nvtxRangePushA("init");  // before the first CUDA call: libumtrace starts at NVTX's injection and keeps it
+  cudaFree(0);
   if (managed) cudaMallocManaged(&x, n * 4); else cudaMalloc(&x, n * 4);
   float* w = managed ? x : h;
   for (size_t i = 0; i < n; ++i) w[i] = 1.0f;

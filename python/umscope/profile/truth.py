@@ -65,3 +65,28 @@ def run_case(umbench, lib, case, size, env_extra, iters=None, timeout=120) -> di
         k, c = res[f"known_{d}"], (res["counted"] or {}).get(d)
         res[f"ratio_{d}"] = (c / k) if (k and k > 0 and c is not None) else None
     return res
+
+
+# What the driver does not report, per (case, direction), as measured on the H100 (driver 580, CUDA 13.0) and
+# written up in docs/tracing.md: the GPU tests accept a shortfall only where it is listed here, with its reason.
+NOT_REPORTED = {}
+
+TOLERANCE = 0.02  # counted bytes within 2% of known
+
+
+def verdicts(res) -> list:
+    """(direction, known, counted, within tolerance, listed as not reported) for each known direction of a case."""
+    out = []
+    for d in ("htod", "dtoh"):
+        known = res.get(f"known_{d}")
+        if known is None or known < 0:
+            continue
+        counted = (res.get("counted") or {}).get(d, 0)
+        ok = abs(counted - known) <= TOLERANCE * max(known, 1) if known else counted <= TOLERANCE * _bytes(res)
+        out.append((d, known, counted, ok, NOT_REPORTED.get((res["case"], d))))
+    return out
+
+
+def _bytes(res):
+    from umscope.sizes import parse_size
+    return parse_size(res["bytes"]) if isinstance(res["bytes"], str) else res["bytes"]
