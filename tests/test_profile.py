@@ -200,3 +200,14 @@ def test_kinds_the_tracer_could_not_enable_are_listed(tmp_path):
     tr = parse_trace(path)
     assert tr["kinds_configured"] == ["htod"] and tr["kinds_refused"] == ["remote_map"]
     assert tr["records_lost"] == 0 and tr["complete"]
+
+
+def test_report_rows_per_gpu_and_for_what_the_trace_lacks():
+    from umscope.report.um_caveats import trace_rows
+    ux = {"by_gpu": {"gpu0": {"htod": 2 << 20, "kernels": 2}, "gpu1": {"dtoh": 1 << 20}},
+          "devices": {"gpu0": "0000:1B:00.0"}, "kinds_refused": ["remote_map"], "dropped": 3, "records_lost": 0}
+    rows = {k: v for k, v, _ in trace_rows(ux)}
+    assert rows["gpu0 (0000:1B:00.0)"].startswith("2.0 MiB in, 0.0 MiB out") and "gpu1" in rows
+    assert rows["event kinds not enabled"] == "remote_map"
+    assert rows["records missing"] == "3 dropped by CUPTI, 0 written but not read"
+    assert trace_rows({"by_gpu": {"gpu0": {}}}) == []  # one GPU, nothing refused or lost: no extra rows

@@ -23,3 +23,30 @@ CAVEATS = {
              "reports (the accesses through a remote map are not counted).",
     "derived": "ratios of the counts above: they inherit their under-count.",
 }
+
+
+def trace_rows(ux) -> list:
+    """Rows for the profile report's unified-memory table beyond the totals: one per GPU traced (the GPU each
+    record came from), and the tracer's own accounting (kinds CUPTI refused, records dropped or lost), so a
+    total is never shown as complete when the trace says it is not."""
+    rows = []
+    by_gpu = ux.get("by_gpu") or {}
+    devices = ux.get("devices") or {}
+    if len(by_gpu) > 1:
+        for g in sorted(by_gpu):
+            t = by_gpu[g]
+            rows.append((f"{g}" + (f" ({devices[g]})" if g in devices else ""),
+                         f"{t.get('htod', 0) / 2**20:.1f} MiB in, {t.get('dtoh', 0) / 2**20:.1f} MiB out, "
+                         f"{t.get('gpu_fault', 0)} fault groups, {t.get('kernels', 0)} kernels",
+                         "records labelled with the GPU they came from (CUDA ordinal matched to umscope's GPU by "
+                         "PCI bus id)"))
+    refused = ux.get("kinds_refused") or []
+    if refused:
+        rows.append(("event kinds not enabled", ", ".join(refused),
+                     "CUPTI refused to configure these unified-memory counter kinds: their totals are absent, "
+                     "not zero"))
+    lost = ux.get("records_lost")
+    if ux.get("dropped") or lost:
+        rows.append(("records missing", f"{ux.get('dropped') or 0} dropped by CUPTI, {lost or 0} written but not read",
+                     "the totals above are short by these records"))
+    return rows
