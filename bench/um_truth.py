@@ -26,6 +26,7 @@ def main(argv=None):
     ap.add_argument("--case", default=",".join(CASES))
     ap.add_argument("--iters", type=int)
     ap.add_argument("--timeout", type=float, default=120, help="seconds per case")
+    ap.add_argument("--blocks", type=int, help="GPU blocks of the case's kernels (fewer: fewer faults at once)")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for the traced program (tracer options)")
     a = ap.parse_args(argv)
     cases = a.case.split(",")
@@ -40,7 +41,8 @@ def main(argv=None):
         return 2
     umbench = native.umbench_path()
     for c in cases:
-        r = run_case(umbench, lib, c, a.bytes, env_extra, a.iters, a.timeout)
+        r = run_case(umbench, lib, c, a.bytes, env_extra, a.iters, a.timeout,
+                     ["--blocks", str(a.blocks)] if a.blocks else [])
         print(json.dumps(r), flush=True)
         cnt = r["counted"] or {}
         sys.stderr.write(f"{c:<15} known htod {r['known_htod']} dtoh {r['known_dtoh']} | counted htod {cnt.get('htod')} "

@@ -167,9 +167,11 @@ def test_every_gpu_traced_and_labelled_by_umscopes_numbering(tmp_path):
         '{"k":"um","c":2,"v":4096,"s":1300000000,"e":1300000100,"a":0,"src":1,"dst":0,"f":2}',
         '{"k":"um","c":4,"v":3,"s":1050000000,"e":1060000000,"a":0,"src":1,"dst":0,"f":1}',
         '{"k":"um","c":5,"v":4096,"s":1070000000,"e":1070000000,"a":0,"src":3,"dst":0,"f":0}',
+        # A remote map names the mapping GPU in srcId (dstId 0xffffffff: the host), as the H100's driver wrote it.
+        '{"k":"um","c":7,"v":2097152,"s":1080000000,"e":1080000000,"a":0,"src":1,"dst":4294967295,"f":3}',
         '{"k":"kernel","d":1,"s":1000000000,"e":1500000000,"n":"k"}',
         '{"k":"memcpy","d":0,"b":100,"ck":1,"s":1000000000,"e":1000000001}',
-        '{"k":"end","um_records":[0,2,1,0,1,2,0,0,0,0,0,0,0,0,0,0]}',
+        '{"k":"end","um_records":[0,2,1,0,1,2,0,1,0,0,0,0,0,0,0,0]}',
     ]
     path = tmp_path / "t.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -179,7 +181,8 @@ def test_every_gpu_traced_and_labelled_by_umscopes_numbering(tmp_path):
     assert (g0["htod"], g0["dtoh"], g0["gpu_fault"], g0["kernels"]) == (8192, 4096, 3, 1)
     assert (g1["htod"], g1["dtoh"], g1["memcpy_bytes"], g1["kernels"]) == (4096, 0, 100, 0)
     assert g0["thrashing"] == g1["thrashing"] == 4096  # srcId 3: a mask naming both GPUs
-    assert tr["records_lost"] == 1  # the tracer wrote 6 UM records; 5 reached the file
+    assert g0["remote_map"] == 2097152 and "cuda4294967295" not in tr["by_gpu"]
+    assert tr["records_lost"] == 1  # the tracer wrote 7 UM records; 6 reached the file
     recs = trace_records(tr)
     series = {(r["op"], r["processor"]) for r in recs if r["unit"] == "B"}
     assert series == {("um_htod_cumulative", "gpu0"), ("um_dtoh_cumulative", "gpu0"), ("um_htod_cumulative", "gpu1")}

@@ -108,7 +108,8 @@ void run_umtruth(Context& ctx) {
   if (!caps.concurrent_managed_access)
     throw Skip("um-truth needs concurrentManagedAccess (page-fault driven unified memory)");
   Gpu g;
-  g.grid = caps.sms * 8;
+  g.grid = static_cast<int>(ctx.args.integer("blocks", caps.sms * 8));  // fewer blocks: fewer faults at once
+  if (g.grid < 1 || g.grid > (1 << 20)) throw UsageError("--blocks must be from 1 to 2^20");
   UM_CUDA(cudaMalloc(&g.sum, sizeof *g.sum));
   const size_t n = bytes / sizeof(unsigned);
   unsigned* a = nullptr;
@@ -210,7 +211,7 @@ BenchRegistrar reg({"um-truth", "gpu",
                     "must move each way, to check a unified-memory trace against",
                     {"read", "writeback", "prefetch", "read-mostly", "pingpong", "host-preferred", "gpu-first",
                      "thrash"},
-                    {"case", "bytes", "iters"},
+                    {"case", "bytes", "iters", "blocks"},
                     run_umtruth});
 
 }  // namespace

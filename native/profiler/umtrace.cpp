@@ -291,7 +291,10 @@ void setup() {
                      static_cast<unsigned long long>(wall.tv_nsec));
     note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
-    cuptiActivityFlushPeriod(100);
+    // CUPTI's worker thread delivers buffers every period (ms); UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's
+    // own policy, no periodic flush).
+    const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
+    cuptiActivityFlushPeriod(fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u);
     std::atexit(finish);
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);
     std::fflush(g_out);

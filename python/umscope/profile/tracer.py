@@ -76,10 +76,11 @@ def gpu_labels(ev, gpus=()) -> dict:
     return labels
 
 
-# Which id of a unified-memory record names the GPU it happened on (CUPTI's field notes): the destination of a
-# migration to a device, remote map or device-to-device copy, the source of a migration to the host, a GPU fault
-# or a throttling. A thrashing record's srcId is a bit mask of the processors fighting; a CPU fault has no GPU.
-_GPU_FIELD = {"htod": "dst", "dtoh": "src", "gpu_fault": "src", "throttling": "src", "remote_map": "dst",
+# Which id of a unified-memory record names the GPU it happened on: the destination of a migration to a device or
+# a device-to-device copy; the source of a migration to the host, a GPU fault, a throttling or a remote map (on
+# the H100, driver 580, a GPU's mapping of host-preferred memory came with srcId 0 and dstId 0xffffffff). A
+# thrashing record's srcId is a bit mask of the processors fighting; a CPU fault has no GPU.
+_GPU_FIELD = {"htod": "dst", "dtoh": "src", "gpu_fault": "src", "throttling": "src", "remote_map": "src",
               "dtod": "dst"}
 
 

@@ -39,13 +39,14 @@ def diagnostics(lines) -> dict:
             "errors": [e for e in lines if e.get("k") == "error"], "kinds": kinds}
 
 
-def run_case(umbench, lib, case, size, env_extra, iters=None, timeout=120) -> dict:
+def run_case(umbench, lib, case, size, env_extra, iters=None, timeout=120, extra_args=()) -> dict:
     fd, trace = tempfile.mkstemp(prefix="umtruth-", suffix=".jsonl")
     os.close(fd)
     env = dict(os.environ, CUDA_INJECTION64_PATH=lib, UMSCOPE_TRACE_FILE=trace, **env_extra)
     cmd = [umbench, "run", "um-truth", "--case", case, "--bytes", size]
     if iters:
         cmd += ["--iters", str(iters)]
+    cmd += list(extra_args)
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         out, rc = p.stdout, p.returncode
@@ -56,7 +57,7 @@ def run_case(umbench, lib, case, size, env_extra, iters=None, timeout=120) -> di
     tr = parse_trace(trace)
     lines = read_trace_lines(trace) if Path(trace).exists() else []
     os.unlink(trace)
-    res = {"case": case, "bytes": size, "env": env_extra, "rc": rc, "status": status,
+    res = {"case": case, "bytes": size, "env": env_extra, "args": list(extra_args), "rc": rc, "status": status,
            "known_htod": rec and rec.get("known_htod_bytes"), "known_dtoh": rec and rec.get("known_dtoh_bytes"),
            "known_cause": rec and rec.get("known_cause"), "time_ms": rec and rec.get("time", {}).get("median"),
            "counted": tr.get("totals"), "events": tr.get("events"), "by_cause": tr.get("by_cause"),
