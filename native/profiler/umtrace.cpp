@@ -6,13 +6,18 @@
 // $UMSCOPE_TRACE_FILE. Buffers are written as CUPTI completes them (and
 // flushed every 100 ms), at exit, and on a fatal signal where possible.
 #include <cupti.h>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <initializer_list>
 #include <mutex>
@@ -153,6 +158,130 @@ int settle_ms() {
   return e && *e ? std::atoi(e) : 50;
 }
 
+// The UVM driver's own byte and fault counters (/dev/nvidia-uvm-tools in counter mode), beside CUPTI's records.
+// CUPTI reads unified-memory events from the driver's tools event queue, and the driver drops an event when
+// that queue is full (uvm_tools.c: enqueue_event counts it in the queue's `dropped`, which CUPTI does not
+// report): GPU-fault-driven migrations, thousands of small ones at once, overflow it. The counters are
+// atomic additions made as each migration is issued, so they lose nothing; they give totals only (no
+// addresses, times or causes). The ioctl numbers and parameter layouts are the driver's user interface
+// (uvm_ioctl.h, uvm_types.h of NVIDIA's open kernel modules), restated here.
+namespace uvm {
+constexpr unsigned long kInitEventTracker = 56;  // UVM_TOOLS_INIT_EVENT_TRACKER
+constexpr unsigned long kEnableCounters = 60;    // UVM_TOOLS_ENABLE_COUNTERS
+constexpr int kCounters = 10;                    // UVM_TOTAL_COUNTERS on Linux
+// Counter indices: bytes host-to-device 0, device-to-host 1, CPU faults 2, prefetched bytes host-to-device 7
+// and device-to-host 8 (included in 0 and 1), GPU faults 9.
+constexpr uint64_t kAllFlags = 0x1 | 0x2 | 0x4 | 0x80 | 0x100 | 0x200;
+
+struct InitParams {
+  uint64_t queue_buffer;
+  uint64_t queue_buffer_size;  // 0: a counter tracker
+  uint64_t control_buffer;     // the counters, kCounters x uint64, page-aligned
+  unsigned char processor[16];
+  uint32_t all_processors;
+  uint32_t uvm_fd;
+  uint32_t rm_status;
+  uint32_t pad;
+};
+static_assert(sizeof(InitParams) == 56, "UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS is 56 bytes");
+
+struct EnableParams {
+  uint64_t flags;
+  uint32_t rm_status;
+  uint32_t pad;
+};
+
+struct Tracker {
+  int dev;  // CUDA ordinal, -1: every processor
+  int fd;
+  volatile uint64_t* counters;
+};
+std::vector<Tracker> g_trackers;
+
+// The /dev/nvidia-uvm descriptors the CUDA driver opened in this process.
+std::vector<int> uvm_fds() {
+  std::vector<int> fds;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return fds;
+  while (dirent* e = readdir(d)) {
+    char path[300], target[256];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = 0;
+    if (std::strcmp(target, "/dev/nvidia-uvm") == 0) fds.push_back(std::atoi(e->d_name));
+  }
+  closedir(d);
+  return fds;
+}
+
+// One counter tracker for `uuid` (all processors where null); writes what the driver answered.
+void open_tracker(int dev, const unsigned char* uuid, const std::vector<int>& fds) {
+  for (int ufd : fds) {
+    int tfd = open("/dev/nvidia-uvm-tools", O_RDWR | O_CLOEXEC);
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (tfd < 0) {
+      std::fprintf(g_out, "{\"k\":\"uvm_config\",\"dev\":%d,\"ok\":false,\"why\":\"open /dev/nvidia-uvm-tools: %s\"}\n",
+                   dev, std::strerror(errno));
+      return;
+    }
+    auto* buf = static_cast<uint64_t*>(std::aligned_alloc(4096, 4096));
+    std::memset(buf, 0, 4096);
+    InitParams ip;
+    std::memset(&ip, 0, sizeof ip);
+    ip.control_buffer = reinterpret_cast<uint64_t>(buf);
+    if (uuid) std::memcpy(ip.processor, uuid, 16);
+    ip.all_processors = uuid ? 0 : 1;
+    ip.uvm_fd = static_cast<uint32_t>(ufd);
+    int r = ioctl(tfd, kInitEventTracker, &ip);
+    EnableParams ep{kAllFlags, 0, 0};
+    int r2 = (r == 0 && ip.rm_status == 0) ? ioctl(tfd, kEnableCounters, &ep) : -1;
+    bool ok = r == 0 && ip.rm_status == 0 && r2 == 0 && ep.rm_status == 0;
+    std::fprintf(g_out, "{\"k\":\"uvm_config\",\"dev\":%d,\"uvm_fd\":%d,\"ok\":%s,\"init\":%d,\"init_rm\":%u,\"enable\":%d,"
+                 "\"enable_rm\":%u}\n", dev, ufd, ok ? "true" : "false", r, ip.rm_status, r2, ep.rm_status);
+    if (ok) {
+      g_trackers.push_back({dev, tfd, buf});
+      return;
+    }
+    close(tfd);
+    std::free(buf);
+  }
+}
+
+void start(int ndev, void* cuda) {
+  const char* off = std::getenv("UMSCOPE_UMTRACE_UVM_COUNTERS");
+  if (off && *off == '0') return;
+  std::vector<int> fds = uvm_fds();
+  if (fds.empty()) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    std::fprintf(g_out, "{\"k\":\"uvm_config\",\"dev\":-1,\"ok\":false,\"why\":\"no /dev/nvidia-uvm descriptor\"}\n");
+    return;
+  }
+  open_tracker(-1, nullptr, fds);
+  using GetFn = int (*)(int*, int);
+  using UuidFn = int (*)(unsigned char*, int);
+  auto get = cuda ? reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet")) : nullptr;
+  auto uuid = cuda ? reinterpret_cast<UuidFn>(dlsym(cuda, "cuDeviceGetUuid_v2")) : nullptr;
+  if (cuda && !uuid) uuid = reinterpret_cast<UuidFn>(dlsym(cuda, "cuDeviceGetUuid"));
+  for (int i = 0; get && uuid && i < ndev; ++i) {
+    int dev = 0;
+    unsigned char id[16];
+    if (get(&dev, i) == 0 && uuid(id, dev) == 0) open_tracker(i, id, fds);
+  }
+}
+
+void write_counters() {
+  for (const Tracker& t : g_trackers) {
+    uint64_t c[kCounters];
+    for (int i = 0; i < kCounters; ++i) c[i] = __atomic_load_n(&t.counters[i], __ATOMIC_SEQ_CST);
+    std::fprintf(g_out, "{\"k\":\"uvm_counters\",\"dev\":%d,\"htod\":%llu,\"dtoh\":%llu,\"cpu_faults\":%llu,"
+                 "\"prefetch_htod\":%llu,\"prefetch_dtoh\":%llu,\"gpu_faults\":%llu,\"t\":%llu}\n", t.dev,
+                 (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)c[7],
+                 (unsigned long long)c[8], (unsigned long long)c[9], now_ns());
+  }
+}
+}  // namespace uvm
+
 void finish() {
   if (g_done.exchange(true)) return;
   flush_all("exit", settle_ms());
@@ -160,6 +289,7 @@ void finish() {
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
   std::lock_guard<std::mutex> lk(g_mu);
   if (g_out) {
+    uvm::write_counters();
     std::fprintf(g_out, "{\"k\":\"end\",\"t\":%llu,\"dropped\":%llu,\"um_records\":[", now_ns(), g_dropped);
     for (int c = 0; c < 16; ++c) std::fprintf(g_out, "%s%llu", c ? "," : "", g_um_written[c]);
     std::fprintf(g_out, "],\"um_values\":[");
@@ -168,6 +298,7 @@ void finish() {
     std::fflush(g_out);
   }
 }
+
 
 // The CUDA driver's device table (ordinal -> PCI bus id), read through the libcuda the program
 // already loaded, so records (which carry the CUDA ordinal) can be put on umscope's GPU numbering.
@@ -191,6 +322,7 @@ int write_devices() {
     json_string(g_out, id);
     std::fprintf(g_out, "}\n");
   }
+  uvm::start(n, cuda);
   dlclose(cuda);
   return n;
 }

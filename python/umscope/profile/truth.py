@@ -36,7 +36,8 @@ def diagnostics(lines) -> dict:
     return {"config": config, "end": end, "devices": [e for e in lines if e.get("k") == "device"],
             "flushes": [e.get("why") for e in lines if e.get("k") == "flush"],
             "ctx_destroy_before_end": any(e.get("k") == "ctx_destroy" for e in lines),
-            "errors": [e for e in lines if e.get("k") == "error"], "kinds": kinds}
+            "errors": [e for e in lines if e.get("k") == "error"], "kinds": kinds,
+            "uvm": [e for e in lines if e.get("k") in ("uvm_config", "uvm_counters")]}
 
 
 def run_case(umbench, lib, case, size, env_extra, iters=None, timeout=120, extra_args=()) -> dict:
