@@ -49,6 +49,8 @@ def main(argv=None):
                          f"dtoh {cnt.get('dtoh')} gpu_fault {cnt.get('gpu_fault')} cpu_fault {cnt.get('cpu_fault')} "
                          f"thrash {cnt.get('thrashing')} throttle {cnt.get('throttling')} remote_map "
                          f"{cnt.get('remote_map')} | ratio {r['ratio_htod']} {r['ratio_dtoh']} rc {r['rc']}\n")
+        for u in r["diag"].get("uvm", []):
+            sys.stderr.write(f"    {json.dumps(u)}\n")
     return 0
 
 
