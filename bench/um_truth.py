@@ -44,9 +44,10 @@ def main(argv=None):
         r = run_case(umbench, lib, c, a.bytes, env_extra, a.iters, a.timeout,
                      ["--blocks", str(a.blocks)] if a.blocks else [])
         print(json.dumps(r), flush=True)
-        cnt = r["counted"] or {}
+        cnt, drv = r["counted"] or {}, r.get("driver") or {}
         sys.stderr.write(f"{c:<15} known htod {r['known_htod']} dtoh {r['known_dtoh']} | counted htod {cnt.get('htod')} "
-                         f"dtoh {cnt.get('dtoh')} gpu_fault {cnt.get('gpu_fault')} cpu_fault {cnt.get('cpu_fault')} "
+                         f"dtoh {cnt.get('dtoh')} | driver htod {drv.get('htod')} dtoh {drv.get('dtoh')} | "
+                         f"gpu_fault {cnt.get('gpu_fault')} cpu_fault {cnt.get('cpu_fault')} "
                          f"thrash {cnt.get('thrashing')} throttle {cnt.get('throttling')} remote_map "
                          f"{cnt.get('remote_map')} | ratio {r['ratio_htod']} {r['ratio_dtoh']} rc {r['rc']}\n")
         for u in r["diag"].get("uvm", []):

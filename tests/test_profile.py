@@ -214,3 +214,29 @@ def test_report_rows_per_gpu_and_for_what_the_trace_lacks():
     assert rows["event kinds not enabled"] == "remote_map"
     assert rows["records missing"] == "3 dropped by CUPTI, 0 written but not read"
     assert trace_rows({"by_gpu": {"gpu0": {}}}) == []  # one GPU, nothing refused or lost: no extra rows
+    rows = {k: v for k, v, _ in trace_rows({"driver_counters": {"all": {"htod": 4 << 20, "dtoh": 0}},
+                                             "record_shortfall": {"htod": 0.25, "dtoh": None}})}
+    assert rows["UVM driver's counters"].startswith("4.0 MiB in, 0.0 MiB out") and rows["records' share"] == "in 25.0%"
+
+
+def test_the_drivers_own_counters_beside_cuptis_records(tmp_path):
+    """The UVM driver's counters (lossless totals read at exit) are kept beside the records' totals, and the share
+    of the driver's bytes the records carry is stated, so a total short of events is never shown as complete."""
+    from umscope.profile.tracer import parse_trace
+    from umscope.profile.output import trace_records
+    lines = ['{"k":"start","t":1000000000}',
+             '{"k":"device","id":0,"bus":"0000:1B:00.0"}',
+             '{"k":"um","c":1,"v":262144,"s":1100000000,"e":1100000100,"a":0,"src":0,"dst":0,"f":2}',
+             '{"k":"um","c":2,"v":1048576,"s":1200000000,"e":1200000100,"a":0,"src":0,"dst":0,"f":2}',
+             '{"k":"uvm_counters","dev":-1,"htod":1048576,"dtoh":1048576,"cpu_faults":9,"prefetch_htod":0,'
+             '"prefetch_dtoh":0,"gpu_faults":4}',
+             '{"k":"uvm_counters","dev":0,"htod":1048576,"dtoh":1048576,"cpu_faults":0,"prefetch_htod":0,'
+             '"prefetch_dtoh":0,"gpu_faults":4}',
+             '{"k":"end"}']
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tr = parse_trace(path, ["00000000:1b:00.0"])
+    assert tr["driver_counters"]["all"]["htod"] == 1048576 and tr["driver_counters"]["gpu0"]["gpu_faults"] == 4
+    um = trace_records(tr)[-1]
+    assert um["record_shortfall"] == {"htod": 0.25, "dtoh": 1.0}  # the records carry a quarter of the bytes in
+    assert um["driver_counters"]["all"]["cpu_faults"] == 9

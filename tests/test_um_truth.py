@@ -19,6 +19,8 @@ def test_verdicts_compare_known_and_counted_within_two_percent():
     assert [v[3] for v in truth.verdicts(res)] == [False, False]
     res["known_dtoh"] = -1  # no known count: not compared
     assert [v[0] for v in truth.verdicts(res)] == ["htod"]
+    res["driver"] = {"htod": 1 << 30, "dtoh": 0}  # the UVM driver's counters, compared on their own
+    assert [v[3] for v in truth.verdicts(res, "driver")] == [True]
 
 
 @pytest.mark.gpu
@@ -31,6 +33,11 @@ def test_um_truth_counted_bytes_match_the_known_bytes(case):
     assert res["rc"] == 0 and res["known_htod"] is not None, res["status"]
     assert res["complete"] and not res["diag"]["errors"], res["diag"]
     assert not res["dropped"], res["dropped"]
+    # The UVM driver's counters: every byte, each way.
+    assert res["driver"], res["diag"]["uvm"]
+    for d, known, counted, ok, _ in truth.verdicts(res, "driver"):
+        assert ok, (case, d, known, counted, res["diag"]["uvm"])
+    # CUPTI's records: every byte, or the shortfall listed (with its reason) as the driver not reporting it.
     for d, known, counted, ok, listed in truth.verdicts(res):
         assert ok or listed, (case, d, known, counted, res["by_cause"], res["diag"]["end"])
     if case == "prefetch":  # an explicit prefetch is CUPTI's cause "user", and the GPU then never faults

@@ -10,6 +10,16 @@ def _summary(values):
             "value": max(values)}
 
 
+def record_shortfall(tr: dict) -> dict:
+    """Per direction, the share of the bytes the driver's counters saw that CUPTI's records carry (1.0: all),
+    where the driver's counters were read; the records' totals are short by the rest (events the driver's
+    tools queue dropped)."""
+    drv = (tr.get("driver_counters") or {}).get("all")
+    if not drv:
+        return {}
+    return {d: (tr["totals"][d] / drv[d] if drv[d] else None) for d in ("htod", "dtoh")}
+
+
 def trace_records(tr: dict) -> list:
     recs = []
     if not tr:
@@ -40,7 +50,8 @@ def trace_records(tr: dict) -> list:
                  "eviction_to_migration": tr["eviction_to_migration"], "trace_complete": tr["complete"],
                  "dropped": tr["dropped"], "by_gpu": tr.get("by_gpu", {}), "devices": tr.get("devices", {}),
                  "kinds_configured": tr.get("kinds_configured", []), "kinds_refused": tr.get("kinds_refused", []),
-                 "records_lost": tr.get("records_lost"), "cupti_errors": [e.get("what", "") + ": " + e.get("cupti", "")
+                 "records_lost": tr.get("records_lost"), "driver_counters": tr.get("driver_counters", {}),
+                 "record_shortfall": record_shortfall(tr), "cupti_errors": [e.get("what", "") + ": " + e.get("cupti", "")
                                                             for e in tr["errors"]]})
     return recs
 

@@ -169,6 +169,14 @@ def parse_trace(path, gpus=()) -> dict:
                      - {COUNTERS.get(e["c"], str(e["c"])) for e in ev if e.get("k") == "config" and e.get("ok")})
     written = end.get("um_records")
     lost = (sum(written) - len(um)) if isinstance(written, list) else None
+    # The UVM driver's own counters (lossless totals, read at exit): every processor, and per GPU.
+    driver = {}
+    for e in ev:
+        if e.get("k") == "uvm_counters":
+            key = "all" if e.get("dev", -1) < 0 else label(e["dev"])
+            driver[key] = {k: e.get(k, 0) for k in ("htod", "dtoh", "cpu_faults", "gpu_faults", "prefetch_htod",
+                                                  "prefetch_dtoh")}
+    driver_refused = [e for e in ev if e.get("k") == "uvm_config" and not e.get("ok")]
     ranges, instants = nvtx_ranges([e for e in ev if e.get("k") == "marker"], t0)
     for a in per_alloc.values():  # at most 400 points per allocation, the last one kept
         step = max(1, len(a["t"]) // 400)
@@ -182,7 +190,8 @@ def parse_trace(path, gpus=()) -> dict:
                memcpy_bytes=sum(e["b"] for e in ev if e.get("k") == "memcpy"),
                allocations_made=len(allocs), by_gpu=by_gpu, timeline_by_gpu=timeline_by_gpu,
                devices={label(e["id"]): e.get("bus") for e in ev if e.get("k") == "device"},
-               kinds_refused=refused, records_lost=lost,
+               kinds_refused=refused, records_lost=lost, driver_counters=driver,
+               driver_counters_refused=bool(driver_refused) and not driver,
                kinds_configured=sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev
                                         if e.get("k") == "config" and e.get("ok")}))
     # The studies' analyses: faults per migration, eviction against migration.

@@ -61,7 +61,8 @@ def run_case(umbench, lib, case, size, env_extra, iters=None, timeout=120, extra
     res = {"case": case, "bytes": size, "env": env_extra, "args": list(extra_args), "rc": rc, "status": status,
            "known_htod": rec and rec.get("known_htod_bytes"), "known_dtoh": rec and rec.get("known_dtoh_bytes"),
            "known_cause": rec and rec.get("known_cause"), "time_ms": rec and rec.get("time", {}).get("median"),
-           "counted": tr.get("totals"), "events": tr.get("events"), "by_cause": tr.get("by_cause"),
+           "counted": tr.get("totals"), "driver": (tr.get("driver_counters") or {}).get("all"),
+           "events": tr.get("events"), "by_cause": tr.get("by_cause"),
            "dropped": tr.get("dropped"), "complete": tr.get("complete"), "diag": diagnostics(lines)}
     for d in ("htod", "dtoh"):
         k, c = res[f"known_{d}"], (res["counted"] or {}).get(d)
@@ -76,16 +77,19 @@ NOT_REPORTED = {}
 TOLERANCE = 0.02  # counted bytes within 2% of known
 
 
-def verdicts(res) -> list:
-    """(direction, known, counted, within tolerance, listed as not reported) for each known direction of a case."""
+def verdicts(res, source="records") -> list:
+    """(direction, known, counted, within tolerance, listed as not reported) for each known direction of a case;
+    counted from CUPTI's records (source "records") or the UVM driver's counters ("driver")."""
     out = []
+    counts = (res.get("counted") if source == "records" else res.get("driver")) or {}
     for d in ("htod", "dtoh"):
         known = res.get(f"known_{d}")
         if known is None or known < 0:
             continue
-        counted = (res.get("counted") or {}).get(d, 0)
+        counted = counts.get(d, 0)
         ok = abs(counted - known) <= TOLERANCE * max(known, 1) if known else counted <= TOLERANCE * _bytes(res)
-        out.append((d, known, counted, ok, NOT_REPORTED.get((res["case"], d))))
+        listed = NOT_REPORTED.get((res["case"], d)) if source == "records" else None
+        out.append((d, known, counted, ok, listed))
     return out
 
 

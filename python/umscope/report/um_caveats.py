@@ -30,6 +30,21 @@ def trace_rows(ux) -> list:
     record came from), and the tracer's own accounting (kinds CUPTI refused, records dropped or lost), so a
     total is never shown as complete when the trace says it is not."""
     rows = []
+    drv = (ux.get("driver_counters") or {}).get("all")
+    if drv:
+        rows.append(("UVM driver's counters", f"{drv.get('htod', 0) / 2**20:.1f} MiB in, {drv.get('dtoh', 0) / 2**20:.1f} "
+                     f"MiB out, {drv.get('cpu_faults', 0)} CPU faults, {drv.get('gpu_faults', 0)} GPU faults",
+                     "the driver's own totals (nvidia-uvm-tools counters): every migration, without addresses, times "
+                     "or causes"))
+        share = ux.get("record_shortfall") or {}
+        short = {d: v for d, v in share.items() if v is not None and v < 0.98}
+        if short:
+            rows.append(("records' share", ", ".join(f"{'in' if d == 'htod' else 'out'} {100 * v:.1f}%"
+                                                     for d, v in short.items()),
+                         "CUPTI's records carry only this share of the bytes the driver counted: the driver dropped "
+                         "the rest of the events when its tools event queue was full (GPU-fault-driven migrations). "
+                         "Causes, timelines and per-allocation figures come from the records and are short by as "
+                         "much; use the driver's counters for totals"))
     by_gpu = ux.get("by_gpu") or {}
     devices = ux.get("devices") or {}
     if len(by_gpu) > 1:
