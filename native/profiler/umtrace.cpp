@@ -21,6 +21,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace {
@@ -347,8 +348,17 @@ void enable_um() {
   const char* sc = std::getenv("UMSCOPE_UMTRACE_SCOPE");  // "all": one process-wide entry per kind
   const bool all = sc && std::strcmp(sc, "all") == 0;
   const int per_kind = all ? 1 : ndev;
+  // UMSCOPE_UMTRACE_KINDS: the kinds to enable, by umscope's names (default all). Fewer kinds put fewer events
+  // through the driver's tools queue, which drops events when full (GPU faults are most of them).
+  const char* names[] = {"", "htod", "dtoh", "cpu_fault", "gpu_fault", "thrashing", "throttling", "remote_map", "dtod"};
+  const char* want = std::getenv("UMSCOPE_UMTRACE_KINDS");
   std::vector<CUpti_ActivityUnifiedMemoryCounterConfig> ok;
   for (auto kind : kinds) {
+    if (want && *want) {
+      std::string list = std::string(",") + want + ",";
+      const int k = static_cast<int>(kind);
+      if (k < 1 || k > 8 || list.find(std::string(",") + names[k] + ",") == std::string::npos) continue;
+    }
     for (int d = 0; d < per_kind; ++d) {
       CUpti_ActivityUnifiedMemoryCounterConfig cfg;
       std::memset(&cfg, 0, sizeof cfg);

@@ -72,7 +72,13 @@ def run_case(umbench, lib, case, size, env_extra, iters=None, timeout=120, extra
 
 # What the driver does not report, per (case, direction), as measured on the H100 (driver 580, CUDA 13.0) and
 # written up in docs/tracing.md: the GPU tests accept a shortfall only where it is listed here, with its reason.
-NOT_REPORTED = {}
+_QUEUE = ("CUPTI's host-to-device records of GPU-fault-driven migrations are incomplete: the UVM driver drops "
+          "events when its tools event queue is full (uvm_tools.c enqueue_event), which thousands of small "
+          "migrations and fault events at once overflow. H100, driver 580, 1 GiB read: 10-18% of the bytes in six "
+          "runs; the same read with 4 or 132 GPU blocks (fewer faults at once): 100% and 99.8%; the driver's own "
+          "counters: 1073741824 of 1073741824 B in every run (docs/tracing.md)")
+NOT_REPORTED = {("read", "htod"): _QUEUE, ("writeback", "htod"): _QUEUE, ("read-mostly", "htod"): _QUEUE,
+                ("pingpong", "htod"): _QUEUE}
 
 TOLERANCE = 0.02  # counted bytes within 2% of known
 
