@@ -1,26 +1,31 @@
 """What the unified-memory totals of `umscope profile --um-trace` count, per CUPTI event kind, and what they
 do not: shown next to every total in the profile report. Each statement is a measurement in this repository's
-docs (docs/method.md, "What the unified-memory totals count"; docs/reference-h100.md, "Profiler on an
-application") or a property of the API; where the cause of a shortfall is not known, it says so."""
+docs (docs/tracing.md, measured with the um-truth programs; docs/method.md, "What the unified-memory totals
+count") or a property of the API; where the cause of a shortfall is not known, it says so."""
 
-SHORTFALL = ("on the H100 (driver 580) the counted bytes were 60-94% of the data the GPU then held in QV traces, "
-             "3243 of 4096 MiB for jacobi2d (managed, 4 GiB) and 185.6 of 512 MiB for a GEMM placement "
-             "(docs/reference-h100.md); the cause is not established (issue 18)")
+SHORTFALL = ("on the H100 (driver 580) CUPTI's records of GPU-fault-driven migrations were incomplete: the UVM "
+             "driver drops events when its tools event queue is full (10-18% of a CPU-initialised 1 GiB read reached "
+             "the trace; with fewer faults at once, 99.8-100%); explicit prefetches and migrations to the host were "
+             "complete. The driver's own counters, shown beside as \"UVM driver's counters\", count every byte "
+             "(docs/tracing.md)")
 
 CAVEATS = {
     "htod": "migrations to the GPU that the driver reports as CUPTI unified-memory HtoD records, by cause "
             "(on-demand, speculative prefetch, explicit prefetch). A lower bound, not the data moved: " + SHORTFALL +
             ". Zero-copy reads (pinned, registered, host-preferred managed with accessed-by) migrate nothing and "
             "are not counted.",
-    "dtoh": "migrations to the host that the driver reports (DtoH records: on-demand, prefetch, eviction). The "
-            "same under-count as host-to-device applies; GPU writes to host-resident memory (zero copy) are not "
-            "counted.",
-    "gpu_fault": "GPU page-fault groups the driver reports: one record can stand for several faulting pages, so "
-                 "this is not a page count; fault records were missing for a short program (issue 18).",
-    "cpu_fault": "CPU page faults on managed memory that the driver handled and reported; the process's other "
-                 "page faults (system memory, first touch) are not included.",
-    "other": "events, not bytes: thrashing and throttling as the driver detects them, remote mappings it "
-             "reports (the accesses through a remote map are not counted).",
+    "dtoh": "migrations to the host that the driver reports (DtoH records: on-demand, prefetch, eviction). On the "
+            "H100 every CPU-fault-driven and prefetched byte was reported (99.95-100%, docs/tracing.md); the same "
+            "queue could drop them under a burst. GPU writes to host-resident memory (zero copy) are not counted.",
+    "gpu_fault": "GPU page-fault records the driver reports (each with a count of faults): the same queue drops "
+                 "them under many faults at once, so this is a lower bound; the driver's counter (beside) counts "
+                 "the faults it serviced, after merging duplicates.",
+    "cpu_fault": "CPU page faults on managed memory that the driver handled and reported (one record each; equal "
+                 "to the driver's counter in every um-truth case); the process's other page faults (system memory) "
+                 "are not included.",
+    "other": "thrashing (bytes of the regions the driver found thrashing) and throttling as the driver detects "
+             "them, remote mappings (bytes mapped: 1 GiB of host-preferred memory gave 1 GiB); the accesses "
+             "through a remote map (zero copy) are not counted by any kind.",
     "derived": "ratios of the counts above: they inherit their under-count.",
 }
 
