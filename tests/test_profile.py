@@ -240,3 +240,31 @@ def test_the_drivers_own_counters_beside_cuptis_records(tmp_path):
     um = trace_records(tr)[-1]
     assert um["record_shortfall"] == {"htod": 0.25, "dtoh": 1.0}  # the records carry a quarter of the bytes in
     assert um["driver_counters"]["all"]["cpu_faults"] == 9
+
+
+def test_every_process_of_the_program_is_read_and_labelled_by_its_own_devices(tmp_path):
+    """A program whose processes each start CUDA (MPI ranks, spawned workers): the first writes the trace file,
+    every later one FILE.PID beside it. All are read; each process's ordinals go through its own device table
+    (here each rank sees one GPU as CUDA device 0); the driver's counters are summed; the trace is complete only
+    when every process ended."""
+    from umscope.profile.tracer import parse_trace, trace_files
+    main = tmp_path / "t.jsonl"
+    main.write_text("\n".join([
+        '{"k":"start","pid":10,"t":1000000000}', '{"k":"device","id":0,"bus":"0000:1B:00.0"}',
+        '{"k":"um","c":1,"v":4096,"s":1100000000,"e":1100000100,"a":0,"src":0,"dst":0,"f":2}',
+        '{"k":"marker","fl":2,"t":1100000000,"id":1,"n":"rank0"}', '{"k":"marker","fl":4,"t":1200000000,"id":1}',
+        '{"k":"uvm_counters","dev":-1,"htod":4096,"dtoh":0,"cpu_faults":1,"gpu_faults":2}', '{"k":"end"}']) + "\n")
+    other = tmp_path / "t.jsonl.11"
+    other.write_text("\n".join([
+        '{"k":"start","pid":11,"t":1000000500}', '{"k":"device","id":0,"bus":"0000:9A:00.0"}',
+        '{"k":"um","c":1,"v":8192,"s":1100000000,"e":1100000100,"a":0,"src":0,"dst":0,"f":2}',
+        '{"k":"marker","fl":2,"t":1150000000,"id":1,"n":"rank1"}',
+        '{"k":"uvm_counters","dev":-1,"htod":8192,"dtoh":0,"cpu_faults":0,"gpu_faults":3}']) + "\n")
+    (tmp_path / "t.jsonl.html").write_text("not a trace")
+    assert trace_files(main) == [str(main), str(other)]
+    tr = parse_trace(main, ["00000000:1b:00.0", "00000000:9a:00.0"])
+    assert tr["processes"] == 2 and not tr["complete"]  # the second process never reached its end
+    assert tr["by_gpu"]["gpu0"]["htod"] == 4096 and tr["by_gpu"]["gpu1"]["htod"] == 8192
+    assert tr["driver_counters"]["all"] == {"htod": 12288, "dtoh": 0, "cpu_faults": 1, "gpu_faults": 5,
+                                            "prefetch_htod": 0, "prefetch_dtoh": 0}
+    assert [r[0] for r in tr["ranges"]] == ["rank0", "rank1"] and tr["ranges"][1][2] is None  # ids per process

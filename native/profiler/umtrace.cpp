@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <time.h>
@@ -419,16 +420,27 @@ void on_fatal(int sig) {
 std::once_flag g_setup;
 bool g_ok = false;
 
+// The first process of the program to start CUDA writes the trace file itself (it holds a lock on it for its
+// life); every later one (an MPI rank, a worker the program spawns) writes FILE.PID beside it, which the reader
+// takes in too, so no process overwrites another's records.
+FILE* open_trace(const char* path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && ftruncate(fd, 0) == 0) return fdopen(fd, "w");
+  if (fd >= 0) close(fd);
+  std::string mine = std::string(path) + "." + std::to_string(static_cast<int>(getpid()));
+  return std::fopen(mine.c_str(), "w");
+}
+
 void setup() {
   std::call_once(g_setup, [] {
     const char* path = std::getenv("UMSCOPE_TRACE_FILE");
-    g_out = std::fopen(path && *path ? path : "umtrace.jsonl", "w");
+    g_out = open_trace(path && *path ? path : "umtrace.jsonl");
     if (!g_out) return;
     g_ok = true;
     timespec wall{};
     unsigned long long t0 = now_ns();
     clock_gettime(CLOCK_REALTIME, &wall);  // to put the trace on the sampler's clock
-    std::fprintf(g_out, "{\"k\":\"start\",\"t\":%llu,\"w\":%llu}\n", t0,
+    std::fprintf(g_out, "{\"k\":\"start\",\"pid\":%d,\"t\":%llu,\"w\":%llu}\n", static_cast<int>(getpid()), t0,
                  static_cast<unsigned long long>(wall.tv_sec) * 1000000000ull +
                      static_cast<unsigned long long>(wall.tv_nsec));
     note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));

@@ -20,7 +20,7 @@ from umscope.profile.output import UNITS, _records, _summary, print_summary, tra
 from umscope.profile.sampler import (PAGE, Sampler, host_energy_j, numa_bytes, parse_period,  # noqa: F401
                                      process_tree, rss_bytes)
 from umscope.profile.tracer import (ACCESS, CAUSES, COUNTERS, cupti_path, parse_trace, read_trace_lines,  # noqa: F401
-                                    shift_trace, tracer_path)
+                                    shift_trace, trace_files, tracer_path)
 
 
 def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False):
@@ -98,7 +98,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
         if tr and not tr.get("complete"):
             notes.append("--um-trace: the trace ended early (the program died); what was flushed is kept")
         extra = trace_records(tr)
-        os.unlink(trace_file)
+        for f in trace_files(trace_file):
+            os.unlink(f)
     else:
         extra = []
     records = _records(cmd, sampler, wall, rc, status, energy, notes) + extra

@@ -63,17 +63,35 @@ def _bus_key(bus):
 
 
 def gpu_labels(ev, gpus=()) -> dict:
-    """CUDA device ordinal (what CUPTI's deviceId, srcId and dstId carry) -> umscope's GPU label: gpuN, N the
-    GPU's place in `gpus` (PCI bus ids, umscope's numbering), matched through the tracer's device table (ordinal
-    -> PCI bus id, read from the driver). An ordinal the table or `gpus` cannot place keeps its CUDA number,
-    labelled so ("cuda1")."""
+    """(process, CUDA device ordinal) (what CUPTI's deviceId, srcId and dstId carry; each process numbers the GPUs
+    it sees, e.g. under its own CUDA_VISIBLE_DEVICES) -> umscope's GPU label: gpuN, N the GPU's place in `gpus`
+    (PCI bus ids, umscope's numbering), matched through the process's device table (ordinal -> PCI bus id, read
+    from the driver). An ordinal the table or `gpus` cannot place keeps its CUDA number, labelled so ("cuda1")."""
     index = {_bus_key(b): i for i, b in enumerate(gpus or ())}
     labels = {}
     for e in ev:
         if e.get("k") == "device":
             i = index.get(_bus_key(e.get("bus")))
-            labels[e["id"]] = f"gpu{i}" if i is not None else f"cuda{e['id']}"
+            labels[(e.get("_p", 0), e["id"])] = f"gpu{i}" if i is not None else f"cuda{e['id']}"
     return labels
+
+
+def trace_files(path) -> list:
+    """The trace file and the per-process files beside it (FILE.PID: every process of the program after the
+    first that started CUDA writes its own)."""
+    import glob
+    return [str(path)] + sorted(f for f in glob.glob(glob.escape(str(path)) + ".*") if f.rsplit(".", 1)[1].isdigit())
+
+
+def read_process_traces(path) -> list:
+    """Every process's JSON lines, each event tagged with its process (_p: 0 for the trace file, then one per
+    FILE.PID)."""
+    ev = []
+    for p, f in enumerate(trace_files(path)):
+        for e in read_trace_lines(f):
+            e["_p"] = p
+            ev.append(e)
+    return ev
 
 
 # Which id of a unified-memory record names the GPU it happened on: the destination of a migration to a device or
@@ -98,17 +116,20 @@ def parse_trace(path, gpus=()) -> dict:
     """Totals, timelines and analyses from libumtrace's JSON lines; `gpus` (PCI bus ids, umscope's GPU order)
     puts each record on the GPU it came from."""
     try:
-        ev = read_trace_lines(path)
+        ev = read_process_traces(path)
     except OSError:
         return {}
     if not ev:
         return {}  # the library never started: the program did not initialise CUDA
     start = next((e for e in ev if e.get("k") == "start"), {})
+    procs = {e["_p"] for e in ev if e.get("k") == "start"}
     t0 = start.get("t")
     um = [e for e in ev if e.get("k") == "um"]
     if t0 is None:
         t0 = min((e["s"] for e in um), default=0)
-    out = {"errors": [e for e in ev if e.get("k") == "error"], "complete": any(e.get("k") == "end" for e in ev),
+    ended = {e["_p"] for e in ev if e.get("k") == "end"}
+    out = {"errors": [e for e in ev if e.get("k") == "error"], "complete": bool(ended) and procs <= ended,
+           "processes": len(procs),
            "dropped": sum(e.get("n", 0) for e in ev if e.get("k") == "dropped")}
     totals = {name: 0 for name in COUNTERS.values()}
     events = {name: 0 for name in COUNTERS.values()}
@@ -119,7 +140,7 @@ def parse_trace(path, gpus=()) -> dict:
     allocs = sorted(((e["a"], e["b"]) for e in ev if e.get("k") == "mem" and e.get("op") == 1), key=lambda x: x[0])
     per_alloc = {}
     labels = gpu_labels(ev, gpus)
-    label = lambda i: labels.get(i, f"cuda{i}")  # noqa: E731
+    label = lambda p, i: labels.get((p, i), f"cuda{i}")  # noqa: E731
     by_gpu = {}
     timeline_by_gpu = {}
 
@@ -132,7 +153,7 @@ def parse_trace(path, gpus=()) -> dict:
         # A CPU page-fault record is one fault (its value field is not a count on this CUPTI).
         totals[name] = totals.get(name, 0) + (1 if name == "cpu_fault" else e["v"])
         events[name] = events.get(name, 0) + 1
-        for g in record_gpus(e, name, label):
+        for g in record_gpus(e, name, lambda i, p=e["_p"]: label(p, i)):
             slot = gpu_slot(g)
             slot[name] = slot.get(name, 0) + e["v"]
             if name in ("htod", "dtoh"):
@@ -157,27 +178,28 @@ def parse_trace(path, gpus=()) -> dict:
             faults_by_access[acc] = faults_by_access.get(acc, 0) + e["v"]
     for e in ev:
         if e.get("k") in ("kernel", "memcpy") and "d" in e:
-            slot = gpu_slot(label(e["d"]))
+            slot = gpu_slot(label(e["_p"], e["d"]))
             if e["k"] == "kernel":
                 slot["kernels"] += 1
                 slot["kernel_s"] += (e["e"] - e["s"]) / 1e9
             else:
                 slot["memcpy_bytes"] += e["b"]
     # The tracer's own accounting: kinds CUPTI refused, and records it wrote that did not reach this reader.
-    end = next((e for e in ev if e.get("k") == "end"), {})
+    ends = [e for e in ev if e.get("k") == "end"]
     refused = sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev if e.get("k") == "config" and not e.get("ok")}
                      - {COUNTERS.get(e["c"], str(e["c"])) for e in ev if e.get("k") == "config" and e.get("ok")})
-    written = end.get("um_records")
-    lost = (sum(written) - len(um)) if isinstance(written, list) else None
+    written = [e["um_records"] for e in ends if isinstance(e.get("um_records"), list)]
+    lost = (sum(map(sum, written)) - len(um)) if written and len(written) == len(ends) else None
     # The UVM driver's own counters (lossless totals, read at exit): every processor, and per GPU.
     driver = {}
     for e in ev:
         if e.get("k") == "uvm_counters":
-            key = "all" if e.get("dev", -1) < 0 else label(e["dev"])
-            driver[key] = {k: e.get(k, 0) for k in ("htod", "dtoh", "cpu_faults", "gpu_faults", "prefetch_htod",
-                                                  "prefetch_dtoh")}
+            key = "all" if e.get("dev", -1) < 0 else label(e["_p"], e["dev"])
+            slot = driver.setdefault(key, {})
+            for k in ("htod", "dtoh", "cpu_faults", "gpu_faults", "prefetch_htod", "prefetch_dtoh"):
+                slot[k] = slot.get(k, 0) + e.get(k, 0)  # summed over the program's processes
     driver_refused = [e for e in ev if e.get("k") == "uvm_config" and not e.get("ok")]
-    ranges, instants = nvtx_ranges([e for e in ev if e.get("k") == "marker"], t0)
+    ranges, instants = nvtx_ranges([dict(e, id=(e["_p"], e.get("id"))) for e in ev if e.get("k") == "marker"], t0)
     for a in per_alloc.values():  # at most 400 points per allocation, the last one kept
         step = max(1, len(a["t"]) // 400)
         for k in ("t", "in", "out"):
@@ -189,7 +211,7 @@ def parse_trace(path, gpus=()) -> dict:
                kernel_s=sum(e["e"] - e["s"] for e in ev if e.get("k") == "kernel") / 1e9,
                memcpy_bytes=sum(e["b"] for e in ev if e.get("k") == "memcpy"),
                allocations_made=len(allocs), by_gpu=by_gpu, timeline_by_gpu=timeline_by_gpu,
-               devices={label(e["id"]): e.get("bus") for e in ev if e.get("k") == "device"},
+               devices={label(e["_p"], e["id"]): e.get("bus") for e in ev if e.get("k") == "device"},
                kinds_refused=refused, records_lost=lost, driver_counters=driver,
                driver_counters_refused=bool(driver_refused) and not driver,
                kinds_configured=sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev

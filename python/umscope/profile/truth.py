@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from umscope.profile.tracer import COUNTERS, parse_trace, read_trace_lines
+from umscope.profile.tracer import COUNTERS, parse_trace, read_process_traces, trace_files
 
 CASES = ["read", "writeback", "prefetch", "read-mostly", "pingpong", "host-preferred", "gpu-first", "thrash"]
 
@@ -56,8 +56,9 @@ def run_case(umbench, lib, case, size, env_extra, iters=None, timeout=120, extra
     rec = next((json.loads(x) for x in out.splitlines() if x.startswith("{") and '"record"' in x), None)
     status = next((json.loads(x) for x in out.splitlines() if x.startswith("{") and '"status"' in x), None)
     tr = parse_trace(trace)
-    lines = read_trace_lines(trace) if Path(trace).exists() else []
-    os.unlink(trace)
+    lines = read_process_traces(trace) if Path(trace).exists() else []
+    for f in trace_files(trace):
+        os.unlink(f)
     res = {"case": case, "bytes": size, "env": env_extra, "args": list(extra_args), "rc": rc, "status": status,
            "known_htod": rec and rec.get("known_htod_bytes"), "known_dtoh": rec and rec.get("known_dtoh_bytes"),
            "known_cause": rec and rec.get("known_cause"), "time_ms": rec and rec.get("time", {}).get("median"),
