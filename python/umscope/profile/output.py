@@ -51,6 +51,7 @@ def trace_records(tr: dict) -> list:
                  "dropped": tr["dropped"], "by_gpu": tr.get("by_gpu", {}), "devices": tr.get("devices", {}),
                  "kinds_configured": tr.get("kinds_configured", []), "kinds_refused": tr.get("kinds_refused", []),
                  "records_lost": tr.get("records_lost"), "driver_counters": tr.get("driver_counters", {}),
+                 "processes": tr.get("processes", 1),
                  "record_shortfall": record_shortfall(tr), "cupti_errors": [e.get("what", "") + ": " + e.get("cupti", "")
                                                             for e in tr["errors"]]})
     return recs
