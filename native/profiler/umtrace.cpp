@@ -3,8 +3,11 @@
 // (bytes host-to-device and device-to-host with their cause, GPU page faults
 // with address and access type, CPU page faults, thrashing, throttling,
 // remote maps), allocations, kernels, copies and NVTX ranges, as JSON lines into
-// $UMSCOPE_TRACE_FILE. Buffers are written as CUPTI completes them (and
-// flushed every 100 ms), at exit, and on a fatal signal where possible.
+// $UMSCOPE_TRACE_FILE (FILE.PID for every later process of the program).
+// Buffers are written as CUPTI completes them (and flushed every 100 ms), at
+// exit, and on a fatal signal where possible. Beside CUPTI's records (which
+// the driver drops when its event queue is full) it reads the UVM driver's own
+// byte and fault counters at exit (docs/tracing.md).
 #include <cupti.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -102,7 +105,7 @@ void write_record(FILE* f, CUpti_Activity* rec) {
                    static_cast<unsigned long long>(r->timestamp));
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MARKER: {  // NVTX (with NVTX_INJECTION64_PATH pointing at libcupti)
+    case CUPTI_ACTIVITY_KIND_MARKER: {  // NVTX (NVTX_INJECTION64_PATH names this library, which hands NVTX to CUPTI)
       auto* r = reinterpret_cast<CUpti_ActivityMarker2*>(rec);
       std::fprintf(f, "{\"k\":\"marker\",\"fl\":%u,\"t\":%llu,\"id\":%u,\"n\":", static_cast<unsigned>(r->flags),
                    static_cast<unsigned long long>(r->timestamp), r->id);
@@ -306,7 +309,10 @@ void finish() {
 // already loaded, so records (which carry the CUDA ordinal) can be put on umscope's GPU numbering.
 int write_devices() {
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!cuda) return 1;
+  if (!cuda) {
+    uvm::start(1, nullptr);  // the driver's counters for every processor still work
+    return 1;
+  }
   using CountFn = int (*)(int*);
   using GetFn = int (*)(int*, int);
   using BusFn = int (*)(char*, int, int);
