@@ -30,7 +30,7 @@ def charts(recs) -> str:
                               "% or W", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300,
                               marks=marks if same_clock else ()))
     axis = "seconds since the start" if same_clock else "seconds since the trace started"
-    moved = [(r["op"].replace("_cumulative", ""), [(t, v / 2**20) for t, v in zip(x(r)["t"], x(r)["samples"])])
+    moved = [(r["op"].replace("_cumulative", "") + " " + r["processor"], [(t, v / 2**20) for t, v in zip(x(r)["t"], x(r)["samples"])])
              for r in series if r["unit"] == "B"]
     if moved:
         out.append(line_chart(moved, "unified memory moved over time (cumulative MiB, CUPTI)", axis, "MiB",
@@ -69,6 +69,8 @@ def charts(recs) -> str:
                   CAVEATS["derived"]),
                  ("kernels, copies, allocations", f"{ux.get('kernels')} kernels ({num(ux.get('kernel_s'))} s), "
                   f"{(ux.get('memcpy_bytes') or 0) / 2**20:.1f} MiB copied, {ux.get('allocations_made')} allocations", "")]
+        from umscope.report.um_caveats import trace_rows
+        items += trace_rows(ux)
         for a in ux.get("allocations") or []:
             items.append((f"allocation 0x{a['address']:x} ({size_tick(a['bytes'])})",
                           f"{a['htod'] / 2**20:.1f} MiB in, {a['dtoh'] / 2**20:.1f} MiB out",
