@@ -59,3 +59,26 @@ def test_families_that_measure_a_fresh_process_keep_one_process_per_case():
     segs = list(suite._segments(full, opts))
     assert sum(len(s) for s in segs) == len(full)
     assert len(segs) < len(full) / 4  # batched: far fewer processes than cases
+
+
+def test_cpu_stream_arrays_are_sized_to_the_cache_the_threads_reach():
+    # One LLC instance shared by all CPUs (the H100 host: 300 MiB, cpus 0-15): one case, 1200 MiB for both.
+    shared = dict(ONE_NODE, cpu={"caches": [], "llc_instances": [{"cpus": list(range(16)), "bytes": 300 << 20}]})
+    cs = [c for c in plans.default_plan(shared) if c.benchmark == "cpu-stream"]
+    assert {(c.params["bytes"], c.params["threads"]) for c in cs} == {(plans.size_arg(1200 << 20), "1,all")}
+    # One instance per 8 CPUs (an AMD CCD of 32 MiB): one thread reaches 32 MiB, all of them 64 MiB.
+    ccds = dict(ONE_NODE, cpu={"caches": [], "llc_instances": [{"cpus": list(range(8)), "bytes": 32 << 20},
+                                                               {"cpus": list(range(8, 16)), "bytes": 32 << 20}]})
+    assert plans.cpu_stream_size(ccds, 1) == 128 << 20
+    assert plans.cpu_stream_size(ccds) == 256 << 20
+    cs = [c for c in plans.default_plan(ccds) if c.benchmark == "cpu-stream" and c.kind == "system"]
+    assert sorted((c.params["threads"], c.params["bytes"]) for c in cs) == [("1", "128MiB"), ("all", "256MiB")]
+    # Nothing known: the old floor.
+    assert plans.cpu_stream_size({"cpu": {"caches": []}}) == 256 << 20
+
+
+def test_probe_reads_llc_instances():
+    from umscope import probe
+    info = probe.cpu_info()
+    for inst in info["llc_instances"]:
+        assert inst["cpus"] and inst["bytes"] > 0

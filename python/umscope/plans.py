@@ -312,10 +312,38 @@ def oversub_cases(fingerprint, kinds=None, dos=None, available=None, allow=False
             for k in kinds for x in levels]
 
 
-def cpu_stream_size(fingerprint) -> int:
-    """Arrays four times the largest CPU cache, so the CPU streams measure memory, not cache."""
-    largest = max((c["bytes"] for c in fingerprint.get("cpu", {}).get("caches", [])), default=0)
-    return max(256 << 20, -(-4 * largest // (1 << 20)) << 20)
+def cpu_stream_size(fingerprint, threads=None) -> int:
+    """Arrays four times the last-level cache that `threads` CPU threads can reach (None: every allowed CPU),
+    so that the CPU streams measure memory, not cache: one thread reaches its own LLC instance (sysfs
+    shared_cpu_list), a team every instance its CPUs sit in. Without instance data, the largest cache."""
+    cpu = fingerprint.get("cpu", {})
+    inst = cpu.get("llc_instances") or []
+    if inst:
+        allowed = sorted({c for i in inst for c in i["cpus"]})
+        use = set(allowed if threads is None else _team_cpus(allowed, inst, threads))
+        reach = sum(i["bytes"] for i in inst if use & set(i["cpus"]))
+    else:
+        reach = max((c["bytes"] for c in cpu.get("caches", [])), default=0)
+        if not reach:  # nothing known of the caches: past any of today's LLCs
+            return 256 << 20
+    return max(64 << 20, -(-4 * reach // (1 << 20)) << 20)
+
+
+def _team_cpus(allowed, instances, threads) -> list:
+    """The CPUs a team of `threads` fills first: umbench's ThreadTeam takes them in order (cores first);
+    one thread sits in the first instance."""
+    return allowed[:max(1, threads)]
+
+
+def cpu_stream_cases(fingerprint, kinds, thread_counts=("1", "all")) -> list:
+    """One case per kind over the thread counts, each count at arrays 4x the cache it reaches; where those
+    sizes differ (one thread reaches less cache than all), one case per size."""
+    by_size = {}
+    for t in thread_counts:
+        size = cpu_stream_size(fingerprint, None if t == "all" else int(t))
+        by_size.setdefault(size, []).append(t)
+    return [c for k in kinds for size, ts in by_size.items()
+            for c in stream_cases("cpu-stream", [k], [size], {"threads": ",".join(ts)})]
 
 
 def quick_plan(fingerprint) -> list:
@@ -325,7 +353,7 @@ def quick_plan(fingerprint) -> list:
     size = 256 << 20
     cases = stream_cases("gpu-stream", ["device", "managed,first_touch=gpu", "managed,first_touch=cpu", "pinned"],
                          [size])
-    cases += stream_cases("cpu-stream", ["system"], [cpu_stream_size(fingerprint)], {"threads": "all"})
+    cases += cpu_stream_cases(fingerprint, ["system"], ("all",))
     cases += copy_cases(fingerprint, ["device", "pinned", "system"], sizes="64KiB,256MiB", engines=("ce",))
     cases += contention_cases(fingerprint, ["pinned"], size=cpu_stream_size(fingerprint), gpu_ops=("read",))
     cases += latency_cases(fingerprint, ["device", "pinned"], LATENCY_SHORT, processors=("gpu",))
@@ -361,7 +389,7 @@ def default_plan(fingerprint, quick=False) -> list:
     # as 1 GiB ones do (the H100 figures agree), in a quarter of the time.
     cases = [c for k in gpu_kinds for c in stream_cases("gpu-stream", [k], [min(size, HOST_STREAM_BYTES)
                                                                              if k in HOST_RESIDENT else size])]
-    cases += stream_cases("cpu-stream", cpu_kinds, [cpu_stream_size(fingerprint)], {"threads": "1,all"})
+    cases += cpu_stream_cases(fingerprint, cpu_kinds)
     cases += copy_cases(fingerprint, sizes="64KiB,1MiB,256MiB")
     cases += contention_cases(fingerprint, ["pinned"], size=max(size, cpu_stream_size(fingerprint)))
     cases += latency_cases(fingerprint, sizes=LATENCY_SHORT)
