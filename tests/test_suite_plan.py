@@ -62,17 +62,26 @@ def test_families_that_measure_a_fresh_process_keep_one_process_per_case():
 
 
 def test_cpu_stream_arrays_are_sized_to_the_cache_the_threads_reach():
-    # One LLC instance shared by all CPUs (the H100 host: 300 MiB, cpus 0-15): one case, 1200 MiB for both.
+    # One LLC instance shared by all CPUs (the H100 host: 300 MiB, cpus 0-15): one thread's arrays 2x it
+    # (600 MiB), the team's 4x (1200 MiB), as two cases per kind.
     shared = dict(ONE_NODE, cpu={"caches": [], "llc_instances": [{"cpus": list(range(16)), "bytes": 300 << 20}]})
     cs = [c for c in plans.default_plan(shared) if c.benchmark == "cpu-stream"]
-    assert {(c.params["bytes"], c.params["threads"]) for c in cs} == {(plans.size_arg(1200 << 20), "1,all")}
+    assert {(c.params["bytes"], c.params["threads"]) for c in cs} == {("600MiB", "1"),
+                                                                       (plans.size_arg(1200 << 20), "all")}
+    assert len(cs) == 2 * len({c.kind for c in cs})
     # One instance per 8 CPUs (an AMD CCD of 32 MiB): one thread reaches 32 MiB, all of them 64 MiB.
     ccds = dict(ONE_NODE, cpu={"caches": [], "llc_instances": [{"cpus": list(range(8)), "bytes": 32 << 20},
                                                                {"cpus": list(range(8, 16)), "bytes": 32 << 20}]})
-    assert plans.cpu_stream_size(ccds, 1) == 128 << 20
+    assert plans.cpu_stream_size(ccds, 1) == 64 << 20
+    assert plans.cpu_stream_size(ccds, 8) == 128 << 20  # a team in one instance: 4x it
     assert plans.cpu_stream_size(ccds) == 256 << 20
     cs = [c for c in plans.default_plan(ccds) if c.benchmark == "cpu-stream" and c.kind == "system"]
-    assert sorted((c.params["threads"], c.params["bytes"]) for c in cs) == [("1", "128MiB"), ("all", "256MiB")]
+    assert sorted((c.params["threads"], c.params["bytes"]) for c in cs) == [("1", "64MiB"), ("all", "256MiB")]
+    # Equal sizes share one case: a thread list with one entry per size.
+    one = dict(ONE_NODE, cpu={"caches": [], "llc_instances": [{"cpus": [0], "bytes": 32 << 20},
+                                                              {"cpus": [1], "bytes": 32 << 20}]})
+    cs = plans.cpu_stream_cases(one, ["system"], ("2", "all"))
+    assert [(c.params["threads"], c.params["bytes"]) for c in cs] == [("2,all", "256MiB")]
     # Nothing known: the old floor.
     assert plans.cpu_stream_size({"cpu": {"caches": []}}) == 256 << 20
 
