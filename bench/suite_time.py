@@ -41,7 +41,7 @@ def time_run(which: str, out: Path, stop_after, extra) -> dict:
         store.unlink()
     cmd = [sys.executable, "-m", "umscope", "run", "--store", str(store), "--report", str(out / f"{which}.html")]
     cmd += (["--quick"] if which == "quick" else []) + list(extra)
-    print("$ " + " ".join(cmd[1:]), flush=True)
+    print("$ umscope " + " ".join(cmd[3:]), flush=True)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)  # progress (one line per case) goes to stderr
     stopped = False
@@ -53,7 +53,13 @@ def time_run(which: str, out: Path, stop_after, extra) -> dict:
         proc.wait()
     wall = time.monotonic() - t0
     s = Store(str(store))
-    run = s.run()
+    try:
+        run = s.run()
+    except Exception as e:  # noqa: BLE001 - stopped before the run was created
+        return {"which": which, "command": " ".join(cmd[3:]), "wall_s": round(wall, 1), "exit": proc.returncode,
+                "stopped_after_s": stop_after if stopped else None, "planned": 0, "done": 0, "in_cases_s": 0.0,
+                "outside_cases_s": round(wall, 1), "gpu": None, "target_s": TARGETS[which], "families": {},
+                "statuses": {}, "error": str(e)}
     cases = s.cases(run["id"])
     planned = len(run["plan"] or [])
     fams = {}
