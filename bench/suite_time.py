@@ -4,14 +4,17 @@ per-family time table: cases, seconds spent in them (each case's elapsed time as
 per case, and the wall time of the whole command (probe, plan, report included). Issue 19's targets on
 nvidia-h100-x1: `umscope run` <= 180 s, `--quick` <= 60 s.
 
-    python3 bench/suite_time.py --out DIR [--only full|quick] [--stop-after SECONDS] [-- extra umscope args]
+    python3 bench/suite_time.py --out DIR [--only full|quick] [--stop-after SECONDS] [--resume-from DIR0]
+                                [-- extra umscope args]
 
 --stop-after sends SIGTERM to a run still going after that many seconds (a shared GPU's time limit): the
-table then covers the cases done and says how many were planned. Writes DIR/suite_time.md and
+table then covers the cases done and says how many were planned; --resume-from DIR0 finishes such a run
+(`umscope run --resume` on a copy of its store) and adds the wall time of both parts. Writes DIR/suite_time.md and
 DIR/suite_time.json; the stores and reports stay in DIR."""
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,13 +37,19 @@ def family_of(benchmark: str) -> str:
     return benchmark
 
 
-def time_run(which: str, out: Path, stop_after, extra) -> dict:
+def time_run(which: str, out: Path, stop_after, extra, resume_from=None) -> dict:
     from umscope.store import Store
     store = out / f"{which}.sqlite"
-    if store.exists():
+    before = 0.0
+    if resume_from:  # a run stopped at a time limit, finished here: its store, and the wall time it had taken
+        prev = json.loads((Path(resume_from) / "suite_time.json").read_text())
+        before = sum(r["wall_s"] for r in prev if r["which"] == which)
+        shutil.copyfile(Path(resume_from) / f"{which}.sqlite", store)
+    elif store.exists():
         store.unlink()
     cmd = [sys.executable, "-m", "umscope", "run", "--store", str(store), "--report", str(out / f"{which}.html")]
-    cmd += (["--quick"] if which == "quick" else []) + list(extra)
+    cmd += ["--resume"] if resume_from else (["--quick"] if which == "quick" else [])
+    cmd += list(extra)
     print("$ umscope " + " ".join(cmd[3:]), flush=True)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)  # progress (one line per case) goes to stderr
@@ -51,7 +60,7 @@ def time_run(which: str, out: Path, stop_after, extra) -> dict:
         proc.send_signal(signal.SIGTERM)
         stopped = True
         proc.wait()
-    wall = time.monotonic() - t0
+    wall = time.monotonic() - t0 + before  # a resumed run: both parts (the probe and report counted twice)
     s = Store(str(store))
     try:
         run = s.run()
@@ -98,11 +107,14 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", choices=["full", "quick"])
     ap.add_argument("--stop-after", type=float, help="SIGTERM a run still going after this many seconds")
+    ap.add_argument("--resume-from", metavar="DIR", help="finish the runs of an earlier --out DIR that --stop-after "
+                    "ended (a shared machine's time limit), adding the wall time they had taken")
     ap.add_argument("extra", nargs="*", help="more umscope run arguments (after --)")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = [time_run(w, out, a.stop_after, a.extra) for w in ("quick", "full") if a.only in (None, w)]
+    results = [time_run(w, out, a.stop_after, a.extra, a.resume_from) for w in ("quick", "full")
+               if a.only in (None, w)]
     doc = (f"# umscope suite time\n\ncommit {commit(ROOT)}, host {os.uname().nodename}, "
            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; written by bench/suite_time.py. Seconds per "
            "family are the cases' own elapsed times as the runner stored them (a batch's process start falls in "
