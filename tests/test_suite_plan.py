@@ -52,9 +52,9 @@ def test_families_that_measure_a_fresh_process_keep_one_process_per_case():
     opts = {"device": 0}
     full = plans.default_plan(ONE_NODE)
     for c in full:
-        if c.benchmark in ("firsttouch", "faults", "migration", "interleave"):
+        if c.benchmark in ("firsttouch", "faults", "migration", "interleave", "pingpong"):
             assert not c.batchable(opts), c.case_id
-    assert all(c.batchable(opts) for c in full if c.benchmark in ("gpu-stream", "copy", "latency", "pingpong"))
+    assert all(c.batchable(opts) for c in full if c.benchmark in ("gpu-stream", "copy", "latency", "qv"))
     assert not any(c.batchable(dict(opts, isolate=True)) for c in full)
     segs = list(suite._segments(full, opts))
     assert sum(len(s) for s in segs) == len(full)
