@@ -93,3 +93,21 @@ def test_umbench_batch_markers():
     assert lines[3] == '{"type":"case","event":"end","index":0,"exit":0}'
     assert lines[-1] == '{"type":"case","event":"end","index":2,"exit":3}'
     assert not any('"index":3' in ln for ln in lines)
+
+
+@pytest.mark.gpu
+def test_gpu_fault_inside_a_batch_fails_only_its_case_and_the_gpu_figures_match():
+    """On a GPU: an illegal-address kernel (a sticky CUDA error that breaks the context) inside a batch fails
+    its case only; the GPU cases after it run in a fresh process and measure what one process per case
+    measures (device-memory stream, within the larger spread of the two plus 5%)."""
+    gs = Case("gpu-stream", "device", {"bytes": "256MiB", "ops": "read,triad", "reps": "10"})
+    cases = [gs, Case("selftest", None, {"mode": "gpu-fault"}, timeout=60), gs, Case("selftest", None, {"mode": "pid"})]
+    out, _ = _run(cases)
+    assert [o.status for _, o in out] == ["ok", "failed", "ok", "ok"], [(o.status, o.reason) for _, o in out]
+    single = suite.execute(gs, OPTIONS)
+    assert single.status == "ok"
+    for batched in (out[0][1], out[2][1]):
+        for a, b in zip(single.records, batched.records):
+            assert (a["op"], a["unit"]) == (b["op"], b["unit"]) and set(a) == set(b)
+            tol = max(a["spread"], b["spread"]) + 0.05
+            assert abs(b["median"] - a["median"]) <= tol * a["median"], (a["op"], a["median"], b["median"])
