@@ -111,3 +111,35 @@ def test_gpu_fault_inside_a_batch_fails_only_its_case_and_the_gpu_figures_match(
             assert (a["op"], a["unit"]) == (b["op"], b["unit"]) and set(a) == set(b)
             tol = max(a["spread"], b["spread"]) + 0.05
             assert abs(b["median"] - a["median"]) <= tol * a["median"], (a["op"], a["median"], b["median"])
+
+
+def test_the_batch_process_is_not_another_user_of_the_gpu(store_path, monkeypatch):
+    """NVML lists the batch's own process (it holds its CUDA context between cases): the conditions must not
+    flag a batched case as measured on a shared GPU because of it."""
+    import os
+
+    from umscope import conditions
+    from umscope.store import Store
+
+    def live_umbench():
+        pids = []
+        for p in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if b"umbench" in f.read().split(b"\0")[0]:
+                        pids.append(int(p))
+            except (OSError, ValueError):
+                continue
+        return pids
+
+    monkeypatch.setattr(conditions, "read", lambda device=0: {"available": True, "processes": live_umbench()})
+    cases = [Case("selftest", None, {"mode": "pid"}), Case("selftest", None, {"mode": "sleep", "ms": "300"})]
+    s = Store(store_path)
+    run_id = s.create_run("bench", "t", [], {}, {})
+    assert suite.run_cases(s, run_id, cases, {"device": 0}, progress=False) == "complete"
+    recs = s.records(run_id)
+    assert len(recs) == 2
+    for r in recs:
+        cond = r["extra"]["conditions"]
+        assert cond["before"]["processes"] or cond["after"]["processes"]  # NVML (faked) saw the batch process
+        assert cond["flags"] == [], cond

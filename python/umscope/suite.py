@@ -158,6 +158,7 @@ class Outcome:
     reason: str
     records: list
     elapsed: float
+    pids: tuple = ()  # the runner processes that were on the GPU for this case (a batch: its one process)
 
 
 def execute(case: Case, options: dict) -> Outcome:
@@ -246,7 +247,7 @@ def execute_batch(cases: list, options: dict, on_start=None):
                         case, started, lines = rest[j], time.time() - wait, []
                     records, _ = native.parse_output("".join(lines))
                     yield case, Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records,
-                                        time.time() - started)
+                                        time.time() - started, (proc.pid,))
                     case = None
                     break
                 if line is None:  # the process ended
@@ -264,7 +265,7 @@ def execute_batch(cases: list, options: dict, on_start=None):
                             t.join(timeout=5)
                         records, _ = native.parse_output("".join(lines))
                         yield case, Outcome("failed", why + _tail("".join(err_lines[err_at:])), records,
-                                            time.time() - started)
+                                            time.time() - started, (proc.pid,))
                         case = None
                     elif j < 0:  # no case started (an umbench without `batch`?): one process per case
                         for c in rest:
@@ -286,10 +287,11 @@ def execute_batch(cases: list, options: dict, on_start=None):
                         elapsed = time.time() - started
                         if status is None:
                             outcome = Outcome("failed", f"umbench exited {marker.get('exit')} without a status "
-                                              "line" + _tail("".join(err_lines[err_at:])), records, elapsed)
+                                              "line" + _tail("".join(err_lines[err_at:])), records, elapsed,
+                                              (proc.pid,))
                         else:
                             st = "failed" if status["status"] == "usage" else status["status"]
-                            outcome = Outcome(st, status.get("reason", ""), records, elapsed)
+                            outcome = Outcome(st, status.get("reason", ""), records, elapsed, (proc.pid,))
                         done, case = case, None
                         yield done, outcome
                     continue
@@ -392,7 +394,8 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
                 started, before = starts.pop(id(case), (time.time() - outcome.elapsed, None))
                 if before is None:  # it never started (its batch hung before it): no reading from before
                     before = conditions.read(device_of(case))
-                conditions.attach(outcome.records, before, conditions.read(device_of(case)))
+                # A batch's own process holds its CUDA context between cases: not another user of the GPU.
+                conditions.attach(outcome.records, before, conditions.read(device_of(case)), outcome.pids)
                 with deferred_signals():
                     if annotate:
                         annotate(outcome.records)
