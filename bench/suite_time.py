@@ -39,7 +39,7 @@ def family_of(benchmark: str) -> str:
 
 def time_run(which: str, out: Path, stop_after, extra, resume_from=None) -> dict:
     from umscope.store import Store
-    store = out / f"{which}.sqlite"
+    store = out / f"{which.replace(':', '-')}.sqlite"
     before = 0.0
     if resume_from:  # a run stopped at a time limit, finished here: its store, and the wall time it had taken
         prev = json.loads((Path(resume_from) / "suite_time.json").read_text())
@@ -47,7 +47,8 @@ def time_run(which: str, out: Path, stop_after, extra, resume_from=None) -> dict
         shutil.copyfile(Path(resume_from) / f"{which}.sqlite", store)
     elif store.exists():
         store.unlink()
-    cmd = [sys.executable, "-m", "umscope", "run", "--store", str(store), "--report", str(out / f"{which}.html")]
+    cmd = [sys.executable, "-m", "umscope"] + (["bench", which[6:]] if which.startswith("bench:") else ["run"])
+    cmd += ["--store", str(store), "--report", str(out / f"{which.replace(':', '-')}.html")]
     cmd += ["--resume"] if resume_from else (["--quick"] if which == "quick" else [])
     cmd += list(extra)
     print("$ umscope " + " ".join(cmd[3:]), flush=True)
@@ -67,7 +68,7 @@ def time_run(which: str, out: Path, stop_after, extra, resume_from=None) -> dict
     except Exception as e:  # noqa: BLE001 - stopped before the run was created
         return {"which": which, "command": " ".join(cmd[3:]), "wall_s": round(wall, 1), "exit": proc.returncode,
                 "stopped_after_s": stop_after if stopped else None, "planned": 0, "done": 0, "in_cases_s": 0.0,
-                "outside_cases_s": round(wall, 1), "gpu": None, "target_s": TARGETS[which], "families": {},
+                "outside_cases_s": round(wall, 1), "gpu": None, "target_s": TARGETS.get(which), "families": {},
                 "statuses": {}, "error": str(e)}
     cases = s.cases(run["id"])
     planned = len(run["plan"] or [])
@@ -82,13 +83,15 @@ def time_run(which: str, out: Path, stop_after, extra, resume_from=None) -> dict
     return {"which": which, "command": " ".join(cmd[3:]), "wall_s": round(wall, 1), "exit": proc.returncode,
             "stopped_after_s": stop_after if stopped else None, "planned": planned, "done": len(cases),
             "in_cases_s": round(in_cases, 1), "outside_cases_s": round(wall - in_cases, 1), "gpu": gpu,
-            "target_s": TARGETS[which], "families": fams,
+            "target_s": TARGETS.get(which), "families": fams,
             "statuses": {st: sum(1 for c in cases if c["status"] == st) for st in {c["status"] for c in cases}}}
 
 
 def table(r: dict) -> str:
-    head = (f"### `umscope {r['command']}`: wall {r['wall_s']:.1f} s (target <= {r['target_s']:.0f} s: "
-            f"{'met' if r['wall_s'] <= r['target_s'] and r['done'] == r['planned'] else 'not met'}); "
+    target = "" if r["target_s"] is None else (
+        f" (target <= {r['target_s']:.0f} s: "
+        f"{'met' if r['wall_s'] <= r['target_s'] and r['done'] == r['planned'] else 'not met'})")
+    head = (f"### `umscope {r['command']}`: wall {r['wall_s']:.1f} s{target}; "
             f"{r['done']} of {r['planned']} cases"
             + (f", stopped after {r['stopped_after_s']:.0f} s" if r["stopped_after_s"] else "")
             + f"; GPU {r['gpu']}; statuses {r['statuses']}\n\n")
@@ -106,6 +109,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", choices=["full", "quick"])
+    ap.add_argument("--bench", metavar="FAMILY", action="append", default=[],
+                    help="time `umscope bench FAMILY` too (one family of the suite, e.g. apps), repeatable")
     ap.add_argument("--stop-after", type=float, help="SIGTERM a run still going after this many seconds")
     ap.add_argument("--resume-from", metavar="DIR", help="finish the runs of an earlier --out DIR that --stop-after "
                     "ended (a shared machine's time limit), adding the wall time they had taken")
@@ -113,8 +118,9 @@ def main():
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = [time_run(w, out, a.stop_after, a.extra, a.resume_from) for w in ("quick", "full")
-               if a.only in (None, w)]
+    runs = [w for w in ("quick", "full") if a.only in (None, w)] if a.only or not a.bench else []
+    results = [time_run(w, out, a.stop_after, a.extra, a.resume_from) for w in runs]
+    results += [time_run("bench:" + f, out, a.stop_after, a.extra) for f in a.bench]
     doc = (f"# umscope suite time\n\ncommit {commit(ROOT)}, host {os.uname().nodename}, "
            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; written by bench/suite_time.py. Seconds per "
            "family are the cases' own elapsed times as the runner stored them (a batch's process start falls in "
