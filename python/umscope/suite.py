@@ -28,10 +28,10 @@ from umscope import conditions, native
 PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
 
 # Families whose figures are a fresh process's: allocation and first-touch costs (firsttouch), page faults on
-# new memory (faults), the first GPU pass's migration (migration, interleave); and the ping-pong, whose two GPU
-# blocks land on the SMs the block scheduler picks next (SMs 124 and 126 after a batch's earlier kernels on the
-# H100: a 694 ns round trip; 501 ns with one process per case in docs/reference-h100-measured.md). Their cases
-# keep their own process.
+# new memory (faults), the first GPU pass's migration (migration, interleave); and the ping-pong: on the H100,
+# in a batch after the migrating managed CPU-GPU case, the GPU-GPU round trip was 694 ns (same SMs 124/126, same
+# 1980 MHz) against 503 ns with one process per case or in a batch without that case. Their cases keep their
+# own process.
 ISOLATED = {"firsttouch", "faults", "migration", "interleave", "pingpong"}
 
 # Exit status of an interrupted umscope: 128 + the signal, as a shell reports it.
