@@ -5,6 +5,8 @@
 //   umbench list --json          the registry as one JSON object (benchmarks, kinds, stream operations)
 //   umbench run BENCH [--key value | --flag]...
 //   umbench check-kind SPEC      canonical form of a memory-kind spec, or exit 2
+//   umbench batch                cases from stdin (one per line, tab-separated run arguments), each
+//                                between start/end markers (core/batch.cpp)
 //
 // Every `run` ends with one status line {"type":"status","status":...}.
 // Exit codes: 0 ok or skipped, 2 bad usage, 3 failed, 4 refused by a guard.
@@ -27,6 +29,10 @@
 #include "umscope/world.hpp"
 
 using namespace umscope;
+
+namespace umscope {
+int run_batch(int (*run)(int, char**));  // core/batch.cpp: many cases in one process
+}  // namespace umscope
 
 #ifdef UMSCOPE_HAVE_MPI
 namespace umscope {
@@ -335,8 +341,11 @@ int main(int argc, char** argv) {
   }
 #endif
   if (cmd == "run") return cmd_run(argc, argv);
+#ifndef UMSCOPE_HAVE_MPI
+  if (cmd == "batch") return run_batch(cmd_run);
+#endif
   if (cmd == "check-kind") return cmd_check_kind(argc, argv);
   if (cmd == "parse-sizes") return cmd_parse_sizes(argc, argv);
-  std::cerr << "usage: umbench info | list [--json] | check-kind SPEC | parse-sizes SIZE... | run BENCH [--key value]...\n";
+  std::cerr << "usage: umbench info | list [--json] | check-kind SPEC | parse-sizes SIZE... | run BENCH [--key value]... | batch\n";
   return 2;
 }

@@ -189,8 +189,15 @@ def test_fuzz_in_process(env, monkeypatch):
     def no_op(case, options):
         return suite.Outcome("ok", "", [], 0.0)
 
+    def no_op_batch(cases, options, on_start=None):  # the batch runner's path: nothing runs either
+        for c in cases:
+            if on_start:
+                on_start(c)
+            yield c, suite.Outcome("ok", "", [], 0.0)
+
     _prime_store(env["store"])
     monkeypatch.setattr(suite, "execute", no_op)
+    monkeypatch.setattr(suite, "execute_batch", no_op_batch)
     monkeypatch.setattr(cli, "write_report", lambda store, run_id, path=None: _tiny_report(store, path))
     rng = random.Random(14)
     failures, counts = [], {0: 0, 2: 0}

@@ -72,7 +72,7 @@ def test_signal_leaves_no_orphan_and_no_lost_record(sig, tmp_path):
         marker = uuid.uuid4().hex
         store = str(tmp_path / f"s{trial}.sqlite")
         args = ["bench", "cpu-stream", "--kind", "system", "--size", SIZES, "--threads", "1", "--ops", OPS,
-                "--reps", "3", "--warmup", "0", "--store", store, "--no-progress"]
+                "--reps", "8", "--warmup", "0", "--store", store, "--no-progress"]
         proc = _umscope(args, marker)
         # A random point: during start-up, inside a case, or between cases (every other trial counts from
         # the run's creation, so a loaded machine's slow start-up does not make every trial miss the run).
@@ -106,8 +106,8 @@ def test_signal_leaves_no_orphan_and_no_lost_record(sig, tmp_path):
             continue  # ended before the store was created: nothing to lose
         try:
             run_id, done, status = _check_records(store)
-        except (TypeError, ValueError):
-            continue  # ended before the run was created
+        except (TypeError, ValueError, sqlite3.OperationalError):
+            continue  # ended before the run (or the store's tables) was created
         if proc.returncode == EXPECTED_RC[sig] and sig != signal.SIGKILL:
             assert status == "interrupted", status
             assert f"umscope run --resume {run_id}" in err, err

@@ -80,7 +80,8 @@ def test_suite_runs_the_cross_mode_check(store_path, monkeypatch):
     s = Store(store_path)
     cases = [Case("triad", None, {"mode": m}) for m in sums]
     run_id = s.create_run("bench", "t", [], {}, {})
-    assert suite.run_cases(s, run_id, cases, {}, progress=False) == "complete"
+    # isolate: one process per case, so that the faked `execute` runs each (a batch would start umbench)
+    assert suite.run_cases(s, run_id, cases, {"isolate": True}, progress=False) == "complete"
     st = {c["case_id"]: c["status"] for c in s.cases(run_id)}
     assert st == {"triad mode=explicit": "ok", "triad mode=managed": "failed"}
 

@@ -204,7 +204,9 @@ void run_latency(Context& ctx) {
     buf.place(init);
 
     const long long steps = steps_arg ? steps_arg : 1 << 17;
-    const long long warm = static_cast<long long>(std::min<size_t>(n, 1 << 20));
+    // Untimed loads before the first timed repetition: up to 8 repetitions' worth (1 Mi with the default
+    // steps), at most one lap of the cycle, so a shorter --steps shortens the warm-up with it.
+    const long long warm = static_cast<long long>(std::min<size_t>(n, static_cast<size_t>(8 * steps)));
     ChaseResult r = on_gpu ? gpu_chase(mine, warm, steps, ctx.reps) : cpu_chase(mine, warm, steps, ctx.reps);
     // Verify: the chain is one cycle, so after warm + reps*steps loads the
     // chase must stand on a known slot.

@@ -1,11 +1,15 @@
 // Cases that misbehave on purpose, so the runner's handling of crashes,
 // hangs, GPU faults and skips is tested. Not part of any default plan.
+#include <sched.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <thread>
 
 #include "umscope/bench.hpp"
 #include "umscope/errors.hpp"
+#include "umscope/os.hpp"
 #include "umscope/traffic.hpp"
 
 namespace umscope {
@@ -53,6 +57,20 @@ void run_selftest(Context& ctx) {
     rec.set("type", "record").set("benchmark", "selftest").set("op", "sleep").set("processor", "cpu");
     rec.set("metric", "value").set("unit", "ms").set("value", static_cast<double>(ms)).set("n", 1);
     ctx.emit(rec);
+  } else if (mode == "pid" || mode == "cpus" || mode == "pin") {
+    // The batch runner's tests: which process ran the case, how many CPUs it may use (after pinning
+    // itself to one with --mode pin: a batch must not pass that on to its next case).
+    if (mode == "pin") {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(os::allowed_cpus().front(), &one);
+      if (sched_setaffinity(0, sizeof one, &one) != 0) throw std::runtime_error("sched_setaffinity failed");
+    }
+    const double value = mode == "pid" ? static_cast<double>(getpid()) : static_cast<double>(os::allowed_cpus().size());
+    JsonObject rec;
+    rec.set("type", "record").set("benchmark", "selftest").set("op", mode).set("processor", "cpu");
+    rec.set("metric", "value").set("unit", "1").set("value", value).set("n", 1).set("verified", "none");
+    ctx.emit(rec);
   } else if (mode == "hang") {
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   } else if (mode == "gpu-fault") {
@@ -69,7 +87,7 @@ void run_selftest(Context& ctx) {
 }
 
 BenchRegistrar reg({"selftest", "cpu", "misbehaves on purpose: --mode ok|skip|fail|crash|abort|hang|gpu-fault|sleep "
-                    "(--ms); --mode summary --samples 1,2,3: the statistics of the given samples; --mode traffic: "
+                    "(--ms)|pid|cpus|pin (the batch runner's tests: the process id, the CPUs it may use); --mode summary --samples 1,2,3: the statistics of the given samples; --mode traffic: "
                     "arrays per stream operation",
                     {"ok"}, {"mode", "samples", "ms"}, run_selftest});
 

@@ -92,13 +92,21 @@ static GpuCaps probe(int dev) {
 }
 #endif
 
+namespace {
+std::mutex caps_mu;
+std::map<int, GpuCaps> caps_cache;
+}  // namespace
+
 const GpuCaps& gpu_caps(int device) {
-  static std::mutex mu;
-  static std::map<int, GpuCaps> cache;
-  std::lock_guard<std::mutex> lk(mu);
-  auto it = cache.find(device);
-  if (it == cache.end()) it = cache.emplace(device, probe(device)).first;
+  std::lock_guard<std::mutex> lk(caps_mu);
+  auto it = caps_cache.find(device);
+  if (it == caps_cache.end()) it = caps_cache.emplace(device, probe(device)).first;
   return it->second;
+}
+
+void forget_gpu_caps() {
+  std::lock_guard<std::mutex> lk(caps_mu);
+  caps_cache.clear();
 }
 
 }  // namespace umscope

@@ -48,6 +48,8 @@ def _common_run_options(p):
     p.add_argument("--json", action="store_true", help="print the records as JSON instead of a table")
     p.add_argument("--dry-run", action="store_true", help="list the planned cases and exit")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--isolate", action="store_true", help="one umbench process per case (default: consecutive "
+                   "cases share a batch process, each still with its own timeout; see suite.py)")
     p.add_argument("--allow-oversubscription", action="store_true",
                    help="allow managed allocations beyond free GPU memory (can hang a shared GPU)")
     p.add_argument("--allow-host-overcommit", action="store_true",
@@ -195,7 +197,8 @@ def _options(args) -> dict:
             "reps": None if args.reps is None else validate.reps(args.reps),
             "warmup": None if args.warmup is None else validate.warmup(args.warmup),
             "allow_oversubscription": bool(args.allow_oversubscription),
-            "allow_host_overcommit": bool(args.allow_host_overcommit)}
+            "allow_host_overcommit": bool(args.allow_host_overcommit),
+            "isolate": bool(getattr(args, "isolate", False))}
 
 
 def _check_run_options(args):

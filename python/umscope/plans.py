@@ -33,7 +33,10 @@ CPU_KINDS = [
 
 
 def numa_kinds(fingerprint) -> list:
-    return [f"numa:{n['id']}" for n in fingerprint.get("numa", []) if n.get("mem_bytes")]
+    """numa:N for each NUMA node with memory, where there are two or more: on a host with one node, numa:0
+    is the system memory the 'system' kind already measures (same pages, same node), so it adds no row."""
+    nodes = [f"numa:{n['id']}" for n in fingerprint.get("numa", []) if n.get("mem_bytes")]
+    return nodes if len(nodes) > 1 else []
 
 
 def peer_kinds(fingerprint, device=None) -> list:
@@ -141,6 +144,10 @@ def contention_cases(fingerprint, kinds=None, size=1 << 30, gpu_ops=("read", "wr
 LATENCY_GPU_KINDS = ["device", "managed,first_touch=cpu,prefetch=gpu", "pinned", "registered",
                      "managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu", "system"]
 LATENCY_CPU_KINDS = ["system", "pinned", "registered", "managed,first_touch=cpu", "managed,first_touch=gpu", "device"]
+# Kinds whose pages stay in host memory while the GPU reaches them over the link.
+HOST_RESIDENT = {"pinned", "registered", "managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu"}
+HOST_CHASE_STEPS = 1 << 15
+HOST_STREAM_BYTES = 256 << 20
 LATENCY_SIZES = "1KiB,4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB,1GiB,4GiB"
 LATENCY_SHORT = "4KiB,1MiB,64MiB,1GiB"
 
@@ -159,11 +166,16 @@ def latency_cases(fingerprint, kinds=None, sizes=LATENCY_SIZES, processors=("gpu
             sz = sizes
             if proc == "cpu" and ("first_touch=gpu" in k or k == "device"):
                 sz = ",".join(x for x in sizes.split(",") if parse_size_list(x)[0] <= 256 << 20)
-            cases.append(Case("latency", k, {"processor": proc, "bytes": sz, "reps": "5", "warmup": "0"},
-                              timeout=600))
+            params = {"processor": proc, "bytes": sz, "reps": "5", "warmup": "0"}
+            if proc == "gpu" and k in HOST_RESIDENT:
+                # Each load crosses the host link (about 1.2-1.5 us on PCIe): 2^15 loads per repetition
+                # (and 2^18 warm-up loads) instead of 2^17 (2^20); the H100 figures agree (bench/suite_time.py).
+                params["steps"] = str(HOST_CHASE_STEPS)
+            cases.append(Case("latency", k, params, timeout=600))
     return cases
 
 
+MIGRATING_EXCHANGES = 500
 PINGPONG = {"cpu-gpu": ["pinned", "registered", "managed", "system"],
             "gpu-gpu": ["device", "pinned", "registered", "managed"],
             "cpu-cpu": ["system", "pinned", "registered", "managed"]}
@@ -178,8 +190,9 @@ def pingpong_cases(fingerprint, kinds=None, pairs=None, exchanges=10000) -> list
         for k in ks:
             params = {"pair": pair, "exchanges": str(exchanges), "reps": "7"}
             if pair == "cpu-gpu" and k == "managed":
-                # Each turn migrates the flag's page (about 1-2 ms on an x86 PCIe host): fewer repetitions.
-                params.update(reps="3", warmup="0")
+                # Each turn migrates the flag's page (about 1-2 ms on an x86 PCIe host): fewer repetitions
+                # of fewer exchanges (10^4 took 32 s); still 1500 migrating round trips.
+                params.update(exchanges=str(MIGRATING_EXCHANGES), reps="3", warmup="0")
             cases.append(Case("pingpong", k, params, timeout=300))
     if not kinds and (not pairs or "gpu-gpu" in pairs):
         # Across GPUs: one agent on each GPU of a pair, the flag on the first, on the second, or on the host.
@@ -299,23 +312,92 @@ def oversub_cases(fingerprint, kinds=None, dos=None, available=None, allow=False
             for k in kinds for x in levels]
 
 
-def cpu_stream_size(fingerprint) -> int:
-    """Arrays four times the largest CPU cache, so the CPU streams measure memory, not cache."""
-    largest = max((c["bytes"] for c in fingerprint.get("cpu", {}).get("caches", [])), default=0)
-    return max(256 << 20, -(-4 * largest // (1 << 20)) << 20)
+def cpu_stream_size(fingerprint, threads=None) -> int:
+    """Arrays past the last-level cache that `threads` CPU threads can reach (None: every allowed CPU), so that
+    the CPU streams measure memory, not cache: one thread reaches its own LLC instance (sysfs shared_cpu_list),
+    a team every instance its CPUs sit in. A team's arrays are 4x that cache; one thread's 2x: on the H100 host
+    (one 300 MiB L3) a single thread's read, write and copy at 1x and 2x the L3 were within 5% and 17% of the
+    4x figures, inside their spreads (22-57%), while 16 threads read 23% faster at 1x. Without instance data,
+    the largest cache."""
+    cpu = fingerprint.get("cpu", {})
+    inst = cpu.get("llc_instances") or []
+    if inst:
+        allowed = sorted({c for i in inst for c in i["cpus"]})
+        use = set(allowed if threads is None else _team_cpus(allowed, inst, threads))
+        reach = sum(i["bytes"] for i in inst if use & set(i["cpus"]))
+    else:
+        reach = max((c["bytes"] for c in cpu.get("caches", [])), default=0)
+        if not reach:  # nothing known of the caches: past any of today's LLCs
+            return 256 << 20
+    factor = SINGLE_THREAD_FACTOR if threads == 1 else 4
+    return max(64 << 20, -(-factor * reach // (1 << 20)) << 20)
+
+
+SINGLE_THREAD_FACTOR = 2
+
+
+def _team_cpus(allowed, instances, threads) -> list:
+    """The CPUs a team of `threads` fills first: umbench's ThreadTeam takes them in order (cores first);
+    one thread sits in the first instance."""
+    return allowed[:max(1, threads)]
+
+
+def cpu_stream_cases(fingerprint, kinds, thread_counts=("1", "all")) -> list:
+    """One case per kind over the thread counts, each count at arrays 4x the cache it reaches; where those
+    sizes differ (one thread reaches less cache than all), one case per size."""
+    by_size = {}
+    for t in thread_counts:
+        size = cpu_stream_size(fingerprint, None if t == "all" else int(t))
+        by_size.setdefault(size, []).append(t)
+    return [c for k in kinds for size, ts in by_size.items()
+            for c in stream_cases("cpu-stream", [k], [size], {"threads": ",".join(ts)})]
+
+
+def quick_plan(fingerprint) -> list:
+    """`umscope run --quick`: every family and report section of the default plan, each at its key points
+    (the main kinds, one size or short sweep, every application in explicit and managed mode), in about a
+    minute on one H100. Every case still warms up, repeats and verifies as in the default plan."""
+    size = 256 << 20
+    cases = stream_cases("gpu-stream", ["device", "managed,first_touch=gpu", "managed,first_touch=cpu", "pinned"],
+                         [size])
+    cases += cpu_stream_cases(fingerprint, ["system"], ("all",))
+    cases += copy_cases(fingerprint, ["device", "pinned", "system"], sizes="64KiB,256MiB", engines=("ce",))
+    cases += contention_cases(fingerprint, ["pinned"], size=cpu_stream_size(fingerprint), gpu_ops=("read",))
+    cases += latency_cases(fingerprint, ["device", "pinned"], LATENCY_SHORT, processors=("gpu",))
+    cases += latency_cases(fingerprint, ["system"], LATENCY_SHORT, processors=("cpu",))
+    cases += [Case("pingpong", k, {"pair": pair, "exchanges": "10000", "reps": "7"}, timeout=300)
+              for pair, k in (("cpu-gpu", "pinned"), ("gpu-gpu", "device"), ("cpu-cpu", "system"))]
+    cases += migration_cases(fingerprint, ["device", "managed,first_touch=cpu", "managed,first_touch=cpu,prefetch=gpu"],
+                             sizes=[size], iterations=20, trials=1, touch_variants=False)
+    cases += [c for c in firsttouch_cases(fingerprint, sizes=(size,), reps=2)
+              if (c.kind, c.params["by"]) in {("system", "cpu"), ("managed", "gpu"), ("device", "gpu")}]
+    cases += fault_cases(fingerprint, ["managed,first_touch=cpu"], size=size)[:1]
+    cases += interleave_cases(fingerprint, ["managed,first_touch=cpu"], size=size, ns="1,4,16,64")[:1]
+    from umscope import apps
+    cases += [c for c in apps.default_cases() if c.params.get("mode") in ("explicit", "managed")
+              and c.params.get("check") != "1" and c.params.get("init", "gpu") == "gpu"]
+    for c in cases:
+        if c.kind in HOST_RESIDENT and c.benchmark == "latency":
+            c.params["steps"] = str(HOST_CHASE_STEPS)
+    return cases
 
 
 def default_plan(fingerprint, quick=False) -> list:
-    size = 256 << 20 if quick else 1 << 30
+    if quick:
+        return quick_plan(fingerprint)
+    size = 1 << 30
     gpu_kinds = GPU_KINDS + numa_kinds(fingerprint)
     cpu_kinds = CPU_KINDS[:1] + numa_kinds(fingerprint) + CPU_KINDS[1:]
     # Kept under 5 minutes on one H100/H200: single-thread CPU streams and host
     # copies are slow, so CPU arrays are 4x the largest cache (at least 256 MiB:
     # past the cache, not more); the full
     # 4 KiB - 1 GiB copy sweep is `umscope bench copy`.
-    cases = stream_cases("gpu-stream", gpu_kinds, [size])
-    cases += stream_cases("cpu-stream", cpu_kinds, [cpu_stream_size(fingerprint)], {"threads": "1,all"})
-    cases += copy_cases(fingerprint, sizes="64KiB,1MiB,256MiB" if not quick else "64KiB,256MiB")
+    # Host-resident kinds stream over the host link (about 50 GB/s): 256 MiB passes of 5 ms measure the link
+    # as 1 GiB ones do (the H100 figures agree), in a quarter of the time.
+    cases = [c for k in gpu_kinds for c in stream_cases("gpu-stream", [k], [min(size, HOST_STREAM_BYTES)
+                                                                             if k in HOST_RESIDENT else size])]
+    cases += cpu_stream_cases(fingerprint, cpu_kinds)
+    cases += copy_cases(fingerprint, sizes="64KiB,1MiB,256MiB")
     cases += contention_cases(fingerprint, ["pinned"], size=max(size, cpu_stream_size(fingerprint)))
     cases += latency_cases(fingerprint, sizes=LATENCY_SHORT)
     cases += pingpong_cases(fingerprint)
@@ -326,8 +408,8 @@ def default_plan(fingerprint, quick=False) -> list:
     cases += firsttouch_cases(fingerprint, sizes=(size,), reps=2)
     cases += fault_cases(fingerprint, size=256 << 20)
     cases += interleave_cases(fingerprint, ["managed,first_touch=cpu", "pinned"], size=256 << 20, ns="1,4,16,64")
-    # Applications, short: every application in every memory mode at 64-256 MiB; Quantum Volume at 24 qubits
-    # (256 MiB), GPU- and CPU-initialised.
+    # Applications, short: every application in every memory mode at 64-256 MiB; Quantum Volume at 22 qubits
+    # (64 MiB), GPU- and CPU-initialised.
     from umscope import apps
     cases += apps.default_cases()
     from umscope import scaleout

@@ -52,13 +52,31 @@ def cpu_info() -> dict:
         caches.append({"level": int(level), "type": ctype,
                        "bytes": int(size.rstrip("KMG")) * mult,
                        "line_bytes": int(_read(idx / "coherency_line_size", "0") or 0)})
+    llc = _llc_instances(max((c["level"] for c in caches if c["type"] != "Instruction"), default=0))
     packages = {_read(p) for p in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology/physical_package_id")}
     cores = {(_read(p.parent / "physical_package_id"), _read(p))
              for p in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology/core_id")}
     return {"model": model or platform.processor() or platform.machine(),
             "arch": platform.machine(), "logical_cpus": os.cpu_count(),
             "allowed_cpus": len(os.sched_getaffinity(0)),
-            "physical_cores": len(cores) or None, "sockets": len(packages) or None, "caches": caches}
+            "physical_cores": len(cores) or None, "sockets": len(packages) or None, "caches": caches,
+            "llc_instances": llc}
+
+
+def _llc_instances(level) -> list:
+    """Each instance of the last-level cache (sysfs shared_cpu_list): its CPUs and bytes, so that CPU streams
+    can be sized to the cache the threads that run can reach (one thread: its own instance)."""
+    out, seen = [], set()
+    for idx in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cache/index*")):
+        if _read(idx / "level") != str(level) or _read(idx / "type") == "Instruction":
+            continue
+        cpus, size = _read(idx / "shared_cpu_list"), _read(idx / "size")
+        if not cpus or not size or cpus in seen:
+            continue
+        seen.add(cpus)
+        mult = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(size[-1], 1)
+        out.append({"cpus": _cpu_list(cpus), "bytes": int(size.rstrip("KMG")) * mult})
+    return out
 
 
 def numa_info() -> list:

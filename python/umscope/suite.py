@@ -1,20 +1,38 @@
-"""Cases and the runner that executes each one isolated, in its own umbench
-process with a timeout. A crash, a CUDA error, a refusal or a timeout is
-recorded with its reason and the suite goes on; Ctrl-C keeps every completed
-case, and an interrupted run can be resumed."""
+"""Cases and the runner that executes them isolated, each with its own timeout.
+A crash, a CUDA error, a refusal or a timeout is recorded with its reason and
+the suite goes on; Ctrl-C keeps every completed case, and an interrupted run
+can be resumed.
+
+Consecutive cases run in one `umbench batch` process (the process and CUDA
+context start, about 0.35 s on an H100 host, is paid once) with the isolation
+of one process per case kept: each case has its own timeout, watched through
+the batch's start/end markers; a case that hangs is killed with its process
+and a case that crashes or fails ends it; either way only that case is lost
+and the cases after it go on in a fresh batch. Families that measure a fresh
+process's allocation and first-touch costs (ISOLATED) run one process per
+case, as does everything with `isolate` set."""
 
 import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
 from umscope import conditions, native
 
 PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
+
+# Families whose figures are a fresh process's: allocation and first-touch costs (firsttouch), page faults on
+# new memory (faults), the first GPU pass's migration (migration, interleave); and the ping-pong: on the H100,
+# in a batch after the migrating managed CPU-GPU case, the GPU-GPU round trip was 694 ns (same SMs 124/126, same
+# 1980 MHz) against 503 ns with one process per case or in a batch without that case. Their cases keep their
+# own process.
+ISOLATED = {"firsttouch", "faults", "migration", "interleave", "pingpong"}
 
 # Exit status of an interrupted umscope: 128 + the signal, as a shell reports it.
 EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGHUP: 129, signal.SIGTERM: 143}
@@ -117,6 +135,12 @@ class Case:
                 args.append("--" + flag.replace("_", "-"))
         return args
 
+    def batchable(self, options: dict) -> bool:
+        """Whether this case may share a umbench batch process with its neighbours."""
+        if options.get("isolate") or self.launch or self.benchmark in PYTHON_RUNNERS or self.benchmark in ISOLATED:
+            return False
+        return not any(("\t" in a or "\n" in a) for a in self.argv(options)[2:])
+
     def to_json(self) -> dict:
         d = {"benchmark": self.benchmark, "kind": self.kind, "params": self.params, "timeout": self.timeout}
         if self.launch:
@@ -134,6 +158,7 @@ class Outcome:
     reason: str
     records: list
     elapsed: float
+    pids: tuple = ()  # the runner processes that were on the GPU for this case (a batch: its one process)
 
 
 def execute(case: Case, options: dict) -> Outcome:
@@ -172,6 +197,130 @@ def execute(case: Case, options: dict) -> Outcome:
     if st == "usage":
         st = "failed"
     return Outcome(st, status.get("reason", ""), records, elapsed)
+
+
+def _case_env(case: Case) -> dict:
+    return dict(os.environ) if case.launch else dict(os.environ, UMSCOPE_PARENT_PID=str(os.getpid()))
+
+
+def _reader(stream, q):
+    for line in stream:
+        q.put(line)
+    q.put(None)
+
+
+def execute_batch(cases: list, options: dict, on_start=None):
+    """Runs `cases` in `umbench batch` processes; yields (case, Outcome) as each ends, in order.
+    on_start(case) is called when a case starts. A case that passes its timeout is killed with its process,
+    one that crashes or fails ends the process; the cases after it go on in a new batch."""
+    i = 0
+    while i < len(cases):
+        rest = cases[i:]
+        proc = subprocess.Popen([native.umbench_path(), "batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True, env=_case_env(rest[0]))
+        out_q, err_lines = queue.Queue(), []
+        threads = [threading.Thread(target=_reader, args=(proc.stdout, out_q), daemon=True),
+                   threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)]
+        for t in threads:
+            t.start()
+        j, case, started, lines, err_at = -1, None, 0.0, [], 0
+        try:
+            try:  # umbench reads every line before it starts: no deadlock with its output
+                proc.stdin.write("".join("\t".join(c.argv(options)[2:]) + "\n" for c in rest))
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            while True:
+                if case is not None:
+                    wait = max(0.0, started + case.timeout - time.time())
+                else:  # the batch starts (or moves on to) the next case well within that case's timeout
+                    wait = rest[j + 1].timeout if j + 1 < len(rest) else 60.0
+                try:
+                    line = out_q.get(timeout=wait)
+                except queue.Empty:
+                    _kill(proc)
+                    proc.wait()
+                    if case is None:  # hung between cases (or at the end): the next case is lost to it
+                        if j + 1 >= len(rest):
+                            break
+                        j += 1
+                        case, started, lines = rest[j], time.time() - wait, []
+                    records, _ = native.parse_output("".join(lines))
+                    yield case, Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records,
+                                        time.time() - started, (proc.pid,))
+                    case = None
+                    break
+                if line is None:  # the process ended
+                    proc.wait()
+                    if case is not None:  # inside a case: a crash
+                        rc = proc.returncode
+                        if rc < 0:
+                            try:
+                                why = f"umbench died of {signal.Signals(-rc).name}"
+                            except ValueError:
+                                why = f"umbench died of signal {-rc}"
+                        else:
+                            why = f"umbench exited {rc} without a status line"
+                        for t in threads:
+                            t.join(timeout=5)
+                        records, _ = native.parse_output("".join(lines))
+                        yield case, Outcome("failed", why + _tail("".join(err_lines[err_at:])), records,
+                                            time.time() - started, (proc.pid,))
+                        case = None
+                    elif j < 0:  # no case started (an umbench without `batch`?): one process per case
+                        for c in rest:
+                            if on_start:
+                                on_start(c)
+                            yield c, execute(c, options)
+                        j = len(rest) - 1
+                    break
+                text = line.strip()
+                if text.startswith('{"type":"case"'):
+                    marker = json.loads(text)
+                    if marker.get("event") == "start":
+                        j = marker["index"]
+                        case, started, lines, err_at = rest[j], time.time(), [], len(err_lines)
+                        if on_start:
+                            on_start(case)
+                    elif marker.get("event") == "end" and case is not None:
+                        records, status = native.parse_output("".join(lines))
+                        elapsed = time.time() - started
+                        if status is None:
+                            outcome = Outcome("failed", f"umbench exited {marker.get('exit')} without a status "
+                                              "line" + _tail("".join(err_lines[err_at:])), records, elapsed,
+                                              (proc.pid,))
+                        else:
+                            st = "failed" if status["status"] == "usage" else status["status"]
+                            outcome = Outcome(st, status.get("reason", ""), records, elapsed, (proc.pid,))
+                        done, case = case, None
+                        yield done, outcome
+                    continue
+                lines.append(line)
+        except BaseException:
+            _kill(proc)
+            with deferred_signals():
+                proc.wait()
+            raise
+        finally:
+            for f in (proc.stdout, proc.stderr):
+                with contextlib.suppress(Exception):
+                    f.close()
+        i += j + 1
+
+
+def _segments(cases: list, options: dict):
+    """Consecutive batchable cases as one list; every other case alone."""
+    run = []
+    for c in cases:
+        if c.batchable(options):
+            run.append(c)
+            continue
+        if run:
+            yield run
+            run = []
+        yield [c]
+    if run:
+        yield run
 
 
 def _tail(err: str) -> str:
@@ -225,20 +374,34 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
     bar = Progress(len(cases), enabled=progress)
     bar.done = len(cases) - len(todo)
     store.set_run_status(run_id, "running")
+    def device_of(case):
+        return int(case.params.get("device", options.get("device") or 0))
+
     try:
-        for case in todo:
-            bar.start(case)
-            started = time.time()
-            device = int(case.params.get("device", options.get("device") or 0))
-            before = conditions.read(device)
-            outcome = execute(case, options)
-            conditions.attach(outcome.records, before, conditions.read(device))
-            with deferred_signals():
-                if annotate:
-                    annotate(outcome.records)
-                store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
-                                      outcome.records)
-            bar.finish(case, outcome)
+        for segment in _segments(todo, options):
+            starts = {}
+
+            def on_start(case):
+                bar.start(case)
+                starts[id(case)] = (time.time(), conditions.read(device_of(case)))
+
+            if segment[0].batchable(options):
+                outcomes = execute_batch(segment, options, on_start)
+            else:
+                on_start(segment[0])
+                outcomes = iter([(segment[0], execute(segment[0], options))])
+            for case, outcome in outcomes:
+                started, before = starts.pop(id(case), (time.time() - outcome.elapsed, None))
+                if before is None:  # it never started (its batch hung before it): no reading from before
+                    before = conditions.read(device_of(case))
+                # A batch's own process holds its CUDA context between cases: not another user of the GPU.
+                conditions.attach(outcome.records, before, conditions.read(device_of(case)), outcome.pids)
+                with deferred_signals():
+                    if annotate:
+                        annotate(outcome.records)
+                    store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
+                                          outcome.records)
+                bar.finish(case, outcome)
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
         with deferred_signals():

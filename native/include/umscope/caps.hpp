@@ -38,5 +38,8 @@ struct GpuCaps {
 // Probes device `device`; never throws: an absent GPU or driver is reported
 // in why_absent.
 const GpuCaps& gpu_caps(int device = 0);
+// Drops what gpu_caps read, so the next call reads it again (free memory changes): each case of a batch
+// (umbench batch) starts as a fresh process would.
+void forget_gpu_caps();
 
 }  // namespace umscope

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The suite's time: runs `umscope run` and `umscope run --quick` (each into its own store) and writes a
+per-family time table: cases, seconds spent in them (each case's elapsed time as the runner stored it), seconds
+per case, and the wall time of the whole command (probe, plan, report included). Issue 19's targets on
+nvidia-h100-x1: `umscope run` <= 180 s, `--quick` <= 60 s.
+
+    python3 bench/suite_time.py --out DIR [--only full|quick] [--stop-after SECONDS] [--resume-from DIR0]
+                                [-- extra umscope args]
+
+--stop-after sends SIGTERM to a run still going after that many seconds (a shared GPU's time limit): the
+table then covers the cases done and says how many were planned; --resume-from DIR0 finishes such a run
+(`umscope run --resume` on a copy of its store) and adds the wall time of both parts. Writes DIR/suite_time.md and
+DIR/suite_time.json; the stores and reports stay in DIR."""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _commit import commit
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = {"full": 180.0, "quick": 60.0}
+
+
+def family_of(benchmark: str) -> str:
+    """The plan family a case belongs to: the applications (their native benchmarks) count as 'apps'."""
+    from umscope import apps, plans
+    if benchmark in plans.FAMILIES and benchmark != "apps":
+        return benchmark
+    if benchmark in apps.APPS or benchmark in {apps.bench_of(n) for n in apps.APPS}:
+        return "apps (qv)" if benchmark == "qv" else "apps"
+    return benchmark
+
+
+def time_run(which: str, out: Path, stop_after, extra, resume_from=None) -> dict:
+    from umscope.store import Store
+    store = out / f"{which.replace(':', '-')}.sqlite"
+    before = 0.0
+    if resume_from:  # a run stopped at a time limit, finished here: its store, and the wall time it had taken
+        prev = json.loads((Path(resume_from) / "suite_time.json").read_text())
+        before = sum(r["wall_s"] for r in prev if r["which"] == which)
+        shutil.copyfile(Path(resume_from) / f"{which}.sqlite", store)
+    elif store.exists():
+        store.unlink()
+    cmd = [sys.executable, "-m", "umscope"] + (["bench", which[6:]] if which.startswith("bench:") else ["run"])
+    cmd += ["--store", str(store), "--report", str(out / f"{which.replace(':', '-')}.html")]
+    cmd += ["--resume"] if resume_from else (["--quick"] if which == "quick" else [])
+    cmd += list(extra)
+    print("$ umscope " + " ".join(cmd[3:]), flush=True)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)  # progress (one line per case) goes to stderr
+    stopped = False
+    try:
+        proc.wait(timeout=stop_after)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        stopped = True
+        proc.wait()
+    wall = time.monotonic() - t0 + before  # a resumed run: both parts (the probe and report counted twice)
+    s = Store(str(store))
+    try:
+        run = s.run()
+    except Exception as e:  # noqa: BLE001 - stopped before the run was created
+        return {"which": which, "command": " ".join(cmd[3:]), "wall_s": round(wall, 1), "exit": proc.returncode,
+                "stopped_after_s": stop_after if stopped else None, "planned": 0, "done": 0, "in_cases_s": 0.0,
+                "outside_cases_s": round(wall, 1), "gpu": None, "target_s": TARGETS.get(which), "families": {},
+                "statuses": {}, "error": str(e)}
+    cases = s.cases(run["id"])
+    planned = len(run["plan"] or [])
+    fams = {}
+    for c in cases:
+        f = fams.setdefault(family_of(c["benchmark"]), {"cases": 0, "seconds": 0.0, "not_ok": 0})
+        f["cases"] += 1
+        f["seconds"] += c["elapsed"] or 0.0
+        f["not_ok"] += c["status"] not in ("ok", "skipped")
+    in_cases = sum(f["seconds"] for f in fams.values())
+    gpu = next(iter((run["fingerprint"] or {}).get("gpus") or []), {}).get("name")
+    return {"which": which, "command": " ".join(cmd[3:]), "wall_s": round(wall, 1), "exit": proc.returncode,
+            "stopped_after_s": stop_after if stopped else None, "planned": planned, "done": len(cases),
+            "in_cases_s": round(in_cases, 1), "outside_cases_s": round(wall - in_cases, 1), "gpu": gpu,
+            "target_s": TARGETS.get(which), "families": fams,
+            "statuses": {st: sum(1 for c in cases if c["status"] == st) for st in {c["status"] for c in cases}}}
+
+
+def table(r: dict) -> str:
+    target = "" if r["target_s"] is None else (
+        f" (target <= {r['target_s']:.0f} s: "
+        f"{'met' if r['wall_s'] <= r['target_s'] and r['done'] == r['planned'] else 'not met'})")
+    head = (f"### `umscope {r['command']}`: wall {r['wall_s']:.1f} s{target}; "
+            f"{r['done']} of {r['planned']} cases"
+            + (f", stopped after {r['stopped_after_s']:.0f} s" if r["stopped_after_s"] else "")
+            + f"; GPU {r['gpu']}; statuses {r['statuses']}\n\n")
+    rows = ["| family | cases | seconds | s/case | share |", "|---|---:|---:|---:|---:|"]
+    for name, f in sorted(r["families"].items(), key=lambda kv: -kv[1]["seconds"]):
+        rows.append(f"| {name} | {f['cases']} | {f['seconds']:.1f} | {f['seconds'] / max(f['cases'], 1):.2f} | "
+                    f"{100 * f['seconds'] / max(r['wall_s'], 1e-9):.0f}% |")
+    rows.append(f"| (probe, plan, report: outside the cases) | | {r['outside_cases_s']:.1f} | | "
+                f"{100 * r['outside_cases_s'] / max(r['wall_s'], 1e-9):.0f}% |")
+    rows.append(f"| **total** | {r['done']} | {r['wall_s']:.1f} | | |")
+    return head + "\n".join(rows) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", choices=["full", "quick"])
+    ap.add_argument("--bench", metavar="FAMILY", action="append", default=[],
+                    help="time `umscope bench FAMILY` too (one family of the suite, e.g. apps), repeatable")
+    ap.add_argument("--stop-after", type=float, help="SIGTERM a run still going after this many seconds")
+    ap.add_argument("--resume-from", metavar="DIR", help="finish the runs of an earlier --out DIR that --stop-after "
+                    "ended (a shared machine's time limit), adding the wall time they had taken")
+    ap.add_argument("extra", nargs="*", help="more umscope run arguments (after --)")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [w for w in ("quick", "full") if a.only in (None, w)] if a.only or not a.bench else []
+    results = [time_run(w, out, a.stop_after, a.extra, a.resume_from) for w in runs]
+    results += [time_run("bench:" + f, out, a.stop_after, a.extra) for f in a.bench]
+    doc = (f"# umscope suite time\n\ncommit {commit(ROOT)}, host {os.uname().nodename}, "
+           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; written by bench/suite_time.py. Seconds per "
+           "family are the cases' own elapsed times as the runner stored them (a batch's process start falls in "
+           "its first case).\n\n" + "\n".join(table(r) for r in results))
+    (out / "suite_time.md").write_text(doc)
+    (out / "suite_time.json").write_text(json.dumps(results, indent=1))
+    print(doc)
+
+
+if __name__ == "__main__":
+    main()

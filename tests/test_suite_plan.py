@@ -1,0 +1,93 @@
+"""The default and quick plans (issue 19: the suite in under 3 minutes, --quick in 1, same coverage)."""
+from umscope import apps, plans, suite
+
+ONE_NODE = {"numa": [{"id": 0, "mem_bytes": 1 << 40, "cpus": list(range(16))}],
+            "gpus": [{"device": 0, "sms": 132, "free_mem": 80 << 30}],
+            "cpu": {"caches": [{"level": 3, "type": "Unified", "bytes": 300 << 20}]}}
+TWO_NODES = dict(ONE_NODE, numa=[{"id": 0, "mem_bytes": 1 << 40, "cpus": list(range(8))},
+                                 {"id": 1, "mem_bytes": 1 << 40, "cpus": list(range(8, 16))}])
+
+
+def test_numa_kinds_only_where_there_are_two_nodes():
+    assert plans.numa_kinds(ONE_NODE) == []  # numa:0 would be the system memory again
+    assert plans.numa_kinds(TWO_NODES) == ["numa:0", "numa:1"]
+    full = plans.default_plan(TWO_NODES)
+    assert any(c.kind == "numa:1" for c in full if c.benchmark == "cpu-stream")
+    assert not any((c.kind or "").startswith("numa:") for c in plans.default_plan(ONE_NODE))
+
+
+def test_quick_plan_keeps_every_family_and_report_section():
+    full, quick = plans.default_plan(ONE_NODE), plans.default_plan(ONE_NODE, quick=True)
+    assert {c.benchmark for c in quick} == {c.benchmark for c in full}
+    assert len(quick) < len(full) / 3
+    for name in (n for n, a in apps.APPS.items() if a.suite):  # every application, explicit and managed
+        modes = {c.params.get("mode") for c in quick if c.benchmark == apps.bench_of(name)}
+        assert {"explicit", "managed"} <= modes, name
+    # The quick plan keeps the default plan's repetitions: no case asks for fewer than its family's default.
+    for c in quick:
+        same = [f for f in full if f.benchmark == c.benchmark and f.kind == c.kind]
+        if same and "reps" in c.params:
+            assert int(c.params["reps"]) >= min(int(f.params.get("reps", 20)) for f in same), c.case_id
+
+
+def test_cheaper_defaults_are_where_the_figure_is_a_link_figure():
+    full = plans.default_plan(ONE_NODE)
+    by_id = {c.case_id: c for c in full}
+    # Host-resident kinds stream 256 MiB over the link; device-resident ones keep 1 GiB (beyond the L2).
+    gs = {c.kind: c.params["bytes"] for c in full if c.benchmark == "gpu-stream"}
+    assert gs["pinned"] == gs["registered"] == "256MiB"
+    assert gs["device"] == gs["managed,first_touch=gpu"] == "1GiB"
+    # The GPU chasing host memory: fewer loads per repetition, same repetitions; elsewhere the default.
+    lat = [c for c in full if c.benchmark == "latency"]
+    assert all(c.params.get("steps") == str(plans.HOST_CHASE_STEPS) for c in lat
+               if c.params["processor"] == "gpu" and c.kind in plans.HOST_RESIDENT)
+    assert all("steps" not in c.params for c in lat if c.kind == "device")
+    assert all(c.params["reps"] == "5" for c in lat)
+    managed = by_id["pingpong managed exchanges=500 pair=cpu-gpu reps=3 warmup=0"]
+    assert int(managed.params["exchanges"]) * int(managed.params["reps"]) >= 1500
+    assert by_id["pingpong pinned exchanges=10000 pair=cpu-gpu reps=7"]
+
+
+def test_families_that_measure_a_fresh_process_keep_one_process_per_case():
+    opts = {"device": 0}
+    full = plans.default_plan(ONE_NODE)
+    for c in full:
+        if c.benchmark in ("firsttouch", "faults", "migration", "interleave", "pingpong"):
+            assert not c.batchable(opts), c.case_id
+    assert all(c.batchable(opts) for c in full if c.benchmark in ("gpu-stream", "copy", "latency", "qv"))
+    assert not any(c.batchable(dict(opts, isolate=True)) for c in full)
+    segs = list(suite._segments(full, opts))
+    assert sum(len(s) for s in segs) == len(full)
+    assert len(segs) < len(full) / 4  # batched: far fewer processes than cases
+
+
+def test_cpu_stream_arrays_are_sized_to_the_cache_the_threads_reach():
+    # One LLC instance shared by all CPUs (the H100 host: 300 MiB, cpus 0-15): one thread's arrays 2x it
+    # (600 MiB), the team's 4x (1200 MiB), as two cases per kind.
+    shared = dict(ONE_NODE, cpu={"caches": [], "llc_instances": [{"cpus": list(range(16)), "bytes": 300 << 20}]})
+    cs = [c for c in plans.default_plan(shared) if c.benchmark == "cpu-stream"]
+    assert {(c.params["bytes"], c.params["threads"]) for c in cs} == {("600MiB", "1"),
+                                                                       (plans.size_arg(1200 << 20), "all")}
+    assert len(cs) == 2 * len({c.kind for c in cs})
+    # One instance per 8 CPUs (an AMD CCD of 32 MiB): one thread reaches 32 MiB, all of them 64 MiB.
+    ccds = dict(ONE_NODE, cpu={"caches": [], "llc_instances": [{"cpus": list(range(8)), "bytes": 32 << 20},
+                                                               {"cpus": list(range(8, 16)), "bytes": 32 << 20}]})
+    assert plans.cpu_stream_size(ccds, 1) == 64 << 20
+    assert plans.cpu_stream_size(ccds, 8) == 128 << 20  # a team in one instance: 4x it
+    assert plans.cpu_stream_size(ccds) == 256 << 20
+    cs = [c for c in plans.default_plan(ccds) if c.benchmark == "cpu-stream" and c.kind == "system"]
+    assert sorted((c.params["threads"], c.params["bytes"]) for c in cs) == [("1", "64MiB"), ("all", "256MiB")]
+    # Equal sizes share one case: a thread list with one entry per size.
+    one = dict(ONE_NODE, cpu={"caches": [], "llc_instances": [{"cpus": [0], "bytes": 32 << 20},
+                                                              {"cpus": [1], "bytes": 32 << 20}]})
+    cs = plans.cpu_stream_cases(one, ["system"], ("2", "all"))
+    assert [(c.params["threads"], c.params["bytes"]) for c in cs] == [("2,all", "256MiB")]
+    # Nothing known: the old floor.
+    assert plans.cpu_stream_size({"cpu": {"caches": []}}) == 256 << 20
+
+
+def test_probe_reads_llc_instances():
+    from umscope import probe
+    info = probe.cpu_info()
+    for inst in info["llc_instances"]:
+        assert inst["cpus"] and inst["bytes"] > 0
