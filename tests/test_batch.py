@@ -126,8 +126,11 @@ def test_the_batch_process_is_not_another_user_of_the_gpu(store_path, monkeypatc
         for p in os.listdir("/proc"):
             try:
                 with open(f"/proc/{p}/cmdline", "rb") as f:
-                    if b"umbench" in f.read().split(b"\0")[0]:
-                        pids.append(int(p))
+                    mine = b"umbench" in f.read().split(b"\0")[0]
+                with open(f"/proc/{p}/stat") as f:  # only this test's own runners, not another user's umbench
+                    mine = mine and int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid()
+                if mine:
+                    pids.append(int(p))
             except (OSError, ValueError):
                 continue
         return pids
