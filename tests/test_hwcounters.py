@@ -1,0 +1,147 @@
+"""Hardware counters (issue 18 items 2 and 4): libumcounters' JSON lines -> per-kernel bytes, totals, series;
+the report's comparison with the unified-memory trace. CPU only (synthetic counter files); the GPU tests
+that check counters against known bytes are in test_hwcounters_gpu.py."""
+
+import json
+
+import pytest
+
+from umscope.profile import hwcounters as hc
+from umscope.report import link_traffic as lt
+
+GiB = 1 << 30
+
+
+def _write(path, lines):
+    with open(path, "w") as f:
+        for x in lines:
+            f.write((x if isinstance(x, str) else json.dumps(x)) + "\n")
+    return str(path)
+
+
+def _counter_file(tmp_path, cut=False):
+    start = {"k": "start", "t": 1_000_000_000, "w": 5_000_000_000_000, "kernel": True, "sample": True}
+    lines = [start,
+             {"k": "config", "profiler": "range", "dev": 0, "chip": "GH100",
+              "metrics": ["dram__bytes_read.sum", "lts__t_sectors_aperture_sysmem_op_read.sum"], "passes": 1},
+             {"k": "range", "dev": 0, "i": 0, "n": "read_kernel", "rn": "0",
+              "m": {"dram__bytes_read.sum": 100.0, "lts__t_sectors_aperture_sysmem_op_read.sum": 10.0}},
+             {"k": "range", "dev": 0, "i": 1, "n": "write_kernel", "rn": "1",
+              "m": {"dram__bytes_read.sum": 7.0, "lts__t_sectors_aperture_sysmem_op_read.sum": 0.0}},
+             {"k": "range", "dev": 0, "i": 2, "n": "read_kernel", "rn": "2",
+              "m": {"dram__bytes_read.sum": 50.0, "lts__t_sectors_aperture_sysmem_op_read.sum": 1.0}}]
+    # Ten 1 ms samples from t = 1.0 s (CUPTI clock): 0.1 GiB read over PCIe in samples 3..6 only.
+    for i in range(10):
+        busy = 3 <= i <= 6
+        lines.append({"k": "sample", "dev": 0, "i": i, "s": 1_000_000_000 + i * 1_000_000,
+                      "e": 1_000_000_000 + (i + 1) * 1_000_000,
+                      "m": {"pcie__read_bytes.sum": 0.025 * GiB if busy else 0.0, "pcie__write_bytes.sum": 512.0,
+                            "dram__bytes_write.sum": 0.025 * GiB if busy else 0.0}})
+    lines.append('{"k":"sample","dev":0,"i":10,"s":')  # a line cut by a crash is skipped
+    if not cut:
+        lines.append({"k": "end"})
+    return _write(tmp_path / "c.jsonl", lines)
+
+
+def test_read_kernels_totals_and_series(tmp_path):
+    p = hc.read(_counter_file(tmp_path))
+    assert p["complete"] and not p["refused"] and len(p["ranges"]) == 3 and len(p["samples"]) == 10
+    table = {r["kernel"]: r for r in hc.kernel_table(p)}
+    assert table["read_kernel"]["launches"] == 2
+    assert table["read_kernel"]["bytes"]["dram_read"] == 150.0
+    assert table["read_kernel"]["bytes"]["sysmem_read"] == 11 * 32  # sectors are 32-byte L2 sectors
+    assert table["write_kernel"]["bytes"] == {"dram_read": 7.0, "sysmem_read": 0.0}
+    tot = hc.totals(p)
+    assert tot["pcie_read"] == pytest.approx(0.1 * GiB) and tot["pcie_write"] == 10 * 512
+    # An interval on the wall clock: start.w + (ts - start.t). Samples 3..6 lie in [5000.003, 5000.007] s.
+    part = hc.totals(p, interval=(5000.003, 5000.0065))
+    assert part["pcie_read"] == pytest.approx(0.1 * GiB)
+    none = hc.totals(p, interval=(5000.0, 5000.003))
+    assert none["pcie_read"] == 0
+    ser = hc.series(p, 0, t0=5000.0)
+    t, rate = zip(*ser["pcie_read"])
+    assert t[0] == pytest.approx(0.0005) and rate[4] == pytest.approx(0.025 * GiB / 1e-3)
+    assert max(rate) == pytest.approx(25 * GiB) and rate[0] == 0
+
+
+def test_series_merges_to_at_most_max_points_and_keeps_bytes(tmp_path):
+    p = hc.read(_counter_file(tmp_path))
+    ser = hc.series(p, 0, t0=5000.0, max_points=3)
+    pts = ser["pcie_read"]
+    assert len(pts) <= 3
+    # rate x duration of each group adds back to the bytes: groups of 4, 4 and 2 samples of 1 ms
+    widths = [4e-3, 4e-3, 2e-3]
+    assert sum(r * w for (_, r), w in zip(pts, widths)) == pytest.approx(0.1 * GiB)
+
+
+def test_records_name_their_source(tmp_path):
+    p = hc.read(_counter_file(tmp_path))
+    recs = hc.records(p, t0=5000.0)
+    ops = {r["op"]: r for r in recs}
+    assert ops["counter_totals"]["source"] == hc.PM and ops["kernel_traffic"]["source"] == hc.RANGE
+    assert ops["kernel_traffic"]["launches"] == 3 and ops["kernel_traffic"]["passes"] == 1
+    assert ops["counter_series"]["clock"] == "program"
+    assert ops["counter_totals"]["bytes"]["pcie_read"] == pytest.approx(0.1 * GiB)
+
+
+def test_refused_and_cut_files_are_reported(tmp_path):
+    path = _write(tmp_path / "r.jsonl", [{"k": "start", "t": 1, "w": 2},
+                                         {"k": "error", "what": "range profiler enable", "dev": 0, "code": 35,
+                                          "cupti": "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"}])
+    p = hc.read(path)
+    assert p["refused"] and not p["complete"]
+    text = " ".join(hc.notes(p, ["kernel"]))
+    assert "administrators" in text and "ended early" in text and "range profiler enable" in text
+    assert "wrote no counter data" in hc.notes(hc.read(tmp_path / "missing.jsonl"), ["sample"])[0]
+
+
+def test_parse_modes():
+    assert hc.parse_modes("all") == ("kernel", "sample") and hc.parse_modes("sample") == ("sample",)
+    assert hc.parse_modes("kernel, sample") == ("kernel", "sample")
+    for bad in ("kernels", ",", "sample,foo"):
+        with pytest.raises(ValueError, match="--counters"):
+            hc.parse_modes(bad)
+    with pytest.raises(ValueError):
+        hc.environment("x", ("kernel",), counter_set="dram")
+    env = hc.environment("/tmp/x", ("kernel",), counter_set="memory", period_us=500)
+    assert env["UMSCOPE_COUNTER_SET"] == "memory" and env["UMSCOPE_COUNTER_PERIOD_US"] == "500"
+
+
+def _um(htod, dtoh=0, copies=None):
+    r = {"op": "um_trace", "processor": "gpu0", "totals": {"htod": htod, "dtoh": dtoh}}
+    if copies is not None:
+        r["memcpy_by_direction"] = copies
+    return r
+
+
+def _totals(read, write, source=hc.PM):
+    return {"op": "counter_totals", "processor": "gpu0", "source": source,
+            "bytes": {"pcie_read": read, "pcie_write": write}}
+
+
+def test_comparison_flags_more_than_five_percent():
+    rows = {r["direction"]: r for r in lt.comparison([_um(0.94 * GiB, 0.97 * GiB), _totals(GiB, GiB)])}
+    assert rows["htod"]["flag"] and rows["htod"]["disagreement"] == pytest.approx(-0.06)
+    assert not rows["dtoh"]["flag"] and rows["dtoh"]["disagreement"] == pytest.approx(-0.03)
+    # copies the program made count on the traced side
+    rows = {r["direction"]: r for r in lt.comparison([_um(0.5 * GiB, 0, {"htod": 0.5 * GiB}), _totals(GiB, 0)])}
+    assert not rows["htod"]["flag"] and rows["htod"]["counted"] == GiB
+    # a few hundred KiB apart on a small run is counter granularity, not a disagreement
+    rows = {r["direction"]: r for r in lt.comparison([_um(1 << 20, 0), _totals((1 << 20) + (300 << 10), 0)])}
+    assert not rows["htod"]["flag"]
+    # NVML's counters: RX is what the GPU received (host to device)
+    nv = {"op": "counter_totals", "processor": "gpu0", "source": hc.NVML, "bytes": {"pcie_rx": GiB, "pcie_tx": 0}}
+    rows = {r["direction"]: r for r in lt.comparison([_um(0.5 * GiB), nv])}
+    assert rows["htod"]["link"] == GiB and rows["htod"]["flag"]
+
+
+def test_section_shows_flag_source_and_kernels(tmp_path):
+    p = hc.read(_counter_file(tmp_path))
+    recs = hc.records(p, t0=5000.0) + [_um(0.05 * GiB, 0)]
+    html = lt.section(recs)
+    assert "more than 5% apart" in html and "class=num flag" in html
+    assert hc.PM in html and hc.RANGE in html and "read_kernel" in html and "<svg" in html
+    assert lt.section([_um(1, 1)]) == ""
+    # without a trace the totals are shown alone, and nothing is flagged
+    alone = lt.section(hc.records(p, t0=5000.0))
+    assert "flag" not in alone and "pcie_read" in alone
