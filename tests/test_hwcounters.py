@@ -3,6 +3,7 @@ the report's comparison with the unified-memory trace. CPU only (synthetic count
 that check counters against known bytes are in test_hwcounters_gpu.py."""
 
 import json
+import time
 
 import pytest
 
@@ -145,3 +146,72 @@ def test_section_shows_flag_source_and_kernels(tmp_path):
     # without a trace the totals are shown alone, and nothing is flagged
     alone = lt.section(hc.records(p, t0=5000.0))
     assert "flag" not in alone and "pcie_read" in alone
+
+
+def test_iterations_start_at_the_repeating_kernel():
+    from umscope.report import traffic_figs as tf
+    seq = [("init", {"pcie_read": 5.0})] + [(k, {"pcie_read": float(i), "dram_read": 1.0})
+                                            for i in range(3) for k in ("stats", "q0", "update")]
+    assert tf.opening_kernel([n for n, _ in seq]) == "stats"
+    setup, its = tf.iterations(seq)
+    assert setup == {"pcie_read": 5.0} and len(its) == 3
+    assert its[2] == {"pcie_read": 6.0, "dram_read": 3.0}
+    assert tf.opening_kernel(["a", "b"]) is None  # nothing repeats: no iterations
+    rows = tf.fig10_rows([10.0, 2.0, 2.0], seq, seq)
+    assert [r["ms"] for r in rows] == [10.0, 2.0, 2.0] and rows[1]["remote_read"] == 3.0
+    assert rows[0]["local_read"] == 3.0
+    md = tf.fig10_markdown("managed", rows)
+    assert md.count("\n") == 4 and "| 1 | 10.00 |" in md
+
+
+def test_tiers_sum_their_metrics_and_summarise_the_busy_part():
+    from umscope.report import traffic_figs as tf
+    series = {"l1_l2": [(0, 0.0), (1, 100e9), (2, 100e9), (3, 1e9)],
+              "dram_read": [(0, 0.0), (1, 10e9), (2, 20e9), (3, 0.0)], "dram_write": [(0, 0.0), (1, 5e9), (2, 5e9), (3, 0.0)],
+              "pcie_read": [(0, 1e9), (1, 2e9), (2, 2e9), (3, 0.0)]}
+    t = tf.tiers(series)
+    assert t["GPU memory"] == [(0, 0.0), (1, 15e9), (2, 25e9), (3, 0.0)] and t["host link"][0] == (0, 1e9)
+    s = tf.tier_summary(t)
+    assert s["GPU memory"]["mean_gbps"] == pytest.approx(20.0) and s["L1 <-> L2"]["points"] == 2
+    assert "<svg" in tf.fig12_html("qv", t) and tf.fig12_html("qv", {}) == ""
+
+
+def test_session_injects_the_library_or_rides_in_the_tracer(tmp_path, monkeypatch):
+    lib = tmp_path / "libumcounters.so"
+    lib.write_text("")
+    monkeypatch.setenv("UMSCOPE_UMCOUNTERS", str(lib))
+    s = hc.Session(("sample",), "link")
+    env = {}
+    s.prepare(env)
+    assert env["CUDA_INJECTION64_PATH"] == str(lib) and env["UMSCOPE_COUNTERS"] == "sample"
+    assert env["UMSCOPE_COUNTERS_FILE"] == s.path
+    env = {"CUDA_INJECTION64_PATH": "/x/libumtrace.so"}
+    s.prepare(env, tracer_injected=True)
+    assert env["CUDA_INJECTION64_PATH"] == "/x/libumtrace.so" and env["UMSCOPE_COUNTERS_FILE"] == s.path
+    recs, notes = s.finish()
+    assert recs == [] and any("wrote no counter data" in n for n in notes)
+    monkeypatch.setenv("UMSCOPE_UMCOUNTERS", str(tmp_path / "absent.so"))
+    s = hc.Session(("kernel",))
+    s.prepare({})
+    assert any("without libumcounters" in n for n in s.notes)
+    s.finish()
+
+
+def test_nvml_link_totals_are_counter_differences(monkeypatch):
+    from umscope import nvml
+    state = {"n": 0}
+
+    def fake(bus):
+        state["n"] += 1
+        return {"tx": 1000 + 10 * state["n"], "rx": 5000 + 100 * state["n"]}
+    monkeypatch.setattr(nvml, "pcie_bytes", fake)
+    link = hc.NvmlLink(["0000:01:00.0"], period=0.001)
+    link.start()
+    time.sleep(0.02)
+    link.stop.set()
+    link.join()
+    pts = link.points[0]
+    assert len(pts) >= 2
+    assert link.totals(0) == {"pcie_tx": 10 * (len(pts) - 1), "pcie_rx": 100 * (len(pts) - 1)}
+    recs = hc.records(hc.read("/nonexistent"), link)
+    assert recs[0]["source"] == hc.NVML and recs[0]["bytes"]["pcie_rx"] == 100 * (len(pts) - 1)

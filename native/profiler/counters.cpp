@@ -182,13 +182,8 @@ void write_config(const char* profiler, int dev, const char* chip, const std::ve
 }
 
 int device_of(CUcontext ctx) {
-  CUdevice d = 0;
-  CUcontext old = nullptr;
-  cuCtxGetCurrent(&old);
-  if (old != ctx) cuCtxPushCurrent(ctx);
-  int dev = cuCtxGetDevice(&d) == CUDA_SUCCESS ? static_cast<int>(d) : -1;
-  if (old != ctx) cuCtxPopCurrent(&old);
-  return dev;
+  uint32_t d = 0;
+  return ok("device of the context", cuptiGetDeviceId(ctx, &d)) ? static_cast<int>(d) : -1;
 }
 
 const char* chip_of(int dev) {

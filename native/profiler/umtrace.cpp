@@ -16,6 +16,8 @@
 #include <initializer_list>
 #include <mutex>
 
+#include "counters.hpp"  // hardware counters share CUPTI's one subscriber (with $UMSCOPE_COUNTERS_FILE)
+
 namespace {
 
 FILE* g_out = nullptr;
@@ -156,8 +158,9 @@ void enable_um() {
   if (um == CUPTI_SUCCESS) note("enable unified memory", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
 }
 
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void*) {
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) enable_um();
+  umcounters::callback(domain, cbid, data);
 }
 
 void on_fatal(int sig) {
@@ -185,6 +188,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   note("subscribe", subscribed);
   if (subscribed == CUPTI_SUCCESS)
     note("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+  if (std::getenv("UMSCOPE_COUNTERS_FILE")) umcounters::attach(sub, subscribed);
   note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));

@@ -262,3 +262,49 @@ def notes(parsed, requested) -> list:
     if not parsed["complete"]:
         out.append("--counters: the counter data ended early (the program died)")
     return out
+
+
+class Session:
+    """Counters around one profiled program: prepare() sets its environment before it starts (libumcounters
+    injected, or the counters riding in libumtrace when the tracer is injected: CUPTI allows one
+    subscriber per process), start()/finish() run NVML's PCIe counters beside it, finish() reads
+    everything back as records and notes."""
+
+    def __init__(self, modes, counter_set="link", gpus=(), period_s=0.1, period_us=1000):
+        import tempfile
+        self.modes, self.counter_set, self.period_us = tuple(modes), counter_set, period_us
+        fd, self.path = tempfile.mkstemp(prefix="umcounters-", suffix=".jsonl")
+        os.close(fd)
+        self.nvml = NvmlLink(gpus, period_s) if gpus else None
+        self.notes = []
+
+    def prepare(self, env, tracer_injected=False):
+        """Adds the counters' variables to env (a dict) and says what it did in self.notes."""
+        env.update(environment(self.path, self.modes, self.counter_set, self.period_us))
+        if tracer_injected:
+            return  # libumtrace reads UMSCOPE_COUNTERS_FILE and runs the counters itself
+        lib = library_path()
+        if lib is None:
+            self.notes.append("--counters: this umscope was built without libumcounters (CUPTI); only NVML's "
+                              "PCIe counters are read")
+            return
+        env["CUDA_INJECTION64_PATH"] = lib
+
+    def start(self):
+        if self.nvml is not None:
+            self.nvml.start()
+
+    def finish(self, t0_wall=None):
+        """(records, notes) once the program has ended."""
+        if self.nvml is not None:
+            self.nvml.stop.set()
+            self.nvml.join()
+        parsed = read(self.path)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        notes_ = list(self.notes) + notes(parsed, self.modes)
+        if self.nvml is not None and not any(self.nvml.points.values()) and self.nvml.why:
+            notes_.append(f"--counters: NVML's PCIe byte counters: {self.nvml.why}")
+        return records(parsed, self.nvml, t0_wall), notes_

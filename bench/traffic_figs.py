@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""The traffic figures of schieffer2024 (Grace Hopper system memory), measured with hardware counters on
+this machine, and the counters' own check against known bytes. Writes docs/traffic-figures.md.
+
+- Counter check: umbench's linkbytes family (1 GiB zero-copy read by a kernel, 1 GiB copy-engine copy,
+  1 GiB managed first-touch migration) under libumcounters: PCIe bytes per source against the known bytes,
+  and the time each operation took with and without counters (the overhead).
+- Fig. 10: SRAD, managed and explicit, per iteration: time (unprofiled run) and bytes read from GPU
+  memory (local) and over the host link (remote), from the range profiler (one range per kernel; two runs,
+  as CUPTI will not count PCIe and DRAM in one configuration).
+- Fig. 12: Quantum Volume, managed, managed-prefetch and explicit: throughput in three tiers (L1 <-> L2,
+  GPU memory, host link) from PM sampling over the run.
+
+    python3 bench/traffic_figs.py [--srad-rows 8192] [--qubits 27] [--out docs/traffic-figures.md]
+Needs a GPU, umbench and libumcounters ($UMSCOPE_UMCOUNTERS or the installed package's)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _commit  # bench/_commit.py
+
+from umscope import native, probe
+from umscope.profile import hwcounters as hc
+from umscope.report import traffic_figs as tf
+
+ROOT = Path(__file__).resolve().parent.parent
+GiB = 1 << 30
+QV_METRICS = "pcie__read_bytes.sum,pcie__write_bytes.sum,dram__bytes_read.sum,dram__bytes_write.sum," \
+             "lts__t_sectors_srcunit_tex.sum"
+
+
+def umbench(args, counters=None, timeout=600):
+    """(records, parsed counter file or None, wall s) of one umbench run, under libumcounters when
+    counters = dict(modes=..., set=..., metrics=..., period_us=...)."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "c.jsonl"
+        if counters:
+            lib = hc.library_path()
+            if lib is None:
+                sys.exit("libumcounters not found: build with CUPTI, or set UMSCOPE_UMCOUNTERS")
+            env.update(hc.environment(out, counters["modes"], counters.get("set", "link"),
+                                      counters.get("period_us", 1000)))
+            env["CUDA_INJECTION64_PATH"] = lib
+            if counters.get("metrics"):
+                env["UMSCOPE_SAMPLE_METRICS"] = counters["metrics"]
+        t0 = time.time()
+        res = subprocess.run([native.umbench_path(), "run", *[str(a) for a in args]], capture_output=True,
+                             text=True, env=env, timeout=timeout)
+        wall = time.time() - t0
+        recs, status = native.parse_output(res.stdout)
+        if not status or status.get("status") != "ok":
+            print(f"  umbench {' '.join(map(str, args))}: {(status or {}).get('reason') or res.stderr[-300:]}")
+        parsed = hc.read(out) if counters else None
+        if parsed and parsed["errors"]:
+            print("  counters:", "; ".join(f"{e.get('what')}: {e.get('cupti')}" for e in parsed["errors"][:3]))
+        return recs, parsed, wall
+
+
+def check(a, lines):
+    lines += ["## Counters against known bytes", "",
+              "Each operation moves 1 GiB host to device, twice (two repetitions, 100 ms apart). `pcie_read` is "
+              "the GPU's PCIe read bytes (it reads host memory for all three); per kernel from the range profiler, "
+              "whole run from PM sampling. Time: CUDA events, median of the two, with and without counters.", "",
+              "| operation | known GiB | PM sampling pcie_read GiB | (error) | per kernel pcie_read GiB | (error) | "
+              "per kernel sysmem sectors GiB | ms plain | ms sampled | ms per-kernel |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    base = ["linkbytes", "--bytes", "1g", "--reps", "2", "--warmup", "0", "--gap-ms", "100"]
+    for op in ("zerocopy-read", "h2d-copy", "managed-migrate"):
+        plain, _, _ = umbench(base + ["--op", op])
+        srec, sp, _ = umbench(base + ["--op", op], {"modes": ("sample",)})
+        krec, kp, _ = umbench(base + ["--op", op], {"modes": ("kernel",), "set": "link"})
+        mrec, mp, _ = umbench(base + ["--op", op], {"modes": ("kernel",), "set": "memory"})
+        if not plain or not srec:
+            lines.append(f"| {op} | failed: see the log |")
+            continue
+        known = plain[0]["known_link_bytes"] * 2
+        samp = hc.totals(sp, 0).get("pcie_read") if sp else None
+        kb = [b for n, b in hc.per_launch(kp, 0) if "read_kernel" in n][1:] if kp else []
+        mb = [b for n, b in hc.per_launch(mp, 0) if "read_kernel" in n][1:] if mp else []
+        kern = sum(b.get("pcie_read", 0) for b in kb) if kb else None
+        sysm = sum(b.get("sysmem_read", 0) for b in mb) if mb else None
+        err = lambda v: "" if v is None else f"{100 * (v - known) / known:+.2f}%"  # noqa: E731
+        gib = lambda v: "" if v is None else f"{v / GiB:.4f}"  # noqa: E731
+        med = lambda r: f"{r[0]['median']:.2f}" if r else ""  # noqa: E731
+        lines.append(f"| {op} | {known / GiB:.0f} | {gib(samp)} | {err(samp)} | "
+                     f"{gib(kern) if op != 'h2d-copy' else 'a copy: no kernel'} | {err(kern) if op != 'h2d-copy' else ''} "
+                     f"| {gib(sysm) if op == 'zerocopy-read' else ''} | {med(plain)} | {med(srec)} | {med(krec)} |")
+    lines.append("")
+
+
+def fig10(a, lines):
+    lines += ["## Fig. 10: SRAD per iteration", "",
+              f"SRAD {a.srad_rows} x {a.srad_rows} (schieffer2024 ran 20k x 20k on GH200; the figure's GH200 values "
+              "are not reproduced here, only its method), 12 iterations. Time per iteration from an unprofiled run "
+              "(CUDA events); local read = dram__bytes_read.sum, remote = pcie__read/write_bytes.sum, summed over "
+              "each iteration's kernels (range profiler; copies between iterations, if any, are not kernels).", ""]
+    args = ["srad", "--rows", a.srad_rows, "--iterations", "12"]
+    for mode in ("managed", "explicit"):
+        plain, _, _ = umbench(args + ["--mode", mode])
+        _, link, _ = umbench(args + ["--mode", mode], {"modes": ("kernel",), "set": "link"})
+        _, mem, _ = umbench(args + ["--mode", mode], {"modes": ("kernel",), "set": "memory"})
+        times = plain[0].get("samples") if plain else None
+        rows = tf.fig10_rows(times, hc.per_launch(link, 0) if link else [], hc.per_launch(mem, 0) if mem else [])
+        lines += [tf.fig10_markdown(mode, rows), ""]
+
+
+def fig12(a, lines):
+    lines += ["## Fig. 12: three tiers during Quantum Volume", "",
+              f"QV at {a.qubits} qubits (schieffer2024: 34 qubits, 130% oversubscription of GH200's GPU memory; "
+              "oversubscription is not run here). PM sampling every "
+              f"{a.period_us} us of lts__t_sectors_srcunit_tex.sum x 32 B (L1 <-> L2), dram__bytes_read/write.sum "
+              "(GPU memory) and pcie__read/write_bytes.sum (host link); mean and peak over the busy part (where "
+              "L1 <-> L2 is above 5% of its peak).", ""]
+    for mode in ("managed", "managed-prefetch", "explicit"):
+        recs, parsed, wall = umbench(["qv", "--qubits", a.qubits, "--mode", mode],
+                                     {"modes": ("sample",), "metrics": QV_METRICS, "period_us": a.period_us})
+        if not parsed or not parsed["samples"]:
+            lines += [f"{mode}: no samples (see the log)", ""]
+            continue
+        summ = tf.tier_summary(tf.tiers(hc.series(parsed, 0)))
+        total = recs[0].get("total_ms") if recs else None
+        lines += [tf.fig12_markdown(mode, summ), "",
+                  f"{mode}: {len(parsed['samples'])} samples; run {total and f'{total:.0f} ms' or '?'} "
+                  f"(wall {wall:.1f} s)", ""]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--srad-rows", default="8192")
+    ap.add_argument("--qubits", default="27")
+    ap.add_argument("--period-us", default="2000")
+    ap.add_argument("--parts", default="check,fig10,fig12")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "traffic-figures.md"))
+    a = ap.parse_args()
+    fp = probe.probe_gpu()
+    g = (fp.get("gpus") or [{}])[0]
+    lines = ["# Traffic from hardware counters: the counters' check, schieffer2024 Figs. 10 and 12", "",
+             f"Generated by `python3 bench/traffic_figs.py {' '.join(sys.argv[1:])}` on {g.get('name', '?')}; "
+             f"commit {_commit.commit(ROOT)}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Counters: "
+             "libumcounters (CUPTI range profiler and PM sampling, Nsight Compute's metric names).", ""]
+    for part in a.parts.split(","):
+        {"check": check, "fig10": fig10, "fig12": fig12}[part](a, lines)
+        print("\n".join(lines[-30:]))
+    Path(a.out).write_text("\n".join(lines) + "\n")
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
