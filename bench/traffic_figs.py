@@ -62,35 +62,51 @@ def umbench(args, counters=None, timeout=600):
         return recs, parsed, wall
 
 
+def _in_ops(parsed, rec, name):
+    """PM-sampled bytes of `name` in the operations' intervals (5 ms either side)."""
+    return sum(hc.totals(parsed, 0, (x / 1e9 - 0.005, y / 1e9 + 0.005)).get(name, 0)
+               for x, y in zip(rec["wall_start_ns"], rec["wall_end_ns"]))
+
+
 def check(a, lines):
     lines += ["## Counters against known bytes", "",
-              "Each operation moves 1 GiB host to device, twice (two repetitions, 100 ms apart). `pcie_read` is "
-              "the GPU's PCIe read bytes (it reads host memory for all three); per kernel from the range profiler, "
-              "whole run from PM sampling. Time: CUDA events, median of the two, with and without counters.", "",
-              "| operation | known GiB | PM sampling pcie_read GiB | (error) | per kernel pcie_read GiB | (error) | "
-              "per kernel sysmem sectors GiB | ms plain | ms sampled | ms per-kernel |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "Each operation moves 1 GiB host to device, twice (two repetitions 100 ms apart): known 2 GiB. The "
+              "payload counter is the one that counts data bytes: for a kernel reading pinned memory in place, the "
+              "L2 sectors its L1s sent to system memory (lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum x "
+              "32 B, range profiler, per kernel); for a copy-engine copy, the bytes written into GPU memory during "
+              "the copies (dram__bytes_write.sum, PM sampling); for a managed first-touch migration, the GPU-memory "
+              "writes during the kernel that faulted the pages in (range profiler). PCIe read bytes (the GPU's "
+              "PCIe unit) count TLPs with their headers: shown as a ratio to the known bytes. Time per operation: "
+              "CUDA events, median of the two, without counters and under each profiler.", "",
+              "| operation | known GiB | payload counter | GiB | error | PCIe read / known (source) | "
+              "ms plain | ms PM sampling | ms range profiler |", "|---|---:|---|---:|---:|---|---:|---:|---:|"]
     base = ["linkbytes", "--bytes", "1g", "--reps", "2", "--warmup", "0", "--gap-ms", "100"]
     for op in ("zerocopy-read", "h2d-copy", "managed-migrate"):
         plain, _, _ = umbench(base + ["--op", op])
         srec, sp, _ = umbench(base + ["--op", op], {"modes": ("sample",)})
-        krec, kp, _ = umbench(base + ["--op", op], {"modes": ("kernel",), "set": "link"})
-        mrec, mp, _ = umbench(base + ["--op", op], {"modes": ("kernel",), "set": "memory"})
-        if not plain or not srec:
+        krec, kp, _ = (umbench(base + ["--op", op], {"modes": ("kernel",), "set": "link"}) if op != "h2d-copy"
+                       else ([], None, 0))
+        mrec, mp, _ = (umbench(base + ["--op", op], {"modes": ("kernel",), "set": "memory"}) if op != "h2d-copy"
+                       else ([], None, 0))
+        if not plain:
             lines.append(f"| {op} | failed: see the log |")
             continue
         known = plain[0]["known_link_bytes"] * 2
-        samp = hc.totals(sp, 0).get("pcie_read") if sp else None
-        kb = [b for n, b in hc.per_launch(kp, 0) if "read_kernel" in n][1:] if kp else []
-        mb = [b for n, b in hc.per_launch(mp, 0) if "read_kernel" in n][1:] if mp else []
-        kern = sum(b.get("pcie_read", 0) for b in kb) if kb else None
-        sysm = sum(b.get("sysmem_read", 0) for b in mb) if mb else None
-        err = lambda v: "" if v is None else f"{100 * (v - known) / known:+.2f}%"  # noqa: E731
-        gib = lambda v: "" if v is None else f"{v / GiB:.4f}"  # noqa: E731
+        kernels = lambda p: [b for n, b in hc.per_launch(p, 0) if "read_kernel" in n][1:] if p else []  # noqa: E731
+        if op == "zerocopy-read":
+            what, payload = "sysmem sectors from L1 (range profiler)", sum(b.get("sysmem_read", 0) for b in kernels(mp)) or None
+            raw, src = sum(b.get("pcie_read", 0) for b in kernels(kp)) or None, "range profiler"
+        elif op == "h2d-copy":
+            what, payload = "DRAM writes in the copies (PM sampling)", _in_ops(sp, srec[0], "dram_write") if sp and srec else None
+            raw, src = (_in_ops(sp, srec[0], "pcie_read") if sp and srec else None), "PM sampling"
+        else:
+            what, payload = "DRAM writes in the kernel (range profiler)", sum(b.get("dram_write", 0) for b in kernels(mp)) or None
+            raw, src = sum(b.get("pcie_read", 0) for b in kernels(kp)) or None, "range profiler"
+        err = "" if not payload else f"{100 * (payload - known) / known:+.2f}%"
         med = lambda r: f"{r[0]['median']:.2f}" if r else ""  # noqa: E731
-        lines.append(f"| {op} | {known / GiB:.0f} | {gib(samp)} | {err(samp)} | "
-                     f"{gib(kern) if op != 'h2d-copy' else 'a copy: no kernel'} | {err(kern) if op != 'h2d-copy' else ''} "
-                     f"| {gib(sysm) if op == 'zerocopy-read' else ''} | {med(plain)} | {med(srec)} | {med(krec)} |")
+        lines.append(f"| {op} | {known / GiB:.0f} | {what} | {'' if not payload else f'{payload / GiB:.4f}'} | {err} | "
+                     f"{'' if not raw else f'{raw / known:.3f}'} ({src}) | {med(plain)} | {med(srec)} | "
+                     f"{med(mrec) if mrec else ''} |")
     lines.append("")
 
 

@@ -24,13 +24,13 @@ def _counter_file(tmp_path, cut=False):
     start = {"k": "start", "t": 1_000_000_000, "w": 5_000_000_000_000, "kernel": True, "sample": True}
     lines = [start,
              {"k": "config", "profiler": "range", "dev": 0, "chip": "GH100",
-              "metrics": ["dram__bytes_read.sum", "lts__t_sectors_aperture_sysmem_op_read.sum"], "passes": 1},
+              "metrics": ["dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum"], "passes": 1},
              {"k": "range", "dev": 0, "i": 0, "n": "read_kernel", "rn": "0",
-              "m": {"dram__bytes_read.sum": 100.0, "lts__t_sectors_aperture_sysmem_op_read.sum": 10.0}},
+              "m": {"dram__bytes_read.sum": 100.0, "lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum": 10.0}},
              {"k": "range", "dev": 0, "i": 1, "n": "write_kernel", "rn": "1",
-              "m": {"dram__bytes_read.sum": 7.0, "lts__t_sectors_aperture_sysmem_op_read.sum": 0.0}},
+              "m": {"dram__bytes_read.sum": 7.0, "lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum": 0.0}},
              {"k": "range", "dev": 0, "i": 2, "n": "read_kernel", "rn": "2",
-              "m": {"dram__bytes_read.sum": 50.0, "lts__t_sectors_aperture_sysmem_op_read.sum": 1.0}}]
+              "m": {"dram__bytes_read.sum": 50.0, "lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum": 1.0}}]
     # Ten 1 ms samples from t = 1.0 s (CUPTI clock): 0.1 GiB read over PCIe in samples 3..6 only.
     for i in range(10):
         busy = 3 <= i <= 6
@@ -215,3 +215,10 @@ def test_nvml_link_totals_are_counter_differences(monkeypatch):
     assert link.totals(0) == {"pcie_tx": 10 * (len(pts) - 1), "pcie_rx": 100 * (len(pts) - 1)}
     recs = hc.records(hc.read("/nonexistent"), link)
     assert recs[0]["source"] == hc.NVML and recs[0]["bytes"]["pcie_rx"] == 100 * (len(pts) - 1)
+
+
+def test_nvml_link_totals_survive_the_32_bit_wrap():
+    link = hc.NvmlLink(["x"])
+    top = (1 << 32) - 1000
+    link.points[0] = [(0.0, top, top), (0.1, 500, 3000), (0.2, 1500, 9000)]
+    assert link.totals(0) == {"pcie_tx": 1000 + 500 + 1000, "pcie_rx": 1000 + 3000 + 6000}

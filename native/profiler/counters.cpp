@@ -37,17 +37,22 @@ FILE* g_out = nullptr;
 std::mutex g_io;
 std::atomic<bool> g_done{false};
 
-// Bytes over the host link and to other GPUs (one CUPTI configuration: these are system counters,
-// which CUPTI will not put in one configuration with DRAM or L2 counters).
-const std::vector<std::string> kLink = {"pcie__read_bytes.sum", "pcie__write_bytes.sum", "nvlrx__bytes.sum",
-                                        "nvltx__bytes.sum"};
-// Bytes to/from the GPU's own memory and the L2 sectors that went to system memory (zero-copy).
+// Bytes over the host link as the GPU's PCIe unit counts them: TLP bytes, headers included (on the H100 a
+// 1 GiB zero-copy read by SMs counted 1.09x: 128-byte read completions with 12-byte headers; the 16-byte
+// read requests count as written). One CUPTI configuration: system counters, which CUPTI does not put in
+// one configuration with DRAM or L2 counters. $UMSCOPE_COUNTER_METRICS replaces the set (NVLink:
+// nvlrx__bytes.sum, nvltx__bytes.sum; Grace Hopper's C2C: ctc__rx_bytes.sum, ctc__tx_bytes.sum).
+const std::vector<std::string> kLink = {"pcie__read_bytes.sum", "pcie__write_bytes.sum"};
+// Payload bytes: to/from the GPU's own memory, and the L2 sectors from the SMs' L1s that went to system
+// memory (zero-copy; srcunit_tex leaves out the copies between the two L2 partitions, which the plain
+// aperture counter adds: 1.5x on the H100).
 const std::vector<std::string> kMemory = {"dram__bytes_read.sum", "dram__bytes_write.sum",
-                                          "lts__t_sectors_aperture_sysmem_op_read.sum",
-                                          "lts__t_sectors_aperture_sysmem_op_write.sum"};
-// PM sampling takes both groups' byte counters in one configuration (no L2 aperture counters there).
+                                          "lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum",
+                                          "lts__t_sectors_srcunit_tex_aperture_sysmem_op_write.sum"};
+// PM sampling over the run: link, GPU memory and L1 <-> L2 bytes (the three tiers), as many as the GPU
+// allows in one pass (a metric it refuses is left out and named in the config record).
 const std::vector<std::string> kSampled = {"pcie__read_bytes.sum", "pcie__write_bytes.sum", "dram__bytes_read.sum",
-                                           "dram__bytes_write.sum", "nvlrx__bytes.sum", "nvltx__bytes.sum"};
+                                           "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex.sum"};
 
 // A CUPTI parameter block: zeroed, with its size set.
 template <class T>
@@ -111,20 +116,53 @@ struct HostConfig {
   CUpti_Profiler_Host_Object* host = nullptr;
   std::vector<uint8_t> image;
   size_t passes = 0;
-  bool build(CUpti_ProfilerType type, const char* chip, const uint8_t* avail, const std::vector<std::string>& metrics,
-             int dev) {
+  std::vector<std::string> skipped;  // metrics the GPU would not take with the others
+
+  bool init(CUpti_ProfilerType type, const char* chip, const uint8_t* avail, int dev) {
     auto hp = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
     hp.profilerType = type;
     hp.pChipName = chip;
     hp.pCounterAvailabilityImage = avail;
     if (!ok("host initialise", cuptiProfilerHostInitialize(&hp), dev)) return false;
     host = hp.pHostObject;
+    return true;
+  }
+  CUptiResult add(const std::vector<std::string>& metrics) {
     auto names = c_names(metrics);
     auto ap = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
     ap.pHostObject = host;
     ap.ppMetricNames = names.data();
     ap.numMetrics = names.size();
-    if (!ok("add metrics", cuptiProfilerHostConfigAddMetrics(&ap), dev)) return false;
+    return cuptiProfilerHostConfigAddMetrics(&ap);
+  }
+  void release() {
+    if (host) {
+      auto dp = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+      dp.pHostObject = host;
+      cuptiProfilerHostDeinitialize(&dp);
+      host = nullptr;
+    }
+  }
+  // A configuration of `metrics`; where the GPU refuses them together, the largest prefix-greedy subset it
+  // takes (each metric tried on top of those already taken), the rest listed in `skipped`.
+  bool build(CUpti_ProfilerType type, const char* chip, const uint8_t* avail, std::vector<std::string>& metrics,
+             int dev) {
+    if (!init(type, chip, avail, dev)) return false;
+    if (add(metrics) != CUPTI_SUCCESS) {
+      std::vector<std::string> taken;
+      for (auto& m : metrics) {
+        std::vector<std::string> trial = taken;
+        trial.push_back(m);
+        release();
+        if (!init(type, chip, avail, dev)) return false;
+        if (add(trial) == CUPTI_SUCCESS) taken = trial;
+        else skipped.push_back(m);
+      }
+      release();
+      if (!init(type, chip, avail, dev)) return false;
+      if (taken.empty() || !ok("add metrics", add(taken), dev)) return false;
+      metrics = taken;
+    }
     auto sp = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
     sp.pHostObject = host;
     if (!ok("config image size", cuptiProfilerHostGetConfigImageSize(&sp), dev)) return false;
@@ -154,13 +192,7 @@ struct HostConfig {
     ep.pMetricValues = values.data();
     return ok("evaluate", cuptiProfilerHostEvaluateToGpuValues(&ep), dev);
   }
-  ~HostConfig() {
-    if (host) {
-      auto dp = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
-      dp.pHostObject = host;
-      cuptiProfilerHostDeinitialize(&dp);
-    }
-  }
+  ~HostConfig() { release(); }
 };
 
 void write_values(FILE* f, const std::vector<std::string>& metrics, const std::vector<double>& v) {
@@ -171,12 +203,14 @@ void write_values(FILE* f, const std::vector<std::string>& metrics, const std::v
 }
 
 void write_config(const char* profiler, int dev, const char* chip, const std::vector<std::string>& metrics,
-                  size_t passes, const char* extra) {
+                  size_t passes, const char* extra, const std::vector<std::string>& skipped) {
   std::lock_guard<std::mutex> lk(g_io);
   std::fprintf(g_out, "{\"k\":\"config\",\"profiler\":\"%s\",\"dev\":%d,\"chip\":", profiler, dev);
   json_string(g_out, chip);
   std::fputs(",\"metrics\":[", g_out);
   for (size_t i = 0; i < metrics.size(); ++i) std::fprintf(g_out, "%s\"%s\"", i ? "," : "", metrics[i].c_str());
+  std::fputs("],\"skipped\":[", g_out);
+  for (size_t i = 0; i < skipped.size(); ++i) std::fprintf(g_out, "%s\"%s\"", i ? "," : "", skipped[i].c_str());
   std::fprintf(g_out, "],\"passes\":%zu%s}\n", passes, extra);
   std::fflush(g_out);
 }
@@ -250,7 +284,7 @@ struct KernelProfiler {
     bool memory = set && std::strcmp(set, "memory") == 0;
     metrics = env_list("UMSCOPE_COUNTER_METRICS", memory ? kMemory : kLink);
     if (!cfg.build(CUPTI_PROFILER_TYPE_RANGE_PROFILER, chip, avail.data(), metrics, dev)) return false;
-    write_config("range", dev, chip, metrics, cfg.passes, ",\"range\":\"auto\",\"replay\":\"kernel\"");
+    write_config("range", dev, chip, metrics, cfg.passes, ",\"range\":\"auto\",\"replay\":\"kernel\"", cfg.skipped);
     auto ep = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
     ep.ctx = ctx;
     if (!ok("range profiler enable", cuptiRangeProfilerEnable(&ep), dev)) return false;
@@ -349,7 +383,7 @@ struct Sampler {
     if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) return false;
     char extra[96];
     std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu", static_cast<unsigned long long>(period_ns));
-    write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra);
+    write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
     auto ep = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
     ep.deviceIndex = static_cast<size_t>(dev);
     if (!ok("PM sampling enable", cuptiPmSamplingEnable(&ep), dev)) return false;

@@ -24,13 +24,20 @@ NVML = "NVML PCIe counters"
 
 # A metric's bytes: sector counters are 32-byte L2 sectors.
 SECTOR = 32
-# Which way each link counter's bytes cross the link, as measured on the H100 with the linkbytes family
-# (docs/counters.md): None where not yet established.
+# Link counters count TLP bytes, headers included: pcie_read is what the GPU received (read completions:
+# host -> device data), pcie_write what it sent (read requests and device -> host writes). On the H100 a
+# 1 GiB zero-copy read by SMs counted 1.09 GiB read and 0.125 GiB written (128-byte reads: a 12-byte
+# completion header per 128 bytes, a 16-byte request each): docs/counters.md.
 LINK_METRICS = {"pcie__read_bytes.sum": "pcie_read", "pcie__write_bytes.sum": "pcie_write",
-                "nvlrx__bytes.sum": "nvlink_rx", "nvltx__bytes.sum": "nvlink_tx"}
+                "nvlrx__bytes.sum": "nvlink_rx", "nvltx__bytes.sum": "nvlink_tx",
+                "ctc__rx_bytes.sum": "c2c_rx", "ctc__tx_bytes.sum": "c2c_tx"}
+# Payload bytes: GPU memory, and L2 sectors from the SMs' L1s to system memory (zero-copy). The plain
+# aperture counters add the copies between the two L2 partitions (1.5x on the H100): named apart.
 MEMORY_METRICS = {"dram__bytes_read.sum": "dram_read", "dram__bytes_write.sum": "dram_write",
-                  "lts__t_sectors_aperture_sysmem_op_read.sum": "sysmem_read",
-                  "lts__t_sectors_aperture_sysmem_op_write.sum": "sysmem_write",
+                  "lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum": "sysmem_read",
+                  "lts__t_sectors_srcunit_tex_aperture_sysmem_op_write.sum": "sysmem_write",
+                  "lts__t_sectors_aperture_sysmem_op_read.sum": "l2_sysmem_read_with_fabric",
+                  "lts__t_sectors_aperture_sysmem_op_write.sum": "l2_sysmem_write_with_fabric",
                   "lts__t_sectors_srcunit_tex.sum": "l1_l2"}
 NAMES = {**LINK_METRICS, **MEMORY_METRICS}
 MODES = ("kernel", "sample")
@@ -168,6 +175,9 @@ def series(parsed, device=0, t0=None, max_points=2000) -> dict:
     return out
 
 
+WRAP = 1 << 32
+
+
 class NvmlLink(threading.Thread):
     """NVML's PCIe TX/RX byte counters of each GPU, read every period (the fallback source). TX is what the
     GPU sent (device -> host), RX what it received (host -> device)."""
@@ -197,10 +207,15 @@ class NvmlLink(threading.Thread):
                 return
 
     def totals(self, i=0) -> dict:
+        """Bytes sent and received between the first and last reading. NVML's counters are 32-bit on the
+        H100 (they wrapped within a 2 GiB run): each step is taken modulo 2**32, so a period must move
+        less than 4 GiB (the default 100 ms does at PCIe 5 speeds)."""
         p = self.points.get(i) or []
         if len(p) < 2:
             return {}
-        return {"pcie_tx": p[-1][1] - p[0][1], "pcie_rx": p[-1][2] - p[0][2]}
+        tx = sum((b[1] - a[1]) % WRAP for a, b in zip(p, p[1:]))
+        rx = sum((b[2] - a[2]) % WRAP for a, b in zip(p, p[1:]))
+        return {"pcie_tx": tx, "pcie_rx": rx}
 
 
 def records(parsed, nvml_link=None, t0=None, label_set="link") -> list:
