@@ -222,3 +222,34 @@ def test_nvml_link_totals_survive_the_32_bit_wrap():
     top = (1 << 32) - 1000
     link.points[0] = [(0.0, top, top), (0.1, 500, 3000), (0.2, 1500, 9000)]
     assert link.totals(0) == {"pcie_tx": 1000 + 500 + 1000, "pcie_rx": 1000 + 3000 + 6000}
+
+
+def test_section_shows_iterations_and_tiers(tmp_path):
+    seq = [{"k": "start", "t": 0, "w": 0}]
+    for i in range(3):
+        for name in ("stats", "update"):
+            seq.append({"k": "range", "dev": 0, "i": len(seq), "n": name,
+                        "m": {"pcie__read_bytes.sum": 1e9 if i == 0 else 0.0, "pcie__write_bytes.sum": 0.0}})
+    for i in range(5):
+        seq.append({"k": "sample", "dev": 0, "i": i, "s": i * 10**6, "e": (i + 1) * 10**6,
+                    "m": {"lts__t_sectors_srcunit_tex.sum": 1e6, "dram__bytes_read.sum": 1e6,
+                          "pcie__read_bytes.sum": 1e5}})
+    seq.append({"k": "end"})
+    html = lt.section(hc.records(hc.read(_write(tmp_path / "it.jsonl", seq)), t0=0.0))
+    assert "per iteration" in html and "three tiers" in html
+    assert html.count("<tr><td>") >= 3 + 2  # three iterations, two kernels
+
+
+def test_profile_counters_bad_value_is_a_usage_error(store_path):
+    from conftest import run_cli
+    res = run_cli("profile", "--store", store_path, "--counters", "kernels", "--", "true")
+    assert res.returncode == 2 and "--counters" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_profile_counters_without_cuda_say_so_and_go_on(store_path):
+    from conftest import run_cli
+    res = run_cli("profile", "--store", store_path, "--counters", "--json", "--", "true")
+    assert res.returncode == 0, res.stderr
+    recs = json.loads(res.stdout.strip().splitlines()[-1])
+    notes = " ".join(next(r for r in recs if r["op"] == "run")["notes"])
+    assert "--counters:" in notes

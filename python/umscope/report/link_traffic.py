@@ -5,6 +5,7 @@ plus the copies the program made: zero-copy accesses and unreported migrations a
 
 from html import escape
 
+from umscope.report import traffic_figs
 from umscope.report.svg import line_chart
 
 FLAG = 0.05  # relative disagreement flagged
@@ -102,6 +103,9 @@ def section(recs) -> str:
         axis = "seconds since the start" if x(r).get("clock") == "program" else "seconds since the first sample"
         out.append(line_chart(lines, f"{r['processor']}: throughput over time ({x(r).get('source')})", axis, "GB/s",
                               x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300))
+        if "l1_l2" in ser:  # the three tiers of schieffer2024's Fig. 12
+            pairs = {k: list(zip(s["t"], s["bytes_per_s"])) for k, s in ser.items()}
+            out.append(traffic_figs.fig12_html(r["processor"], traffic_figs.tiers(pairs)))
     for r in recs:
         if r["op"] != "kernel_traffic":
             continue
@@ -113,6 +117,11 @@ def section(recs) -> str:
         out.append(f"<table><tr><th>kernel ({e(r['processor'])}, {e(rx.get('source'))}; "
                    f"{e(rx.get('launches'))} launches, {e(rx.get('passes'))} pass(es))</th><th>launches</th>"
                    + "".join(f"<th>{e(c)} MiB</th>" for c in cols) + "</tr>" + body + "</table>")
+        launches = [(b.get("kernel", "?"), {k: v for k, v in b.items() if k != "kernel"})
+                    for b in rx.get("launch_bytes") or []]
+        rows = traffic_figs.fig10_rows(None, launches, launches)
+        if len(rows) >= 2:  # an iterative program: its traffic per iteration (schieffer2024's Fig. 10)
+            out.append(traffic_figs.fig10_html(f"{r['processor']}, per iteration", rows))
         out.append("<p class=note>Per kernel: CUPTI's range profiler serialises kernels while it counts, so kernel "
                    "times in this run are not those of an unprofiled run; the bytes are the kernel's own.</p>")
     return "".join(out)
