@@ -120,15 +120,33 @@ def _totals(read, write, source=hc.PM):
             "bytes": {"pcie_read": read, "pcie_write": write}}
 
 
-def test_comparison_flags_more_than_five_percent():
-    rows = {r["direction"]: r for r in lt.comparison([_um(0.94 * GiB, 0.97 * GiB), _totals(GiB, GiB)])}
+def test_comparison_flags_more_than_five_percent_outside_the_data_range():
+    # 1 GiB of 128-byte completions counts 1 GiB x 140/128 read; of 256-byte ones 1 GiB x 268/256
+    small, large = GiB * 140 / 128, GiB * 268 / 256
+    lo, hi = lt.payload_range("htod", small)
+    assert lo == pytest.approx(GiB) and hi > GiB
+    assert lt.payload_range("htod", large)[1] == pytest.approx(GiB)
+    rows = {r["direction"]: r for r in lt.comparison([_um(GiB, 0), _totals(small, 0)])}
+    assert rows["htod"]["disagreement"] == 0 and not rows["htod"]["flag"]
+    # traced 6% below the least data the counted packets can carry: flagged; 3% below: not
+    rows = {r["direction"]: r for r in lt.comparison([_um(0.94 * GiB), _totals(small, 0)])}
     assert rows["htod"]["flag"] and rows["htod"]["disagreement"] == pytest.approx(-0.06)
-    assert not rows["dtoh"]["flag"] and rows["dtoh"]["disagreement"] == pytest.approx(-0.03)
+    rows = {r["direction"]: r for r in lt.comparison([_um(0.97 * GiB), _totals(small, 0)])}
+    assert not rows["htod"]["flag"]
+    # more traced than the packets can carry: flagged
+    rows = {r["direction"]: r for r in lt.comparison([_um(1.2 * GiB), _totals(large, 0)])}
+    assert rows["htod"]["flag"] and rows["htod"]["disagreement"] == pytest.approx(0.2)
+    # the 84% of the Needleman-Wunsch trace (issue 18) is flagged whatever the completion size
+    rows = {r["direction"]: r for r in lt.comparison([_um(0.84 * 2 * GiB), _totals(2 * large, 0)])}
+    assert rows["htod"]["flag"]
     # copies the program made count on the traced side
-    rows = {r["direction"]: r for r in lt.comparison([_um(0.5 * GiB, 0, {"htod": 0.5 * GiB}), _totals(GiB, 0)])}
+    rows = {r["direction"]: r for r in lt.comparison([_um(0.5 * GiB, 0, {"htod": 0.5 * GiB}), _totals(large, 0)])}
     assert not rows["htod"]["flag"] and rows["htod"]["counted"] == GiB
+    # device to host: the read requests come out of the written bytes first
+    lo, hi = lt.payload_range("dtoh", GiB * 144 / 128 + small * 16 / 140, small)
+    assert lo == pytest.approx(GiB) and hi > GiB
     # a few hundred KiB apart on a small run is counter granularity, not a disagreement
-    rows = {r["direction"]: r for r in lt.comparison([_um(1 << 20, 0), _totals((1 << 20) + (300 << 10), 0)])}
+    rows = {r["direction"]: r for r in lt.comparison([_um(1 << 20, 0), _totals((1 << 20) * 1.5, 0)])}
     assert not rows["htod"]["flag"]
     # NVML's counters: RX is what the GPU received (host to device)
     nv = {"op": "counter_totals", "processor": "gpu0", "source": hc.NVML, "bytes": {"pcie_rx": GiB, "pcie_tx": 0}}
