@@ -8,10 +8,10 @@ this machine, and the counters' own check against known bytes. Writes docs/traff
 - Fig. 10: SRAD, managed and explicit, per iteration: time (unprofiled run) and bytes read from GPU
   memory (local) and over the host link (remote), from the range profiler (one range per kernel; two runs,
   as CUPTI will not count PCIe and DRAM in one configuration).
-- Fig. 12: Quantum Volume, managed, managed-prefetch and explicit: throughput in three tiers (L1 <-> L2,
-  GPU memory, host link) from PM sampling over the run.
+- Fig. 12: Quantum Volume (CPU-initialised state), managed, managed-prefetch, explicit and pinned:
+  throughput in three tiers (L1 <-> L2, GPU memory, host link) from PM sampling over the run.
 
-    python3 bench/traffic_figs.py [--srad-rows 8192] [--qubits 27] [--out docs/traffic-figures.md]
+    python3 bench/traffic_figs.py [--srad-rows 8192] [--qubits 27] [--pinned-qubits 22] [--out docs/traffic-figures.md]
 Needs a GPU, umbench and libumcounters ($UMSCOPE_UMCOUNTERS or the installed package's)."""
 import argparse
 import json
@@ -128,30 +128,60 @@ def fig10(a, lines):
 
 def fig12(a, lines):
     lines += ["## Fig. 12: three tiers during Quantum Volume", "",
-              f"QV at {a.qubits} qubits (schieffer2024: 34 qubits, 130% oversubscription of GH200's GPU memory; "
-              "oversubscription is not run here). PM sampling every "
-              f"{a.period_us} us of lts__t_sectors_srcunit_tex.sum x 32 B (L1 <-> L2), dram__bytes_read/write.sum "
-              "(GPU memory) and pcie__read/write_bytes.sum (host link); mean and peak over the busy part (where "
-              "L1 <-> L2 is above 5% of its peak).", ""]
-    for mode in ("managed", "managed-prefetch", "explicit"):
-        recs, parsed, wall = umbench(["qv", "--qubits", a.qubits, "--mode", mode],
+              f"QV at {a.qubits} qubits with the state initialised by the CPU (`--init cpu`), so that managed "
+              "memory migrates it; pinned memory (zero copy: every access over the link, the regime of the paper's "
+              f"link-throttled managed case) at {a.pinned_qubits} qubits, as it is link-bound. schieffer2024 ran 34 "
+              "qubits at 130% oversubscription of GH200's GPU memory; oversubscription is not run here. PM sampling "
+              f"every {a.period_us} us of lts__t_sectors_srcunit_tex.sum x 32 B (L1 <-> L2), "
+              "dram__bytes_read/write.sum (GPU memory) and pcie__read/write_bytes.sum (host link, packet headers "
+              "included); mean and peak over the busy part (where L1 <-> L2 is above 5% of its peak).", ""]
+    for mode, n in (("managed", a.qubits), ("managed-prefetch", a.qubits), ("explicit", a.qubits),
+                    ("pinned", a.pinned_qubits)):
+        recs, parsed, wall = umbench(["qv", "--qubits", n, "--mode", mode, "--init", "cpu"],
                                      {"modes": ("sample",), "metrics": QV_METRICS, "period_us": a.period_us})
         if not parsed or not parsed["samples"]:
             lines += [f"{mode}: no samples (see the log)", ""]
             continue
         summ = tf.tier_summary(tf.tiers(hc.series(parsed, 0)))
         total = recs[0].get("total_ms") if recs else None
-        lines += [tf.fig12_markdown(mode, summ), "",
+        lines += [tf.fig12_markdown(f"{mode}, {n} qubits", summ), "",
                   f"{mode}: {len(parsed['samples'])} samples; run {total and f'{total:.0f} ms' or '?'} "
                   f"(wall {wall:.1f} s)", ""]
+
+
+def overhead(a, lines):
+    lines += ["## What counting costs", "",
+              f"SRAD managed, {a.overhead_rows} x {a.overhead_rows}, {a.overhead_iterations} iterations, run three "
+              "times each way, alternating: the application's own compute time (CUDA events around its "
+              "iterations) and its total (context to free), without counters and with PM sampling "
+              f"(every {a.period_us} us). The range profiler serialises every kernel and costs per kernel: see the "
+              "check above (one kernel: ms range profiler against ms plain).", "",
+              "| counters | compute ms (median of 3) | total ms (median of 3) |", "|---|---:|---:|"]
+    args = ["srad", "--mode", "managed", "--rows", a.overhead_rows, "--iterations", a.overhead_iterations]
+    got = {"none": [], "PM sampling": []}
+    for _ in range(3):
+        for what in got:
+            recs, _, _ = umbench(args, {"modes": ("sample",), "period_us": a.period_us} if what != "none" else None)
+            if recs:
+                got[what].append((recs[0]["compute_ms"], recs[0]["total_ms"]))
+    med = lambda v: sorted(v)[len(v) // 2] if v else None  # noqa: E731
+    base = med([c for c, _ in got["none"]])
+    for what, v in got.items():
+        c, t = med([x for x, _ in v]), med([y for _, y in v])
+        rel = f" ({100 * (c - base) / base:+.1f}%)" if c and base and what != "none" else ""
+        lines.append(f"| {what} | {'' if c is None else f'{c:.1f}'}{rel} | {'' if t is None else f'{t:.1f}'} |")
+    lines.append("")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--srad-rows", default="8192")
     ap.add_argument("--qubits", default="27")
+    ap.add_argument("--pinned-qubits", default="22")
     ap.add_argument("--period-us", default="2000")
-    ap.add_argument("--parts", default="check,fig10,fig12")
+    ap.add_argument("--overhead-rows", default="16384")
+    ap.add_argument("--overhead-iterations", default="200")
+    ap.add_argument("--parts", default="check,fig10,fig12,overhead")
     ap.add_argument("--out", default=str(ROOT / "docs" / "traffic-figures.md"))
     a = ap.parse_args()
     fp = probe.probe_gpu()
@@ -161,7 +191,7 @@ def main():
              f"commit {_commit.commit(ROOT)}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Counters: "
              "libumcounters (CUPTI range profiler and PM sampling, Nsight Compute's metric names).", ""]
     for part in a.parts.split(","):
-        {"check": check, "fig10": fig10, "fig12": fig12}[part](a, lines)
+        {"check": check, "fig10": fig10, "fig12": fig12, "overhead": overhead}[part](a, lines)
         print("\n".join(lines[-30:]))
     Path(a.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {a.out}")

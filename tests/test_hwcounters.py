@@ -97,11 +97,13 @@ def test_refused_and_cut_files_are_reported(tmp_path):
 
 
 def test_parse_modes():
-    assert hc.parse_modes("all") == ("kernel", "sample") and hc.parse_modes("sample") == ("sample",)
-    assert hc.parse_modes("kernel, sample") == ("kernel", "sample")
+    assert hc.parse_modes("all") == ("sample",) and hc.parse_modes(None) == ("sample",)
+    assert hc.parse_modes("kernel") == ("kernel",) and hc.parse_modes(" sample ") == ("sample",)
     for bad in ("kernels", ",", "sample,foo"):
-        with pytest.raises(ValueError, match="--counters"):
+        with pytest.raises(ValueError, match="--counters takes kernel or sample"):
             hc.parse_modes(bad)
+    with pytest.raises(ValueError, match="HARDWARE_BUSY"):
+        hc.parse_modes("kernel,sample")
     with pytest.raises(ValueError):
         hc.environment("x", ("kernel",), counter_set="dram")
     env = hc.environment("/tmp/x", ("kernel",), counter_set="memory", period_us=500)

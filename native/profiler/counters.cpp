@@ -1,10 +1,11 @@
 // Hardware counters for traffic, for an unmodified program (libumcounters, loaded by the CUDA driver
-// through CUDA_INJECTION64_PATH). Two CUPTI profilers, chosen with $UMSCOPE_COUNTERS (comma list):
+// through CUDA_INJECTION64_PATH). One of two CUPTI profilers, chosen with $UMSCOPE_COUNTERS (they share the
+// counter hardware: with both, the second answers CUPTI_ERROR_HARDWARE_BUSY; default sample):
 //   kernel  the Range Profiler in auto-range, kernel-replay mode: one range per kernel launch, with
 //           the metrics of $UMSCOPE_COUNTER_SET (link: PCIe / NVLink / C2C bytes; memory: DRAM bytes
 //           and system-memory sectors at L2). CUPTI serialises kernels (and replays one that needs
 //           several passes), so kernels are timed differently from an unprofiled run.
-//   sample  PM sampling: the device's PCIe, NVLink and DRAM byte counters every
+//   sample  PM sampling: the device's PCIe, DRAM and L1 <-> L2 byte counters every
 //           $UMSCOPE_COUNTER_PERIOD_US microseconds (default 1000) over the whole run; copies and
 //           migrations (not kernels) are seen only here.
 // The metric names are Nsight Compute's. Records are JSON lines in $UMSCOPE_COUNTERS_FILE:
@@ -473,9 +474,11 @@ struct Sampler {
     st.pPmSamplingObject = obj;
     ok("PM sampling stop", cuptiPmSamplingStop(&st), dev);
     decode();
+#ifndef UMSCOPE_COUNTERS_SKIP_DISABLE
     auto dp = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
     dp.pPmSamplingObject = obj;
     ok("PM sampling disable", cuptiPmSamplingDisable(&dp), dev);
+#endif
     obj = nullptr;
   }
 };
@@ -525,10 +528,14 @@ void on_launch(CUcontext ctx, bool enter, const char* symbol) {
   if (++it->second->launched >= kRangesPerImage) it->second->flush(true);
 }
 
+// Everything is collected before the context goes: the CUDA runtime's own exit handler can destroy it
+// before ours runs (then CUPTI has freed the profilers' objects, and stopping them again freed twice).
 void on_context_end(CUcontext ctx) {
   std::lock_guard<std::mutex> lk(g_state);
   auto it = g_kernels.find(ctx);
   if (it != g_kernels.end()) it->second->disable();
+  auto s = g_samplers.find(device_of(ctx));
+  if (s != g_samplers.end()) s->second->finish();
 }
 
 void finish() {
@@ -556,7 +563,7 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
   if (g_out) return true;
   g_out = std::fopen(path && *path ? path : "umcounters.jsonl", "w");
   if (!g_out) return false;
-  for (auto& m : env_list("UMSCOPE_COUNTERS", {"kernel", "sample"})) {
+  for (auto& m : env_list("UMSCOPE_COUNTERS", {"sample"})) {
     if (m == "kernel") g_kernel = true;
     if (m == "sample") g_sample = true;
   }

@@ -122,9 +122,9 @@ def build_parser():
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
     s.add_argument("--period", default="100ms", help="sampling period, 1ms to 3600s (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
-    s.add_argument("--counters", nargs="?", const="all", metavar="kernel,sample",
-                   help="hardware counters: link and memory bytes per kernel (kernel: CUPTI range profiler, "
-                        "serialises kernels) and over time (sample: PM sampling); both without a value")
+    s.add_argument("--counters", nargs="?", const="sample", metavar="sample|kernel",
+                   help="hardware counters: PCIe, GPU-memory and L1<->L2 bytes over time (sample: PM sampling, the "
+                        "default) or per kernel (kernel: CUPTI range profiler, serialises kernels)")
     s.add_argument("--counter-set", choices=["link", "memory"], default="link",
                    help="--counters kernel: PCIe bytes (link, default) or DRAM and zero-copy L2 bytes (memory)")
     s.add_argument("--power", action="store_true", help="also sample GPU power and energy, and host energy (RAPL)")

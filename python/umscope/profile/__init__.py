@@ -25,7 +25,7 @@ from umscope.profile.tracer import (ACCESS, CAUSES, COUNTERS, cupti_path, parse_
 
 def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None):
     """Runs cmd; returns (exit status as a shell reports it, records, notes). counters: None, or
-    {"modes": ("kernel", "sample"), "set": "link" | "memory"} for hardware counters (profile/hwcounters.py)."""
+    {"modes": ("sample",) or ("kernel",), "set": "link" | "memory"} for hardware counters (profile/hwcounters.py)."""
     if not cmd:
         raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
     notes = []

@@ -54,13 +54,18 @@ def library_path():
 
 
 def parse_modes(text):
-    """'kernel', 'sample', 'kernel,sample' or 'all' -> a tuple of modes; ValueError names the bad one."""
+    """'sample' (also the default: no value, or 'all') or 'kernel' -> a one-mode tuple; ValueError otherwise.
+    CUPTI runs one of the two at a time: with PM sampling on, the range profiler's counter availability
+    query answered CUPTI_ERROR_HARDWARE_BUSY on the H100."""
     if text in (None, "", "all"):
-        return MODES
-    modes = tuple(m.strip() for m in str(text).split(",") if m.strip())
+        return ("sample",)
+    modes = tuple(dict.fromkeys(m.strip() for m in str(text).split(",") if m.strip()))
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
-        raise ValueError(f"--counters takes kernel, sample or both (kernel,sample), got {text!r}")
+        raise ValueError(f"--counters takes kernel or sample, got {text!r}")
+    if len(modes) > 1:
+        raise ValueError("--counters takes kernel or sample, not both: CUPTI's range profiler and PM sampling "
+                         "share the counter hardware (CUPTI_ERROR_HARDWARE_BUSY)")
     return modes
 
 
