@@ -273,3 +273,15 @@ def test_profile_counters_without_cuda_say_so_and_go_on(store_path):
     recs = json.loads(res.stdout.strip().splitlines()[-1])
     notes = " ".join(next(r for r in recs if r["op"] == "run")["notes"])
     assert "--counters:" in notes
+
+
+def test_linkbytes_plan_and_usage():
+    from conftest import umbench
+    from umscope import plans
+    cases = plans.bench_plan("linkbytes", {})
+    assert [c.params["op"] for c in cases] == ["zerocopy-read", "h2d-copy", "managed-migrate"]
+    assert all(c.params["bytes"] == "1g" for c in cases)
+    bad = umbench("run", "linkbytes", "--op", "bogus")
+    assert bad.returncode == 2 and "unknown op" in bad.stdout + bad.stderr
+    bad = umbench("run", "linkbytes", "--gap-ms", "-1")
+    assert bad.returncode == 2 and "--gap-ms" in bad.stdout + bad.stderr
