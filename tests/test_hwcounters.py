@@ -82,7 +82,7 @@ def test_records_name_their_source(tmp_path):
     assert ops["counter_totals"]["source"] == hc.PM and ops["kernel_traffic"]["source"] == hc.RANGE
     assert ops["kernel_traffic"]["launches"] == 3 and ops["kernel_traffic"]["passes"] == 1
     assert ops["counter_series"]["clock"] == "program"
-    assert ops["counter_totals"]["bytes"]["pcie_read"] == pytest.approx(0.1 * GiB)
+    assert ops["counter_totals"]["by_metric"]["pcie_read"] == pytest.approx(0.1 * GiB)
 
 
 def test_refused_and_cut_files_are_reported(tmp_path):
@@ -119,7 +119,7 @@ def _um(htod, dtoh=0, copies=None):
 
 def _totals(read, write, source=hc.PM):
     return {"op": "counter_totals", "processor": "gpu0", "source": source,
-            "bytes": {"pcie_read": read, "pcie_write": write}}
+            "by_metric": {"pcie_read": read, "pcie_write": write}}
 
 
 def test_comparison_flags_more_than_five_percent_outside_the_data_range():
@@ -151,7 +151,7 @@ def test_comparison_flags_more_than_five_percent_outside_the_data_range():
     rows = {r["direction"]: r for r in lt.comparison([_um(1 << 20, 0), _totals((1 << 20) * 1.5, 0)])}
     assert not rows["htod"]["flag"]
     # NVML's counters: RX is what the GPU received (host to device)
-    nv = {"op": "counter_totals", "processor": "gpu0", "source": hc.NVML, "bytes": {"pcie_rx": GiB, "pcie_tx": 0}}
+    nv = {"op": "counter_totals", "processor": "gpu0", "source": hc.NVML, "by_metric": {"pcie_rx": GiB, "pcie_tx": 0}}
     rows = {r["direction"]: r for r in lt.comparison([_um(0.5 * GiB), nv])}
     assert rows["htod"]["link"] == GiB and rows["htod"]["flag"]
 
@@ -234,7 +234,7 @@ def test_nvml_link_totals_are_counter_differences(monkeypatch):
     assert len(pts) >= 2
     assert link.totals(0) == {"pcie_tx": 10 * (len(pts) - 1), "pcie_rx": 100 * (len(pts) - 1)}
     recs = hc.records(hc.read("/nonexistent"), link)
-    assert recs[0]["source"] == hc.NVML and recs[0]["bytes"]["pcie_rx"] == 100 * (len(pts) - 1)
+    assert recs[0]["source"] == hc.NVML and recs[0]["by_metric"]["pcie_rx"] == 100 * (len(pts) - 1)
 
 
 def test_nvml_link_totals_survive_the_32_bit_wrap():
@@ -285,3 +285,22 @@ def test_linkbytes_plan_and_usage():
     assert bad.returncode == 2 and "unknown op" in bad.stdout + bad.stderr
     bad = umbench("run", "linkbytes", "--gap-ms", "-1")
     assert bad.returncode == 2 and "--gap-ms" in bad.stdout + bad.stderr
+
+
+def test_stored_profile_report_has_the_counter_section(tmp_path):
+    """Through the store and the HTML report, as `umscope profile --um-trace --counters` leaves them."""
+    from umscope.report.html import render
+    from umscope.store import Store
+    from umscope.suite import Case
+    p = hc.read(_counter_file(tmp_path))
+    recs = hc.records(p, t0=5000.0) + [dict(_um(0.05 * GiB, 0), type="record", benchmark="profile", metric="um_events",
+                                            unit="", n=1, median=1.0, min=1.0, max=1.0, value=1.0)]
+    recs.append({"type": "record", "benchmark": "profile", "op": "run", "processor": "host", "metric": "wall_time",
+                 "unit": "s", "n": 1, "median": 1.0, "min": 1.0, "max": 1.0, "value": 1.0, "command": "x",
+                 "exit_status": 0, "samples_taken": 1, "period_s": 0.1, "sampler_overhead": 0.0, "notes": []})
+    s = Store(str(tmp_path / "s.sqlite"))
+    run = s.create_run("profile", "umscope profile --counters -- x", [], {}, {"host": {}})
+    s.add_case_result(run, Case("profile", None, {"command": "x"}), "ok", "", 0, 1, recs)
+    s.finish_run(run, "complete")
+    html = render(s.run(run), s.cases(run), s.records(run))
+    assert "Link and memory traffic" in html and "more than 5% apart" in html and hc.PM in html

@@ -232,7 +232,7 @@ def records(parsed, nvml_link=None, t0=None, label_set="link") -> list:
         tot = totals(parsed, dev)
         if tot:
             recs.append(_rec("counter_totals", dev, sum(v for k, v in tot.items() if k in LINK_METRICS.values()),
-                             PM, bytes=tot, samples=sum(1 for s in parsed["samples"] if s.get("dev", 0) == dev),
+                             PM, by_metric=tot, samples=sum(1 for s in parsed["samples"] if s.get("dev", 0) == dev),
                              period_ns=next((c.get("period_ns") for c in parsed["configs"]
                                              if c.get("profiler") == "pm_sampling" and c.get("dev") == dev), None)))
             ser = series(parsed, dev, t0)
@@ -248,7 +248,7 @@ def records(parsed, nvml_link=None, t0=None, label_set="link") -> list:
                 for k, v in b.items():
                     summed[k] = summed.get(k, 0.0) + v
             recs.append(_rec("kernel_traffic", dev, sum(summed.values()), RANGE, kernels=table[:200],
-                             launches=len(launches), bytes=summed, launch_bytes=[
+                             launches=len(launches), by_metric=summed, launch_bytes=[
                                  {"kernel": n, **b} for n, b in launches[:5000]],
                              passes=next((c.get("passes") for c in parsed["configs"]
                                           if c.get("profiler") == "range" and c.get("dev") == dev), None)))
@@ -256,7 +256,7 @@ def records(parsed, nvml_link=None, t0=None, label_set="link") -> list:
         for i in nvml_link.points:
             tot = nvml_link.totals(i)
             if tot:
-                recs.append(_rec("counter_totals", i, tot["pcie_tx"] + tot["pcie_rx"], NVML, bytes=tot,
+                recs.append(_rec("counter_totals", i, tot["pcie_tx"] + tot["pcie_rx"], NVML, by_metric=tot,
                                  samples=len(nvml_link.points[i]), period_ns=int(nvml_link.period * 1e9)))
     return recs
 

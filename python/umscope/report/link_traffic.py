@@ -70,7 +70,7 @@ def comparison(recs) -> list:
         tr = um.get(r["processor"]) or (next(iter(um.values())) if len(um) == 1 else None)
         if tr is None:
             continue  # no trace to compare with: the totals are shown alone
-        b = rx.get("bytes") or {}
+        b = rx.get("by_metric") or {}
         for d in ("htod", "dtoh"):
             link = b.get(DIRECTION[d]) if rx.get("source") != "NVML PCIe counters" else b.get(
                 "pcie_rx" if d == "htod" else "pcie_tx")
@@ -121,7 +121,7 @@ def section(recs) -> str:
                    f"{100 * FLAG:g}% (and 1 MiB) outside it.</p>")
     for r in recs:
         if r["op"] == "counter_totals" and not any(c["gpu"] == r["processor"] for c in rows):
-            b = x(r).get("bytes") or {}
+            b = x(r).get("by_metric") or {}
             out.append(f"<p>{e(r['processor'])}, whole run ({e(x(r).get('source'))}): " + ", ".join(
                 f"{e(k)} {_mib(v)} MiB" for k, v in sorted(b.items())) + "</p>")
     for r in recs:
