@@ -196,8 +196,8 @@ def main():
              "libumcounters (CUPTI range profiler and PM sampling, Nsight Compute's metric names).", ""]
     for part in a.parts.split(","):
         {"check": check, "fig10": fig10, "fig12": fig12, "overhead": overhead}[part](a, lines)
-        print("\n".join(lines[-30:]))
-    Path(a.out).write_text("\n".join(lines) + "\n")
+        print("\n".join(lines[-30:]), flush=True)
+        Path(a.out).write_text("\n".join(lines) + "\n")  # after every part: a part cut short keeps the others
     print(f"wrote {a.out}")
 
 
