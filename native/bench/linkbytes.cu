@@ -13,9 +13,10 @@
 
 #include <cstring>
 
-#include "stream_kernels.cuh"
 #include "umscope/bench.hpp"
 #include "umscope/errors.hpp"
+#include "umscope/stream_kernels.cuh"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 namespace {
@@ -42,9 +43,7 @@ void run_linkbytes(Context& ctx) {
   read_kernel<<<L.grid, L.block>>>(reinterpret_cast<const double2*>(sum), 0, sum);
   UM_CUDA(cudaGetLastError());
   UM_CUDA(cudaDeviceSynchronize());
-  cudaEvent_t e0, e1;
-  UM_CUDA(cudaEventCreate(&e0));
-  UM_CUDA(cudaEventCreate(&e1));
+  EventClock clock;
   std::vector<double> ms;
   std::vector<unsigned long long> starts, ends;
   const double expect = 1.0 * static_cast<double>(n2) * 2;  // every double is 1.0
@@ -66,19 +65,14 @@ void run_linkbytes(Context& ctx) {
     UM_CUDA(cudaDeviceSynchronize());
     usleep(static_cast<useconds_t>(gap_ms * 1000));
     starts.push_back(wall_ns());
-    UM_CUDA(cudaEventRecord(e0));
-    if (op == "h2d-copy") {
-      UM_CUDA(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
-    } else {
-      read_kernel<<<L.grid, L.block>>>(static_cast<const double2*>(dev), n2, sum);
-      UM_CUDA(cudaGetLastError());
-    }
-    UM_CUDA(cudaEventRecord(e1));
-    UM_CUDA(cudaEventSynchronize(e1));
+    ms.push_back(clock.time_ms([&] {
+      if (op == "h2d-copy") {
+        UM_CUDA(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+      } else {
+        read_kernel<<<L.grid, L.block>>>(static_cast<const double2*>(dev), n2, sum);
+      }
+    }));
     ends.push_back(wall_ns());
-    float t = 0;
-    UM_CUDA(cudaEventElapsedTime(&t, e0, e1));
-    ms.push_back(t);
     usleep(static_cast<useconds_t>(gap_ms * 1000));
     if (op != "h2d-copy") {
       double got = 0;
@@ -92,8 +86,6 @@ void run_linkbytes(Context& ctx) {
       UM_CUDA(cudaFreeHost(host));
     }
   }
-  UM_CUDA(cudaEventDestroy(e0));
-  UM_CUDA(cudaEventDestroy(e1));
   UM_CUDA(cudaFree(sum));
   KindSpec kind = parse_kind(op == "managed-migrate" ? "managed" : "pinned");
   JsonObject rec = ctx.record(op, op == "h2d-copy" ? "copy-engine" : "gpu" + std::to_string(ctx.device), kind, bytes);
