@@ -304,3 +304,13 @@ def test_stored_profile_report_has_the_counter_section(tmp_path):
     s.finish_run(run, "complete")
     html = render(s.run(run), s.cases(run), s.records(run))
     assert "Link and memory traffic" in html and "more than 5% apart" in html and hc.PM in html
+
+
+def test_library_found_beside_the_tracer(tmp_path, monkeypatch):
+    monkeypatch.delenv("UMSCOPE_UMCOUNTERS", raising=False)
+    (tmp_path / "libumtrace.so").write_text("")
+    monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
+    installed = hc.library_path()
+    assert installed is None or not installed.startswith(str(tmp_path))
+    (tmp_path / "libumcounters.so").write_text("")
+    assert hc.library_path() == str(tmp_path / "libumcounters.so")

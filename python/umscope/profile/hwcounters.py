@@ -45,12 +45,16 @@ SETS = ("link", "memory")
 
 
 def library_path():
-    """libumcounters, if this build has one ($UMSCOPE_UMCOUNTERS, else beside the package)."""
+    """libumcounters, if this build has one: $UMSCOPE_UMCOUNTERS, else beside $UMSCOPE_UMTRACE (a build
+    folder or a copied set of binaries), else the installed package's."""
     env = os.environ.get("UMSCOPE_UMCOUNTERS")
     if env:
         return env if Path(env).exists() else None
-    lib = Path(__file__).resolve().parent.parent / "lib" / "libumcounters.so"
-    return str(lib) if lib.exists() else None
+    places = [Path(__file__).resolve().parent.parent / "lib"]
+    if os.environ.get("UMSCOPE_UMTRACE"):
+        places.insert(0, Path(os.environ["UMSCOPE_UMTRACE"]).parent)
+    lib = next((p / "libumcounters.so" for p in places if (p / "libumcounters.so").exists()), None)
+    return str(lib) if lib else None
 
 
 def parse_modes(text):
