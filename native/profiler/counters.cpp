@@ -474,11 +474,9 @@ struct Sampler {
     st.pPmSamplingObject = obj;
     ok("PM sampling stop", cuptiPmSamplingStop(&st), dev);
     decode();
-#ifndef UMSCOPE_COUNTERS_SKIP_DISABLE
-    auto dp = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
-    dp.pPmSamplingObject = obj;
-    ok("PM sampling disable", cuptiPmSamplingDisable(&dp), dev);
-#endif
+    // No cuptiPmSamplingDisable: CUPTI frees the PM sampling object itself when the context goes, and
+    // disabling it first made that a double free at exit (glibc abort, exit status 134, on the H100 with
+    // CUDA 13.0; with the call left out the same run exited 0 with every sample and the end record).
     obj = nullptr;
   }
 };

@@ -163,7 +163,7 @@ def totals(parsed, device=None, interval=None) -> dict:
     return tot
 
 
-def series(parsed, device=0, t0=None, max_points=2000) -> dict:
+def series(parsed, device=0, t0=None, max_points=600) -> dict:
     """Throughput over time per metric name: {name: [(seconds since t0, bytes/s)]}; t0 is a wall-clock time
     (the program's start), else the first sample. Samples are merged in groups to at most max_points."""
     smp = [s for s in parsed["samples"] if s.get("dev", 0) == device and s["e"] > s["s"]]
