@@ -111,7 +111,13 @@ BenchRegistrar reg({"linkbytes", "gpu",
                     "first-touch migration) between quiet gaps, to check hardware counters against",
                     {"zerocopy-read", "h2d-copy", "managed-migrate"},
                     {"op", "bytes", "gap-ms", "block", "blocks"},
-                    run_linkbytes});
+                    run_linkbytes,
+                    {{"op", "choice", "zerocopy-read", "the operation: a kernel reading pinned memory in place, a "
+                      "copy-engine copy, or a managed first-touch migration",
+                      {"zerocopy-read", "h2d-copy", "managed-migrate"}},
+                     {"bytes", "size", "1G", "bytes the operation moves host to device"},
+                     {"gap-ms", "int", "200", "quiet milliseconds before and after each operation", {}, "0",
+                      "10000"}}});
 
 }  // namespace
 }  // namespace umscope
