@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "counters.hpp"  // hardware counters share CUPTI's one subscriber (with $UMSCOPE_COUNTERS_FILE)
+
 namespace {
 
 FILE* g_out = nullptr;
@@ -396,7 +398,8 @@ void enable_um() {
   std::fflush(g_out);
 }
 
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void*) {
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  umcounters::callback(domain, cbid, data);  // the hardware counters' callbacks (counters.cpp)
   if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
     enable_um();
@@ -474,6 +477,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
     note("watch context destruction",
          cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
   }
+  if (std::getenv("UMSCOPE_COUNTERS_FILE")) umcounters::attach(sub, subscribed);  // hardware counters
   note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));

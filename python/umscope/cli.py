@@ -91,6 +91,11 @@ def build_parser():
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
     s.add_argument("--period", default="100ms", help="sampling period, 1ms to 3600s (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
+    s.add_argument("--counters", nargs="?", const="sample", metavar="sample|kernel",
+                   help="hardware counters: PCIe, GPU-memory and L1<->L2 bytes over time (sample: PM sampling, the "
+                        "default) or per kernel (kernel: CUPTI range profiler, serialises kernels)")
+    s.add_argument("--counter-set", choices=["link", "memory"], default="link",
+                   help="--counters kernel: PCIe bytes (link, default) or DRAM and zero-copy L2 bytes (memory)")
     s.add_argument("--power", action="store_true", help="also sample GPU power and energy, and host energy (RAPL)")
     s.add_argument("--label", help="a label stored with the run")
     s.add_argument("--store", help="results store (SQLite)")
@@ -338,11 +343,20 @@ def cmd_profile(args):
     fp = probe.probe()
     gpus = [g["pci_bus_id"] for g in fp.get("gpus", [])]
     numa = len([n for n in fp.get("numa", []) if n.get("mem_bytes")]) or 1
+    counters = None
+    if args.counters is not None:
+        from umscope.profile import hwcounters
+        try:
+            counters = {"modes": hwcounters.parse_modes(args.counters), "set": args.counter_set}
+        except ValueError as err:
+            raise UsageError(str(err)) from None
     store = Store(args.store)  # an unwritable store fails before the program runs
-    status, records, notes = profiler.profile(cmd, period, args.power, gpus, numa, args.um_trace)
+    status, records, notes = profiler.profile(cmd, period, args.power, gpus, numa, args.um_trace, counters)
     command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     run_id = store.create_run("profile", command, [], {"period": period, "power": args.power,
-                                                      "um_trace": args.um_trace}, fp, args.label)
+                                                      "um_trace": args.um_trace, "counters": counters and {
+                                                          "modes": list(counters["modes"]), "set": counters["set"]}},
+                              fp, args.label)
     run = next(r for r in records if r["op"] == "run")
     case = Case("profile", None, {"command": " ".join(cmd)})
     ok = status == 0

@@ -134,6 +134,24 @@ def energy_j(index):
 
 # --- topology ---------------------------------------------------------------
 
+def pcie_bytes(index):
+    """{'tx': bytes the GPU sent, 'rx': bytes it received} over PCIe since the driver started counting
+    (field values NVML_FI_DEV_PCIE_COUNT_TX_BYTES / _RX_BYTES), or None where NVML or the GPU lacks them."""
+    nv, h = _init()[0], _handle(index)
+    if nv is None or h is None:
+        return None
+    ids = [getattr(nv, "NVML_FI_DEV_PCIE_COUNT_TX_BYTES", None), getattr(nv, "NVML_FI_DEV_PCIE_COUNT_RX_BYTES", None)]
+    if None in ids:
+        return None
+    try:
+        vals = nv.nvmlDeviceGetFieldValues(h, ids)
+    except nv.NVMLError:
+        return None
+    if any(v.nvmlReturn != 0 for v in vals):
+        return None
+    return {"tx": int(vals[0].value.ullVal), "rx": int(vals[1].value.ullVal)}
+
+
 def bus_key(bus_id) -> str:
     """'00000000:1B:00.0' (NVML) and '0000:1b:00.0' (CUDA) -> '0000:1b:00.0', comparable."""
     parts = _text(bus_id or "").strip().lower().split(":")

@@ -437,6 +437,8 @@ FAMILIES = {
             "per GPU with --launcher), buffers of every kind, algbw and busbw as nccl-tests; --size full: 8 B-4 GiB",
     "mpi": "MPI point-to-point under the site's launcher (--launcher mpirun|srun|flux -n N [--ppn P]): window and "
            "bidirectional bandwidth, latency, k-pair throughput; --kind and --peer-kind per side",
+    "linkbytes": "one operation with known host-link bytes (1 GiB zero-copy read, copy-engine copy, managed "
+                 "first-touch migration) between quiet gaps: what hardware counters are checked against",
     "selftest": "cases that misbehave on purpose (crash, hang, GPU fault) to test the runner",
 }
 
@@ -499,6 +501,9 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
                                ops=tuple((ops or "read").split(",")))
     if name == "firsttouch":
         return firsttouch_cases(fingerprint, kinds, tuple(parse_size_list(sizes)) if sizes else (1 << 30, 4 << 30))
+    if name == "linkbytes":
+        return [Case("linkbytes", None, {"op": op, "bytes": "1g", "reps": "2", "warmup": "0"}, timeout=300)
+                for op in ("zerocopy-read", "h2d-copy", "managed-migrate")]
     if name == "faults":
         return fault_cases(fingerprint, kinds, parse_size_list(sizes)[0] if sizes else 1 << 30)
     if name == "interleave":

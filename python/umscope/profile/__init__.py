@@ -23,8 +23,9 @@ from umscope.profile.tracer import (ACCESS, CAUSES, COUNTERS, cupti_path, parse_
                                     shift_trace, trace_files, tracer_path)
 
 
-def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False):
-    """Runs cmd; returns (exit status as a shell reports it, records, notes)."""
+def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None):
+    """Runs cmd; returns (exit status as a shell reports it, records, notes). counters: None, or
+    {"modes": ("sample",) or ("kernel",), "set": "link" | "memory"} for hardware counters (profile/hwcounters.py)."""
     if not cmd:
         raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
     notes = []
@@ -46,6 +47,11 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
             # NVTX on to CUPTI.
             if "NVTX_INJECTION64_PATH" not in env:
                 env["NVTX_INJECTION64_PATH"] = lib
+    hw = None
+    if counters:
+        from umscope.profile import hwcounters
+        hw = hwcounters.Session(counters["modes"], counters.get("set", "link"), gpus, period)
+        hw.prepare(env, tracer_injected=trace_file is not None)
     baseline = {}
     for i, bus in enumerate(gpus):
         m = nvml.memory(bus)
@@ -56,6 +62,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
     sampler = Sampler(None, period, list(gpus), power, numa_nodes, baseline)
     sampler.start()
     sampler.ready.wait(30)
+    if hw:
+        hw.start()
     start = time.time()
     try:
         proc = subprocess.Popen(cmd, env=env)
@@ -64,6 +72,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
         sampler.go.set()
         sampler.join()
         what = "command not found" if isinstance(err, FileNotFoundError) else "permission denied"
+        if hw:
+            hw.finish()
         raise UsageError(f"{what}: {cmd[0]}") from None
     sampler.root = proc.pid
     sampler.go.set()
@@ -102,6 +112,10 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
             os.unlink(f)
     else:
         extra = []
+    if hw:
+        counter_records, counter_notes = hw.finish(start)
+        extra += counter_records
+        notes += counter_notes
     records = _records(cmd, sampler, wall, rc, status, energy, notes) + extra
     if maxrss:
         records.insert(0, {"type": "record", "benchmark": "profile", "op": "rss_peak", "processor": "host",

@@ -46,6 +46,7 @@ def trace_records(tr: dict) -> list:
                  "ranges": tr.get("ranges", []), "instants": tr.get("instants", []),
                  "clock": tr.get("clock", "trace"),
                  "kernels": tr["kernels"], "kernel_s": tr["kernel_s"], "memcpy_bytes": tr["memcpy_bytes"],
+                 "memcpy_by_direction": tr.get("memcpy_by_direction"),
                  "allocations_made": tr["allocations_made"], "faults_per_migration": tr["faults_per_migration"],
                  "eviction_to_migration": tr["eviction_to_migration"], "trace_complete": tr["complete"],
                  "dropped": tr["dropped"], "by_gpu": tr.get("by_gpu", {}), "devices": tr.get("devices", {}),

@@ -210,6 +210,9 @@ def parse_trace(path, gpus=()) -> dict:
                kernels=sum(1 for e in ev if e.get("k") == "kernel"),
                kernel_s=sum(e["e"] - e["s"] for e in ev if e.get("k") == "kernel") / 1e9,
                memcpy_bytes=sum(e["b"] for e in ev if e.get("k") == "memcpy"),
+               # CUPTI copy kinds: 1 host to device, 2 device to host (for the counters' comparison).
+               memcpy_by_direction={d: sum(e["b"] for e in ev if e.get("k") == "memcpy" and e.get("ck") == ck)
+                                    for d, ck in (("htod", 1), ("dtoh", 2))},
                allocations_made=len(allocs), by_gpu=by_gpu, timeline_by_gpu=timeline_by_gpu,
                devices={label(e["_p"], e["id"]): e.get("bus") for e in ev if e.get("k") == "device"},
                kinds_refused=refused, records_lost=lost, driver_counters=driver,

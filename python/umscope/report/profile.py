@@ -80,6 +80,8 @@ def charts(recs) -> str:
         out.append("<table><tr><th>unified memory (CUPTI)</th><th>total</th><th>what the driver reports, and what "
                    "it does not</th></tr>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td><td class=note>{e(c)}</td></tr>"
                                                       for k, v, c in items) + "</table>")
+    from umscope.report.link_traffic import section as counter_section  # hardware counters beside the trace
+    out.append(counter_section(recs))
     rows = "".join(
         f"<tr><td>{e(r['op'])}</td><td>{e(r['processor'])}</td><td class=num>"
         f"{(r['max'] / 2**20 if r['unit'] == 'bytes' else r['max']):.4g}</td><td class=num>"

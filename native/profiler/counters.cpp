@@ -1,0 +1,619 @@
+// Hardware counters for traffic, for an unmodified program (libumcounters, loaded by the CUDA driver
+// through CUDA_INJECTION64_PATH). One of two CUPTI profilers, chosen with $UMSCOPE_COUNTERS (they share the
+// counter hardware: with both, the second answers CUPTI_ERROR_HARDWARE_BUSY; default sample):
+//   kernel  the Range Profiler in auto-range, kernel-replay mode: one range per kernel launch, with
+//           the metrics of $UMSCOPE_COUNTER_SET (link: PCIe / NVLink / C2C bytes; memory: DRAM bytes
+//           and system-memory sectors at L2). CUPTI serialises kernels (and replays one that needs
+//           several passes), so kernels are timed differently from an unprofiled run.
+//   sample  PM sampling: the device's PCIe, DRAM and L1 <-> L2 byte counters every
+//           $UMSCOPE_COUNTER_PERIOD_US microseconds (default 1000) over the whole run; copies and
+//           migrations (not kernels) are seen only here.
+// The metric names are Nsight Compute's. Records are JSON lines in $UMSCOPE_COUNTERS_FILE:
+//   {"k":"start",...} {"k":"config",...} {"k":"range",...} {"k":"sample",...} {"k":"error",...} {"k":"end"}
+// Where the profiler API is refused (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: the driver restricts
+// counters to administrators) an error record says so and python/umscope/profile falls back to NVML.
+#include <cupti.h>
+#include <cupti_pmsampling.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "counters.hpp"
+
+namespace {
+
+FILE* g_out = nullptr;
+std::mutex g_io;
+std::atomic<bool> g_done{false};
+
+// Bytes over the host link as the GPU's PCIe unit counts them: TLP bytes, headers included (on the H100 a
+// 1 GiB zero-copy read by SMs counted 1.09x: 128-byte read completions with 12-byte headers; the 16-byte
+// read requests count as written). One CUPTI configuration: system counters, which CUPTI does not put in
+// one configuration with DRAM or L2 counters. $UMSCOPE_COUNTER_METRICS replaces the set (NVLink:
+// nvlrx__bytes.sum, nvltx__bytes.sum; Grace Hopper's C2C: ctc__rx_bytes.sum, ctc__tx_bytes.sum).
+const std::vector<std::string> kLink = {"pcie__read_bytes.sum", "pcie__write_bytes.sum"};
+// Payload bytes: to/from the GPU's own memory, and the L2 sectors from the SMs' L1s that went to system
+// memory (zero-copy; srcunit_tex leaves out the copies between the two L2 partitions, which the plain
+// aperture counter adds: 1.5x on the H100).
+const std::vector<std::string> kMemory = {"dram__bytes_read.sum", "dram__bytes_write.sum",
+                                          "lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum",
+                                          "lts__t_sectors_srcunit_tex_aperture_sysmem_op_write.sum"};
+// PM sampling over the run: link, GPU memory and L1 <-> L2 bytes (the three tiers), as many as the GPU
+// allows in one pass (a metric it refuses is left out and named in the config record).
+const std::vector<std::string> kSampled = {"pcie__read_bytes.sum", "pcie__write_bytes.sum", "dram__bytes_read.sum",
+                                           "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex.sum"};
+
+// A CUPTI parameter block: zeroed, with its size set.
+template <class T>
+T params(size_t size) {
+  T p;
+  std::memset(&p, 0, sizeof p);
+  p.structSize = size;
+  return p;
+}
+
+void json_string(FILE* f, const char* s) {
+  std::fputc('"', f);
+  for (; s && *s; ++s) {
+    unsigned char c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') std::fprintf(f, "\\%c", c);
+    else if (c < 0x20) std::fprintf(f, "\\u%04x", c);
+    else std::fputc(c, f);
+  }
+  std::fputc('"', f);
+}
+
+bool ok(const char* what, CUptiResult r, int dev = -1) {
+  if (r == CUPTI_SUCCESS) return true;
+  if (!g_out) return false;
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  std::lock_guard<std::mutex> lk(g_io);
+  std::fprintf(g_out, "{\"k\":\"error\",\"what\":\"%s\",\"dev\":%d,\"code\":%d,\"cupti\":", what, dev,
+               static_cast<int>(r));
+  json_string(g_out, s ? s : "?");
+  std::fputs("}\n", g_out);
+  std::fflush(g_out);
+  return false;
+}
+
+std::vector<std::string> env_list(const char* name, const std::vector<std::string>& fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char* p = v;; ++p) {
+    if (*p == ',' || *p == 0) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+      if (!*p) break;
+    } else if (*p != ' ') {
+      cur += *p;
+    }
+  }
+  return out;
+}
+
+std::vector<const char*> c_names(const std::vector<std::string>& v) {
+  std::vector<const char*> out;
+  for (auto& s : v) out.push_back(s.c_str());
+  return out;
+}
+
+// A CUPTI host object with a configuration of `metrics` for one chip; the config image and passes.
+struct HostConfig {
+  CUpti_Profiler_Host_Object* host = nullptr;
+  std::vector<uint8_t> image;
+  size_t passes = 0;
+  std::vector<std::string> skipped;  // metrics the GPU would not take with the others
+
+  bool init(CUpti_ProfilerType type, const char* chip, const uint8_t* avail, int dev) {
+    auto hp = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+    hp.profilerType = type;
+    hp.pChipName = chip;
+    hp.pCounterAvailabilityImage = avail;
+    if (!ok("host initialise", cuptiProfilerHostInitialize(&hp), dev)) return false;
+    host = hp.pHostObject;
+    return true;
+  }
+  CUptiResult add(const std::vector<std::string>& metrics) {
+    auto names = c_names(metrics);
+    auto ap = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+    ap.pHostObject = host;
+    ap.ppMetricNames = names.data();
+    ap.numMetrics = names.size();
+    return cuptiProfilerHostConfigAddMetrics(&ap);
+  }
+  void release() {
+    if (host) {
+      auto dp = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+      dp.pHostObject = host;
+      cuptiProfilerHostDeinitialize(&dp);
+      host = nullptr;
+    }
+  }
+  // A configuration of `metrics`; where the GPU refuses them together, the largest prefix-greedy subset it
+  // takes (each metric tried on top of those already taken), the rest listed in `skipped`.
+  bool build(CUpti_ProfilerType type, const char* chip, const uint8_t* avail, std::vector<std::string>& metrics,
+             int dev) {
+    if (!init(type, chip, avail, dev)) return false;
+    if (add(metrics) != CUPTI_SUCCESS) {
+      std::vector<std::string> taken;
+      for (auto& m : metrics) {
+        std::vector<std::string> trial = taken;
+        trial.push_back(m);
+        release();
+        if (!init(type, chip, avail, dev)) return false;
+        if (add(trial) == CUPTI_SUCCESS) taken = trial;
+        else skipped.push_back(m);
+      }
+      release();
+      if (!init(type, chip, avail, dev)) return false;
+      if (taken.empty() || !ok("add metrics", add(taken), dev)) return false;
+      metrics = taken;
+    }
+    auto sp = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+    sp.pHostObject = host;
+    if (!ok("config image size", cuptiProfilerHostGetConfigImageSize(&sp), dev)) return false;
+    image.resize(sp.configImageSize);
+    auto ip = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+    ip.pHostObject = host;
+    ip.configImageSize = image.size();
+    ip.pConfigImage = image.data();
+    if (!ok("config image", cuptiProfilerHostGetConfigImage(&ip), dev)) return false;
+    auto np = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+    np.configImageSize = image.size();
+    np.pConfigImage = image.data();
+    if (ok("passes", cuptiProfilerHostGetNumOfPasses(&np), dev)) passes = np.numOfPasses;
+    return true;
+  }
+  bool evaluate(const std::vector<uint8_t>& data, size_t index, const std::vector<std::string>& metrics,
+                std::vector<double>& values, int dev) {
+    auto names = c_names(metrics);
+    values.assign(metrics.size(), 0.0);
+    auto ep = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+    ep.pHostObject = host;
+    ep.pCounterDataImage = data.data();
+    ep.counterDataImageSize = data.size();
+    ep.rangeIndex = index;
+    ep.ppMetricNames = names.data();
+    ep.numMetrics = names.size();
+    ep.pMetricValues = values.data();
+    return ok("evaluate", cuptiProfilerHostEvaluateToGpuValues(&ep), dev);
+  }
+  ~HostConfig() { release(); }
+};
+
+void write_values(FILE* f, const std::vector<std::string>& metrics, const std::vector<double>& v) {
+  std::fputs("\"m\":{", f);
+  for (size_t i = 0; i < metrics.size(); ++i)
+    std::fprintf(f, "%s\"%s\":%.17g", i ? "," : "", metrics[i].c_str(), v[i]);
+  std::fputc('}', f);
+}
+
+void write_config(const char* profiler, int dev, const char* chip, const std::vector<std::string>& metrics,
+                  size_t passes, const char* extra, const std::vector<std::string>& skipped) {
+  std::lock_guard<std::mutex> lk(g_io);
+  std::fprintf(g_out, "{\"k\":\"config\",\"profiler\":\"%s\",\"dev\":%d,\"chip\":", profiler, dev);
+  json_string(g_out, chip);
+  std::fputs(",\"metrics\":[", g_out);
+  for (size_t i = 0; i < metrics.size(); ++i) std::fprintf(g_out, "%s\"%s\"", i ? "," : "", metrics[i].c_str());
+  std::fputs("],\"skipped\":[", g_out);
+  for (size_t i = 0; i < skipped.size(); ++i) std::fprintf(g_out, "%s\"%s\"", i ? "," : "", skipped[i].c_str());
+  std::fprintf(g_out, "],\"passes\":%zu%s}\n", passes, extra);
+  std::fflush(g_out);
+}
+
+int device_of(CUcontext ctx) {
+  uint32_t d = 0;
+  return ok("device of the context", cuptiGetDeviceId(ctx, &d)) ? static_cast<int>(d) : -1;
+}
+
+const char* chip_of(int dev) {
+  auto cp = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+  cp.deviceIndex = static_cast<size_t>(dev);
+  if (!ok("chip name", cuptiDeviceGetChipName(&cp), dev)) return nullptr;
+  return cp.pChipName;
+}
+
+// ---- Range Profiler: one range per kernel, per context ----------------------------------------
+constexpr size_t kRangesPerImage = 256;
+
+struct KernelProfiler {
+  CUcontext ctx = nullptr;
+  int dev = -1;
+  std::vector<std::string> metrics;
+  HostConfig cfg;
+  CUpti_RangeProfiler_Object* obj = nullptr;
+  std::vector<uint8_t> data;
+  std::vector<std::string> names;  // the kernel of each range in the image, from the launch callback
+  size_t launched = 0, written = 0, dropped = 0;
+  bool running = false;
+
+  bool start() {
+    auto ip = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+    ip.pRangeProfilerObject = obj;
+    ip.counterDataSize = data.size();
+    ip.pCounterData = data.data();
+    if (!ok("range profiler counter data", cuptiRangeProfilerCounterDataImageInitialize(&ip), dev)) return false;
+    auto sp = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+    sp.pRangeProfilerObject = obj;
+    sp.configSize = cfg.image.size();
+    sp.pConfig = cfg.image.data();
+    sp.counterDataImageSize = data.size();
+    sp.pCounterDataImage = data.data();
+    sp.range = CUPTI_AutoRange;
+    sp.replayMode = CUPTI_KernelReplay;
+    sp.maxRangesPerPass = kRangesPerImage;
+    sp.numNestingLevels = 1;
+    sp.minNestingLevel = 1;
+    sp.passIndex = 0;
+    sp.targetNestingLevel = 0;
+    if (!ok("range profiler set config", cuptiRangeProfilerSetConfig(&sp), dev)) return false;
+    auto st = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    st.pRangeProfilerObject = obj;
+    running = ok("range profiler start", cuptiRangeProfilerStart(&st), dev);
+    launched = 0;
+    names.clear();
+    return running;
+  }
+
+  bool setup(CUcontext c) {
+    ctx = c;
+    dev = device_of(c);
+    const char* chip = chip_of(dev);
+    if (!chip) return false;
+    auto ap = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+    ap.ctx = ctx;
+    if (!ok("counter availability", cuptiProfilerGetCounterAvailability(&ap), dev)) return false;
+    std::vector<uint8_t> avail(ap.counterAvailabilityImageSize);
+    ap.pCounterAvailabilityImage = avail.data();
+    if (!ok("counter availability", cuptiProfilerGetCounterAvailability(&ap), dev)) return false;
+    const char* set = std::getenv("UMSCOPE_COUNTER_SET");
+    bool memory = set && std::strcmp(set, "memory") == 0;
+    metrics = env_list("UMSCOPE_COUNTER_METRICS", memory ? kMemory : kLink);
+    if (!cfg.build(CUPTI_PROFILER_TYPE_RANGE_PROFILER, chip, avail.data(), metrics, dev)) return false;
+    write_config("range", dev, chip, metrics, cfg.passes, ",\"range\":\"auto\",\"replay\":\"kernel\"", cfg.skipped);
+    auto ep = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+    ep.ctx = ctx;
+    if (!ok("range profiler enable", cuptiRangeProfilerEnable(&ep), dev)) return false;
+    obj = ep.pRangeProfilerObject;
+    auto names = c_names(metrics);
+    auto sp = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+    sp.pRangeProfilerObject = obj;
+    sp.pMetricNames = names.data();
+    sp.numMetrics = names.size();
+    sp.maxNumOfRanges = kRangesPerImage;
+    sp.maxNumRangeTreeNodes = kRangesPerImage;
+    if (!ok("range profiler counter data size", cuptiRangeProfilerGetCounterDataSize(&sp), dev)) return false;
+    data.resize(sp.counterDataSize);
+    return start();
+  }
+
+  // Stops, decodes and writes the ranges collected so far; restarts when `again`.
+  void flush(bool again) {
+    if (!running) return;
+    auto st = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+    st.pRangeProfilerObject = obj;
+    running = false;
+    if (!ok("range profiler stop", cuptiRangeProfilerStop(&st), dev)) return;
+    auto dp = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+    dp.pRangeProfilerObject = obj;
+    if (!ok("range profiler decode", cuptiRangeProfilerDecodeData(&dp), dev)) return;
+    dropped += dp.numOfRangeDropped;
+    auto ip = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+    ip.pCounterDataImage = data.data();
+    ip.counterDataImageSize = data.size();
+    if (!ok("range profiler data info", cuptiRangeProfilerGetCounterDataInfo(&ip), dev)) return;
+    std::vector<double> v;
+    for (size_t i = 0; i < ip.numTotalRanges; ++i) {
+      auto rp = params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
+      rp.pCounterDataImage = data.data();
+      rp.counterDataImageSize = data.size();
+      rp.rangeIndex = i;
+      rp.rangeDelimiter = "/";
+      const char* range = ok("range name", cuptiRangeProfilerCounterDataGetRangeInfo(&rp), dev) ? rp.rangeName : "?";
+      if (!cfg.evaluate(data, i, metrics, v, dev)) continue;
+      std::lock_guard<std::mutex> lk(g_io);
+      std::fprintf(g_out, "{\"k\":\"range\",\"dev\":%d,\"i\":%zu,\"n\":", dev, written++);
+      json_string(g_out, i < names.size() ? names[i].c_str() : range);
+      std::fputs(",\"rn\":", g_out);
+      json_string(g_out, range);
+      std::fputc(',', g_out);
+      write_values(g_out, metrics, v);
+      std::fputs("}\n", g_out);
+    }
+    if (dp.numOfRangeDropped) {
+      std::lock_guard<std::mutex> lk(g_io);
+      std::fprintf(g_out, "{\"k\":\"dropped\",\"profiler\":\"range\",\"dev\":%d,\"n\":%zu}\n", dev,
+                   dp.numOfRangeDropped);
+    }
+    std::fflush(g_out);
+    if (again) start();
+  }
+
+  void disable() {
+    flush(false);
+    if (obj) {
+      auto dp = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+      dp.pRangeProfilerObject = obj;
+      ok("range profiler disable", cuptiRangeProfilerDisable(&dp), dev);
+      obj = nullptr;
+    }
+  }
+};
+
+// ---- PM sampling: the device's byte counters over time --------------------------------------------
+struct Sampler {
+  int dev = -1;
+  std::vector<std::string> metrics;
+  HostConfig cfg;
+  CUpti_PmSampling_Object* obj = nullptr;
+  std::vector<uint8_t> data;
+  std::thread thread;
+  std::atomic<bool> stop{false};
+  size_t written = 0;
+  uint64_t period_ns = 1000000;
+  size_t max_samples = 4096;
+
+  bool setup(int d) {
+    dev = d;
+    const char* chip = chip_of(dev);
+    if (!chip) return false;
+    const char* pe = std::getenv("UMSCOPE_COUNTER_PERIOD_US");
+    if (pe && std::atoll(pe) > 0) period_ns = static_cast<uint64_t>(std::atoll(pe)) * 1000;
+    auto ap = params<CUpti_PmSampling_GetCounterAvailability_Params>(CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
+    ap.deviceIndex = static_cast<size_t>(dev);
+    if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
+    std::vector<uint8_t> avail(ap.counterAvailabilityImageSize);
+    ap.pCounterAvailabilityImage = avail.data();
+    if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
+    metrics = env_list("UMSCOPE_SAMPLE_METRICS", kSampled);
+    if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) return false;
+    char extra[96];
+    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu", static_cast<unsigned long long>(period_ns));
+    write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
+    auto ep = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
+    ep.deviceIndex = static_cast<size_t>(dev);
+    if (!ok("PM sampling enable", cuptiPmSamplingEnable(&ep), dev)) return false;
+    obj = ep.pPmSamplingObject;
+    auto sp = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
+    sp.pPmSamplingObject = obj;
+    sp.configSize = cfg.image.size();
+    sp.pConfig = cfg.image.data();
+    sp.hardwareBufferSize = size_t(256) << 20;
+    sp.samplingInterval = period_ns;
+    sp.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
+    sp.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+    if (!ok("PM sampling set config", cuptiPmSamplingSetConfig(&sp), dev)) return false;
+    auto names = c_names(metrics);
+    auto cp = params<CUpti_PmSampling_GetCounterDataSize_Params>(CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE);
+    cp.pPmSamplingObject = obj;
+    cp.pMetricNames = names.data();
+    cp.numMetrics = names.size();
+    cp.maxSamples = static_cast<uint32_t>(max_samples);
+    if (!ok("PM sampling counter data size", cuptiPmSamplingGetCounterDataSize(&cp), dev)) return false;
+    data.resize(cp.counterDataSize);
+    if (!init_data()) return false;
+    auto st = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
+    st.pPmSamplingObject = obj;
+    if (!ok("PM sampling start", cuptiPmSamplingStart(&st), dev)) return false;
+    thread = std::thread([this] {
+      while (!stop.load()) {
+        timespec pause{0, 50 * 1000 * 1000};
+        nanosleep(&pause, nullptr);
+        decode();
+      }
+    });
+    return true;
+  }
+
+  bool init_data() {
+    auto ip = params<CUpti_PmSampling_CounterDataImage_Initialize_Params>(CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+    ip.pPmSamplingObject = obj;
+    ip.counterDataSize = data.size();
+    ip.pCounterData = data.data();
+    return ok("PM sampling counter data", cuptiPmSamplingCounterDataImageInitialize(&ip), dev);
+  }
+
+  // Moves the hardware buffer's samples into the counter data image and writes the completed ones.
+  void decode() {
+    for (int round = 0; round < 64; ++round) {
+      auto dp = params<CUpti_PmSampling_DecodeData_Params>(CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE);
+      dp.pPmSamplingObject = obj;
+      dp.pCounterDataImage = data.data();
+      dp.counterDataImageSize = data.size();
+      if (!ok("PM sampling decode", cuptiPmSamplingDecodeData(&dp), dev)) return;
+      if (dp.overflow) {
+        std::lock_guard<std::mutex> lk(g_io);
+        std::fprintf(g_out, "{\"k\":\"dropped\",\"profiler\":\"pm_sampling\",\"dev\":%d,\"overflow\":1}\n", dev);
+      }
+      auto ip = params<CUpti_PmSampling_GetCounterDataInfo_Params>(CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE);
+      ip.pCounterDataImage = data.data();
+      ip.counterDataImageSize = data.size();
+      if (!ok("PM sampling data info", cuptiPmSamplingGetCounterDataInfo(&ip), dev)) return;
+      std::vector<double> v;
+      for (size_t i = 0; i < ip.numCompletedSamples; ++i) {
+        auto sp = params<CUpti_PmSampling_CounterData_GetSampleInfo_Params>(CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE);
+        sp.pPmSamplingObject = obj;
+        sp.pCounterDataImage = data.data();
+        sp.counterDataImageSize = data.size();
+        sp.sampleIndex = i;
+        if (!ok("PM sampling sample info", cuptiPmSamplingCounterDataGetSampleInfo(&sp), dev)) continue;
+        if (!cfg.evaluate(data, i, metrics, v, dev)) continue;
+        std::lock_guard<std::mutex> lk(g_io);
+        std::fprintf(g_out, "{\"k\":\"sample\",\"dev\":%d,\"i\":%zu,\"s\":%llu,\"e\":%llu,", dev, written++,
+                     static_cast<unsigned long long>(sp.startTimestamp),
+                     static_cast<unsigned long long>(sp.endTimestamp));
+        write_values(g_out, metrics, v);
+        std::fputs("}\n", g_out);
+      }
+      std::fflush(g_out);
+      if (ip.numCompletedSamples > 0) init_data();
+      if (dp.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) return;
+    }
+  }
+
+  void finish() {
+    if (!obj) return;
+    stop.store(true);
+    if (thread.joinable()) thread.join();
+    auto st = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
+    st.pPmSamplingObject = obj;
+    ok("PM sampling stop", cuptiPmSamplingStop(&st), dev);
+    decode();
+    // No cuptiPmSamplingDisable: CUPTI frees the PM sampling object itself when the context goes, and
+    // disabling it first made that a double free at exit (glibc abort, exit status 134, on the H100 with
+    // CUDA 13.0; with the call left out the same run exited 0 with every sample and the end record).
+    obj = nullptr;
+  }
+};
+
+bool g_kernel = false, g_sample = false;
+std::mutex g_state;
+std::map<CUcontext, KernelProfiler*> g_kernels;
+std::map<int, Sampler*> g_samplers;
+bool g_profiler_ready = false;
+
+bool profiler_init() {
+  if (g_profiler_ready) return true;
+  auto ip = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+  g_profiler_ready = ok("profiler initialise", cuptiProfilerInitialize(&ip));
+  return g_profiler_ready;
+}
+
+void on_context(CUcontext ctx) {
+  std::lock_guard<std::mutex> lk(g_state);
+  if (!profiler_init()) return;
+  if (g_sample) {
+    int dev = device_of(ctx);
+    if (dev >= 0 && !g_samplers.count(dev)) {
+      auto* s = new Sampler;
+      g_samplers[dev] = s;
+      if (!s->setup(dev)) s->obj = nullptr;
+    }
+  }
+}
+
+void on_launch(CUcontext ctx, bool enter, const char* symbol) {
+  if (!g_kernel) return;
+  std::lock_guard<std::mutex> lk(g_state);
+  auto it = g_kernels.find(ctx);
+  if (enter) {
+    if (it == g_kernels.end()) {
+      if (!profiler_init()) return;
+      auto* k = new KernelProfiler;
+      g_kernels[ctx] = k;
+      if (!k->setup(ctx)) k->running = false;
+      it = g_kernels.find(ctx);
+    }
+    if (it->second->running) it->second->names.push_back(symbol ? symbol : "?");
+    return;
+  }
+  if (it == g_kernels.end() || !it->second->running) return;
+  if (++it->second->launched >= kRangesPerImage) it->second->flush(true);
+}
+
+// Everything is collected before the context goes: the CUDA runtime's own exit handler can destroy it
+// before ours runs (then CUPTI has freed the profilers' objects, and stopping them again freed twice).
+void on_context_end(CUcontext ctx) {
+  std::lock_guard<std::mutex> lk(g_state);
+  auto it = g_kernels.find(ctx);
+  if (it != g_kernels.end()) it->second->disable();
+  auto s = g_samplers.find(device_of(ctx));
+  if (s != g_samplers.end()) s->second->finish();
+}
+
+void finish() {
+  if (g_done.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lk(g_state);
+    for (auto& kv : g_kernels) kv.second->disable();
+    for (auto& kv : g_samplers) kv.second->finish();
+  }
+  std::lock_guard<std::mutex> lk(g_io);
+  if (g_out) {
+    std::fprintf(g_out, "{\"k\":\"end\"}\n");
+    std::fflush(g_out);
+  }
+}
+
+}  // namespace
+
+namespace umcounters {
+
+// Hooks for a library that owns CUPTI's one subscriber (libumtrace, when $UMSCOPE_COUNTERS_FILE is set):
+// attach() enables the callbacks the counters need on `sub`; every callback is passed to callback().
+bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
+  const char* path = std::getenv("UMSCOPE_COUNTERS_FILE");
+  if (g_out) return true;
+  g_out = std::fopen(path && *path ? path : "umcounters.jsonl", "w");
+  if (!g_out) return false;
+  for (auto& m : env_list("UMSCOPE_COUNTERS", {"sample"})) {
+    if (m == "kernel") g_kernel = true;
+    if (m == "sample") g_sample = true;
+  }
+  uint64_t t0 = 0;
+  cuptiGetTimestamp(&t0);
+  timespec wall{};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  std::fprintf(g_out, "{\"k\":\"start\",\"t\":%llu,\"w\":%llu,\"kernel\":%s,\"sample\":%s}\n",
+               static_cast<unsigned long long>(t0),
+               static_cast<unsigned long long>(wall.tv_sec) * 1000000000ull + static_cast<unsigned long long>(wall.tv_nsec),
+               g_kernel ? "true" : "false", g_sample ? "true" : "false");
+  std::fflush(g_out);
+  if (!ok("subscribe", subscribed)) return false;  // another CUPTI tool holds the one subscriber
+  ok("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+  ok("watch context destruction",
+     cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
+  if (g_kernel) {
+    for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+                                CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+                                CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz})
+      ok("watch kernel launches", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
+  }
+  std::atexit(finish);
+  return true;
+}
+
+void callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (!g_out || g_done.load()) return;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    auto* r = static_cast<const CUpti_ResourceData*>(data);
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) on_context(r->context);
+    else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) on_context_end(r->context);
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    auto* c = static_cast<const CUpti_CallbackData*>(data);
+    on_launch(c->context, c->callbackSite == CUPTI_API_ENTER, c->symbolName);
+  }
+}
+
+}  // namespace umcounters
+
+#ifdef UMSCOPE_COUNTERS_INJECTION
+// libumcounters on its own: the driver calls this when CUDA_INJECTION64_PATH names the library.
+namespace {
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  umcounters::callback(domain, cbid, data);
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
+  CUpti_SubscriberHandle sub = nullptr;
+  umcounters::attach(sub, cuptiSubscribe(&sub, on_callback, nullptr));
+  return 1;
+}
+#endif
