@@ -18,19 +18,55 @@ def test_parameter_counts_are_the_published_sizes():
     assert llm.param_count("gpt2") == 124_439_808
     assert llm.param_count("llama-8b") == 8_030_261_248
     assert llm.param_count("llama-1b") == 1_235_814_400
+    # Llama 2 7B 6.74 B, 13B 13.0 B (fusco2024's Fig. 17 models).
+    assert llm.param_count("llama2-7b") == 6_738_415_616 and llm.param_count("llama2-13b") == 13_015_864_320
     assert llm.weight_bytes("llama-8b", "fp16") == 2 * 8_030_261_248
 
 
 def test_parameter_count_matches_transformers():
     torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
     transformers = pytest.importorskip("transformers")
-    for name in ("gpt2-tiny", "llama-tiny", "gpt2-medium"):
+    for name in ("gpt2-tiny", "llama-tiny", "gpt2-medium", "llama2-7b"):
         arch, c = llm.MODELS[name]
         cfg = (transformers.GPT2Config(**dict(llm.GPT2_BASE, **c)) if arch == "gpt2"
                else transformers.LlamaConfig(**dict(llm.LLAMA_BASE, **c)))
         with torch.device("meta"):
             m = transformers.AutoModelForCausalLM.from_config(cfg)
         assert sum(p.numel() for p in m.parameters()) == llm.param_count(name)
+
+
+@pytest.mark.parametrize("name", ["llama-tiny", "gpt2-tiny"])
+def test_static_cache_decoder_gives_transformers_greedy_tokens(name):
+    # The decode step the CUDA graph captures (static KV cache, fixed buffers, argmax fed back in place),
+    # run eagerly on the CPU: the same tokens as transformers' own greedy generate(), and a second
+    # generation (cache reset in place) the same again.
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    transformers = pytest.importorskip("transformers")
+    arch, c = llm.MODELS[name]
+    cfg = (transformers.GPT2Config(**dict(llm.GPT2_BASE, **c)) if arch == "gpt2"
+           else transformers.LlamaConfig(**dict(llm.LLAMA_BASE, **c)))
+    torch.manual_seed(1)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+    ids = torch.randint(0, cfg.vocab_size, (2, 8))
+    with torch.inference_mode():
+        ref = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, min_new_tokens=6,
+                             do_sample=False, pad_token_id=0)[:, 8:]
+        dec = llm.Decoder(model, cfg, 2, 8, 6, torch)
+        got = []
+        for _ in range(2):
+            dec.prefill(ids)
+            for _ in range(5):
+                dec.step()
+            got.append(dec.toks.clone())
+    assert torch.equal(got[0], ref) and torch.equal(got[1], ref)
+
+
+def test_kernel_classes():
+    assert llm.kernel_class("void gemv2T_kernel_val<int, int, __half>") == "matmul"
+    assert llm.kernel_class("nvjet_hsh_64x8_64x16_2x1_v_bz_TNN") == "matmul"
+    assert llm.kernel_class("pytorch_flash::flash_fwd_splitkv_kernel") == "attention"
+    assert llm.kernel_class("void at::native::index_copy_kernel_impl") == "copy"
+    assert llm.kernel_class("void at::native::vectorized_elementwise_kernel<4, at::native::silu>") == "other"
 
 
 def test_modes_map_to_kinds_and_mixed_takes_both():
@@ -68,6 +104,7 @@ def test_plan_runs_the_python_runner_and_llm_stays_out_of_the_default_suite():
     (["--batch", "0"], "--batch must be at least 1"),
     (["--mode", "explicit", "--weights", "pinned"], "go with --mode mixed"),
     (["--model", "gpt2-tiny", "--prompt", "500", "--tokens", "100"], "exceed gpt2-tiny's 512 positions"),
+    (["--allocator", "current"], "cannot capture CUDA graphs"),
 ])
 def test_runner_bad_input_exits_2(args, text):
     res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", *args], capture_output=True, text=True,
