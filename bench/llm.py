@@ -98,6 +98,8 @@ def table(rows, bounds_by_source, precision):
     explicit = {r["model"]: r["decode"]["median"] for r in rows
                 if r["decode"] and r["mode"] == "explicit" and r["decode"].get("graph")}
     for r in rows:
+        if r["row"].endswith("/profile"):  # its own run under the profiler: in the breakdown only
+            continue
         d = r["decode"]
         gib = llm.weight_bytes(r["model"], precision) / 2**30
         if not d:

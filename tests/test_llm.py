@@ -146,6 +146,13 @@ def test_report_section_draws_the_bounds():
     assert "<svg" in html and "of bound" in html
 
 
+def _llm(*args):
+    res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", *args], capture_output=True, text=True,
+                         timeout=600)
+    lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    return lines, lines[-1], res.stderr
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("model,modes", [("llama-tiny", [m for m in llm.MODES if m != "torch"]),
                                          ("gpt2-tiny", ["explicit", "managed-advice", "pinned", "mixed"])])
@@ -153,18 +160,39 @@ def test_every_placement_gives_the_device_placements_logits(model, modes):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     for mode in ["torch"] + modes:
-        res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode,
-                              "--tokens", "8", "--prompt", "8", "--batch", "2"], capture_output=True, text=True,
-                             timeout=600)
-        lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
-        status = lines[-1]
+        lines, status, err = _llm("--model", model, "--mode", mode, "--tokens", "8", "--prompt", "8", "--batch", "2")
         if mode == "system" and status["status"] == "skipped":
             assert "HMM or ATS" in status["reason"]
             continue
-        assert status["status"] == "ok", (mode, status, res.stderr[-2000:])
+        assert status["status"] == "ok", (mode, status, err[-2000:])
         dec = next(r for r in lines if r.get("op") == "decode")
         assert dec["verified"].startswith("cross-mode-logits") and dec["max_rel_error"] <= llm.TOLERANCE
         assert dec["tokens_match"], mode
         assert dec["n"] == 7 and dec["median"] > 0 and dec["weight_bytes"] == llm.weight_bytes(model, "fp16")
+        assert dec["graph"] is True and dec["decode_step"].startswith("CUDA graph")
         if mode not in ("torch",):
             assert dec["allocations"], mode  # the allocator served it
+            # Every segment PyTorch's pools hold came from libumalloc, in the placement's kinds.
+            served = sum(k["live_bytes"] for k in dec["allocations"].values())
+            pools = dec["pool_segment_bytes"]
+            if pools and None not in pools.values():
+                assert sum(pools.values()) == served, (mode, pools, served)
+            kinds = set(dec["allocations"])
+            assert any(k.startswith(dec["weights_kind"].split(",")[0]) for k in kinds), (mode, kinds)
+
+
+@pytest.mark.gpu
+def test_eager_and_current_allocator_give_the_graphs_tokens_and_the_profile_splits_the_step():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    base = ["--model", "llama-tiny", "--tokens", "8", "--prompt", "8"]
+    lines, status, err = _llm(*base, "--mode", "explicit", "--profile")
+    assert status["status"] == "ok", (status, err[-2000:])
+    prof = next(r for r in lines if r.get("op") == "profile")
+    assert prof["kernels_per_step"] > 10 and prof["kernel_s_per_step"].get("matmul", 0) > 0
+    assert prof["busy_s_per_step"] <= prof["step_s"] * 1.05
+    for extra in (["--no-graph"], ["--no-graph", "--allocator", "current"]):
+        lines, status, err = _llm(*base, "--mode", "pinned", *extra)
+        assert status["status"] == "ok", (extra, status, err[-2000:])
+        dec = next(r for r in lines if r.get("op") == "decode")
+        assert dec["graph"] is False and dec["tokens_match"] and dec["max_rel_error"] <= llm.TOLERANCE
