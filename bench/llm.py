@@ -32,6 +32,10 @@ from umscope.apps import llm  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 # name -> (model, mode, extra argv)
 ROWS = {
+    "codellama-34b/explicit": ("codellama-34b", "explicit", []),
+    "codellama-34b/managed-prefetch": ("codellama-34b", "managed-prefetch", []),
+    "codellama-34b/profile": ("codellama-34b", "explicit", ["--profile", "--reps", "1"]),
+    "llama2-13b/explicit": ("llama2-13b", "explicit", []),
     "llama-8b/torch": ("llama-8b", "torch", []),
     "llama-8b/explicit": ("llama-8b", "explicit", []),
     "llama-8b/managed-prefetch": ("llama-8b", "managed-prefetch", []),

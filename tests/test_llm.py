@@ -20,6 +20,7 @@ def test_parameter_counts_are_the_published_sizes():
     assert llm.param_count("llama-1b") == 1_235_814_400
     # Llama 2 7B 6.74 B, 13B 13.0 B (fusco2024's Fig. 17 models).
     assert llm.param_count("llama2-7b") == 6_738_415_616 and llm.param_count("llama2-13b") == 13_015_864_320
+    assert llm.param_count("codellama-34b") == 33_743_970_304  # Code Llama 34B
     assert llm.weight_bytes("llama-8b", "fp16") == 2 * 8_030_261_248
 
 

@@ -54,7 +54,7 @@ APPS = {
     "qv": App("Quantum Volume state-vector simulator: depth = width layers of Haar-random SU(4) gates on random "
               "qubit pairs", takes=("qubits", "depth", "seed", "init", "precision", "processor", "check", "threads")),
     "llm": App("autoregressive decoding (100 tokens) with transformers models of real sizes built with RANDOM "
-               "weights (--model gpt2..gpt2-xl, llama-1b/3b/8b, llama2-7b/13b), placed by umscope's PyTorch allocator; "
+               "weights (--model gpt2..gpt2-xl, llama-1b/3b/8b, llama2-7b/13b, codellama-34b), placed by umscope's PyTorch allocator; "
                "mixed: --weights KIND --cache KIND",
                takes=("model", "batch", "prompt", "tokens", "precision", "seed", "weights", "cache"),
                modes=["torch", "explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered",

@@ -54,6 +54,11 @@ MODELS = {
                                 num_attention_heads=32, num_key_value_heads=32)),
     "llama2-13b": ("llama", dict(LLAMA2, hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
                                  num_attention_heads=40, num_key_value_heads=40)),
+    # Code Llama 34B (Roziere et al. 2023; Llama 2 architecture, grouped-query attention): the largest
+    # published Llama configuration whose fp16 weights (67 GB) fit in an 80 GB GPU.
+    "codellama-34b": ("llama", dict(LLAMA2, hidden_size=8192, intermediate_size=22016, num_hidden_layers=48,
+                                    num_attention_heads=64, num_key_value_heads=8, rope_theta=1000000.0,
+                                    max_position_embeddings=16384)),
 }
 # Memory mode -> the allocator's kind (None: PyTorch's own allocator). first_touch=none: the weights are
 # written by the GPU's initialisation, the cache and activations by the GPU; nothing is touched before.
@@ -146,7 +151,7 @@ def _parser():
     p.add_argument("--allocator", choices=["pool", "current"], default="pool",
                    help="pool (default): libumalloc serves torch.cuda.MemPools (weights; KV cache and "
                         "activations; the captured step's activations); current: libumalloc replaces PyTorch's "
-                        "allocator (change_current_allocator), which cannot capture graphs: eager only")
+                        "allocator (change_current_allocator), which gives graphs no private pool: eager only")
     p.add_argument("--profile", action="store_true",
                    help="also record where a decode step's time goes (torch.profiler over one generation)")
     p.add_argument("--allow-oversubscription", action="store_true")
@@ -170,7 +175,7 @@ def validate(a):
         return "--weights and --cache go with --mode mixed"
     if a.allocator == "current" and a.graph:
         return ("--allocator current cannot capture CUDA graphs (PyTorch's pluggable allocator as the current "
-                "allocator has no graph pools): add --no-graph")
+                "allocator gives a graph no private pool): add --no-graph")
     arch, c = MODELS[a.model]
     limit = c.get("n_positions", GPT2_BASE["n_positions"]) if arch == "gpt2" else \
         c.get("max_position_embeddings", LLAMA_BASE["max_position_embeddings"])
