@@ -114,7 +114,7 @@ def build_parser():
     s.add_argument("--qubits", help="qv: width (2-40)")
     s.add_argument("--depth", help="qv: layers (default = width)")
     s.add_argument("--init", choices=["gpu", "cpu"], help="qv: which processor initialises the state (default gpu)")
-    s.add_argument("--model", help="llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b (random weights)")
+    s.add_argument("--model", help="llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b, llama2-7b, llama2-13b, codellama-34b (random weights)")
     for k in ("batch", "prompt", "tokens"):
         s.add_argument("--" + k, type=int, help=f"llm: {k}")
     s.add_argument("--weights", help="llm --mode mixed: kind of the weights")
