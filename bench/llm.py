@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -31,24 +32,25 @@ from umscope.apps import llm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 # name -> (model, mode, extra argv)
+# name -> (model, mode, extra argv), in the order `--rows all` runs them (the targets' rows first). Mode torch
+# (PyTorch's own allocator, device memory) runs before a model's other rows: it writes the reference logits
+# they are checked against, and its run is profiled (after the timed generations).
 ROWS = {
+    "codellama-34b/torch": ("codellama-34b", "torch", ["--profile"]),
     "codellama-34b/explicit": ("codellama-34b", "explicit", []),
     "codellama-34b/managed-prefetch": ("codellama-34b", "managed-prefetch", []),
-    "codellama-34b/profile": ("codellama-34b", "explicit", ["--profile", "--reps", "1"]),
-    "llama2-13b/explicit": ("llama2-13b", "explicit", []),
-    "llama-8b/torch": ("llama-8b", "torch", []),
+    "gpt2-xl/pinned": ("gpt2-xl", "pinned", ["--reps", "1", "--profile"]),
+    "gpt2-xl/mixed": ("gpt2-xl", "mixed", ["--reps", "1"]),
+    "llama-8b/torch": ("llama-8b", "torch", ["--profile"]),
     "llama-8b/explicit": ("llama-8b", "explicit", []),
     "llama-8b/managed-prefetch": ("llama-8b", "managed-prefetch", []),
     "llama-8b/explicit-eager": ("llama-8b", "explicit", ["--no-graph"]),
-    "llama-8b/profile": ("llama-8b", "explicit", ["--profile", "--reps", "1"]),
-    "llama-1b/explicit": ("llama-1b", "explicit", []),
-    "llama-1b/managed-prefetch": ("llama-1b", "managed-prefetch", []),
-    "llama-1b/pinned": ("llama-1b", "pinned", ["--reps", "1"]),
-    "gpt2-xl/explicit": ("gpt2-xl", "explicit", []),
-    "gpt2-xl/pinned": ("gpt2-xl", "pinned", ["--reps", "1"]),
+    "llama2-13b/torch": ("llama2-13b", "torch", []),
+    "llama2-7b/torch": ("llama2-7b", "torch", []),
+    "gpt2-xl/torch": ("gpt2-xl", "torch", []),
     "gpt2-xl/registered": ("gpt2-xl", "registered", ["--reps", "1"]),
-    "gpt2-xl/mixed": ("gpt2-xl", "mixed", ["--reps", "1"]),
     "gpt2-xl/managed-advice": ("gpt2-xl", "managed-advice", ["--reps", "1"]),
+    "llama-1b/pinned": ("llama-1b", "pinned", ["--reps", "1"]),
 }
 MARK_BEGIN, MARK_END = "<!-- bench/llm.py table: begin -->", "<!-- bench/llm.py table: end -->"
 
@@ -76,20 +78,23 @@ def datasheet_bounds():
     return {"gpu": desc["datapaths"].get("gpu_memory"), "host": desc["datapaths"].get("h2d")}
 
 
-def run_row(name, a):
+def run_row(name, a, timeout):
     model, mode, extra = ROWS[name]
     argv = [sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode, "--tokens", str(a.tokens),
             "--precision", a.precision, "--prompt", str(a.prompt), "--reps", str(a.reps), *extra]
     t0 = time.time()
+    # Its own process group, so that a case killed at its timeout takes its reference child with it.
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=a.timeout)
-        out, err = res.stdout, res.stderr
-    except subprocess.TimeoutExpired as e:
-        out, err = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timed out"
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        err = f"timed out after {timeout:.0f} s; {err[-400:]}"
     recs = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
-    status = recs[-1] if recs and recs[-1].get("type") == "status" else {"status": "failed", "reason": err[-300:]}
+    status = recs[-1] if recs and recs[-1].get("type") == "status" else {"status": "failed", "reason": err[-500:]}
     return {"row": name, "model": model, "mode": mode, "argv": " ".join(argv[1:]), "wall_s": round(time.time() - t0, 1),
-            "status": status, "decode": next((r for r in recs if r.get("op") == "decode"), None),
+            "status": status, "stderr_tail": err[-600:], "decode": next((r for r in recs if r.get("op") == "decode"), None),
             "profile": next((r for r in recs if r.get("op") == "profile"), None)}
 
 
@@ -182,6 +187,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="timed generations per case (rows may ask for fewer)")
     ap.add_argument("--precision", default="fp16", choices=llm.DTYPES, help="fp16 (fusco2024's torch.float16)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per case")
+    ap.add_argument("--budget", type=float, help="seconds for the whole run: a case gets at most what is left, "
+                                                 "and none starts with less than 10 s left")
     ap.add_argument("--out", help="append the rows (JSON lines: a header, then one per case) to this file")
     ap.add_argument("--render", nargs="+", metavar="ROWS_JSONL", help="print the table of saved rows; no GPU")
     ap.add_argument("--markdown", help="write the table into this Markdown file between its markers")
@@ -222,9 +229,13 @@ def main():
     out = open(a.out, "a", encoding="utf-8") if a.out else None
     if out:
         out.write(json.dumps(meta) + "\n")
-    rows = []
+    rows, t_end = [], time.time() + a.budget if a.budget else None
     for n in names:
-        r = run_row(n, a)
+        left = t_end - time.time() if t_end else None
+        if left is not None and left < 10:
+            print(f"{n}: not run ({left:.0f} s of the budget left)", flush=True)
+            continue
+        r = run_row(n, a, min(a.timeout, left) if left is not None else a.timeout)
         rows.append(r)
         d = r["decode"]
         print(f"{n}: " + (f"{1e3 * d['median']:.3f} ms/token spread {100 * d['spread']:.1f}% "

@@ -378,9 +378,10 @@ def _reference(a, key, torch):
                 "--seed", str(a.seed), "--device", str(a.device), "--reference-only", "--warmup", "0"]
         if not a.graph:
             argv.append("--no-graph")
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+        # Its progress lines go to this process's stderr; its records are not this run's.
+        res = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=3600)
         if not os.path.exists(path):
-            return None, f"the reference run (mode torch) failed: {(res.stdout + res.stderr).strip()[-300:]}"
+            return None, f"the reference run (mode torch) failed: {res.stdout.strip()[-300:]}"
     return torch.load(path), None
 
 
@@ -403,6 +404,7 @@ def main(argv=None) -> int:
         return _status("skipped", f"PyTorch and transformers are needed for the llm application: {e}")
     if not torch.cuda.is_available():
         return _status("skipped", "no CUDA GPU visible to PyTorch")
+    _progress(f"torch {torch.__version__} imported; {a.model} {a.precision}, mode {a.mode}")
     wkind, ckind = weights_kind(a.mode, a.weights), cache_kind(a.mode, a.cache)
     lib = None
     if wkind is not None:
@@ -449,6 +451,7 @@ def main(argv=None) -> int:
     key = _key(a, torch)
     ref = None
     if a.mode != "torch":  # the reference first, so that two models never share the GPU
+        _progress(f"reference (mode torch) of {a.model} {a.precision}")
         ref, why = _reference(a, key, torch)
         if ref is None:
             return _status("failed", why)
@@ -466,6 +469,7 @@ def main(argv=None) -> int:
             model, wbytes, config = _build(a, torch, wpool)
             torch.cuda.synchronize()
             build_s = time.perf_counter() - t0
+            _progress(f"{a.model} built in {build_s:.1f} s ({wbytes / 2**30:.2f} GiB of weights in {wkind or 'device'})")
             if lib and ckind != wkind:
                 from umscope import place
                 place.set_kind(ckind, lib)
@@ -474,13 +478,18 @@ def main(argv=None) -> int:
             dec = Decoder(model, config, a.batch, a.prompt, a.tokens, torch, cpool, gpool)
             if a.graph:
                 dec.capture(ids)
+                _progress("decode step captured as a CUDA graph" if dec.graph is not None else "capture failed")
                 if dec.graph is None:
                     return _status("failed", f"CUDA graph capture failed ({dec.graph_error}); --no-graph decodes "
                                    "eagerly")
             cold = None
             for _ in range(a.warmup):
                 cold = cold or dec.generate(ids, min(3, a.tokens - 1))[0]
-            runs = [dec.generate(ids, a.tokens - 1) for _ in range(a.reps)]
+            runs = []
+            for i in range(a.reps):
+                runs.append(dec.generate(ids, a.tokens - 1))
+                _progress(f"generation {i + 1}/{a.reps}: {1e3 * sorted(runs[-1][1])[len(runs[-1][1]) // 2]:.3f} "
+                          "ms per token")
             if a.profile:
                 prof = _profile(dec, ids, min(a.tokens - 1, PROFILE_STEPS), wbytes, torch)
             pools = {}
@@ -547,6 +556,11 @@ def main(argv=None) -> int:
                    median=prof["step_s"],
                    value=prof["step_s"], spread=None, **prof))
     return _status("ok")
+
+
+def _progress(text):
+    sys.stderr.write(f"llm: [{time.strftime('%H:%M:%S')}] {text}\n")
+    sys.stderr.flush()
 
 
 def _mem_available() -> int:
