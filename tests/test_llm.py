@@ -197,3 +197,43 @@ def test_eager_and_current_allocator_give_the_graphs_tokens_and_the_profile_spli
         assert status["status"] == "ok", (extra, status, err[-2000:])
         dec = next(r for r in lines if r.get("op") == "decode")
         assert dec["graph"] is False and dec["tokens_match"] and dec["max_rel_error"] <= llm.TOLERANCE
+
+
+def test_bench_renders_the_table_against_both_bounds_into_its_markers(tmp_path):
+    # bench/llm.py --render: saved rows -> the Markdown table, % of the measured and of the datasheet bound
+    # (weight bytes / GB/s of where the weights live), written once between its markers.
+    import os
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    wb = llm.weight_bytes("llama-8b", "fp16")
+    dec = {"median": 0.007, "p10": 0.0069, "p90": 0.0071, "spread": 0.02, "tokens_per_s": 142.9, "total_s": 0.71,
+           "bytes": wb, "precision": "fp16", "cache_kind": "device", "graph": True, "verified": "cross-mode-logits",
+           "max_rel_error": 0.0}
+    rows = [{"type": "header", "commit": "abc1234", "device": "GPU X", "torch": "t", "transformers": "tf",
+             "precision": "fp16", "prompt": 32, "tokens": 100, "reps": 3, "command": "python3 bench/llm.py",
+             "bounds": {"measured": {"gpu": [3000.0, "measured: umbench"], "host": [50.0, "measured: pinned"]},
+                        "datasheet": {"gpu": [3350.0, "datasheet"], "host": None}}},
+            {"row": "llama-8b/explicit", "model": "llama-8b", "mode": "explicit", "status": {"status": "ok"},
+             "decode": dict(dec, weights_kind="device")},
+            {"row": "llama-8b/managed-prefetch", "model": "llama-8b", "mode": "managed-prefetch",
+             "status": {"status": "ok"}, "decode": dict(dec, median=0.00707, weights_kind="managed,prefetch=gpu")},
+            {"row": "gpt2-xl/pinned", "model": "gpt2-xl", "mode": "pinned", "status": {"status": "failed",
+                                                                                    "reason": "timed out"},
+             "decode": None}]
+    src = tmp_path / "rows.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    doc = tmp_path / "llm.md"
+    doc.write_text("# LLM\n\ntext kept\n")
+    env = dict(os.environ, PYTHONPATH=str(root / "python"))
+    for _ in range(2):
+        res = subprocess.run([sys.executable, str(root / "bench" / "llm.py"), "--render", str(src), "--markdown",
+                              str(doc)], capture_output=True, text=True, timeout=120, env=env)
+        assert res.returncode == 0, res.stderr
+    text = doc.read_text()
+    assert text.startswith("# LLM\n\ntext kept\n") and text.count("bench/llm.py table: begin") == 1
+    line = next(x for x in text.splitlines() if x.startswith("| llama-8b") and "| explicit |" in x)
+    bound_ms = wb / 3000e9 * 1e3
+    assert f"| {bound_ms:.3f} | {100 * bound_ms / 7.0:.0f}% | {100 * wb / 3350e9 / 0.007:.0f}% |" in line
+    mp = next(x for x in text.splitlines() if "| managed-prefetch |" in x)
+    assert "+1.0%" in mp  # against explicit's median
+    assert "failed: timed out" in text and "abc1234" in text and "measured: umbench" in text
