@@ -98,37 +98,38 @@ def run_row(name, a, timeout):
             "profile": next((r for r in recs if r.get("op") == "profile"), None)}
 
 
-def table(rows, bounds_by_source, precision):
-    """Markdown lines of the per-model table."""
-    lines = ["| model | weights | placement | decode | ms/token (median) | spread (max-min)/median | p10-p90 ms | "
-             "tokens/s | 100 tokens s | bound ms (measured) | % of measured bound | % of datasheet bound | "
-             "vs explicit | logits |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    explicit = {r["model"]: r["decode"]["median"] for r in rows
+def table(rows, metas):
+    """Markdown lines of the per-model table; each row's bounds are those of its run (metas[row['run']])."""
+    lines = ["| run | model | weights | placement | decode | ms/token (median) | spread (max-min)/median | "
+             "p10-p90 ms | tokens/s | 100 tokens s | bound ms (measured) | % of measured bound | "
+             "% of datasheet bound | vs explicit | logits |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    explicit = {(r.get("run", 0), r["model"]): r["decode"]["median"] for r in rows
                 if r["decode"] and r["mode"] == "explicit" and r["decode"].get("graph")}
     for r in rows:
         if r["row"].endswith("/profile"):  # its own run under the profiler: in the breakdown only
             continue
-        d = r["decode"]
-        gib = llm.weight_bytes(r["model"], precision) / 2**30
+        d, run = r["decode"], r.get("run", 0)
+        meta = metas[run]
+        gib = llm.weight_bytes(r["model"], meta["precision"]) / 2**30
         if not d:
-            lines.append(f"| {r['model']} | {gib:.2f} GiB | {r['mode']} | | {r['status'].get('status')}: "
-                         f"{r['status'].get('reason', '')[:120]} | | | | | | | | | |")
+            lines.append(f"| {run + 1} | {r['model']} | {gib:.2f} GiB | {r['mode']} | | {r['status'].get('status')}: "
+                         f"{r['status'].get('reason', '')[-160:]} | | | | | | | | | |")
             continue
         where = llm.location(d.get("weights_kind"))
         pct = {}
         for src in ("measured", "datasheet"):
-            bw = (bounds_by_source.get(src) or {}).get(where)
+            bw = (meta["bounds"].get(src) or {}).get(where)
             pct[src] = (d["bytes"] / (bw[0] * 1e9), 100 * d["bytes"] / (bw[0] * 1e9) / d["median"]) if bw else None
         vs = ""
-        if r["mode"] == "managed-prefetch" and r["model"] in explicit:
-            vs = f"{100 * (d['median'] / explicit[r['model']] - 1):+.1f}%"
+        if r["mode"] == "managed-prefetch" and (run, r["model"]) in explicit:
+            vs = f"{100 * (d['median'] / explicit[(run, r['model'])] - 1):+.1f}%"
         place = r["mode"] if r["mode"] != "mixed" else f"mixed (weights {d['weights_kind']}, cache {d['cache_kind']})"
         m_ms = f"{1e3 * pct['measured'][0]:.3f}" if pct["measured"] else "-"
         m_pct = f"{pct['measured'][1]:.0f}%" if pct["measured"] else "-"
         d_pct = f"{pct['datasheet'][1]:.0f}%" if pct["datasheet"] else "-"
         lines.append(
-            f"| {r['model']} | {d['bytes'] / 2**30:.2f} GiB {d['precision']} | {place} | "
+            f"| {run + 1} | {r['model']} | {d['bytes'] / 2**30:.2f} GiB {d['precision']} | {place} | "
             f"{'graph' if d.get('graph') else 'eager'} | {1e3 * d['median']:.3f} | {100 * d['spread']:.1f}% | "
             f"{1e3 * d['p10']:.3f}-{1e3 * d['p90']:.3f} | {d['tokens_per_s']:.1f} | {d['total_s']:.3f} | "
             f"{m_ms} | {m_pct} | {d_pct} | {vs} | {d['verified'].split(' ')[0]} ({d['max_rel_error']:.1g}) |")
@@ -143,7 +144,7 @@ def profile_lines(rows):
             continue
         per = p["kernel_s_per_step"]
         parts = ", ".join(f"{k} {1e3 * v:.3f} ms" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
-        out.append(f"- {r['model']} {r['mode']} ({'graph' if p.get('graph') else 'eager'}): step "
+        out.append(f"- run {r.get('run', 0) + 1}, {r['model']} {r['mode']} ({'graph' if p.get('graph') else 'eager'}): step "
                    f"{1e3 * p['step_s']:.3f} ms = kernels {1e3 * p['busy_s_per_step']:.3f} ms ({parts}; "
                    f"{p['kernels_per_step']:.0f} kernels per step) + {1e3 * p['gap_s_per_step']:.3f} ms between "
                    f"kernels; matmul kernels read the weights at {p['matmul_gbps']:.0f} GB/s. Top kernels: " +
@@ -151,18 +152,20 @@ def profile_lines(rows):
     return out
 
 
-def render(rows, meta, markdown=None):
-    b = meta["bounds"]
-    head = [f"Measured on {meta['device']} with umscope {meta['commit']} (torch {meta['torch']}, transformers "
-            f"{meta['transformers']}), {meta['precision']}, prompt {meta['prompt']}, {meta['tokens']} tokens, "
-            f"{meta['reps']} timed generations per case, random weights. Command: `{meta['command']}`.", "",
-            "Bounds per token = weight bytes / bandwidth of where the weights live:"]
-    for src in ("measured", "datasheet"):
-        for where in ("gpu", "host"):
-            v = (b.get(src) or {}).get(where)
-            head.append(f"- {src}, weights in {'GPU memory' if where == 'gpu' else 'host memory (read over the link)'}: "
-                        + (f"{v[0]:.1f} GB/s ({v[1]})" if v else "unknown"))
-    body = head + [""] + table(rows, b, meta["precision"])
+def render(rows, metas, markdown=None):
+    head = []
+    for i, meta in enumerate(metas):
+        head += [f"Run {i + 1}: {meta['device']}, umscope {meta['commit']} (torch {meta['torch']}, transformers "
+                 f"{meta['transformers']}), {meta['precision']}, prompt {meta['prompt']}, {meta['tokens']} tokens, "
+                 f"{meta['reps']} timed generations per case unless the row asks for fewer, random weights; "
+                 f"`{meta['command']}`. Bounds per token = weight bytes / bandwidth of where the weights live:"]
+        for src in ("measured", "datasheet"):
+            for where in ("gpu", "host"):
+                v = (meta["bounds"].get(src) or {}).get(where)
+                head.append(f"  - {src}, weights in "
+                            f"{'GPU memory' if where == 'gpu' else 'host memory (read in place over the link)'}: "
+                            + (f"{v[0]:.1f} GB/s ({v[1]})" if v else "unknown"))
+    body = head + [""] + table(rows, metas)
     prof = profile_lines(rows)
     if prof:
         body += ["", "Where a decode step's time goes (torch.profiler, CUPTI kernel records):", ""] + prof
@@ -194,17 +197,18 @@ def main():
     ap.add_argument("--markdown", help="write the table into this Markdown file between its markers")
     a = ap.parse_args()
     if a.render:
-        rows, meta = [], None
+        rows, metas = [], []
         for f in a.render:
             for line in Path(f).read_text().splitlines():
                 obj = json.loads(line)
                 if obj.get("type") == "header":
-                    meta = meta or obj
-                else:
-                    rows.append(obj)
-        if meta is None:
-            sys.exit("bench/llm.py: error: no header line in the rows given")
-        render(rows, meta, a.markdown)
+                    metas.append(obj)
+                elif metas:
+                    rows.append(dict(obj, run=len(metas) - 1))
+        if not metas:
+            sys.stderr.write("bench/llm.py: error: no header line in the rows given\n")
+            sys.exit(2)
+        render(rows, metas, a.markdown)
         return
     names = list(ROWS) if a.rows == "all" else a.rows.split(",")
     bad = [n for n in names if n not in ROWS]
@@ -243,7 +247,7 @@ def main():
         if out:
             out.write(json.dumps(r) + "\n")
             out.flush()
-    render(rows, meta)
+    render(rows, [meta])
 
 
 if __name__ == "__main__":
