@@ -39,6 +39,11 @@ ROWS = {
     "codellama-34b/torch": ("codellama-34b", "torch", ["--profile"]),
     "codellama-34b/explicit": ("codellama-34b", "explicit", []),
     "codellama-34b/managed-prefetch": ("codellama-34b", "managed-prefetch", []),
+    # Weights read in place over the link, in fp32: cuBLAS's fp16 kernels on sm90 (nvjet, TMA) read host
+    # memory far slower (the fp16 probe row measures it on 3 decode steps).
+    "gpt2-xl/mixed-fp32": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--profile"]),
+    "gpt2-xl/pinned-fp32": ("gpt2-xl", "pinned", ["--precision", "fp32", "--reps", "1"]),
+    "gpt2-xl/pinned-fp16-probe": ("gpt2-xl", "pinned", ["--tokens", "4", "--reps", "1", "--profile"]),
     "gpt2-xl/pinned": ("gpt2-xl", "pinned", ["--reps", "1", "--profile"]),
     "gpt2-xl/mixed": ("gpt2-xl", "mixed", ["--reps", "1"]),
     "llama-8b/torch": ("llama-8b", "torch", ["--profile"]),
@@ -101,7 +106,7 @@ def run_row(name, a, timeout):
 def table(rows, metas):
     """Markdown lines of the per-model table; each row's bounds are those of its run (metas[row['run']])."""
     lines = ["| run | model | weights | placement | decode | ms/token (median) | spread (max-min)/median | "
-             "p10-p90 ms | tokens/s | 100 tokens s | bound ms (measured) | % of measured bound | "
+             "p10-p90 ms | tokens/s | time for the tokens s | bound ms (measured) | % of measured bound | "
              "% of datasheet bound | vs explicit | logits |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     explicit = {(r.get("run", 0), r["model"]): r["decode"]["median"] for r in rows
@@ -111,10 +116,14 @@ def table(rows, metas):
             continue
         d, run = r["decode"], r.get("run", 0)
         meta = metas[run]
-        gib = llm.weight_bytes(r["model"], meta["precision"]) / 2**30
+        argv = r.get("argv", "").split()
+        prec = argv[len(argv) - 1 - argv[::-1].index("--precision") + 1] if "--precision" in argv else meta["precision"]
+        gib = llm.weight_bytes(r["model"], prec) / 2**30
         if not d:
-            lines.append(f"| {run + 1} | {r['model']} | {gib:.2f} GiB | {r['mode']} | | {r['status'].get('status')}: "
-                         f"{r['status'].get('reason', '')[-160:]} | | | | | | | | | |")
+            why = " / ".join(x.strip() for x in r["status"].get("reason", "").splitlines() if x.strip())
+            why = why if len(why) <= 300 else why[:120] + " ... " + why[-170:]
+            lines.append(f"| {run + 1} | {r['model']} | {gib:.2f} GiB {prec} | {r['mode']} | | {r['status'].get('status')}: "
+                         f"{why.replace('|', '/')} | | | | | | | | | |")
             continue
         where = llm.location(d.get("weights_kind"))
         pct = {}
@@ -126,12 +135,14 @@ def table(rows, metas):
             vs = f"{100 * (d['median'] / explicit[(run, r['model'])] - 1):+.1f}%"
         place = r["mode"] if r["mode"] != "mixed" else f"mixed (weights {d['weights_kind']}, cache {d['cache_kind']})"
         m_ms = f"{1e3 * pct['measured'][0]:.3f}" if pct["measured"] else "-"
-        m_pct = f"{pct['measured'][1]:.0f}%" if pct["measured"] else "-"
-        d_pct = f"{pct['datasheet'][1]:.0f}%" if pct["datasheet"] else "-"
+        tot = f"{d['total_s']:.3f}" + ("" if d.get("tokens", 100) == 100 else f" ({d['tokens']} tokens)")
+        m_pct = f"{pct['measured'][1]:.1f}%" if pct["measured"] else "-"
+        d_pct = f"{pct['datasheet'][1]:.1f}%" if pct["datasheet"] else "-"
         lines.append(
             f"| {run + 1} | {r['model']} | {d['bytes'] / 2**30:.2f} GiB {d['precision']} | {place} | "
             f"{'graph' if d.get('graph') else 'eager'} | {1e3 * d['median']:.3f} | {100 * d['spread']:.1f}% | "
-            f"{1e3 * d['p10']:.3f}-{1e3 * d['p90']:.3f} | {d['tokens_per_s']:.1f} | {d['total_s']:.3f} | "
+            f"{1e3 * d['p10']:.3f}-{1e3 * d['p90']:.3f} | {d['tokens_per_s']:.1f} | "
+            f"{tot} | "
             f"{m_ms} | {m_pct} | {d_pct} | {vs} | {d['verified'].split(' ')[0]} ({d['max_rel_error']:.1g}) |")
     return lines
 

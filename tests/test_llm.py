@@ -233,7 +233,7 @@ def test_bench_renders_the_table_against_both_bounds_into_its_markers(tmp_path):
     assert text.startswith("# LLM\n\ntext kept\n") and text.count("bench/llm.py table: begin") == 1
     line = next(x for x in text.splitlines() if "| llama-8b |" in x and "| explicit |" in x)
     bound_ms = wb / 3000e9 * 1e3
-    assert f"| {bound_ms:.3f} | {100 * bound_ms / 7.0:.0f}% | {100 * wb / 3350e9 / 0.007:.0f}% |" in line
+    assert f"| {bound_ms:.3f} | {100 * bound_ms / 7.0:.1f}% | {100 * wb / 3350e9 / 0.007:.1f}% |" in line
     assert line.startswith("| 1 | llama-8b")
     mp = next(x for x in text.splitlines() if "| managed-prefetch |" in x)
     assert "+1.0%" in mp  # against explicit's median
