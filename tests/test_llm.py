@@ -147,11 +147,20 @@ def test_report_section_draws_the_bounds():
     assert "<svg" in html and "of bound" in html
 
 
+def _llm_many(*argvs):
+    """Runs llm processes at once (tiny models: the GPU holds them all), each as (records, status, stderr)."""
+    procs = [subprocess.Popen([sys.executable, "-m", "umscope.apps.llm", *a], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for a in argvs]
+    out = []
+    for p in procs:
+        o, e = p.communicate(timeout=600)
+        lines = [json.loads(x) for x in o.splitlines() if x.startswith("{")]
+        out.append((lines, lines[-1] if lines else {"status": "none"}, e))
+    return out
+
+
 def _llm(*args):
-    res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", *args], capture_output=True, text=True,
-                         timeout=600)
-    lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
-    return lines, lines[-1], res.stderr
+    return _llm_many(args)[0]
 
 
 @pytest.mark.gpu
@@ -160,8 +169,10 @@ def _llm(*args):
 def test_every_placement_gives_the_device_placements_logits(model, modes):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    for mode in ["torch"] + modes:
-        lines, status, err = _llm("--model", model, "--mode", mode, "--tokens", "8", "--prompt", "8", "--batch", "2")
+    base = ["--model", model, "--tokens", "8", "--prompt", "8", "--batch", "2"]
+    # Mode torch first (it writes the reference the others are checked against), then the others at once.
+    results = [_llm(*base, "--mode", "torch")] + _llm_many(*[base + ["--mode", m] for m in modes])
+    for mode, (lines, status, err) in zip(["torch"] + modes, results):
         if mode == "system" and status["status"] == "skipped":
             assert "HMM or ATS" in status["reason"]
             continue
@@ -187,13 +198,15 @@ def test_eager_and_current_allocator_give_the_graphs_tokens_and_the_profile_spli
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     base = ["--model", "llama-tiny", "--tokens", "8", "--prompt", "8"]
-    lines, status, err = _llm(*base, "--mode", "explicit", "--profile")
+    _llm(*base, "--mode", "torch", "--no-graph")  # the eager reference first
+    extras = (["--no-graph"], ["--no-graph", "--allocator", "current"])
+    runs = _llm_many(base + ["--mode", "explicit", "--profile"], *[base + ["--mode", "pinned"] + x for x in extras])
+    lines, status, err = runs[0]
     assert status["status"] == "ok", (status, err[-2000:])
     prof = next(r for r in lines if r.get("op") == "profile")
     assert prof["kernels_per_step"] > 10 and prof["kernel_s_per_step"].get("matmul", 0) > 0
     assert prof["busy_s_per_step"] <= prof["step_s"] * 1.05
-    for extra in (["--no-graph"], ["--no-graph", "--allocator", "current"]):
-        lines, status, err = _llm(*base, "--mode", "pinned", *extra)
+    for extra, (lines, status, err) in zip(extras, runs[1:]):
         assert status["status"] == "ok", (extra, status, err[-2000:])
         dec = next(r for r in lines if r.get("op") == "decode")
         assert dec["graph"] is False and dec["tokens_match"] and dec["max_rel_error"] <= llm.TOLERANCE
