@@ -14,7 +14,8 @@ median over --reps generations of --tokens tokens); its logits are checked again
 
 Rows: the largest model that fits device-placed (target >= 70% of the HBM bound) and managed-prefetch
 (target: within 5% of device once resident); host-resident models read in place over the link (pinned,
-registered, mixed: weights pinned, KV cache on the GPU; target >= 80% of the host-link bound)."""
+registered, mixed: weights pinned, KV cache on the GPU; target >= 80% of the host-link bound), in fp32:
+cuBLAS's fp16 kernels on sm90 read host memory about 5x slower per byte (the fp16 probe row)."""
 import argparse
 import json
 import os
@@ -44,8 +45,6 @@ ROWS = {
     "gpt2-xl/mixed-fp32": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--profile"]),
     "gpt2-xl/pinned-fp32": ("gpt2-xl", "pinned", ["--precision", "fp32", "--reps", "1"]),
     "gpt2-xl/pinned-fp16-probe": ("gpt2-xl", "pinned", ["--tokens", "4", "--reps", "1", "--profile"]),
-    "gpt2-xl/pinned": ("gpt2-xl", "pinned", ["--reps", "1", "--profile"]),
-    "gpt2-xl/mixed": ("gpt2-xl", "mixed", ["--reps", "1"]),
     "llama-8b/torch": ("llama-8b", "torch", ["--profile"]),
     "llama-8b/explicit": ("llama-8b", "explicit", []),
     "llama-8b/managed-prefetch": ("llama-8b", "managed-prefetch", []),
@@ -53,9 +52,9 @@ ROWS = {
     "llama2-13b/torch": ("llama2-13b", "torch", []),
     "llama2-7b/torch": ("llama2-7b", "torch", []),
     "gpt2-xl/torch": ("gpt2-xl", "torch", []),
-    "gpt2-xl/registered": ("gpt2-xl", "registered", ["--reps", "1"]),
-    "gpt2-xl/managed-advice": ("gpt2-xl", "managed-advice", ["--reps", "1"]),
-    "llama-1b/pinned": ("llama-1b", "pinned", ["--reps", "1"]),
+    "gpt2-xl/registered-fp32": ("gpt2-xl", "registered", ["--precision", "fp32", "--reps", "1"]),
+    "gpt2-xl/managed-advice-fp32": ("gpt2-xl", "managed-advice", ["--precision", "fp32", "--reps", "1"]),
+    "llama-1b/mixed-fp32": ("llama-1b", "mixed", ["--precision", "fp32", "--reps", "1"]),
 }
 MARK_BEGIN, MARK_END = "<!-- bench/llm.py table: begin -->", "<!-- bench/llm.py table: end -->"
 
