@@ -1,79 +1,263 @@
 #!/usr/bin/env python3
-"""LLM decode per model and placement (fusco2024 Fig. 17 on this machine): time per token, tokens/s and
-the time for the tokens, against the bound of where the weights live (weights / HBM or host-link peak,
-from umscope's bounds model). Weights are RANDOM (built from the configurations; nothing downloaded).
-Each case is one `python -m umscope.apps.llm` process; mode torch runs first per model (the reference of
-the cross-mode logits check).
+"""LLM decode per model and placement (fusco2024 Fig. 17 on this machine): time per token against the
+bound of where the weights live. A decode step reads every weight once, so the bound per token is
+weight bytes / bandwidth, given twice: with the bandwidth umbench measures here first (gpu-stream `read`
+of device memory for weights in GPU memory; of pinned host memory, read in place over the link, for
+weights on the host) and with the datasheet/probe peak of umscope's bounds model. Weights are RANDOM
+(built from the configurations; nothing downloaded). Each case is one `python -m umscope.apps.llm`
+process (one decode step captured as a CUDA graph and replayed, timed with CUDA events per token, the
+median over --reps generations of --tokens tokens); its logits are checked against mode torch's
+(PyTorch's own allocator) of the same configuration.
 
-    python3 bench/llm.py [--tokens 100] [--precision fp32] [--quick]
+    python3 bench/llm.py [--rows all|ROW,...] [--out rows.jsonl]       # measure (GPU), print the table
+    python3 bench/llm.py --render rows.jsonl [--markdown docs/llm.md]  # the table from saved rows
 
-Rows: the largest model that fits in device memory, device-placed (target >= 70% of the HBM bound) and
-managed-prefetch (target: within 5% of device once resident); a host-resident model read in place over
-the link (pinned, and mixed: weights pinned, cache on the GPU; target >= 80% of the host-link bound)."""
+Rows: the largest model that fits device-placed (target >= 70% of the HBM bound) and managed-prefetch
+(target: within 5% of device once resident); host-resident models read in place over the link (pinned,
+registered, mixed: weights pinned, KV cache on the GPU; target >= 80% of the host-link bound), in fp32:
+cuBLAS's fp16 kernels on sm90 read host memory about 5x slower per byte (the fp16 probe row)."""
 import argparse
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from umscope import probe
-from umscope.apps import llm
-from umscope.model import bounds
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _commit import commit  # noqa: E402
 
-PLAN = [  # (model, modes)
-    ("llama-8b", ["torch", "explicit", "managed-prefetch"]),
-    ("gpt2-xl", ["torch", "explicit", "pinned", "mixed"]),
-    ("llama-1b", ["torch", "explicit", "managed-prefetch", "pinned", "mixed", "managed-advice"]),
-]
+from umscope.apps import llm  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+# name -> (model, mode, extra argv)
+# name -> (model, mode, extra argv), in the order `--rows all` runs them (the targets' rows first). Mode torch
+# (PyTorch's own allocator, device memory) runs before a model's other rows: it writes the reference logits
+# they are checked against, and its run is profiled (after the timed generations).
+ROWS = {
+    "codellama-34b/torch": ("codellama-34b", "torch", ["--profile"]),
+    "codellama-34b/explicit": ("codellama-34b", "explicit", []),
+    "codellama-34b/managed-prefetch": ("codellama-34b", "managed-prefetch", []),
+    # Weights read in place over the link, in fp32: cuBLAS's fp16 kernels on sm90 (nvjet, TMA) read host
+    # memory far slower (the fp16 probe row measures it on 3 decode steps).
+    "gpt2-xl/mixed-fp32": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--profile"]),
+    "gpt2-xl/pinned-fp32": ("gpt2-xl", "pinned", ["--precision", "fp32", "--reps", "1"]),
+    "gpt2-xl/pinned-fp16-probe": ("gpt2-xl", "pinned", ["--tokens", "4", "--reps", "1", "--profile"]),
+    "llama-8b/torch": ("llama-8b", "torch", ["--profile"]),
+    "llama-8b/explicit": ("llama-8b", "explicit", []),
+    "llama-8b/managed-prefetch": ("llama-8b", "managed-prefetch", []),
+    "llama-8b/explicit-eager": ("llama-8b", "explicit", ["--no-graph"]),
+    "llama2-13b/torch": ("llama2-13b", "torch", []),
+    "llama2-7b/torch": ("llama2-7b", "torch", []),
+    "gpt2-xl/torch": ("gpt2-xl", "torch", []),
+    "gpt2-xl/registered-fp32": ("gpt2-xl", "registered", ["--precision", "fp32", "--reps", "1"]),
+    "gpt2-xl/managed-advice-fp32": ("gpt2-xl", "managed-advice", ["--precision", "fp32", "--reps", "1"]),
+    "llama-1b/mixed-fp32": ("llama-1b", "mixed", ["--precision", "fp32", "--reps", "1"]),
+}
+MARK_BEGIN, MARK_END = "<!-- bench/llm.py table: begin -->", "<!-- bench/llm.py table: end -->"
 
 
-def run(model, mode, a):
+def measured_bounds():
+    """{'gpu': (GB/s, source), 'host': (GB/s, source)}: umbench gpu-stream read, median of its repetitions."""
+    from umscope import native
+    out = {}
+    for where, kind, size in (("gpu", "device", "2GiB"), ("host", "pinned", "1GiB")):
+        recs, status = native.run_case("gpu-stream", "--kind", kind, "--bytes", size, "--ops", "read", timeout=120)
+        rec = next((r for r in recs if r.get("op") == "read"), None)
+        if rec:
+            out[where] = (rec["median"], f"measured: umbench gpu-stream read of {kind} memory, {size}, median of "
+                                         f"{rec.get('n', '?')} (CUDA events)")
+        else:
+            out[where] = None
+            print(f"bound {where}: not measured ({status.get('reason', '')[:200]})", flush=True)
+    return out
+
+
+def datasheet_bounds():
+    from umscope import probe
+    from umscope.model import bounds
+    desc = bounds.describe(probe.probe())
+    return {"gpu": desc["datapaths"].get("gpu_memory"), "host": desc["datapaths"].get("h2d")}
+
+
+def run_row(name, a, timeout):
+    model, mode, extra = ROWS[name]
     argv = [sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode, "--tokens", str(a.tokens),
-            "--precision", a.precision, "--prompt", str(a.prompt)]
+            "--precision", a.precision, "--prompt", str(a.prompt), "--reps", str(a.reps), *extra]
     t0 = time.time()
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    recs = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
-    status = recs[-1] if recs else {"status": "failed", "reason": res.stderr[-300:]}
-    return next((r for r in recs if r.get("op") == "decode"), None), status, time.time() - t0
+    # Its own process group, so that a case killed at its timeout takes its reference child with it.
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        err = f"timed out after {timeout:.0f} s; {err[-400:]}"
+    recs = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    status = recs[-1] if recs and recs[-1].get("type") == "status" else {"status": "failed", "reason": err[-500:]}
+    return {"row": name, "model": model, "mode": mode, "argv": " ".join(argv[1:]), "wall_s": round(time.time() - t0, 1),
+            "status": status, "stderr_tail": err[-600:], "decode": next((r for r in recs if r.get("op") == "decode"), None),
+            "profile": next((r for r in recs if r.get("op") == "profile"), None)}
+
+
+def table(rows, metas):
+    """Markdown lines of the per-model table; each row's bounds are those of its run (metas[row['run']])."""
+    lines = ["| run | model | weights | placement | decode | ms/token (median) | spread (max-min)/median | "
+             "p10-p90 ms | tokens/s | time for the tokens s | bound ms (measured) | % of measured bound | "
+             "% of datasheet bound | vs explicit | logits |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    explicit = {(r.get("run", 0), r["model"]): r["decode"]["median"] for r in rows
+                if r["decode"] and r["mode"] == "explicit" and r["decode"].get("graph")}
+    for r in rows:
+        if r["row"].endswith("/profile"):  # its own run under the profiler: in the breakdown only
+            continue
+        d, run = r["decode"], r.get("run", 0)
+        meta = metas[run]
+        argv = r.get("argv", "").split()
+        prec = argv[len(argv) - 1 - argv[::-1].index("--precision") + 1] if "--precision" in argv else meta["precision"]
+        gib = llm.weight_bytes(r["model"], prec) / 2**30
+        if not d:
+            why = " / ".join(x.strip() for x in r["status"].get("reason", "").splitlines() if x.strip())
+            why = why if len(why) <= 300 else why[:120] + " ... " + why[-170:]
+            lines.append(f"| {run + 1} | {r['model']} | {gib:.2f} GiB {prec} | {r['mode']} | | {r['status'].get('status')}: "
+                         f"{why.replace('|', '/')} | | | | | | | | | |")
+            continue
+        where = llm.location(d.get("weights_kind"))
+        pct = {}
+        for src in ("measured", "datasheet"):
+            bw = (meta["bounds"].get(src) or {}).get(where)
+            pct[src] = (d["bytes"] / (bw[0] * 1e9), 100 * d["bytes"] / (bw[0] * 1e9) / d["median"]) if bw else None
+        vs = ""
+        if r["mode"] == "managed-prefetch" and (run, r["model"]) in explicit:
+            vs = f"{100 * (d['median'] / explicit[(run, r['model'])] - 1):+.1f}%"
+        place = r["mode"] if r["mode"] != "mixed" else f"mixed (weights {d['weights_kind']}, cache {d['cache_kind']})"
+        m_ms = f"{1e3 * pct['measured'][0]:.3f}" if pct["measured"] else "-"
+        tot = f"{d['total_s']:.3f}" + ("" if d.get("tokens", 100) == 100 else f" ({d['tokens']} tokens)")
+        m_pct = f"{pct['measured'][1]:.1f}%" if pct["measured"] else "-"
+        d_pct = f"{pct['datasheet'][1]:.1f}%" if pct["datasheet"] else "-"
+        lines.append(
+            f"| {run + 1} | {r['model']} | {d['bytes'] / 2**30:.2f} GiB {d['precision']} | {place} | "
+            f"{'graph' if d.get('graph') else 'eager'} | {1e3 * d['median']:.3f} | {100 * d['spread']:.1f}% | "
+            f"{1e3 * d['p10']:.3f}-{1e3 * d['p90']:.3f} | {d['tokens_per_s']:.1f} | "
+            f"{tot} | "
+            f"{m_ms} | {m_pct} | {d_pct} | {vs} | {d['verified'].split(' ')[0]} ({d['max_rel_error']:.1g}) |")
+    return lines
+
+
+def profile_lines(rows):
+    out = []
+    for r in rows:
+        p = r.get("profile")
+        if not p:
+            continue
+        per = p["kernel_s_per_step"]
+        parts = ", ".join(f"{k} {1e3 * v:.3f} ms" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
+        out.append(f"- run {r.get('run', 0) + 1}, {r['model']} {r['mode']} ({'graph' if p.get('graph') else 'eager'}): step "
+                   f"{1e3 * p['step_s']:.3f} ms = kernels {1e3 * p['busy_s_per_step']:.3f} ms ({parts}; "
+                   f"{p['kernels_per_step']:.0f} kernels per step) + {1e3 * p['gap_s_per_step']:.3f} ms between "
+                   f"kernels; matmul kernels read the weights at {p['matmul_gbps']:.0f} GB/s. Top kernels: " +
+                   "; ".join(f"{k[:60]} {1e3 * v:.3f} ms" for k, v in p["top_kernels"][:4]))
+    return out
+
+
+def render(rows, metas, markdown=None):
+    head = []
+    for i, meta in enumerate(metas):
+        head += [f"Run {i + 1}: {meta['device']}, umscope {meta['commit']} (torch {meta['torch']}, transformers "
+                 f"{meta['transformers']}), {meta['precision']}, prompt {meta['prompt']}, {meta['tokens']} tokens, "
+                 f"{meta['reps']} timed generations per case unless the row asks for fewer, random weights; "
+                 f"`{meta['command']}`. Bounds per token = weight bytes / bandwidth of where the weights live:"]
+        for src in ("measured", "datasheet"):
+            for where in ("gpu", "host"):
+                v = (meta["bounds"].get(src) or {}).get(where)
+                head.append(f"  - {src}, weights in "
+                            f"{'GPU memory' if where == 'gpu' else 'host memory (read in place over the link)'}: "
+                            + (f"{v[0]:.1f} GB/s ({v[1]})" if v else "unknown"))
+    body = head + [""] + table(rows, metas)
+    prof = profile_lines(rows)
+    if prof:
+        body += ["", "Where a decode step's time goes (torch.profiler, CUPTI kernel records):", ""] + prof
+    text = "\n".join(body)
+    print(text)
+    if markdown:
+        path = Path(markdown)
+        doc = path.read_text() if path.exists() else ""
+        block = f"{MARK_BEGIN}\n{text}\n{MARK_END}"
+        if MARK_BEGIN in doc and MARK_END in doc:
+            doc = re.sub(re.escape(MARK_BEGIN) + ".*?" + re.escape(MARK_END), lambda _: block, doc, flags=re.S)
+        else:
+            doc = doc.rstrip("\n") + "\n\n" + block + "\n"
+        path.write_text(doc)
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", default="all", help=f"comma-separated, of: {', '.join(ROWS)}")
     ap.add_argument("--tokens", type=int, default=100)
     ap.add_argument("--prompt", type=int, default=32)
-    ap.add_argument("--precision", default="fp32", help="fp32 (default: decode is bandwidth-bound, not "
-                                                        "launch-bound, in eager PyTorch), fp16, bf16")
-    ap.add_argument("--quick", action="store_true", help="llama-1b only")
+    ap.add_argument("--reps", type=int, default=3, help="timed generations per case (rows may ask for fewer)")
+    ap.add_argument("--precision", default="fp16", choices=llm.DTYPES, help="fp16 (fusco2024's torch.float16)")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per case")
+    ap.add_argument("--budget", type=float, help="seconds for the whole run: a case gets at most what is left, "
+                                                 "and none starts with less than 10 s left")
+    ap.add_argument("--out", help="append the rows (JSON lines: a header, then one per case) to this file")
+    ap.add_argument("--render", nargs="+", metavar="ROWS_JSONL", help="print the table of saved rows; no GPU")
+    ap.add_argument("--markdown", help="write the table into this Markdown file between its markers")
     a = ap.parse_args()
-    fp = probe.probe()
-    if not fp.get("gpus"):
-        sys.exit(f"no GPU: {fp['cuda'].get('why_no_gpu')}")
-    desc = bounds.describe(fp)
-    for k in ("gpu_memory", "h2d"):
-        v = desc["datapaths"].get(k)
-        print(f"bound {k}: {v[0]:g} GB/s ({v[1]})" if v else f"bound {k}: unknown")
-    print(f"{'model':<10} {'GiB':>6} {'mode':<17} {'ms/token':>9} {'spread':>7} {'tok/s':>8} "
-          f"{f'{a.tokens} tok s':>9} {'bound ms':>9} {'of bound':>8}  verified (max rel err)")
-    plan = PLAN[2:] if a.quick else PLAN
-    device_ms = {}
-    for model, modes in plan:
-        for mode in modes:
-            rec, status, wall = run(model, mode, a)
-            gib = llm.weight_bytes(model, a.precision) / 2**30
-            if not rec:
-                print(f"{model:<10} {gib:>6.2f} {mode:<17} {status['status']}: {status.get('reason', '')[:150]}",
-                      flush=True)
-                continue
-            b, path = llm.token_bound(rec, desc)
-            ms = rec["median"] * 1e3
-            if mode == "explicit":
-                device_ms[model] = ms
-            vs = f" ({ms / device_ms[model] - 1:+.1%} vs explicit)" if mode == "managed-prefetch" and \
-                model in device_ms else ""
-            print(f"{model:<10} {gib:>6.2f} {mode:<17} {ms:>9.3f} {100 * rec['spread']:>6.1f}% "
-                  f"{rec['tokens_per_s']:>8.1f} {rec['total_s']:>9.3f} {1e3 * b if b else 0:>9.3f} "
-                  f"{(100 * b / rec['median']) if b else 0:>7.0f}%  {rec['verified']} ({rec['max_rel_error']:.1g})"
-                  f"{vs} [{path}, {wall:.0f} s]", flush=True)
+    if a.render:
+        rows, metas = [], []
+        for f in a.render:
+            for line in Path(f).read_text().splitlines():
+                obj = json.loads(line)
+                if obj.get("type") == "header":
+                    metas.append(obj)
+                elif metas:
+                    rows.append(dict(obj, run=len(metas) - 1))
+        if not metas:
+            sys.stderr.write("bench/llm.py: error: no header line in the rows given\n")
+            sys.exit(2)
+        render(rows, metas, a.markdown)
+        return
+    names = list(ROWS) if a.rows == "all" else a.rows.split(",")
+    bad = [n for n in names if n not in ROWS]
+    if bad:
+        sys.stderr.write(f"bench/llm.py: error: unknown rows {bad} (known: {', '.join(ROWS)})\n")
+        sys.exit(2)
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        sys.exit(f"bench/llm.py: PyTorch and transformers are needed: {e}")
+    if not torch.cuda.is_available():
+        sys.exit("bench/llm.py: no CUDA GPU visible to PyTorch")
+    meta = {"type": "header", "commit": commit(ROOT), "device": torch.cuda.get_device_name(0),
+            "torch": torch.__version__, "transformers": transformers.__version__, "precision": a.precision,
+            "prompt": a.prompt, "tokens": a.tokens, "reps": a.reps,
+            "command": "python3 bench/llm.py " + " ".join(sys.argv[1:]),
+            "bounds": {"measured": measured_bounds(), "datasheet": datasheet_bounds()}}
+    for src, b in meta["bounds"].items():
+        for where, v in b.items():
+            print(f"bound {src} {where}: " + (f"{v[0]:.1f} GB/s ({v[1]})" if v else "unknown"), flush=True)
+    out = open(a.out, "a", encoding="utf-8") if a.out else None
+    if out:
+        out.write(json.dumps(meta) + "\n")
+    rows, t_end = [], time.time() + a.budget if a.budget else None
+    for n in names:
+        left = t_end - time.time() if t_end else None
+        if left is not None and left < 10:
+            print(f"{n}: not run ({left:.0f} s of the budget left)", flush=True)
+            continue
+        r = run_row(n, a, min(a.timeout, left) if left is not None else a.timeout)
+        rows.append(r)
+        d = r["decode"]
+        print(f"{n}: " + (f"{1e3 * d['median']:.3f} ms/token spread {100 * d['spread']:.1f}% "
+                          f"{d['verified']} [{r['wall_s']} s]" if d else f"{r['status']}"), flush=True)
+        if out:
+            out.write(json.dumps(r) + "\n")
+            out.flush()
+    render(rows, [meta])
 
 
 if __name__ == "__main__":

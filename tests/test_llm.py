@@ -18,19 +18,56 @@ def test_parameter_counts_are_the_published_sizes():
     assert llm.param_count("gpt2") == 124_439_808
     assert llm.param_count("llama-8b") == 8_030_261_248
     assert llm.param_count("llama-1b") == 1_235_814_400
+    # Llama 2 7B 6.74 B, 13B 13.0 B (fusco2024's Fig. 17 models).
+    assert llm.param_count("llama2-7b") == 6_738_415_616 and llm.param_count("llama2-13b") == 13_015_864_320
+    assert llm.param_count("codellama-34b") == 33_743_970_304  # Code Llama 34B
     assert llm.weight_bytes("llama-8b", "fp16") == 2 * 8_030_261_248
 
 
 def test_parameter_count_matches_transformers():
     torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
     transformers = pytest.importorskip("transformers")
-    for name in ("gpt2-tiny", "llama-tiny", "gpt2-medium"):
+    for name in ("gpt2-tiny", "llama-tiny", "gpt2-medium", "llama2-7b"):
         arch, c = llm.MODELS[name]
         cfg = (transformers.GPT2Config(**dict(llm.GPT2_BASE, **c)) if arch == "gpt2"
                else transformers.LlamaConfig(**dict(llm.LLAMA_BASE, **c)))
         with torch.device("meta"):
             m = transformers.AutoModelForCausalLM.from_config(cfg)
         assert sum(p.numel() for p in m.parameters()) == llm.param_count(name)
+
+
+@pytest.mark.parametrize("name", ["llama-tiny", "gpt2-tiny"])
+def test_static_cache_decoder_gives_transformers_greedy_tokens(name):
+    # The decode step the CUDA graph captures (static KV cache, fixed buffers, argmax fed back in place),
+    # run eagerly on the CPU: the same tokens as transformers' own greedy generate(), and a second
+    # generation (cache reset in place) the same again.
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    transformers = pytest.importorskip("transformers")
+    arch, c = llm.MODELS[name]
+    cfg = (transformers.GPT2Config(**dict(llm.GPT2_BASE, **c)) if arch == "gpt2"
+           else transformers.LlamaConfig(**dict(llm.LLAMA_BASE, **c)))
+    torch.manual_seed(1)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+    ids = torch.randint(0, cfg.vocab_size, (2, 8))
+    with torch.inference_mode():
+        ref = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, min_new_tokens=6,
+                             do_sample=False, pad_token_id=0)[:, 8:]
+        dec = llm.Decoder(model, cfg, 2, 8, 6, torch)
+        got = []
+        for _ in range(2):
+            dec.prefill(ids)
+            for _ in range(5):
+                dec.step()
+            got.append(dec.toks.clone())
+    assert torch.equal(got[0], ref) and torch.equal(got[1], ref)
+
+
+def test_kernel_classes():
+    assert llm.kernel_class("void gemv2T_kernel_val<int, int, __half>") == "matmul"
+    assert llm.kernel_class("nvjet_hsh_64x8_64x16_2x1_v_bz_TNN") == "matmul"
+    assert llm.kernel_class("pytorch_flash::flash_fwd_splitkv_kernel") == "attention"
+    assert llm.kernel_class("void at::native::index_copy_kernel_impl") == "copy"
+    assert llm.kernel_class("void at::native::vectorized_elementwise_kernel<4, at::native::silu>") == "other"
 
 
 def test_modes_map_to_kinds_and_mixed_takes_both():
@@ -68,6 +105,7 @@ def test_plan_runs_the_python_runner_and_llm_stays_out_of_the_default_suite():
     (["--batch", "0"], "--batch must be at least 1"),
     (["--mode", "explicit", "--weights", "pinned"], "go with --mode mixed"),
     (["--model", "gpt2-tiny", "--prompt", "500", "--tokens", "100"], "exceed gpt2-tiny's 512 positions"),
+    (["--allocator", "current"], "cannot capture CUDA graphs"),
 ])
 def test_runner_bad_input_exits_2(args, text):
     res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", *args], capture_output=True, text=True,
@@ -109,25 +147,107 @@ def test_report_section_draws_the_bounds():
     assert "<svg" in html and "of bound" in html
 
 
+def _llm_many(*argvs):
+    """Runs llm processes at once (tiny models: the GPU holds them all), each as (records, status, stderr)."""
+    procs = [subprocess.Popen([sys.executable, "-m", "umscope.apps.llm", *a], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for a in argvs]
+    out = []
+    for p in procs:
+        o, e = p.communicate(timeout=600)
+        lines = [json.loads(x) for x in o.splitlines() if x.startswith("{")]
+        out.append((lines, lines[-1] if lines else {"status": "none"}, e))
+    return out
+
+
+def _llm(*args):
+    return _llm_many(args)[0]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("model,modes", [("llama-tiny", [m for m in llm.MODES if m != "torch"]),
                                          ("gpt2-tiny", ["explicit", "managed-advice", "pinned", "mixed"])])
 def test_every_placement_gives_the_device_placements_logits(model, modes):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    for mode in ["torch"] + modes:
-        res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode,
-                              "--tokens", "8", "--prompt", "8", "--batch", "2"], capture_output=True, text=True,
-                             timeout=600)
-        lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
-        status = lines[-1]
+    base = ["--model", model, "--tokens", "8", "--prompt", "8", "--batch", "2"]
+    # Mode torch first (it writes the reference the others are checked against), then the others at once.
+    results = [_llm(*base, "--mode", "torch")] + _llm_many(*[base + ["--mode", m] for m in modes])
+    for mode, (lines, status, err) in zip(["torch"] + modes, results):
         if mode == "system" and status["status"] == "skipped":
             assert "HMM or ATS" in status["reason"]
             continue
-        assert status["status"] == "ok", (mode, status, res.stderr[-2000:])
+        assert status["status"] == "ok", (mode, status, err[-2000:])
         dec = next(r for r in lines if r.get("op") == "decode")
         assert dec["verified"].startswith("cross-mode-logits") and dec["max_rel_error"] <= llm.TOLERANCE
         assert dec["tokens_match"], mode
         assert dec["n"] == 7 and dec["median"] > 0 and dec["weight_bytes"] == llm.weight_bytes(model, "fp16")
+        assert dec["graph"] is True and dec["decode_step"].startswith("CUDA graph")
         if mode not in ("torch",):
             assert dec["allocations"], mode  # the allocator served it
+            # Every segment PyTorch's pools hold came from libumalloc, in the placement's kinds.
+            served = sum(k["live_bytes"] for k in dec["allocations"].values())
+            pools = dec["pool_segment_bytes"]
+            if pools and None not in pools.values():
+                assert sum(pools.values()) == served, (mode, pools, served)
+            kinds = set(dec["allocations"])
+            assert any(k.startswith(dec["weights_kind"].split(",")[0]) for k in kinds), (mode, kinds)
+
+
+@pytest.mark.gpu
+def test_eager_and_current_allocator_give_the_graphs_tokens_and_the_profile_splits_the_step():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    base = ["--model", "llama-tiny", "--tokens", "8", "--prompt", "8"]
+    _llm(*base, "--mode", "torch", "--no-graph")  # the eager reference first
+    extras = (["--no-graph"], ["--no-graph", "--allocator", "current"])
+    runs = _llm_many(base + ["--mode", "explicit", "--profile"], *[base + ["--mode", "pinned"] + x for x in extras])
+    lines, status, err = runs[0]
+    assert status["status"] == "ok", (status, err[-2000:])
+    prof = next(r for r in lines if r.get("op") == "profile")
+    assert prof["kernels_per_step"] > 10 and prof["kernel_s_per_step"].get("matmul", 0) > 0
+    assert prof["busy_s_per_step"] <= prof["step_s"] * 1.05
+    for extra, (lines, status, err) in zip(extras, runs[1:]):
+        assert status["status"] == "ok", (extra, status, err[-2000:])
+        dec = next(r for r in lines if r.get("op") == "decode")
+        assert dec["graph"] is False and dec["tokens_match"] and dec["max_rel_error"] <= llm.TOLERANCE
+
+
+def test_bench_renders_the_table_against_both_bounds_into_its_markers(tmp_path):
+    # bench/llm.py --render: saved rows -> the Markdown table, % of the measured and of the datasheet bound
+    # (weight bytes / GB/s of where the weights live), written once between its markers.
+    import os
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    wb = llm.weight_bytes("llama-8b", "fp16")
+    dec = {"median": 0.007, "p10": 0.0069, "p90": 0.0071, "spread": 0.02, "tokens_per_s": 142.9, "total_s": 0.71,
+           "bytes": wb, "precision": "fp16", "cache_kind": "device", "graph": True, "verified": "cross-mode-logits",
+           "max_rel_error": 0.0}
+    rows = [{"type": "header", "commit": "abc1234", "device": "GPU X", "torch": "t", "transformers": "tf",
+             "precision": "fp16", "prompt": 32, "tokens": 100, "reps": 3, "command": "python3 bench/llm.py",
+             "bounds": {"measured": {"gpu": [3000.0, "measured: umbench"], "host": [50.0, "measured: pinned"]},
+                        "datasheet": {"gpu": [3350.0, "datasheet"], "host": None}}},
+            {"row": "llama-8b/explicit", "model": "llama-8b", "mode": "explicit", "status": {"status": "ok"},
+             "decode": dict(dec, weights_kind="device")},
+            {"row": "llama-8b/managed-prefetch", "model": "llama-8b", "mode": "managed-prefetch",
+             "status": {"status": "ok"}, "decode": dict(dec, median=0.00707, weights_kind="managed,prefetch=gpu")},
+            {"row": "gpt2-xl/pinned", "model": "gpt2-xl", "mode": "pinned", "status": {"status": "failed",
+                                                                                    "reason": "timed out"},
+             "decode": None}]
+    src = tmp_path / "rows.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    doc = tmp_path / "llm.md"
+    doc.write_text("# LLM\n\ntext kept\n")
+    env = dict(os.environ, PYTHONPATH=str(root / "python"))
+    for _ in range(2):
+        res = subprocess.run([sys.executable, str(root / "bench" / "llm.py"), "--render", str(src), "--markdown",
+                              str(doc)], capture_output=True, text=True, timeout=120, env=env)
+        assert res.returncode == 0, res.stderr
+    text = doc.read_text()
+    assert text.startswith("# LLM\n\ntext kept\n") and text.count("bench/llm.py table: begin") == 1
+    line = next(x for x in text.splitlines() if "| llama-8b |" in x and "| explicit |" in x)
+    bound_ms = wb / 3000e9 * 1e3
+    assert f"| {bound_ms:.3f} | {100 * bound_ms / 7.0:.1f}% | {100 * wb / 3350e9 / 0.007:.1f}% |" in line
+    assert line.startswith("| 1 | llama-8b")
+    mp = next(x for x in text.splitlines() if "| managed-prefetch |" in x)
+    assert "+1.0%" in mp  # against explicit's median
+    assert "failed: timed out" in text and "abc1234" in text and "measured: umbench" in text

@@ -439,15 +439,31 @@ void write_at_exit() {
 
 }  // namespace
 
+// Allocating while a thread captures a CUDA graph: PyTorch asks for a segment of a graph's pool (a
+// torch.cuda.MemPool served by this library) during capture. cudaMalloc*, cudaHostRegister and the
+// kinds' advice are not stream work but are refused in the global capture mode; the relaxed mode lets
+// them run (PyTorch's own allocator does the same around cudaMalloc).
+struct RelaxedCapture {
+#ifdef UMSCOPE_HAVE_CUDA
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+#endif
+};
+
 // --- PyTorch's pluggable-allocator interface ----------------------------------
 UMSCOPE_API void* umscope_alloc(ssize_t size, int device, void* stream) {
+  RelaxedCapture relaxed;
   std::string err;
   void* p = place_alloc(static_cast<size_t>(size < 0 ? 0 : size), device, stream, true, &err);
   if (!p && size > 0) throw std::runtime_error(err.empty() ? "umscope place: allocation failed" : err);
   return p;
 }
 
-UMSCOPE_API void umscope_free(void* ptr, ssize_t, int, void*) { place_free(ptr); }
+UMSCOPE_API void umscope_free(void* ptr, ssize_t, int, void*) {
+  RelaxedCapture relaxed;
+  place_free(ptr);
+}
 
 // --- control and bookkeeping (ctypes) ------------------------------------------
 // Replaces the configuration (kind, rules; allow < 0 keeps the guard's setting). 0, or 2 with the reason.

@@ -39,7 +39,8 @@ def _opt(name, type_, help_, choices=(), lo="", hi=""):
 
 # llm runs in Python (PyTorch), not in umbench: its declaration is here, in the native list's form.
 LLM_OPTIONS = [
-    _opt("model", "text", "llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b (random weights)"),
+    _opt("model", "text", "llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b, llama2-7b, "
+                         "llama2-13b, codellama-34b (random weights)"),
     _opt("batch", "int", "llm: batch", lo="-9223372036854775808", hi="9223372036854775807"),
     _opt("prompt", "int", "llm: prompt", lo="-9223372036854775808", hi="9223372036854775807"),
     _opt("tokens", "int", "llm: tokens", lo="-9223372036854775808", hi="9223372036854775807"),
@@ -49,7 +50,7 @@ LLM_OPTIONS = [
     _opt("cache", "text", "llm --mode mixed: kind of the KV cache and activations"),
 ]
 LLM = dict(help="autoregressive decoding (100 tokens) with transformers models of real sizes built with RANDOM "
-                "weights (--model gpt2..gpt2-xl, llama-1b/3b/8b), placed by umscope's PyTorch allocator; "
+                "weights (--model gpt2..gpt2-xl, llama-1b/3b/8b, llama2-7b/13b, codellama-34b), placed by umscope's PyTorch allocator; "
                 "mixed: --weights KIND --cache KIND",
            modes=["torch", "explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered",
                   "system", "mixed"])

@@ -30,6 +30,7 @@ import time
 GPT2_BASE = {"vocab_size": 50257, "n_positions": 1024}
 LLAMA_BASE = {"vocab_size": 128256, "max_position_embeddings": 8192, "rope_theta": 500000.0, "rms_norm_eps": 1e-5,
               "hidden_act": "silu"}
+LLAMA2 = {"vocab_size": 32000, "max_position_embeddings": 4096, "rope_theta": 10000.0, "tie_word_embeddings": False}
 # Sizes of the published configurations (GPT-2: Radford et al. 2019; Llama 3.2 1B/3B, Llama 3.1 8B);
 # the tiny ones are for tests.
 MODELS = {
@@ -48,6 +49,16 @@ MODELS = {
                            "num_attention_heads": 24, "num_key_value_heads": 8, "tie_word_embeddings": True}),
     "llama-8b": ("llama", {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
                            "num_attention_heads": 32, "num_key_value_heads": 8, "tie_word_embeddings": False}),
+    # Llama 2 7B and 13B (Touvron et al. 2023), the models of fusco2024's Fig. 17.
+    "llama2-7b": ("llama", dict(LLAMA2, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                                num_attention_heads=32, num_key_value_heads=32)),
+    "llama2-13b": ("llama", dict(LLAMA2, hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
+                                 num_attention_heads=40, num_key_value_heads=40)),
+    # Code Llama 34B (Roziere et al. 2023; Llama 2 architecture, grouped-query attention): the largest
+    # published Llama configuration whose fp16 weights (67 GB) fit in an 80 GB GPU.
+    "codellama-34b": ("llama", dict(LLAMA2, hidden_size=8192, intermediate_size=22016, num_hidden_layers=48,
+                                    num_attention_heads=64, num_key_value_heads=8, rope_theta=1000000.0,
+                                    max_position_embeddings=16384)),
 }
 # Memory mode -> the allocator's kind (None: PyTorch's own allocator). first_touch=none: the weights are
 # written by the GPU's initialisation, the cache and activations by the GPU; nothing is touched before.
@@ -135,6 +146,14 @@ def _parser():
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--reps", type=int, default=1, help="timed generations")
     p.add_argument("--warmup", type=int, default=1, help="untimed generations (of 4 tokens) before")
+    p.add_argument("--no-graph", dest="graph", action="store_false",
+                   help="decode eagerly (default: one decode step captured as a CUDA graph and replayed)")
+    p.add_argument("--allocator", choices=["pool", "current"], default="pool",
+                   help="pool (default): libumalloc serves torch.cuda.MemPools (weights; KV cache and "
+                        "activations; the captured step's activations); current: libumalloc replaces PyTorch's "
+                        "allocator (change_current_allocator), which gives graphs no private pool: eager only")
+    p.add_argument("--profile", action="store_true",
+                   help="also record where a decode step's time goes (torch.profiler over one generation)")
     p.add_argument("--allow-oversubscription", action="store_true")
     p.add_argument("--allow-host-overcommit", action="store_true")
     # The runner passes every case its --placement; a PyTorch process is not pinned by umscope.
@@ -154,6 +173,9 @@ def validate(a):
         return "--placement local/remote pins umbench; the llm application (PyTorch) is not pinned: use --placement none"
     if (a.weights or a.cache) and a.mode != "mixed":
         return "--weights and --cache go with --mode mixed"
+    if a.allocator == "current" and a.graph:
+        return ("--allocator current cannot capture CUDA graphs (PyTorch's pluggable allocator as the current "
+                "allocator gives a graph no private pool): add --no-graph")
     arch, c = MODELS[a.model]
     limit = c.get("n_positions", GPT2_BASE["n_positions"]) if arch == "gpt2" else \
         c.get("max_position_embeddings", LLAMA_BASE["max_position_embeddings"])
@@ -173,12 +195,13 @@ def _status(status, reason=""):
 
 
 def _key(a, torch) -> str:
-    text = json.dumps([a.model, MODELS[a.model], a.precision, a.batch, a.prompt, a.tokens, a.seed, torch.__version__,
+    text = json.dumps([a.model, MODELS[a.model], a.precision, a.batch, a.prompt, a.tokens, a.seed, a.graph,
+                       torch.__version__,
                        torch.cuda.get_device_name(a.device)])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _build(a, torch):
+def _build(a, torch, pool=None):
     import transformers
     arch, c = MODELS[a.model]
     if arch == "gpt2":
@@ -189,7 +212,7 @@ def _build(a, torch):
     torch.manual_seed(a.seed)
     # Built on the GPU (its allocations go to the weights' kind), initialised there by the model's own
     # random initialisation: the same kernels and seed in every placement give the same weights.
-    with torch.device(f"cuda:{a.device}"):
+    with torch.device(f"cuda:{a.device}"), _in_pool(pool, torch):
         try:
             model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
         except TypeError:
@@ -203,26 +226,146 @@ def _build(a, torch):
     return model, total, config
 
 
-def _generate(model, ids, steps, torch):
-    """Prefill then `steps` greedy decode steps; CUDA events between them. Returns (prefill s,
-    [step s], prefill logits, last logits, tokens)."""
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 2)]
-    ev[0].record()
-    out = model(input_ids=ids, use_cache=True)
-    cache, first = out.past_key_values, out.logits[:, -1, :]
-    nxt = first.argmax(-1, keepdim=True)
-    ev[1].record()
-    toks, last = [nxt], first
-    for t in range(steps):
-        out = model(input_ids=nxt, past_key_values=cache, use_cache=True)
-        cache, last = out.past_key_values, out.logits[:, -1, :]
-        nxt = last.argmax(-1, keepdim=True)
-        toks.append(nxt)
-        ev[t + 2].record()
+def _in_pool(pool, torch):
+    """Allocations of this thread go to `pool` (a torch.cuda.MemPool served by libumalloc); mode torch: none."""
+    import contextlib
+    return torch.cuda.use_mem_pool(pool) if pool is not None else contextlib.nullcontext()
+
+
+class Decoder:
+    """Greedy decoding with a static KV cache (transformers' StaticCache) and fixed input/output buffers, so
+    that one decode step (forward, argmax, next input) can be captured as a CUDA graph and replayed: a
+    batch-1 step launches hundreds of small kernels, which eager PyTorch issues slower than the GPU runs
+    them. Eager (graph=False) runs the same step function. The cache, the buffers and eager activations
+    come from `pool`, a captured step's activations from `gpool` (both in the cache's kind), the weights
+    were built in theirs before."""
+
+    def __init__(self, model, config, batch, prompt, tokens, torch, pool=None, gpool=None):
+        from transformers import StaticCache
+        self.model, self.torch, self.pool, self.gpool, self.graph = model, torch, pool, gpool, None
+        self.graph_error = None
+        dev = next(model.parameters()).device
+        with _in_pool(pool, torch):
+            self.cache = StaticCache(config=config, max_cache_len=prompt + tokens)
+            self.ids = torch.zeros((batch, 1), dtype=torch.long, device=dev)
+            self.toks = torch.zeros((batch, tokens), dtype=torch.long, device=dev)
+            self.pos = torch.zeros((1,), dtype=torch.long, device=dev)
+            self.logits = torch.zeros((batch, config.vocab_size), dtype=torch.float32, device=dev)
+            self.first = torch.zeros_like(self.logits)
+
+    def _emit_token(self, logits):
+        nxt = logits.argmax(-1, keepdim=True)
+        self.ids.copy_(nxt)
+        self.toks.index_copy_(1, self.pos, nxt)
+        self.pos.add_(1)
+
+    def prefill(self, ids):
+        self.cache.reset()
+        self.pos.zero_()
+        with _in_pool(self.pool, self.torch):
+            out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True)
+            self.first.copy_(out.logits[:, -1, :])
+            self._emit_token(self.first)
+
+    def _step(self):
+        out = self.model(input_ids=self.ids, past_key_values=self.cache, use_cache=True)
+        self.logits.copy_(out.logits[:, -1, :])
+        self._emit_token(self.logits)
+
+    def step(self):
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            with _in_pool(self.pool, self.torch):
+                self._step()
+
+    def capture(self, ids):
+        """Warm up (prefill and two steps on a side stream: the cache is made, cuBLAS picks its kernels),
+        then capture one step. On failure the reason is kept and decoding stays eager."""
+        torch = self.torch
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        try:
+            with torch.cuda.stream(s):
+                self.prefill(ids)
+                with _in_pool(self.gpool if self.gpool is not None else self.pool, torch):
+                    for _ in range(2):
+                        self._step()
+            torch.cuda.current_stream().wait_stream(s)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, pool=self.gpool.id if self.gpool is not None else None, stream=s):
+                self._step()
+            torch.cuda.synchronize()
+            self.graph = g
+        except RuntimeError as e:
+            torch.cuda.synchronize()
+            self.graph_error = (str(e).splitlines() or [type(e).__name__])[0][:300]
+
+    def generate(self, ids, steps):
+        """Prefill then `steps` greedy decode steps; CUDA events between them. Returns (prefill s,
+        [step s], prefill logits, last logits, tokens)."""
+        torch = self.torch
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 2)]
+        torch.cuda.synchronize()
+        ev[0].record()
+        self.prefill(ids)
+        ev[1].record()
+        for t in range(steps):
+            self.step()
+            ev[t + 2].record()
+        torch.cuda.synchronize()
+        prefill = ev[0].elapsed_time(ev[1]) / 1e3
+        step_s = [ev[i].elapsed_time(ev[i + 1]) / 1e3 for i in range(1, steps + 1)]
+        return prefill, step_s, self.first.cpu(), self.logits.cpu(), self.toks[:, :steps + 1].cpu()
+
+
+PROFILE_STEPS = 10  # decode steps under the profiler (each step of an 8B model is ~1500 kernel records)
+KERNEL_CLASSES = (("attention", ("flash", "fmha", "attention", "sdpa", "efficient")),
+                  ("matmul", ("gemv", "gemm", "cutlass", "xmma", "nvjet", "cublas", "splitk", "dot_kernel")),
+                  ("copy", ("memcpy", "memset", "copy_kernel", "catarray", "index_copy", "indexcopy")))
+
+
+def kernel_class(name) -> str:
+    low = name.lower()
+    for cls, keys in KERNEL_CLASSES:
+        if any(k in low for k in keys):
+            return cls
+    return "other"
+
+
+def _profile(dec, ids, steps, wbytes, torch):
+    """Where a decode step's time goes: torch.profiler (CUPTI) over `steps` decode steps; the
+    kernels' GPU time per step by class (matmul: the weight reads; attention; copies; other: norms,
+    rotary, activations, argmax), kernels per step, and the GPU time between kernels (launch gaps)."""
+    from torch.profiler import ProfilerActivity, profile
+    dec.prefill(ids)
     torch.cuda.synchronize()
-    prefill = ev[0].elapsed_time(ev[1]) / 1e3
-    step_s = [ev[i].elapsed_time(ev[i + 1]) / 1e3 for i in range(1, steps + 1)]
-    return prefill, step_s, first.float().cpu(), last.float().cpu(), torch.cat(toks, 1).cpu()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        e0.record()
+        for _ in range(steps):
+            dec.step()
+        e1.record()
+        torch.cuda.synchronize()
+    wall = e0.elapsed_time(e1) / 1e3 / steps
+    by, n, top = {}, 0, {}
+    for ev in prof.events():
+        if str(getattr(ev, "device_type", "")).endswith("CUDA") and not getattr(ev, "is_user_annotation", False):
+            t = ev.time_range.elapsed_us() / 1e6
+            c = kernel_class(ev.name)
+            by[c] = by.get(c, 0.0) + t
+            top[ev.name] = top.get(ev.name, 0.0) + t
+            n += 1
+    busy = sum(by.values()) / steps
+    per = {c: v / steps for c, v in by.items()}
+    mm = per.get("matmul")
+    return {"op": "profile", "step_s": wall, "kernels_per_step": n / steps, "kernel_s_per_step": per,
+            "busy_s_per_step": busy, "gap_s_per_step": max(wall - busy, 0.0),
+            "matmul_gbps": wbytes / mm / 1e9 if mm else None,
+            "top_kernels": sorted(((k, v / steps) for k, v in top.items()), key=lambda kv: -kv[1])[:8],
+            "how": "torch.profiler (CUPTI kernel records) over one generation's decode steps; matmul_gbps = "
+                   "weight bytes / matmul kernel time per step"}
 
 
 def _reference(a, key, torch):
@@ -233,9 +376,12 @@ def _reference(a, key, torch):
         argv = [sys.executable, "-m", "umscope.apps.llm", "--model", a.model, "--mode", "torch", "--batch",
                 str(a.batch), "--prompt", str(a.prompt), "--tokens", str(a.tokens), "--precision", a.precision,
                 "--seed", str(a.seed), "--device", str(a.device), "--reference-only", "--warmup", "0"]
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+        if not a.graph:
+            argv.append("--no-graph")
+        # Its progress lines go to this process's stderr; its records are not this run's.
+        res = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=3600)
         if not os.path.exists(path):
-            return None, f"the reference run (mode torch) failed: {(res.stdout + res.stderr).strip()[-300:]}"
+            return None, f"the reference run (mode torch) failed: {res.stdout.strip()[-300:]}"
     return torch.load(path), None
 
 
@@ -258,6 +404,7 @@ def main(argv=None) -> int:
         return _status("skipped", f"PyTorch and transformers are needed for the llm application: {e}")
     if not torch.cuda.is_available():
         return _status("skipped", "no CUDA GPU visible to PyTorch")
+    _progress(f"torch {torch.__version__} imported; {a.model} {a.precision}, mode {a.mode}")
     wkind, ckind = weights_kind(a.mode, a.weights), cache_kind(a.mode, a.cache)
     lib = None
     if wkind is not None:
@@ -274,8 +421,9 @@ def main(argv=None) -> int:
             sys.stderr.write(f"llm: error: {e}\n")
             _status("usage", str(e))
             return 2
-        torch.cuda.memory.change_current_allocator(
-            torch.cuda.memory.CUDAPluggableAllocator(lib, "umscope_alloc", "umscope_free"))
+        if a.allocator == "current":
+            torch.cuda.memory.change_current_allocator(
+                torch.cuda.memory.CUDAPluggableAllocator(lib, "umscope_alloc", "umscope_free"))
     torch.cuda.set_device(a.device)
     free, total = torch.cuda.mem_get_info(a.device)
     need = weight_bytes(a.model, a.precision)
@@ -303,24 +451,54 @@ def main(argv=None) -> int:
     key = _key(a, torch)
     ref = None
     if a.mode != "torch":  # the reference first, so that two models never share the GPU
+        _progress(f"reference (mode torch) of {a.model} {a.precision}")
         ref, why = _reference(a, key, torch)
         if ref is None:
             return _status("failed", why)
+    wpool = cpool = gpool = None
+    if lib and a.allocator == "pool":
+        # PyTorch's caching allocator keeps serving tensors, each pool's segments come from libumalloc in
+        # the kind configured when the pool grows: CUDA graphs can be captured (the pluggable allocator as
+        # the current allocator cannot), and the placement is the same.
+        alloc = torch.cuda.memory.CUDAPluggableAllocator(lib, "umscope_alloc", "umscope_free").allocator()
+        wpool, cpool, gpool = (torch.cuda.MemPool(alloc) for _ in range(3))
+    prof = None
     try:
         with torch.inference_mode():
             t0 = time.perf_counter()
-            model, wbytes, config = _build(a, torch)
+            model, wbytes, config = _build(a, torch, wpool)
             torch.cuda.synchronize()
             build_s = time.perf_counter() - t0
+            _progress(f"{a.model} built in {build_s:.1f} s ({wbytes / 2**30:.2f} GiB of weights in {wkind or 'device'})")
             if lib and ckind != wkind:
                 from umscope import place
                 place.set_kind(ckind, lib)
             g = torch.Generator().manual_seed(a.seed)
             ids = torch.randint(0, config.vocab_size, (a.batch, a.prompt), generator=g).to(f"cuda:{a.device}")
+            dec = Decoder(model, config, a.batch, a.prompt, a.tokens, torch, cpool, gpool)
+            if a.graph:
+                dec.capture(ids)
+                _progress("decode step captured as a CUDA graph" if dec.graph is not None else "capture failed")
+                if dec.graph is None:
+                    return _status("failed", f"CUDA graph capture failed ({dec.graph_error}); --no-graph decodes "
+                                   "eagerly")
             cold = None
             for _ in range(a.warmup):
-                cold = cold or _generate(model, ids, 3, torch)[0]
-            runs = [_generate(model, ids, a.tokens - 1, torch) for _ in range(a.reps)]
+                cold = cold or dec.generate(ids, min(3, a.tokens - 1))[0]
+            runs = []
+            for i in range(a.reps):
+                runs.append(dec.generate(ids, a.tokens - 1))
+                _progress(f"generation {i + 1}/{a.reps}: {1e3 * sorted(runs[-1][1])[len(runs[-1][1]) // 2]:.3f} "
+                          "ms per token")
+            if a.profile:
+                prof = _profile(dec, ids, min(a.tokens - 1, PROFILE_STEPS), wbytes, torch)
+            pools = {}
+            for name, pool in (("weights", wpool), ("cache", cpool), ("graph", gpool)):
+                if pool is not None:
+                    try:
+                        pools[name] = sum(seg["total_size"] for seg in pool.snapshot())
+                    except (AttributeError, RuntimeError, TypeError):
+                        pools[name] = None
     except RuntimeError as e:
         msg = str(e)
         if "umscope place: refusing" in msg:
@@ -359,7 +537,10 @@ def main(argv=None) -> int:
               "weight_bytes": wbytes, "verified": verified, "max_rel_error": err,
               "tokens_match": tokens_match, "reference": "mode torch (PyTorch's caching allocator, device memory)",
               "torch": torch.__version__, "transformers": transformers.__version__, "build_s": round(build_s, 3),
-              "weights_kind_name": name[0]}
+              "weights_kind_name": name[0], "graph": bool(a.graph),
+              "decode_step": "CUDA graph of one step (static KV cache), replayed" if a.graph else
+              "eager (static KV cache)", "allocator_mode": a.allocator if lib else "torch",
+              "pool_segment_bytes": pools or None}
     spread = (steps_sorted[-1] - steps_sorted[0]) / med if med else None
     _emit(dict(common, op="decode", metric="time_per_token", unit="s", n=len(steps), median=med,
                min=steps_sorted[0], max=steps_sorted[-1], spread=spread, value=med,
@@ -370,7 +551,16 @@ def main(argv=None) -> int:
                min=min(r[0] for r in runs), max=max(r[0] for r in runs), value=prefill_s, spread=None))
     _emit(dict(common, op="generate", metric=f"time_for_{a.tokens}_tokens", unit="s", n=1, median=total_s,
                min=total_s, max=total_s, value=total_s, spread=None))
+    if prof:
+        _emit(dict(common, metric="decode_step_breakdown", unit="s", n=min(a.tokens - 1, PROFILE_STEPS),
+                   median=prof["step_s"],
+                   value=prof["step_s"], spread=None, **prof))
     return _status("ok")
+
+
+def _progress(text):
+    sys.stderr.write(f"llm: [{time.strftime('%H:%M:%S')}] {text}\n")
+    sys.stderr.flush()
 
 
 def _mem_available() -> int:

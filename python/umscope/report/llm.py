@@ -27,6 +27,8 @@ def section(recs, fp=None) -> str:
     for r in sorted(decode, key=lambda r: (r["bytes"] or 0, r["kind"] or "")):
         x = _x(r)
         place = r["kind"] if r["kind"] != "mixed" else f"mixed (weights {x.get('weights_kind')}, cache {x.get('cache_kind')})"
+        if x.get("graph") is False:
+            place += " (eager)"
         g = gen.get(r["case_id"])
         if g:
             groups.setdefault(f"{x.get('model')} {x.get('precision')} ({size_tick(r['bytes'])})", []).append(
@@ -58,8 +60,9 @@ def section(recs, fp=None) -> str:
                "<th>ms per token</th><th>spread</th><th>tokens/s</th><th>time for the tokens s</th>"
                "<th>bound ms per token (datapath)</th><th>of bound</th><th>verified</th></tr>" + "".join(rows) +
                "</table><p class=note>Weights are random (built from the published configurations with transformers; "
-               "nothing was downloaded). Per-token time: CUDA events around each decode step, median over the steps "
-               "after a warm-up generation. The bound reads every weight once per step at the peak of where the "
+               "nothing was downloaded). Per-token time: CUDA events around each decode step (one step captured as a "
+               "CUDA graph and replayed, unless marked eager), median over the steps after a warm-up generation. "
+               "The bound reads every weight once per step at the peak of where the "
                "weights live (bounds.describe); the KV cache and activations are not counted, so the bound is a "
                "floor. Verified: the logits equal those of PyTorch's own allocator in device memory (same seed).</p>")
     return "".join(out)
