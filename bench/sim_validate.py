@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = 4096
 
 
-def traced(args):
+KEEP = None  # --keep DIR: the raw traces and the benchmark's records, for the analysis offline
+
+
+def traced(args, name="trace"):
     lib = profiler.tracer_path()
     if lib is None:
         sys.exit("this umscope was built without CUPTI (no libumtrace): nothing to compare with")
@@ -34,6 +37,12 @@ def traced(args):
                          timeout=600)
     recs, status = native.parse_output(res.stdout)
     tr = profiler.parse_trace(tf)
+    if KEEP:
+        import gzip
+        import shutil
+        with open(tf, "rb") as fi, gzip.open(Path(KEEP) / f"{name}.jsonl.gz", "wb") as fo:
+            shutil.copyfileobj(fi, fo)
+        (Path(KEEP) / f"{name}.records.jsonl").write_text(res.stdout + "\n# stderr\n" + res.stderr[-2000:])
     os.unlink(tf)
     if not tr or "totals" not in tr:
         sys.exit(f"migration {' '.join(args)}: the tracer wrote nothing (CUPTI injection failed?): {res.stderr[-300:]}")
@@ -57,7 +66,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bytes", default="1G")
     ap.add_argument("--out", default=str(ROOT / "docs" / "simulator-validation.md"))
+    ap.add_argument("--keep", help="folder for the raw traces and records")
     a = ap.parse_args()
+    global KEEP
+    KEEP = a.keep
     fp = probe.probe_gpu()
     if not fp.get("gpus"):
         print(f"no GPU: {fp.get('why_no_gpu', 'none found')}", file=sys.stderr)
@@ -79,8 +91,8 @@ def main():
     rows = []
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        for label, margs, iters, touch, init in cases:
-            tr = traced(margs)
+        for n, (label, margs, iters, touch, init) in enumerate(cases):
+            tr = traced(margs, f"case{n}")
             f = Path(tmp) / "t.umstrace"
             sim.write_trace(f, [(0, pages)], stream(pages, iters, touch), PAGE)
             s = sim.run(dict(drv, trace=f, capacity=int(g["free_mem"]), init=init, policy="uvm"))
