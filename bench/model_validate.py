@@ -54,20 +54,32 @@ def figures(size, dev, tag):
 
 
 def figure_records(size, dev, tag):
+    """The microbenchmarks that calibrate the model (calibrated.figures_from_records says which record
+    gives which figure)."""
     global TAG
     TAG = tag
     recs = []
-    for kind in ("managed,first_touch=cpu", "managed,first_touch=cpu,prefetch=gpu", "pinned"):
-        recs += umbench("migration", "--kind", kind, "--bytes", size, "--iterations", "3", *dev)
+    mig = (("read", "managed,first_touch=cpu", 2),  # demand migration, first pass; place_ms: the init alone
+           ("copy", "managed,first_touch=cpu", 2),  # two CPU-initialised arrays migrating at once
+           ("read", "managed,first_touch=cpu,prefetch=gpu", 2),  # prefetch to the GPU
+           ("write", "managed,first_touch=none,prefetch=gpu", 1),  # prefetch of never-touched pages
+           ("read", "managed,first_touch=gpu,prefetch=cpu", 1),  # prefetch back to the CPU
+           ("read", "managed,first_touch=cpu,advise=read_mostly", 2),  # advice cost (place_ms) and first pass
+           ("read", "managed,first_touch=cpu,advise=preferred:gpu", 2),
+           ("read", "pinned", 3),  # the GPU reading host memory over the link
+           ("write", "pinned", 3))  # and writing it
+    for op, kind, it in mig:
+        recs += umbench("migration", "--op", op, "--kind", kind, "--bytes", size, "--iterations", it, *dev)
     for kind, by in (("managed", "gpu"), ("managed", "cpu"), ("system", "cpu"), ("pinned", "cpu"),
                      ("registered", "cpu")):
         recs += umbench("firsttouch", "--kind", kind, "--by", by, "--bytes", size, "--reps", "3", *dev)
     recs += umbench("faults", "--kind", "managed,first_touch=gpu", "--processor", "cpu", "--mode", "parallel",
                     "--bytes", size, "--stride", "4K", "--reps", "3", *dev)
-    recs += umbench("cpu-stream", "--kind", "system", "--bytes", size, "--threads", "all", "--reps", "5")
-    # cudaMemcpy between pageable memory and the GPU, both ways (explicit mode's copies)
-    recs += umbench("copy", "--kind", "system", "--dst", "device", "--bytes", size, "--direction", "bidir",
-                    "--reps", "5", *dev)
+    recs += umbench("cpu-stream", "--kind", "system", "--bytes", size, "--threads", "all", "--ops", "read,checksum",
+                    "--reps", "5")
+    # cudaMemcpy between pageable memory and the GPU, each way alone (explicit mode's copies)
+    recs += umbench("copy", "--kind", "system", "--dst", "device", "--bytes", size, "--reps", "5", *dev)
+    recs += umbench("copy", "--kind", "device", "--dst", "system", "--bytes", size, "--reps", "5", *dev)
     return recs
 
 
@@ -130,11 +142,14 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
 
 def compare(app_recs, fig):
     rows = []
-    by = {}
+    by, cals = {}, {}
     for r in app_recs:
-        by.setdefault(r["app"], {})[r["mode"]] = r
+        if r["mode"] == "explicit":
+            cals.setdefault(r["app"], []).append(r)
+        else:
+            by.setdefault(r["app"], {})[r["mode"]] = r
     for name, meas in by.items():
-        cal = meas.get("explicit")
+        cal = calibrated.calibration(cals.get(name, []))
         if not cal:
             print(f"{name}: explicit run missing; no calibration", flush=True)
             continue
@@ -195,6 +210,8 @@ def main():
     ap.add_argument("--raw-out", help="every measured record as JSON lines (for --from-raw)")
     ap.add_argument("--from-raw", help="recompute the table from a --raw-out file; runs nothing")
     ap.add_argument("--budget", type=float, default=0, help="start no application run after this many seconds")
+    ap.add_argument("--calibration-runs", type=int, default=3,
+                    help="explicit-mode runs per application; the calibration takes each phase's median")
     ap.add_argument("--no-micro", action="store_true", help="skip the 1 GiB microbenchmarks")
     a = ap.parse_args()
     if a.from_raw:
@@ -221,9 +238,10 @@ def main():
             print(f"budget of {a.budget:.0f} s spent: {name} and later applications not run", flush=True)
             break
         for m in MODES:
-            r = run_app(name, a.footprint, m, dev)
-            if r:
-                app_recs.append(r)
+            for _ in range(a.calibration_runs if m == "explicit" else 1):
+                r = run_app(name, a.footprint, m, dev)
+                if r:
+                    app_recs.append(r)
     rows = compare(app_recs, fig)
     micro = []
     if not a.no_micro:
