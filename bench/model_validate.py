@@ -67,7 +67,8 @@ def figure_records(size, dev, tag):
            ("read", "managed,first_touch=cpu,advise=read_mostly", 2),  # advice cost (place_ms) and first pass
            ("read", "managed,first_touch=cpu,advise=preferred:gpu", 2),
            ("read", "pinned", 3),  # the GPU reading host memory over the link
-           ("write", "pinned", 3))  # and writing it
+           ("write", "pinned", 3),  # and writing it
+           ("copy", "pinned", 3))  # both at once
     for op, kind, it in mig:
         recs += umbench("migration", "--op", op, "--kind", kind, "--bytes", size, "--iterations", it, *dev)
     for kind, by in (("managed", "gpu"), ("managed", "cpu"), ("system", "cpu"), ("pinned", "cpu"),

@@ -31,7 +31,7 @@ def test_model_managed_arithmetic_exact():
     assert p["init_ms"] == pytest.approx(30.0 - 10.0 * 2e9 / GIB + 100.0 * 2e9 / GIB)
     assert p["compute_ms"] == pytest.approx(40.0 + 2000.0 + 50.0 * 1e9 / GIB)
     assert p["back_ms"] == pytest.approx(1e-3 * 1e9 / 4096 + 100.0)
-    assert p["free_ms"] == pytest.approx(2.0 + 10.0 * 3e9 / GIB)
+    assert p["free_ms"] == pytest.approx(10.0 * 3e9 / GIB)  # the managed free figure, not explicit's
     assert p["transfer_ms"] == 0.0
     assert p["total_ms"] == pytest.approx(sum(p[k] for k in calibrated.PHASES))
     # One large input: the one-array first-pass rate (2 GB/s)
@@ -50,8 +50,17 @@ def test_model_prefetch_pinned_and_explicit_exact():
     # The GPU reads 2/3 of the 1 GB per iteration over the link at 5 GB/s (133 ms > the 10 ms kernel) while
     # the writes go the other way at once.
     assert q["compute_ms"] == pytest.approx(4 * 1e9 * 2 / 3 / 5e9 * 1e3)
-    assert q["alloc_ms"] == pytest.approx(1.0 + 500.0 * 3e9 / GIB)
-    assert q["free_ms"] == pytest.approx(2.0 + 100.0 * 3e9 / GIB)
+    assert q["alloc_ms"] == pytest.approx(500.0 * 3e9 / GIB)
+    assert q["free_ms"] == pytest.approx(100.0 * 3e9 / GIB)
+    # Both directions at once capped by the measured read-while-writing rate (4 GB/s for the whole 1 GB)
+    assert calibrated.predict("triad", "pinned", CAL, dict(FIG, remote_copy_gbps=4.0))["compute_ms"] == \
+        pytest.approx(4 * 250.0)
+    # A tiled kernel's declared link bytes replace its traffic
+    assert calibrated.predict("triad", "pinned", dict(CAL, link_bytes=3e9), FIG)["compute_ms"] == \
+        pytest.approx(4 * 3e9 * 2 / 3 / 5e9 * 1e3)
+    # Without the kind's figures: explicit's own allocation and free
+    bare = {k: v for k, v in FIG.items() if not k.startswith("pinned")}
+    assert calibrated.predict("triad", "pinned", CAL, bare)["alloc_ms"] == 1.0
     assert q["init_ms"] == pytest.approx(30.0 - 10.0 * 2e9 / GIB)  # pinned pages are resident: no first touch
     assert q["back_ms"] == pytest.approx(100.0)
     e = calibrated.predict("triad", "explicit", CAL, FIG)  # the calibration itself

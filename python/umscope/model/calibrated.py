@@ -49,6 +49,8 @@ CALIBRATES = {
     "preferred_gpu_first_pass_gbps": "compute (managed-advice): first pass over preferred-GPU in/out arrays",
     "remote_gbps": "compute (pinned, registered): the GPU reading host memory over the link",
     "remote_write_gbps": "compute (pinned, registered): the GPU writing host memory over the link",
+    "remote_copy_gbps": "compute (pinned, registered): reading one pinned array while writing another (both "
+                        "directions of the link at once)",
     "cpu_fault_us_4k": "back (managed, managed-advice): the CPU faulting the results back, per 4 KiB page",
     "checksum_gbps": "back (every mode): the CPU's checksum over the results",
     "pinned_alloc_ms_per_gib": "alloc (pinned)", "pinned_free_ms_per_gib": "free (pinned)",
@@ -119,12 +121,15 @@ def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
          "free_ms": calib["free_ms"]}
     if mode == "explicit":
         return dict(p, total_ms=sum(p[k] for k in PHASES))
-    # Explicit's free releases device memory and its pageable host copies; other modes release their own kind.
-    base_free = max(0.0, calib["free_ms"] - ft("system_free_ms_per_gib", D))
+    # Allocation and free of the mode's own kind, from the firsttouch benchmark of that kind (explicit's
+    # cudaMalloc/cudaFree and pageable host copies are not part of any other mode); without the figure,
+    # explicit's own phase.
+    def kind_phase(key, phase):
+        return ft(key, D) if fig.get(key) else calib[phase]
     if mode.startswith("managed"):
         p["init_ms"] = max(0.0, calib["init_ms"] - sys_ft) + ft("cpu_first_touch_ms_per_gib", init_b)
         p["transfer_ms"] = 0.0
-        p["free_ms"] = base_free + ft("managed_free_gpu_ms_per_gib", D)
+        p["free_ms"] = kind_phase("managed_free_gpu_ms_per_gib", "free_ms")
         fp = fig.get("first_pass2_gbps") if a["concurrent_inputs"] >= 2 else None
         fp = fp or fig["first_pass_gbps"]
         fault_back = fig.get("cpu_fault_us_4k", 0.0) * 1e-3 * res_b / 4096
@@ -149,14 +154,19 @@ def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
         if mode != "system":
             # pinned and registered pages are resident from allocation: no first touch in the initialisation
             p["init_ms"] = max(0.0, calib["init_ms"] - sys_ft)
-            p["alloc_ms"] = calib["alloc_ms"] + ft(f"{mode}_alloc_ms_per_gib", D)
-            p["free_ms"] = base_free + ft(f"{mode}_free_ms_per_gib", D)
+            p["alloc_ms"] = kind_phase(f"{mode}_alloc_ms_per_gib", "alloc_ms")
+            p["free_ms"] = kind_phase(f"{mode}_free_ms_per_gib", "free_ms")
         p["transfer_ms"] = 0.0
-        # The kernels' traffic crosses the link: reads and writes go opposite ways (PCIe is full duplex),
-        # split as the arrays the GPU reads (in, inout) and writes (out, inout).
+        # The kernels' traffic crosses the link: what the application declares as link_bytes (tiled kernels:
+        # what the tiles re-read), else its traffic_bytes; split as the arrays the GPU reads (in, inout) and
+        # writes (out, inout). A roofline of the link: reads at the GPU's read rate of host memory, writes at
+        # its write rate, and both together at the rate of a kernel reading one pinned array while writing
+        # another (remote_copy_gbps; PCIe is full duplex, how much of it a kernel gets is measured).
+        L = float(calib.get("link_bytes") or T)
         rd, wr = a["in"] + a["inout"], a["out"] + a["inout"]
         rf = rd / (rd + wr) if rd + wr else 1.0
-        link = max(_ms(T * rf, fig["remote_gbps"]), _ms(T * (1 - rf), fig.get("remote_write_gbps") or fig["remote_gbps"]))
+        link = max(_ms(L * rf, fig["remote_gbps"]), _ms(L * (1 - rf), fig.get("remote_write_gbps") or fig["remote_gbps"]),
+                   _ms(L, fig.get("remote_copy_gbps")))
         p["compute_ms"] = K * max(kern, link)
         p["back_ms"] = checksum
     else:
@@ -228,6 +238,8 @@ def figures_from_records(records) -> tuple:
                 put("remote_gbps", r.get("steady"))
             elif kind == "pinned" and op == "write":
                 put("remote_write_gbps", r.get("steady"))
+            elif kind == "pinned" and op == "copy":
+                put("remote_copy_gbps", r.get("steady"))
         elif b == "firsttouch" and gib and r.get("median") is not None:
             by_gpu = str(r.get("by") or r.get("processor") or "").startswith("gpu")
             thp = pol.get("page") == "thp"
