@@ -25,6 +25,7 @@ from umscope import apps, native, probe
 from umscope.model import calibrated, dos
 
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "docs" / "model-validation.md"
 MODES = ("explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered")
 
 
@@ -141,6 +142,18 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
     return med, p90, len(errs)
 
 
+def store_validated(a, rows, med, p90, machine, commit, when):
+    """The validated error the model's records and the CLI show (python/umscope/model/validated.json)."""
+    path = a.validated_out or (calibrated.VALIDATED if Path(a.out).resolve() == DEFAULT_OUT.resolve() else None)
+    if not path or not rows:
+        return
+    calibrated.write_validated("calibrated", {
+        "model_version": calibrated.VERSION, "median": round(med, 4), "p90": round(p90, 4), "cases": len(rows),
+        "machine": machine, "commit": commit, "when": when,
+        "per_case": {f"{r['app']}/{r['mode']}": round(r["error"], 4) for r in rows}}, path)
+    print(f"wrote {path}")
+
+
 def compare(app_recs, fig):
     rows = []
     by, cals = {}, {}
@@ -196,6 +209,7 @@ def from_raw(a):
     med, p90, n = table(rows, micro, fig, missing, meta.get("gpu", "?") + f" (measured at commit "
                         f"{meta.get('commit', '?')}, {meta.get('when', '?')}; recomputed)", _commit.commit(ROOT), cmd,
                         meta.get("wall_s", 0), a.out)
+    store_validated(a, rows, med, p90, meta.get("gpu", "?"), meta.get("commit", "?"), meta.get("when", "?"))
     print(f"median |error| {med:.1%}, p90 {p90:.1%} over {n} cases; wrote {a.out}")
     return 0
 
@@ -206,7 +220,9 @@ def main():
     ap.add_argument("--footprint", help="every application at this footprint (default: the suite's small case)")
     ap.add_argument("--apps", default=",".join(a for a in calibrated.ACCESS if a in apps.APPS and a != "gemm"))
     ap.add_argument("--device", default="0")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "model-validation.md"))
+    ap.add_argument("--out", default=str(DEFAULT_OUT))
+    ap.add_argument("--validated-out", help="where the validated error goes (default: the package's "
+                    "model/validated.json when --out is the docs table)")
     ap.add_argument("--json-out")
     ap.add_argument("--raw-out", help="every measured record as JSON lines (for --from-raw)")
     ap.add_argument("--from-raw", help="recompute the table from a --raw-out file; runs nothing")
@@ -256,6 +272,7 @@ def main():
         RAW.close()
     cmd = "python3 bench/model_validate.py " + " ".join(sys.argv[1:])
     med, p90, n = table(rows, micro, fig, missing, g["name"], commit, cmd, time.time() - t0, a.out)
+    store_validated(a, rows, med, p90, g["name"], commit, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     if a.json_out:
         Path(a.json_out).write_text(json.dumps({"rows": rows, "micro": micro, "figures": fig, "sources": src}))
     print(f"median |error| {med:.1%}, p90 {p90:.1%} over {n} cases; wrote {a.out} ({time.time() - t0:.0f} s)")

@@ -99,6 +99,8 @@ def test_sweep_helpers():
     assert dos.monotone([1.0, 0.95, 0.4, 0.3]) == "decreasing"
     assert dos.monotone([1.0, 2.0, 3.0]) == "increasing"
     assert dos.monotone([1.0, 0.5, 0.9]) == "not monotone"
+    assert dos.monotone([1.0, 0.34, 0.05, 0.06, 0.05]) == "decreasing"  # a 0.01 step near zero is no rise
+    assert dos.monotone([1.0, 0.1, 0.2]) == "not monotone"
 
 
 def test_streaming_oversubscription_costs_evictions():
@@ -206,3 +208,26 @@ def test_figures_from_records_reads_the_microbenchmarks():
     assert src["first_pass_gbps"].startswith("migration read managed first_touch=cpu")
     assert "minus" in src["advise_read_mostly_ms_per_gib"]
     assert set(fig) <= set(calibrated.CALIBRATES) | {"h2d_gbps", "d2h_gbps", "host_gbps", "first_pass_gbps"}
+
+
+def test_validated_error_travels_with_modelled_figures(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "validated.json")
+    assert calibrated.validated("calibrated")["status"] == "not validated yet"
+    calibrated.write_validated("calibrated", {"model_version": calibrated.VERSION, "median": 0.08, "p90": 0.2,
+                                              "cases": 2, "machine": "GPU X", "commit": "abc",
+                                              "per_case": {"triad/managed": -0.05}})
+    calibrated.write_validated("umsim", {"model_version": "old-sim", "htod_bytes_max_error_vs_truth": 0.0})
+    v = calibrated.validated("calibrated", "triad", "managed")
+    assert v["median"] == 0.08 and v["this_case"] == -0.05 and "note" not in v
+    text = calibrated.validated_text(v)
+    assert "median 8.0%" in text and "90th percentile 20.0%" in text and "this case -5.0%" in text
+    assert "not " in calibrated.validated("umsim", version=sim.VERSION)["note"]  # another simulator version
+    f = tmp_path / "cal.json"
+    f.write_text(json.dumps(dict(CAL, app="triad", mode="explicit")))
+    assert cli.main(["model", "triad", "--calibration", str(f), "--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    managed = next(r for r in recs if r["mode"] == "managed")
+    assert managed["validated_error"]["this_case"] == -0.05 and managed["inputs"]["access_profile"]["in"] == 2e9
+    assert cli.main(["model", "triad", "--calibration", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "validated error" in out and "median 8.0%" in out

@@ -16,7 +16,13 @@ Inputs
 Output: a `modelled` record per phase and mode, with the model version, every input and the validated
 error where docs/model-validation.md gives one."""
 
+import json
+from pathlib import Path
+
 VERSION = "calibrated-2"
+# The validated error, written by bench/model_validate.py (key "calibrated") and bench/sim_validate.py (key
+# "umsim") when they regenerate docs/model-validation.md and docs/simulator-validation.md.
+VALIDATED = Path(__file__).with_name("validated.json")
 GIB = float(1 << 30)
 
 # Fractions of the footprint: (read by the GPU after CPU initialisation, written back as results). The
@@ -176,11 +182,59 @@ def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
     return p
 
 
+def validated(kind="calibrated", app=None, mode=None, version=None) -> dict:
+    """The validated error of a model (kind "calibrated" or "umsim") as its validation script last wrote it:
+    the suite's median and 90th-percentile |error|, where, when and at which commit; with app and mode, this
+    case's own error. Says so when there is none or it was for another model version."""
+    try:
+        v = json.loads(VALIDATED.read_text()).get(kind)
+    except (OSError, ValueError):
+        v = None
+    doc = "docs/model-validation.md" if kind == "calibrated" else "docs/simulator-validation.md"
+    if not v:
+        return {"status": "not validated yet", "source": doc}
+    out = {k: v[k] for k in v if k != "per_case"}
+    out["source"] = doc
+    if app and mode:
+        out["this_case"] = (v.get("per_case") or {}).get(f"{app}/{mode}")
+    want = version or (VERSION if kind == "calibrated" else None)
+    if want and v.get("model_version") != want:
+        out["note"] = f"validated for {v.get('model_version')}, not {want}"
+    return out
+
+
+def validated_text(v: dict) -> str:
+    """One line for people: the validated error and where it comes from."""
+    if v.get("status"):
+        return f"validated error: {v['status']} (see {v['source']})"
+    if "median" in v:
+        t = (f"validated error (predicted vs measured total time, {v.get('cases')} cases on {v.get('machine')}, "
+             f"commit {v.get('commit')}): median {v['median']:.1%}, 90th percentile {v['p90']:.1%}")
+        if v.get("this_case") is not None:
+            t += f"; this case {v['this_case']:+.1%}"
+    else:
+        t = "validated: " + ", ".join(f"{k} {v[k]}" for k in v if k not in ("source", "note"))
+    t += f" ({v['source']})"
+    return t + (f"; {v['note']}" if v.get("note") else "")
+
+
 def record(app, mode, pred, fig_source, calib_source, error=None) -> dict:
     return {"type": "record", "family": "model", "status": "modelled", "model_version": VERSION,
             "app": app, "mode": mode, "phases_ms": {k: pred[k] for k in PHASES}, "total_ms": pred["total_ms"],
-            "inputs": {"figures": fig_source, "calibration": calib_source, "access_profile": ACCESS.get(app)},
-            "validated_error": error or "see docs/model-validation.md"}
+            "inputs": {"figures": fig_source, "calibration": calib_source,
+                       "access_profile": {k: v for k, v in (pred.get("profile") or {}).items()}},
+            "validated_error": error or validated("calibrated", app, mode)}
+
+
+def write_validated(kind: str, entry: dict, path=None):
+    """Stores a validation script's result under `kind` in validated.json (the other kind kept)."""
+    path = Path(path or VALIDATED)
+    try:
+        cur = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cur = {}
+    cur[kind] = entry
+    path.write_text(json.dumps(cur, indent=1, sort_keys=True) + "\n")
 
 
 def _flat(r) -> dict:
