@@ -173,6 +173,8 @@ def test_figures_from_records_reads_the_microbenchmarks():
              extra={"first": 6.5, "steady": 3000.0, "place_ms": 100.0}),
         dict(mig, op="copy", kind="managed", policy="first_touch=cpu", first=5.0, steady=3000.0, place_ms=100.0),
         dict(mig, op="read", kind="managed", policy="advise=read_mostly,first_touch=cpu", first=6.0, place_ms=220.0),
+        dict(mig, op="read", kind="managed", policy="advise=preferred:gpu,first_touch=cpu", first=5.5, place_ms=300.0,
+             advise_ms=30.0),  # advise_ms, timed alone, wins over the place_ms difference
         dict(mig, op="read", kind="managed", policy="first_touch=cpu,prefetch=gpu", first=3000.0, steady=3100.0,
              prefetch_gbps=44.0),
         dict(mig, op="write", kind="managed", policy="first_touch=none,prefetch=gpu", prefetch_gbps=90.0),
@@ -200,7 +202,8 @@ def test_figures_from_records_reads_the_microbenchmarks():
     ]
     fig, src = calibrated.figures_from_records(recs)
     assert fig == {"first_pass_gbps": 6.5, "first_pass2_gbps": 5.0, "read_mostly_first_pass_gbps": 6.0,
-                   "advise_read_mostly_ms_per_gib": 120.0, "migrate_gbps": 44.0, "populate_prefetch_gbps": 90.0,
+                   "advise_read_mostly_ms_per_gib": 120.0, "advise_preferred_gpu_ms_per_gib": 30.0,
+                   "preferred_gpu_first_pass_gbps": 5.5, "migrate_gbps": 44.0, "populate_prefetch_gbps": 90.0,
                    "migrate_d2h_gbps": 30.0, "remote_gbps": 51.0, "remote_write_gbps": 52.0,
                    "gpu_first_touch_ms_per_gib": 65.0, "managed_free_gpu_ms_per_gib": 10.0,
                    "pinned_alloc_ms_per_gib": 500.0, "cpu_fault_us_4k": 0.3, "host_gbps": 80.0, "checksum_gbps": 30.0,

@@ -108,9 +108,14 @@ void run_migration(Context& ctx) {
     // between a kind with advise=... and the same without)
     UM_CUDA(cudaDeviceSynchronize());
     const auto pl0 = std::chrono::steady_clock::now();
-    A->place(pattern_initializer(1, 0));
+    A->place(pattern_initializer(1, 0), false);
     UM_CUDA(cudaDeviceSynchronize());
     const double place_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - pl0).count();
+    // advise_ms: the kind's cudaMemAdvise calls alone, on the pages just initialised
+    const auto ad0 = std::chrono::steady_clock::now();
+    A->advise();
+    UM_CUDA(cudaDeviceSynchronize());
+    const double advise_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ad0).count();
     if (op == "copy") {
       B.reset(new Buffer(placed, bytes, ctx.alloc));
       B->place(pattern_initializer(2, 0));
@@ -176,6 +181,7 @@ void run_migration(Context& ctx) {
     rec.set("steady", summarize(tail).median);
     rec.set("cpu_touch", touch);
     rec.set("place_ms", place_ms);
+    if (placed.get("advise", "none") != "none") rec.set("advise_ms", advise_ms);
     if (prefetch_ms >= 0) {
       rec.set("prefetch_ms", prefetch_ms);
       rec.set("prefetch_gbps", gb_per_s(static_cast<double>(bytes) * arrays, prefetch_ms * 1e-3));

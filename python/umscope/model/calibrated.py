@@ -49,7 +49,8 @@ CALIBRATES = {
     "migrate_gbps": "transfer (managed-prefetch): prefetch of CPU-initialised pages to the GPU",
     "populate_prefetch_gbps": "transfer (managed-prefetch): prefetch of never-touched pages (outputs)",
     "migrate_d2h_gbps": "back (managed-prefetch): prefetch of the results to the CPU",
-    "advise_read_mostly_ms_per_gib": "transfer (managed-advice): cudaMemAdvise read-mostly on CPU-initialised inputs",
+    "advise_read_mostly_ms_per_gib": "transfer (managed-advice): cudaMemAdvise read-mostly on CPU-initialised inputs "
+                                     "(the migration benchmark's advise_ms)",
     "advise_preferred_gpu_ms_per_gib": "transfer (managed-advice): preferred location GPU on CPU-initialised arrays",
     "read_mostly_first_pass_gbps": "compute (managed-advice): first pass over read-mostly inputs",
     "preferred_gpu_first_pass_gbps": "compute (managed-advice): first pass over preferred-GPU in/out arrays",
@@ -274,6 +275,8 @@ def figures_from_records(records) -> tuple:
             if kind == "managed" and ft == "cpu" and not pf:
                 if r.get("place_ms") is not None and gib and op == "read":
                     place[adv or ""] = (r["place_ms"] / gib, tag)
+                if adv in ("read_mostly", "preferred:gpu") and r.get("advise_ms") is not None and gib:
+                    put("advise_" + adv.replace(":", "_") + "_ms_per_gib", r["advise_ms"] / gib, " (advise_ms)")
                 if op == "read" and not adv:
                     put("first_pass_gbps", r.get("first"))
                 elif op == "copy" and not adv:
@@ -319,7 +322,7 @@ def figures_from_records(records) -> tuple:
             elif kind == "device" and r.get("dst_kind") == "system":
                 put("d2h_gbps", r["median"])
     for adv, key in (("read_mostly", "advise_read_mostly_ms_per_gib"), ("preferred:gpu", "advise_preferred_gpu_ms_per_gib")):
-        if adv in place and "" in place:
+        if adv in place and "" in place and key not in fig:  # older records: no advise_ms of its own
             fig[key] = max(0.0, place[adv][0] - place[""][0])
             src[key] = f"place_ms per GiB of `{place[adv][1]}` minus that of `{place[''][1]}`"
     return fig, src
