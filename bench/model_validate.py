@@ -134,6 +134,14 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
         k = max(d, key=lambda k: abs(d[k]))
         lines.append(f"| {r['app']} | {r['mode']} | {r['measured_ms']:.1f} | {r['predicted_ms']:.1f} | "
                      f"{r['error']:+.1%} | {k[:-3]} {d[k]:+.1f} |")
+    lines += ["", "What the model does not capture (the largest-phase column says where each case misses): each "
+              "non-explicit mode is measured once, so a slow run (pinned allocation varies by up to 2x between "
+              "runs of the same size) is in the table as measured; remote access (pinned, registered) is a roofline "
+              "of the link over the bytes the application declares, which is close for streaming kernels, while "
+              "stencils re-read neighbours over the link and bfs declares no traffic at all (its random gathers "
+              "are latency-bound); syr2k and gemm declare what their tiles re-read (gemm's 128 x 128 tile is "
+              "assumed); the managed modes' fault and migration costs come from one- and two-array microbenchmarks, "
+              "while applications stream several arrays with other access orders."]
     if micro:
         lines += ["", "Microbenchmarks: the 1 GiB figure predicted (linearly) from the 256 MiB one.", "",
                   "| figure | 256 MiB | 1 GiB | error |", "| --- | ---: | ---: | ---: |"]

@@ -183,9 +183,13 @@ def _sweep(args):
     rows = dos.compare(res.get("cooper", {"curves": {}}), res.get("schieffer", {"curves": {}}))
     if args.json:
         print(json.dumps({"status": "modelled", "model_version": sim.VERSION, "comparison": rows,
-                          "figures": {k: v["figures_source"] for k, v in res.items()}}, indent=1, default=str))
+                          "figures": {k: v["figures_source"] for k, v in res.items()},
+                          "validated_error": calibrated.validated("umsim", version=sim.VERSION)}, indent=1,
+                         default=str))
         return 0
-    print(f"{LABEL}: shapes of the simulated curves against the published ones (model {sim.VERSION})")
+    print(f"{LABEL}: shapes of the simulated curves against the published ones (model {sim.VERSION}; "
+          f"times from {'; '.join(v['figures_source'] for v in res.values())})")
+    print(calibrated.validated_text(calibrated.validated("umsim", version=sim.VERSION)))
     for r in rows:
         xs = r.get("dos") or r.get("ratios")
         ys = r.get("relative") or r.get("speedup")
