@@ -19,10 +19,17 @@ namespace {
 
 constexpr double kWriteValue = 42.5;
 
+// The stream table's first three operations (read, write, copy) and the applications' checksum.
+std::vector<std::string> cpu_ops() {
+  std::vector<std::string> ops = stream_op_names(3);
+  ops.push_back("checksum");
+  return ops;
+}
+
 void run_cpu_stream(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "system"));
   size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
-  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy", {"read", "write", "copy", "checksum"});
+  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy", cpu_ops());
   std::vector<int> counts = ctx.args.thread_counts("threads", "all");
 
   Buffer A(kind, bytes, ctx.alloc), B(kind, bytes, ctx.alloc);
@@ -107,7 +114,7 @@ void run_cpu_stream(Context& ctx) {
 
 BenchRegistrar reg({"cpu-stream", "cpu",
                     "CPU threads (pinned, one per core) read, write and copy (b=a) arrays of one memory kind",
-                    {"read", "write", "copy", "checksum"},
+                    cpu_ops(),
                     {"kind", "bytes", "ops", "threads"},
                     run_cpu_stream});
 
