@@ -52,6 +52,19 @@ def test_uvm_density_prefetcher_takes_the_subtree_over_threshold(tmp_path):
     assert (s["h2d_fault_pages"], s["h2d_prefetch_pages"]) == (5, 3)
 
 
+def test_fault_window_services_each_fault_alone(tmp_path):
+    # A 2 MiB block (512 pages) read in order, faults serviced one at a time (window 1), 64 KiB granules,
+    # threshold 51%: faults at pages 0 and 16 bring a granule each; at 32 the [0,64) subtree holds 48/64 ->
+    # all of it; at 64 [0,128) holds 80/128 -> all; at 128 [0,256) 144/256; at 256 [0,512) 272/512 -> the
+    # block. Six faults per block, the driver's count for a kernel of few warps (docs/simulator.md).
+    s = replay(tmp_path, [(0, 512)], list(range(512)), capacity=1024 * PB, fault_window=1)
+    assert (s["faults"], s["batches"], s["h2d_fault_pages"] + s["h2d_prefetch_pages"]) == (6, 6, 512)
+    assert s["h2d_fault_pages"] == 6 * 16
+    # Without a window the batch of 256 distinct pages is serviced whole: half the block, no prefetch
+    s = replay(tmp_path, [(0, 512)], list(range(512)), capacity=1024 * PB)
+    assert (s["faults"], s["batches"]) == (512, 2)
+
+
 def test_eviction_policies_differ_as_defined(tmp_path):
     # Blocks A=0, B=1, C=2 of one page each, room for two. A, B fault; A is reused (hit); C faults.
     # lru (recency of any access) evicts B, so the final B faults again; lrf (recency of faults) evicts A,

@@ -12,39 +12,71 @@ from umscope.model import trace as umtrace
 GIB = 1 << 30
 
 # A synthetic machine: round numbers so every predicted phase can be worked out by hand.
-FIG = {"h2d_gbps": 10.0, "d2h_gbps": 10.0, "migrate_gbps": 8.0, "first_pass_gbps": 2.0, "remote_gbps": 5.0,
-       "host_gbps": 20.0, "cpu_fault_us_4k": 1.0, "gpu_first_touch_ms_per_gib": 50.0,
-       "cpu_first_touch_ms_per_gib": 100.0, "system_first_touch_ms_per_gib": 40.0, "pinned_alloc_ms_per_gib": 500.0,
-       "pinned_free_ms_per_gib": 100.0}
+FIG = {"h2d_gbps": 10.0, "d2h_gbps": 10.0, "migrate_gbps": 8.0, "first_pass_gbps": 2.0, "first_pass2_gbps": 1.0,
+       "remote_gbps": 5.0, "host_gbps": 20.0, "checksum_gbps": 10.0, "cpu_fault_us_4k": 1.0,
+       "gpu_first_touch_ms_per_gib": 50.0, "cpu_first_touch_ms_per_gib": 100.0, "system_first_touch_ms_per_gib": 10.0,
+       "pinned_alloc_ms_per_gib": 500.0, "pinned_free_ms_per_gib": 100.0, "populate_prefetch_gbps": 20.0,
+       "migrate_d2h_gbps": 4.0, "managed_free_gpu_ms_per_gib": 10.0}
+# triad as the application declares it: a (out), b and c (in), 1 GB each.
 CAL = {"data_bytes": 3e9, "iterations": 4, "compute_ms": 40.0, "context_ms": 100.0, "alloc_ms": 1.0, "init_ms": 30.0,
-       "back_ms": 110.0, "free_ms": 2.0, "traffic_bytes": 1e9}
+       "back_ms": 110.0, "free_ms": 2.0, "traffic_bytes": 1e9, "in_bytes": 2e9, "out_bytes": 1e9, "inout_bytes": 0,
+       "arrays": "a:out:1000000000,b:in:1000000000,c:in:1000000000"}
 
 
 def test_model_managed_arithmetic_exact():
-    # triad: inputs 2/3 of 3 GB = 2 GB, results 1 GB. Managed: init + (100-40) ms/GiB x 2 GB; compute = 4 x 10 ms
-    # + 2 GB / 2 GB/s + 50 ms/GiB x 1 GB; back = (110 - 1 GB / 10 GB/s) + 1 us x 1 GB / 4096.
+    # Managed: init = explicit's minus the pageable first touch of the 2 GB it initialises, plus the managed
+    # first touch; compute = 4 x 10 ms + 2 GB at the two-array first-pass rate (1 GB/s) + GPU first touch of
+    # the 1 GB output; back = CPU faults (1 us per 4 KiB) + checksum at 10 GB/s.
     p = calibrated.predict("triad", "managed", CAL, FIG)
-    assert p["init_ms"] == pytest.approx(30.0 + 60.0 * 2e9 / GIB)
-    assert p["compute_ms"] == pytest.approx(40.0 + 1000.0 + 50.0 * 1e9 / GIB)
-    assert p["back_ms"] == pytest.approx(10.0 + 1e-3 * 1e9 / 4096)
+    assert p["init_ms"] == pytest.approx(30.0 - 10.0 * 2e9 / GIB + 100.0 * 2e9 / GIB)
+    assert p["compute_ms"] == pytest.approx(40.0 + 2000.0 + 50.0 * 1e9 / GIB)
+    assert p["back_ms"] == pytest.approx(1e-3 * 1e9 / 4096 + 100.0)
+    assert p["free_ms"] == pytest.approx(10.0 * 3e9 / GIB)  # the managed free figure, not explicit's
     assert p["transfer_ms"] == 0.0
     assert p["total_ms"] == pytest.approx(sum(p[k] for k in calibrated.PHASES))
+    # One large input: the one-array first-pass rate (2 GB/s)
+    one = dict(CAL, arrays="a:out:1000000000,b:in:2000000000,c:in:1000")
+    assert calibrated.predict("triad", "managed", one, FIG)["compute_ms"] == pytest.approx(
+        40.0 + 1000.0 + 50.0 * 1e9 / GIB)
 
 
 def test_model_prefetch_pinned_and_explicit_exact():
     p = calibrated.predict("triad", "managed-prefetch", CAL, FIG)
-    assert p["transfer_ms"] == pytest.approx(2e9 / 8e9 * 1e3 + 50.0 * 1e9 / GIB)
+    # inputs prefetched at 8 GB/s, the never-touched output populated by the prefetch at 20 GB/s
+    assert p["transfer_ms"] == pytest.approx(2e9 / 8e9 * 1e3 + 1e9 / 20e9 * 1e3)
     assert p["compute_ms"] == pytest.approx(40.0)
-    assert p["back_ms"] == pytest.approx(10.0 + 1e9 / 8e9 * 1e3)
+    assert p["back_ms"] == pytest.approx(1e9 / 4e9 * 1e3 + 100.0)
     q = calibrated.predict("triad", "pinned", CAL, FIG)
-    # The GPU reads 1 GB per iteration over the link at 5 GB/s: 200 ms > the 10 ms kernel.
-    assert q["compute_ms"] == pytest.approx(4 * 200.0)
-    assert q["alloc_ms"] == pytest.approx(1.0 + 500.0 * 3e9 / GIB)
-    assert q["free_ms"] == pytest.approx(2.0 + 100.0 * 3e9 / GIB)
-    e = calibrated.predict("triad", "explicit", CAL, FIG)
-    assert e["transfer_ms"] == pytest.approx(200.0)
+    # The GPU reads 2/3 of the 1 GB per iteration over the link at 5 GB/s (133 ms > the 10 ms kernel) while
+    # the writes go the other way at once.
+    assert q["compute_ms"] == pytest.approx(4 * 1e9 * 2 / 3 / 5e9 * 1e3)
+    assert q["alloc_ms"] == pytest.approx(500.0 * 3e9 / GIB)
+    assert q["free_ms"] == pytest.approx(100.0 * 3e9 / GIB)
+    # Both directions at once capped by the measured read-while-writing rate (4 GB/s for the whole 1 GB)
+    assert calibrated.predict("triad", "pinned", CAL, dict(FIG, remote_copy_gbps=4.0))["compute_ms"] == \
+        pytest.approx(4 * 250.0)
+    # A tiled kernel's declared link bytes replace its traffic
+    assert calibrated.predict("triad", "pinned", dict(CAL, link_bytes=3e9), FIG)["compute_ms"] == \
+        pytest.approx(4 * 3e9 * 2 / 3 / 5e9 * 1e3)
+    # Without the kind's figures: explicit's own allocation and free
+    bare = {k: v for k, v in FIG.items() if not k.startswith("pinned")}
+    assert calibrated.predict("triad", "pinned", CAL, bare)["alloc_ms"] == 1.0
+    assert q["init_ms"] == pytest.approx(30.0 - 10.0 * 2e9 / GIB)  # pinned pages are resident: no first touch
+    assert q["back_ms"] == pytest.approx(100.0)
+    e = calibrated.predict("triad", "explicit", CAL, FIG)  # the calibration itself
+    assert e["total_ms"] == pytest.approx(100 + 1 + 30 + 40 + 110 + 2)
     with pytest.raises(ValueError, match="HMM or ATS"):
         calibrated.predict("triad", "system", CAL, FIG)
+
+
+def test_model_falls_back_to_the_access_table_and_calibrates_on_medians():
+    old = {k: v for k, v in CAL.items() if k not in ("in_bytes", "out_bytes", "inout_bytes", "arrays")}
+    p = calibrated.predict("triad", "managed", old, FIG)
+    assert p["profile"]["cpu_init"] == pytest.approx(2e9) and "ACCESS" in p["profile"]["source"]
+    with pytest.raises(KeyError):
+        calibrated.predict("nosuchapp", "managed", old, FIG)
+    c = calibrated.calibration([dict(CAL, init_ms=v) for v in (50.0, 10.0, 30.0)])
+    assert c["init_ms"] == 30.0 and c["calibration_runs"] == 3
 
 
 def test_trace_conversion_from_libumtrace_records():
@@ -67,6 +99,8 @@ def test_sweep_helpers():
     assert dos.monotone([1.0, 0.95, 0.4, 0.3]) == "decreasing"
     assert dos.monotone([1.0, 2.0, 3.0]) == "increasing"
     assert dos.monotone([1.0, 0.5, 0.9]) == "not monotone"
+    assert dos.monotone([1.0, 0.34, 0.05, 0.06, 0.05]) == "decreasing"  # a 0.01 step near zero is no rise
+    assert dos.monotone([1.0, 0.1, 0.2]) == "not monotone"
 
 
 def test_streaming_oversubscription_costs_evictions():
@@ -133,28 +167,70 @@ def test_cli_advise_in_memory_and_oversubscribed(capsys):
 
 
 def test_figures_from_records_reads_the_microbenchmarks():
+    mig = {"benchmark": "migration", "bytes": GIB, "cpu_touch": "none"}
     recs = [
-        {"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu", "bytes": GIB,
-         "extra": {"first": 6.5, "steady": 3000.0, "cpu_touch": "none"}},
-        {"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu,prefetch=gpu",
-         "bytes": GIB, "first": 3000.0, "steady": 3100.0, "prefetch_gbps": 44.0, "cpu_touch": "none"},
-        {"benchmark": "migration", "op": "read", "kind": "pinned", "policy": "", "bytes": GIB, "first": 50.0,
-         "steady": 51.0, "cpu_touch": "none"},
-        {"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu", "bytes": GIB,
-         "first": 1.0, "steady": 1.0, "cpu_touch": "none", "dos": 0.5},  # oversubscription case: ignored
-        {"benchmark": "firsttouch", "op": "first-touch", "processor": "gpu0", "kind": "managed", "bytes": 2 * GIB,
-         "median": 130.0},
-        {"benchmark": "firsttouch", "op": "alloc", "processor": "host", "kind": "pinned", "bytes": 2 * GIB,
-         "median": 1000.0},
+        dict(mig, op="read", kind="managed", policy="first_touch=cpu",
+             extra={"first": 6.5, "steady": 3000.0, "place_ms": 100.0}),
+        dict(mig, op="copy", kind="managed", policy="first_touch=cpu", first=5.0, steady=3000.0, place_ms=100.0),
+        dict(mig, op="read", kind="managed", policy="advise=read_mostly,first_touch=cpu", first=6.0, place_ms=220.0),
+        dict(mig, op="read", kind="managed", policy="advise=preferred:gpu,first_touch=cpu", first=5.5, place_ms=300.0,
+             advise_ms=30.0),  # advise_ms, timed alone, wins over the place_ms difference
+        dict(mig, op="read", kind="managed", policy="first_touch=cpu,prefetch=gpu", first=3000.0, steady=3100.0,
+             prefetch_gbps=44.0),
+        dict(mig, op="write", kind="managed", policy="first_touch=none,prefetch=gpu", prefetch_gbps=90.0),
+        dict(mig, op="read", kind="managed", policy="first_touch=gpu,prefetch=cpu", prefetch_gbps=30.0),
+        dict(mig, op="read", kind="pinned", policy="", first=50.0, steady=51.0),
+        dict(mig, op="write", kind="pinned", policy="", first=50.0, steady=52.0),
+        dict(mig, op="read", kind="managed", policy="first_touch=cpu", first=1.0, steady=1.0, dos=0.5),  # ignored
+        {"benchmark": "firsttouch", "op": "first-touch", "processor": "gpu0", "by": "gpu", "kind": "managed",
+         "bytes": 2 * GIB, "median": 130.0},
+        {"benchmark": "firsttouch", "op": "free", "processor": "host", "by": "gpu", "kind": "managed",
+         "bytes": 2 * GIB, "median": 20.0},
+        {"benchmark": "firsttouch", "op": "alloc", "processor": "host", "by": "cpu", "kind": "pinned",
+         "bytes": 2 * GIB, "median": 1000.0},
         {"benchmark": "faults", "op": "touch-parallel", "processor": "cpu", "kind": "managed", "bytes": GIB,
          "stride": 4096, "median": 0.3},
         {"benchmark": "faults", "op": "touch-parallel", "processor": "cpu", "kind": "managed", "bytes": GIB,
          "stride": 65536, "median": 4.0},
         {"benchmark": "cpu-stream", "op": "read", "kind": "system", "threads": 1, "median": 10.0},
         {"benchmark": "cpu-stream", "op": "read", "kind": "system", "threads": 16, "median": 80.0},
+        {"benchmark": "cpu-stream", "op": "checksum", "kind": "system", "threads": 16, "median": 30.0},
+        {"benchmark": "copy", "op": "ce-copy", "kind": "system", "dst_kind": "device", "direction": "uni",
+         "median": 20.0},
+        {"benchmark": "copy", "op": "ce-copy", "kind": "device", "dst_kind": "system", "direction": "uni",
+         "median": 15.0},
     ]
     fig, src = calibrated.figures_from_records(recs)
-    assert fig == {"first_pass_gbps": 6.5, "migrate_gbps": 44.0, "h2d_gbps": 44.0, "d2h_gbps": 44.0,
-                   "remote_gbps": 51.0, "gpu_first_touch_ms_per_gib": 65.0, "pinned_alloc_ms_per_gib": 500.0,
-                   "cpu_fault_us_4k": 0.3, "host_gbps": 80.0}
+    assert fig == {"first_pass_gbps": 6.5, "first_pass2_gbps": 5.0, "read_mostly_first_pass_gbps": 6.0,
+                   "advise_read_mostly_ms_per_gib": 120.0, "advise_preferred_gpu_ms_per_gib": 30.0,
+                   "preferred_gpu_first_pass_gbps": 5.5, "migrate_gbps": 44.0, "populate_prefetch_gbps": 90.0,
+                   "migrate_d2h_gbps": 30.0, "remote_gbps": 51.0, "remote_write_gbps": 52.0,
+                   "gpu_first_touch_ms_per_gib": 65.0, "managed_free_gpu_ms_per_gib": 10.0,
+                   "pinned_alloc_ms_per_gib": 500.0, "cpu_fault_us_4k": 0.3, "host_gbps": 80.0, "checksum_gbps": 30.0,
+                   "h2d_gbps": 20.0, "d2h_gbps": 15.0}
     assert src["first_pass_gbps"].startswith("migration read managed first_touch=cpu")
+    assert "minus" in src["advise_read_mostly_ms_per_gib"]
+    assert set(fig) <= set(calibrated.CALIBRATES) | {"h2d_gbps", "d2h_gbps", "host_gbps", "first_pass_gbps"}
+
+
+def test_validated_error_travels_with_modelled_figures(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "validated.json")
+    assert calibrated.validated("calibrated")["status"] == "not validated yet"
+    calibrated.write_validated("calibrated", {"model_version": calibrated.VERSION, "median": 0.08, "p90": 0.2,
+                                              "cases": 2, "machine": "GPU X", "commit": "abc",
+                                              "per_case": {"triad/managed": -0.05}})
+    calibrated.write_validated("umsim", {"model_version": "old-sim", "htod_bytes_max_error_vs_truth": 0.0})
+    v = calibrated.validated("calibrated", "triad", "managed")
+    assert v["median"] == 0.08 and v["this_case"] == -0.05 and "note" not in v
+    text = calibrated.validated_text(v)
+    assert "median 8.0%" in text and "90th percentile 20.0%" in text and "this case -5.0%" in text
+    assert "not " in calibrated.validated("umsim", version=sim.VERSION)["note"]  # another simulator version
+    f = tmp_path / "cal.json"
+    f.write_text(json.dumps(dict(CAL, app="triad", mode="explicit")))
+    assert cli.main(["model", "triad", "--calibration", str(f), "--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    managed = next(r for r in recs if r["mode"] == "managed")
+    assert managed["validated_error"]["this_case"] == -0.05 and managed["inputs"]["access_profile"]["in"] == 2e9
+    assert cli.main(["model", "triad", "--calibration", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "validated error" in out and "median 8.0%" in out

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "umscope/caps.hpp"
+#include "umscope/checksum.hpp"
 #include "umscope/traffic.hpp"
 #include "umscope/timing.hpp"
 
@@ -16,21 +17,6 @@ namespace {
 using clk = std::chrono::steady_clock;
 double ms_since(clk::time_point t) { return std::chrono::duration<double, std::milli>(clk::now() - t).count(); }
 
-// 64-bit hash of whole 8-byte words (and the tail bytes), in 1 MiB chunks
-// that threads hash independently and that are combined in order: the same
-// bytes give the same checksum whatever the thread count.
-uint64_t hash_chunk(const unsigned char* p, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0x100000001b3ull;
-    h ^= h >> 29;
-  }
-  for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
 }  // namespace
 
 struct AppRun::Slot {
@@ -120,6 +106,9 @@ void AppRun::add(const std::string& name, size_t bytes, Use use, const std::stri
   if (gpu_) UM_CUDA(cudaDeviceSynchronize());
   alloc_ms_ += ms_since(t);
   data_bytes_ += bytes;
+  use_bytes_[use == Use::in ? 0 : use == Use::out ? 1 : 2] += bytes;
+  arrays_ += (arrays_.empty() ? "" : ",") + name + ":" + (use == Use::in ? "in" : use == Use::out ? "out" : "inout") +
+             ":" + std::to_string(bytes);
   slots_.push_back(std::move(s));
 }
 
@@ -194,18 +183,8 @@ void AppRun::back() {
     outs.push_back({static_cast<const unsigned char*>(s->host->cpu()), s->host->bytes()});
   }
   // The checksum: the CPU reads every result.
-  const size_t chunk = 1 << 20;
-  uint64_t total = 0xcbf29ce484222325ull;
-  for (auto& o : outs) {
-    const size_t nchunks = (o.second + chunk - 1) / chunk;
-    std::vector<uint64_t> h(nchunks);
-    team_->run([&](int i, int T) {
-      size_t lo, hi;
-      split_range(nchunks, T, i, lo, hi);
-      for (size_t c = lo; c < hi; ++c) h[c] = hash_chunk(o.first + c * chunk, std::min(chunk, o.second - c * chunk));
-    });
-    for (uint64_t v : h) total = (total ^ v) * 0x100000001b3ull;
-  }
+  uint64_t total = kChecksumSeed;
+  for (auto& o : outs) total = checksum_fold(total, o.first, o.second, team_.get());
   char buf[24];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(total));
   checksum_ = buf;
@@ -246,6 +225,11 @@ void AppRun::finish(JsonObject& extra, double bytes_per_iteration, double flops_
   // The studies' convention for speedups: everything but the CPU's initialisation of the inputs.
   rec.set("total_excl_init_ms", total - init_ms_);
   rec.set("device_bytes", static_cast<unsigned long long>(device_total_));
+  // The access profile the calibrated model reads: bytes of the arrays declared in, out and inout.
+  rec.set("in_bytes", static_cast<unsigned long long>(use_bytes_[0]));
+  rec.set("out_bytes", static_cast<unsigned long long>(use_bytes_[1]));
+  rec.set("inout_bytes", static_cast<unsigned long long>(use_bytes_[2]));
+  rec.set("arrays", arrays_);
   const double med = summarize(iter_ms_).median;
   if (bytes_per_iteration > 0) {
     rec.set("traffic_bytes", bytes_per_iteration);

@@ -104,6 +104,10 @@ void run_syr2k(Context& ctx) {
   JsonObject extra;
   extra.set("dim", static_cast<unsigned long long>(n)).set("inner", static_cast<unsigned long long>(m));
   extra.set("alpha", double(kAlpha)).set("beta", double(kBeta));
+  // What crosses to memory when the arrays are remote: every TILE x TILE block of C stages four
+  // TILE x m panels (rows of A and B for its i and j blocks), and C is read and written once.
+  const double blocks = double((n + TILE - 1) / TILE) * double((n + TILE - 1) / TILE);
+  extra.set("link_bytes", (blocks * 4.0 * TILE * m + 2.0 * n * n) * sizeof(float));
   run.finish(extra, (2.0 * n * m + 2.0 * n * n) * sizeof(float), 4.0 * n * n * m + 3.0 * n * n);
 }
 

@@ -1,9 +1,12 @@
 // CPU read / write / copy over any CPU-reachable memory kind, with a team of
-// threads pinned one per allowed CPU, swept over thread counts.
+// threads pinned one per allowed CPU, swept over thread counts; `checksum` times
+// the applications' checksum of their results (umscope/checksum.hpp) alone.
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "umscope/bench.hpp"
+#include "umscope/checksum.hpp"
 #include "umscope/cpu_kernels.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/os.hpp"
@@ -16,10 +19,17 @@ namespace {
 
 constexpr double kWriteValue = 42.5;
 
+// The stream table's first three operations (read, write, copy) and the applications' checksum.
+std::vector<std::string> cpu_ops() {
+  std::vector<std::string> ops = stream_op_names(3);
+  ops.push_back("checksum");
+  return ops;
+}
+
 void run_cpu_stream(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "system"));
   size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
-  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy", stream_op_names(3));
+  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy", cpu_ops());
   std::vector<int> counts = ctx.args.thread_counts("threads", "all");
 
   Buffer A(kind, bytes, ctx.alloc), B(kind, bytes, ctx.alloc);
@@ -57,8 +67,11 @@ void run_cpu_stream(Context& ctx) {
     std::vector<double> partial(static_cast<size_t>(nt) * 8);  // one cache line apart
     for (const std::string& op : ops) {
       std::function<void(int, int)> body;
-      const int arrays = stream_arrays(op);
-      if (op == "read") {
+      const int arrays = op == "checksum" ? 1 : stream_arrays(op);
+      uint64_t sum = 0;
+      if (op == "checksum") {
+        body = nullptr;
+      } else if (op == "read") {
         body = [&](int t, int T) {
           size_t lo, hi;
           split_range(n, T, t, lo, hi);
@@ -81,14 +94,25 @@ void run_cpu_stream(Context& ctx) {
       }
       std::vector<double> gbps, times;
       for (int r = 0; r < ctx.warmup + ctx.reps; ++r) {
-        double secs = team.run(body);
+        double secs = 0;
+        if (op == "checksum") {
+          const auto t0 = std::chrono::steady_clock::now();
+          sum = checksum_fold(kChecksumSeed, static_cast<const unsigned char*>(A.cpu()), bytes, &team);
+          secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        } else {
+          secs = team.run(body);
+        }
         if (r >= ctx.warmup) {
           gbps.push_back(gb_per_s(static_cast<double>(bytes) * arrays, secs));
           times.push_back(secs);
         }
       }
       std::string verdict;
-      if (op == "read") {
+      if (op == "checksum") {
+        // the same bytes hashed by this one thread give the same checksum
+        if (sum != checksum_fold(kChecksumSeed, static_cast<const unsigned char*>(A.cpu()), bytes, nullptr))
+          verdict = "checksum of " + std::to_string(nt) + " threads differs from one thread's";
+      } else if (op == "read") {
         double got = 0;
         for (int t = 0; t < nt; ++t) got += partial[t * 8];
         double want = pattern_sum(n);
@@ -112,7 +136,7 @@ void run_cpu_stream(Context& ctx) {
 
 BenchRegistrar reg({"cpu-stream", "cpu",
                     "CPU threads (pinned, one per core) read, write and copy (b=a) arrays of one memory kind",
-                    stream_op_names(3),
+                    cpu_ops(),
                     {"kind", "bytes", "ops", "threads"},
                     run_cpu_stream});
 

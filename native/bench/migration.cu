@@ -104,7 +104,18 @@ void run_migration(Context& ctx) {
     std::unique_ptr<Buffer> A(new Buffer(placed, bytes, ctx.alloc)), B;
     A->reach(true);  // or Skip
     if (touch != "none" && !A->cpu()) throw Skip("--cpu-touch: " + A->cpu_unreachable());
-    A->place(pattern_initializer(1, 0));
+    // place_ms: the CPU's initialisation and the kind's advice (what advice costs is the difference
+    // between a kind with advise=... and the same without)
+    UM_CUDA(cudaDeviceSynchronize());
+    const auto pl0 = std::chrono::steady_clock::now();
+    A->place(pattern_initializer(1, 0), false);
+    UM_CUDA(cudaDeviceSynchronize());
+    const double place_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - pl0).count();
+    // advise_ms: the kind's cudaMemAdvise calls alone, on the pages just initialised
+    const auto ad0 = std::chrono::steady_clock::now();
+    A->advise();
+    UM_CUDA(cudaDeviceSynchronize());
+    const double advise_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ad0).count();
     if (op == "copy") {
       B.reset(new Buffer(placed, bytes, ctx.alloc));
       B->place(pattern_initializer(2, 0));
@@ -169,6 +180,8 @@ void run_migration(Context& ctx) {
     std::vector<double> tail(gbps.begin() + gbps.size() / 2, gbps.end());
     rec.set("steady", summarize(tail).median);
     rec.set("cpu_touch", touch);
+    rec.set("place_ms", place_ms);
+    if (placed.get("advise", "none") != "none") rec.set("advise_ms", advise_ms);
     if (prefetch_ms >= 0) {
       rec.set("prefetch_ms", prefetch_ms);
       rec.set("prefetch_gbps", gb_per_s(static_cast<double>(bytes) * arrays, prefetch_ms * 1e-3));

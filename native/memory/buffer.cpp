@@ -232,7 +232,7 @@ std::string Buffer::gpu_unreachable() const {
   return "the GPU cannot reach this memory";
 }
 
-void Buffer::place(const Initializer& init) {
+void Buffer::place(const Initializer& init, bool advice) {
   std::string who = kind_.name == "device" || kind_.name == "peer" ? "gpu" : kind_.get("first_touch", "cpu");
   if (who == "cpu") {
     if (!cpu_) throw Skip("first_touch=cpu: " + cpu_unreachable());
@@ -248,6 +248,16 @@ void Buffer::place(const Initializer& init) {
     }
 #endif
   }
+#ifdef UMSCOPE_HAVE_CUDA
+  if (advice) this->advise();
+  std::string pf = kind_.get("prefetch", "none");
+  if (pf != "none") prefetch(pf);
+#else
+  (void)advice;
+#endif
+}
+
+void Buffer::advise() {
 #ifdef UMSCOPE_HAVE_CUDA
   std::string advise = kind_.get("advise", "none");
   if (advise != "none") {
@@ -268,8 +278,6 @@ void Buffer::place(const Initializer& init) {
       UM_CUDA(cudaMemAdvise(gpu_, bytes_, a, loc));
     }
   }
-  std::string pf = kind_.get("prefetch", "none");
-  if (pf != "none") prefetch(pf);
 #endif
 }
 

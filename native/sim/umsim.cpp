@@ -326,6 +326,10 @@ struct Params {
   bool prefetch = true;
   uint32_t prefetch_threshold = 51;
   uint32_t batch_size = 256;
+  // Faults the GPU has outstanding before the driver services them (0: the batch size). A replay has one
+  // access per page in program order; a GPU running few warps stalls on its first fault, one running many
+  // fills the fault buffer: the window is that concurrency, which a page trace does not carry.
+  uint32_t fault_window = 0;
   uint32_t thrash_threshold = 3;  // 0: off
   uint64_t thrash_lapse = 0;      // events; 0: capacity_pages
   std::string thrash_action = "remote";
@@ -536,7 +540,7 @@ class Sim {
     if (pend_[pg] == batch_) { ++s_.dup_faults; return; }
     pend_[pg] = batch_;
     batch_pages_.push_back(pg);
-    if (batch_pages_.size() >= p_.batch_size) flush();
+    if (batch_pages_.size() >= p_.batch_size || (p_.fault_window && batch_pages_.size() >= p_.fault_window)) flush();
   }
   void flush() {
     if (batch_pages_.empty()) return;
@@ -716,7 +720,7 @@ void usage() {
       "usage: umsim (--app NAME --footprint BYTES [--iterations N] [--reverse] | --trace FILE)\n"
       "             --capacity BYTES [--policy uvm|svm|ats|zerocopy] [--page BYTES] [--eviction lrf|lru|clock]\n"
       "             [--unit BYTES] [--granule BYTES] [--prefetch on|off] [--prefetch-threshold PCT]\n"
-      "             [--batch N] [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
+      "             [--batch N] [--fault-window N] [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
       "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
       stderr);
@@ -757,6 +761,7 @@ int main(int argc, char** argv) {
     else if (a == "--prefetch") { std::string v = val(); if (v != "on" && v != "off") die("--prefetch on|off"); p.prefetch = v == "on"; }
     else if (a == "--prefetch-threshold") p.prefetch_threshold = uint32_t(num(val()));
     else if (a == "--batch") p.batch_size = uint32_t(num(val()));
+    else if (a == "--fault-window") p.fault_window = uint32_t(num(val()));
     else if (a == "--thrash-threshold") p.thrash_threshold = uint32_t(num(val()));
     else if (a == "--thrash-lapse") p.thrash_lapse = num(val());
     else if (a == "--thrash-action") p.thrash_action = val();

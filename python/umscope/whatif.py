@@ -169,6 +169,7 @@ def cmd_simulate(args):
               f"{c['h2d_bytes'] / 2 ** 20:>9.1f} {c['evictions']:>7} {c['d2h_bytes'] / 2 ** 20:>9.1f} "
               f"{c['remote_gpu_pages'] * mib:>10.1f} {c['hits']:>9} {t['total'] * 1e3:>11.2f}")
     print(f"simulator speed: {recs[-1]['counts']['events_per_s'] / 1e6:.1f} M page events/s")
+    print(calibrated.validated_text(recs[0]["validated_error"]))
     return 0
 
 
@@ -182,9 +183,13 @@ def _sweep(args):
     rows = dos.compare(res.get("cooper", {"curves": {}}), res.get("schieffer", {"curves": {}}))
     if args.json:
         print(json.dumps({"status": "modelled", "model_version": sim.VERSION, "comparison": rows,
-                          "figures": {k: v["figures_source"] for k, v in res.items()}}, indent=1, default=str))
+                          "figures": {k: v["figures_source"] for k, v in res.items()},
+                          "validated_error": calibrated.validated("umsim", version=sim.VERSION)}, indent=1,
+                         default=str))
         return 0
-    print(f"{LABEL}: shapes of the simulated curves against the published ones (model {sim.VERSION})")
+    print(f"{LABEL}: shapes of the simulated curves against the published ones (model {sim.VERSION}; "
+          f"times from {'; '.join(v['figures_source'] for v in res.values())})")
+    print(calibrated.validated_text(calibrated.validated("umsim", version=sim.VERSION)))
     for r in rows:
         xs = r.get("dos") or r.get("ratios")
         ys = r.get("relative") or r.get("speedup")
@@ -255,7 +260,7 @@ def cmd_model(args):
             continue
         print(f"{r['mode']:<17} " + " ".join(f"{r['phases_ms'][k]:>9.1f}" for k in calibrated.PHASES)
               + f" {r['total_ms']:>10.1f}")
-    print("validated error: see docs/model-validation.md")
+    print(calibrated.validated_text(calibrated.validated("calibrated")))
     return 0
 
 
@@ -304,7 +309,8 @@ def advise(stream, foot, capacity, machine, iterations_note=""):
             remote_bytes=c["remote_gpu_pages"] * pb)
     return {"status": "modelled", "model_version": sim.VERSION, "machine": machine, "figures_source": src,
             "recommended": best, "predicted_gain_vs_managed": base / t[best] if t[best] else None,
-            "hints": hints, "evidence": evidence, "footprint": foot, "capacity": capacity}
+            "hints": hints, "evidence": evidence, "footprint": foot, "capacity": capacity,
+            "validated_error": calibrated.validated("umsim", version=sim.VERSION)}
 
 
 def cmd_advise(args):
@@ -327,6 +333,7 @@ def cmd_advise(args):
           f"managed memory)")
     for h in res["hints"]:
         print(f"  - {h}")
+    print(calibrated.validated_text(res["validated_error"]))
     print("evidence (modelled):")
     for p, e in res["evidence"].items():
         print(f"  {p:<17} " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in e.items()))

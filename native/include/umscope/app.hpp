@@ -167,6 +167,8 @@ class AppRun {
   std::unique_ptr<ThreadTeam> team_;
   std::vector<std::unique_ptr<Slot>> slots_;
   size_t managed_total_ = 0, device_total_ = 0, data_bytes_ = 0;
+  size_t use_bytes_[3] = {0, 0, 0};  // bytes declared in, out, inout (the model's access profile)
+  std::string arrays_;  // name:use:bytes of each array, comma-separated
   double context_ms_ = 0, alloc_ms_ = 0, init_ms_ = 0, transfer_ms_ = 0, back_ms_ = 0, free_ms_ = 0;
   std::vector<double> iter_ms_;
   std::string checksum_;

@@ -98,7 +98,10 @@ class Buffer {
   // Places the data as the spec says: first touch by the processor its
   // first_touch policy names (running that processor's initializer), then
   // advice, then prefetch. Throws Skip if the named processor cannot reach it.
-  void place(const struct Initializer& init);
+  // First touch by the kind's first_touch processor, then the kind's advice, then its prefetch. With
+  // advice=false the advice is left for advise() (the migration benchmark times it alone).
+  void place(const struct Initializer& init, bool advice = true);
+  void advise();  // the kind's advise=... policy (nothing without one)
   void prefetch(const std::string& where);  // "gpu" or "cpu" (managed only)
   // Where the pages are now, if the platform says ("gpu", "cpu", "mixed",
   // "unknown"); managed memory only, sampled at a few points.

@@ -16,11 +16,18 @@ Inputs
 Output: a `modelled` record per phase and mode, with the model version, every input and the validated
 error where docs/model-validation.md gives one."""
 
-VERSION = "calibrated-1"
+import json
+from pathlib import Path
+
+VERSION = "calibrated-2"
+# The validated error, written by bench/model_validate.py (key "calibrated") and bench/sim_validate.py (key
+# "umsim") when they regenerate docs/model-validation.md and docs/simulator-validation.md.
+VALIDATED = Path(__file__).with_name("validated.json")
 GIB = float(1 << 30)
 
-# Fractions of the footprint: (read by the GPU after CPU initialisation, written back as results). From the
-# Use:: of each array in native/apps/*.cu (in, out, inout; scratch excluded).
+# Fractions of the footprint: (read by the GPU after CPU initialisation, written back as results). The
+# fallback where a record does not declare its arrays (records before calibrated-2); the applications
+# now report in_bytes, out_bytes, inout_bytes and arrays (name:use:bytes) themselves (native/apps/app.cu).
 ACCESS = {
     "triad": (2 / 3, 1 / 3), "conv2d": (1 / 2, 1 / 2), "jacobi2d": (1.0, 1.0), "mvt": (1.0, 0.0),
     "gesummv": (1.0, 0.0), "hotspot": (2 / 3, 2 / 3), "srad": (1.0, 1.0), "pathfinder": (1.0, 0.0),
@@ -30,64 +37,205 @@ ACCESS = {
 MODES = ("explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered", "system")
 PHASES = ("context_ms", "alloc_ms", "init_ms", "transfer_ms", "compute_ms", "back_ms", "free_ms")
 
+# What calibrates what (every figure is a microbenchmark record of the same machine; figures_from_records
+# names the record): the phase each figure predicts.
+CALIBRATES = {
+    "system_first_touch_ms_per_gib": "init: what explicit's CPU initialisation pays for first-touching pageable pages",
+    "cpu_first_touch_ms_per_gib": "init (managed modes): the CPU first-touching managed pages instead",
+    "first_pass_gbps": "compute (managed): demand migration of one CPU-initialised array on the GPU's first pass",
+    "first_pass2_gbps": "compute (managed): the same with two arrays migrating at once (kernels streaming several "
+                        "inputs)",
+    "gpu_first_touch_ms_per_gib": "compute (managed): never-touched (output) pages populated by GPU faults",
+    "migrate_gbps": "transfer (managed-prefetch): prefetch of CPU-initialised pages to the GPU",
+    "populate_prefetch_gbps": "transfer (managed-prefetch): prefetch of never-touched pages (outputs)",
+    "migrate_d2h_gbps": "back (managed-prefetch): prefetch of the results to the CPU",
+    "advise_read_mostly_ms_per_gib": "transfer (managed-advice): cudaMemAdvise read-mostly on CPU-initialised inputs "
+                                     "(the migration benchmark's advise_ms)",
+    "advise_preferred_gpu_ms_per_gib": "transfer (managed-advice): preferred location GPU on CPU-initialised arrays",
+    "read_mostly_first_pass_gbps": "compute (managed-advice): first pass over read-mostly inputs",
+    "preferred_gpu_first_pass_gbps": "compute (managed-advice): first pass over preferred-GPU in/out arrays",
+    "remote_gbps": "compute (pinned, registered): the GPU reading host memory over the link",
+    "remote_write_gbps": "compute (pinned, registered): the GPU writing host memory over the link",
+    "remote_copy_gbps": "compute (pinned, registered): reading one pinned array while writing another (both "
+                        "directions of the link at once)",
+    "cpu_fault_us_4k": "back (managed, managed-advice): the CPU faulting the results back, per 4 KiB page",
+    "checksum_gbps": "back (every mode): the CPU's checksum over the results",
+    "pinned_alloc_ms_per_gib": "alloc (pinned)", "pinned_free_ms_per_gib": "free (pinned)",
+    "registered_alloc_ms_per_gib": "alloc (registered)", "registered_free_ms_per_gib": "free (registered)",
+    "managed_free_gpu_ms_per_gib": "free (managed modes): freeing GPU-resident managed pages",
+    "system_free_ms_per_gib": "free: what explicit pays for freeing its pageable host copies",
+}
+
 
 def _ms(nbytes, gbps):
     return nbytes / (gbps * 1e9) * 1e3 if gbps else 0.0
 
 
+def profile(app: str, calib: dict) -> dict:
+    """The access profile: bytes the CPU initialises (in + inout), bytes read back (out + inout), never
+    touched before the GPU writes them (out), and the large arrays migrating on the GPU's first pass."""
+    D = float(calib.get("data_bytes") or calib.get("bytes") or 0)
+    if calib.get("in_bytes") is not None and calib.get("out_bytes") is not None:
+        i, o, x = (float(calib.get(k) or 0) for k in ("in_bytes", "out_bytes", "inout_bytes"))
+        arrays = []
+        for a in str(calib.get("arrays") or "").split(","):
+            parts = a.rsplit(":", 2)
+            if len(parts) == 3 and parts[2].isdigit():
+                arrays.append((parts[1], int(parts[2])))
+        big_in = sum(1 for u, b in arrays if u != "out" and b >= 0.1 * D) if arrays else 1
+        src = "declared by the application (in_bytes, out_bytes, inout_bytes, arrays)"
+    else:
+        if app not in ACCESS:
+            raise KeyError(f"no access profile for {app!r}")
+        fin, fout = ACCESS[app]
+        i, o, x = fin * D, fout * D, 0.0
+        big_in = 1
+        src = "calibrated.ACCESS (fractions of the footprint)"
+    return {"D": D, "in": i, "out": o, "inout": x, "cpu_init": i + x, "results": o + x, "untouched": o,
+            "concurrent_inputs": big_in, "source": src}
+
+
+def calibration(explicit_records) -> dict:
+    """The calibration from one or more explicit-mode records of the same application and footprint:
+    each phase's median (the first record's other fields)."""
+    recs = [r for r in explicit_records if r]
+    if not recs:
+        return {}
+    out = dict(recs[0])
+    for k in PHASES + ("total_ms",):
+        v = sorted(float(r[k]) for r in recs if r.get(k) is not None)
+        if v:
+            out[k] = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    out["calibration_runs"] = len(recs)
+    return out
+
+
 def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
     """Predicted phases (ms) of `app` in `mode`. calib: the explicit-mode record of the same application
-    and footprint (data_bytes, iterations, compute_ms, context_ms, alloc_ms, init_ms, back_ms, free_ms,
-    traffic_bytes). fig: machine figures (see figures/*.yaml)."""
-    if app not in ACCESS:
-        raise KeyError(f"no access profile for {app!r}")
-    fin, fout = ACCESS[app]
-    D = float(calib.get("data_bytes") or calib["bytes"])  # the native record calls it bytes
-    In, Out = fin * D, fout * D
+    and footprint (or calibration() of several): kernel time per iteration, context, allocation, CPU
+    initialisation and free as measured there. fig: machine figures (see CALIBRATES and figures/*.yaml);
+    a figure missing from fig falls back as noted inline."""
+    a = profile(app, calib)
+    D, init_b, res_b, untouched = a["D"], a["cpu_init"], a["results"], a["untouched"]
     K = int(calib["iterations"])
     kern = calib["compute_ms"] / K
     T = float(calib.get("traffic_bytes") or 0.0)
-    host_read = _ms(Out, fig.get("host_gbps"))  # the CPU's checksum read of the results
+    ft = lambda key, nbytes: fig.get(key, 0.0) * nbytes / GIB  # noqa: E731
+    checksum = _ms(res_b, fig.get("checksum_gbps") or fig.get("host_gbps"))
+    sys_ft = ft("system_first_touch_ms_per_gib", init_b)
     p = {"context_ms": calib["context_ms"], "alloc_ms": calib["alloc_ms"], "init_ms": calib["init_ms"],
-         "transfer_ms": 0.0, "compute_ms": K * kern, "back_ms": calib["back_ms"], "free_ms": calib["free_ms"]}
-    explicit_back_copy = _ms(Out, fig.get("d2h_gbps"))
-    back_cpu = max(0.0, calib["back_ms"] - explicit_back_copy)  # what the CPU does with the results
-    managed_ft = fig.get("cpu_first_touch_ms_per_gib", 0.0) - fig.get("system_first_touch_ms_per_gib", 0.0)
+         "transfer_ms": calib.get("transfer_ms", 0.0), "compute_ms": K * kern, "back_ms": calib["back_ms"],
+         "free_ms": calib["free_ms"]}
     if mode == "explicit":
-        p["transfer_ms"] = _ms(In, fig.get("h2d_gbps"))
-    elif mode in ("managed", "managed-advice"):
-        p["init_ms"] = calib["init_ms"] + max(0.0, managed_ft) * In / GIB
-        p["compute_ms"] = K * kern + _ms(In, fig["first_pass_gbps"]) + fig.get("gpu_first_touch_ms_per_gib", 0.0) \
-            * (D - In) / GIB
-        p["back_ms"] = back_cpu + fig.get("cpu_fault_us_4k", 0.0) * 1e-3 * Out / 4096
-    elif mode == "managed-prefetch":
-        p["init_ms"] = calib["init_ms"] + max(0.0, managed_ft) * In / GIB
-        p["transfer_ms"] = _ms(In, fig["migrate_gbps"]) + fig.get("gpu_first_touch_ms_per_gib", 0.0) * (D - In) / GIB
-        p["back_ms"] = back_cpu + _ms(Out, fig.get("migrate_d2h_gbps", fig["migrate_gbps"]))
-    elif mode in ("pinned", "registered"):
-        p["alloc_ms"] = calib["alloc_ms"] + fig.get(f"{mode}_alloc_ms_per_gib", 0.0) * D / GIB
-        p["free_ms"] = calib["free_ms"] + fig.get(f"{mode}_free_ms_per_gib", 0.0) * D / GIB
-        p["compute_ms"] = K * max(kern, _ms(T, fig["remote_gbps"]))
-        p["back_ms"] = back_cpu
-    elif mode == "system":
-        if not ats and not fig.get("ats"):
+        return dict(p, total_ms=sum(p[k] for k in PHASES))
+    # Allocation and free of the mode's own kind, from the firsttouch benchmark of that kind (explicit's
+    # cudaMalloc/cudaFree and pageable host copies are not part of any other mode); without the figure,
+    # explicit's own phase.
+    def kind_phase(key, phase):
+        return ft(key, D) if fig.get(key) else calib[phase]
+    if mode.startswith("managed"):
+        p["init_ms"] = max(0.0, calib["init_ms"] - sys_ft) + ft("cpu_first_touch_ms_per_gib", init_b)
+        p["transfer_ms"] = 0.0
+        p["free_ms"] = kind_phase("managed_free_gpu_ms_per_gib", "free_ms")
+        fp = fig.get("first_pass2_gbps") if a["concurrent_inputs"] >= 2 else None
+        fp = fp or fig["first_pass_gbps"]
+        fault_back = fig.get("cpu_fault_us_4k", 0.0) * 1e-3 * res_b / 4096
+        if mode == "managed":
+            p["compute_ms"] = K * kern + _ms(init_b, fp) + ft("gpu_first_touch_ms_per_gib", untouched)
+            p["back_ms"] = fault_back + checksum
+        elif mode == "managed-prefetch":
+            p["transfer_ms"] = _ms(init_b, fig["migrate_gbps"]) + (
+                _ms(untouched, fig["populate_prefetch_gbps"]) if fig.get("populate_prefetch_gbps")
+                else ft("gpu_first_touch_ms_per_gib", untouched))
+            p["back_ms"] = _ms(res_b, fig.get("migrate_d2h_gbps") or fig["migrate_gbps"]) + checksum
+        else:  # managed-advice: inputs read-mostly, outputs and in/out arrays preferred on the GPU
+            p["transfer_ms"] = ft("advise_read_mostly_ms_per_gib", a["in"]) + \
+                ft("advise_preferred_gpu_ms_per_gib", a["inout"])
+            p["compute_ms"] = K * kern + _ms(a["in"], fig.get("read_mostly_first_pass_gbps") or fp) + \
+                _ms(a["inout"], fig.get("preferred_gpu_first_pass_gbps") or fp) + \
+                ft("gpu_first_touch_ms_per_gib", untouched)
+            p["back_ms"] = fault_back + checksum
+    elif mode in ("pinned", "registered", "system"):
+        if mode == "system" and not ats and not fig.get("ats"):
             raise ValueError("system mode needs HMM or ATS: not modelled on this machine")
-        # Data stays where the CPU put it; the GPU reads it over the link (no counter migration modelled here:
-        # `umscope simulate --policy ats` shows what the counters would move).
-        p["compute_ms"] = K * max(kern, _ms(T, fig["remote_gbps"]))
-        p["back_ms"] = back_cpu
+        if mode != "system":
+            # pinned and registered pages are resident from allocation: no first touch in the initialisation
+            p["init_ms"] = max(0.0, calib["init_ms"] - sys_ft)
+            p["alloc_ms"] = kind_phase(f"{mode}_alloc_ms_per_gib", "alloc_ms")
+            p["free_ms"] = kind_phase(f"{mode}_free_ms_per_gib", "free_ms")
+        p["transfer_ms"] = 0.0
+        # The kernels' traffic crosses the link: what the application declares as link_bytes (tiled kernels:
+        # what the tiles re-read), else its traffic_bytes; split as the arrays the GPU reads (in, inout) and
+        # writes (out, inout). A roofline of the link: reads at the GPU's read rate of host memory, writes at
+        # its write rate, and both together at the rate of a kernel reading one pinned array while writing
+        # another (remote_copy_gbps; PCIe is full duplex, how much of it a kernel gets is measured).
+        L = float(calib.get("link_bytes") or T)
+        rd, wr = a["in"] + a["inout"], a["out"] + a["inout"]
+        rf = rd / (rd + wr) if rd + wr else 1.0
+        link = max(_ms(L * rf, fig["remote_gbps"]), _ms(L * (1 - rf), fig.get("remote_write_gbps") or fig["remote_gbps"]),
+                   _ms(L, fig.get("remote_copy_gbps")))
+        p["compute_ms"] = K * max(kern, link)
+        p["back_ms"] = checksum
     else:
         raise ValueError(f"unknown mode {mode!r}")
     p["total_ms"] = sum(p[k] for k in PHASES)
-    p["host_read_ms"] = host_read
+    p["profile"] = a
     return p
+
+
+def validated(kind="calibrated", app=None, mode=None, version=None) -> dict:
+    """The validated error of a model (kind "calibrated" or "umsim") as its validation script last wrote it:
+    the suite's median and 90th-percentile |error|, where, when and at which commit; with app and mode, this
+    case's own error. Says so when there is none or it was for another model version."""
+    try:
+        v = json.loads(VALIDATED.read_text()).get(kind)
+    except (OSError, ValueError):
+        v = None
+    doc = "docs/model-validation.md" if kind == "calibrated" else "docs/simulator-validation.md"
+    if not v:
+        return {"status": "not validated yet", "source": doc}
+    out = {k: v[k] for k in v if k != "per_case"}
+    out["source"] = doc
+    if app and mode:
+        out["this_case"] = (v.get("per_case") or {}).get(f"{app}/{mode}")
+    want = version or (VERSION if kind == "calibrated" else None)
+    if want and v.get("model_version") != want:
+        out["note"] = f"validated for {v.get('model_version')}, not {want}"
+    return out
+
+
+def validated_text(v: dict) -> str:
+    """One line for people: the validated error and where it comes from."""
+    if v.get("status"):
+        return f"validated error: {v['status']} (see {v['source']})"
+    if "median" in v:
+        t = (f"validated error (predicted vs measured total time, {v.get('cases')} cases on {v.get('machine')}, "
+             f"commit {v.get('commit')}): median {v['median']:.1%}, 90th percentile {v['p90']:.1%}")
+        if v.get("this_case") is not None:
+            t += f"; this case {v['this_case']:+.1%}"
+    else:
+        t = "validated: " + ", ".join(f"{k} {v[k]}" for k in v if k not in ("source", "note"))
+    t += f" ({v['source']})"
+    return t + (f"; {v['note']}" if v.get("note") else "")
 
 
 def record(app, mode, pred, fig_source, calib_source, error=None) -> dict:
     return {"type": "record", "family": "model", "status": "modelled", "model_version": VERSION,
             "app": app, "mode": mode, "phases_ms": {k: pred[k] for k in PHASES}, "total_ms": pred["total_ms"],
-            "inputs": {"figures": fig_source, "calibration": calib_source, "access_profile": ACCESS.get(app)},
-            "validated_error": error or "see docs/model-validation.md"}
+            "inputs": {"figures": fig_source, "calibration": calib_source,
+                       "access_profile": {k: v for k, v in (pred.get("profile") or {}).items()}},
+            "validated_error": error or validated("calibrated", app, mode)}
+
+
+def write_validated(kind: str, entry: dict, path=None):
+    """Stores a validation script's result under `kind` in validated.json (the other kind kept)."""
+    path = Path(path or VALIDATED)
+    try:
+        cur = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cur = {}
+    cur[kind] = entry
+    path.write_text(json.dumps(cur, indent=1, sort_keys=True) + "\n")
 
 
 def _flat(r) -> dict:
@@ -96,40 +244,85 @@ def _flat(r) -> dict:
     return d
 
 
+def _policy(text) -> dict:
+    out = {}
+    for item in str(text or "").split(","):
+        if "=" in item:
+            k, v = item.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
 def figures_from_records(records) -> tuple:
     """Machine figures from umscope records (a run in the store, or umbench output): ({name: value},
-    {name: which record}). Recognises the migration, firsttouch, faults and cpu-stream benchmarks."""
+    {name: which record}). Recognises the migration, firsttouch, faults, cpu-stream and copy benchmarks
+    (bench/model_validate.py runs the set; CALIBRATES says which phase each figure predicts)."""
     fig, src = {}, {}
-    best_threads = -1
+    best_threads = {}
+    place = {}
     for r in map(_flat, records):
-        b, op, kind, pol = r.get("benchmark"), r.get("op"), r.get("kind"), r.get("policy") or ""
-        proc = str(r.get("processor") or "")
+        b, op, kind = r.get("benchmark"), r.get("op"), r.get("kind")
+        pol = _policy(r.get("policy"))
         nb = float(r.get("bytes") or 0)
-        tag = f"{b} {op} {kind} {pol} {int(nb) >> 20} MiB".strip()
-        if b == "migration" and op == "read" and not r.get("dos") and r.get("cpu_touch", "none") == "none":
-            if kind == "managed" and "first_touch=cpu" in pol and "prefetch" not in pol and "advise" not in pol:
-                fig["first_pass_gbps"], src["first_pass_gbps"] = r["first"], tag
-            if kind == "managed" and "prefetch=gpu" in pol and r.get("prefetch_gbps"):
-                for k in ("migrate_gbps", "h2d_gbps", "d2h_gbps"):
-                    fig[k], src[k] = r["prefetch_gbps"], tag + " (prefetch rate)"
-            if kind == "pinned":
-                fig["remote_gbps"], src["remote_gbps"] = r["steady"], tag
-        elif b == "firsttouch" and nb and r.get("median") is not None:
-            gib = nb / GIB
-            by_gpu = proc.startswith("gpu")
+        gib = nb / GIB if nb else 0
+        tag = f"{b} {op} {kind} {r.get('policy') or ''} {int(nb) >> 20} MiB".replace("  ", " ")
+
+        def put(k, v, note=""):
+            if v is not None:
+                fig[k], src[k] = float(v), tag + note
+        if b == "migration" and not r.get("dos") and r.get("cpu_touch", "none") == "none":
+            ft, pf, adv = pol.get("first_touch", "cpu"), pol.get("prefetch"), pol.get("advise")
+            if kind == "managed" and ft == "cpu" and not pf:
+                if r.get("place_ms") is not None and gib and op == "read":
+                    place[adv or ""] = (r["place_ms"] / gib, tag)
+                if adv in ("read_mostly", "preferred:gpu") and r.get("advise_ms") is not None and gib:
+                    put("advise_" + adv.replace(":", "_") + "_ms_per_gib", r["advise_ms"] / gib, " (advise_ms)")
+                if op == "read" and not adv:
+                    put("first_pass_gbps", r.get("first"))
+                elif op == "copy" and not adv:
+                    put("first_pass2_gbps", r.get("first"))
+                elif op == "read" and adv == "read_mostly":
+                    put("read_mostly_first_pass_gbps", r.get("first"))
+                elif op == "read" and adv == "preferred:gpu":
+                    put("preferred_gpu_first_pass_gbps", r.get("first"))
+            elif kind == "managed" and pf == "gpu" and ft == "cpu" and not adv:
+                put("migrate_gbps", r.get("prefetch_gbps"), " (prefetch rate)")
+            elif kind == "managed" and pf == "gpu" and ft == "none":
+                put("populate_prefetch_gbps", r.get("prefetch_gbps"), " (prefetch rate)")
+            elif kind == "managed" and pf == "cpu" and ft == "gpu":
+                put("migrate_d2h_gbps", r.get("prefetch_gbps"), " (prefetch rate)")
+            elif kind == "pinned" and op == "read":
+                put("remote_gbps", r.get("steady"))
+            elif kind == "pinned" and op == "write":
+                put("remote_write_gbps", r.get("steady"))
+            elif kind == "pinned" and op == "copy":
+                put("remote_copy_gbps", r.get("steady"))
+        elif b == "firsttouch" and gib and r.get("median") is not None:
+            by_gpu = str(r.get("by") or r.get("processor") or "").startswith("gpu")
+            thp = pol.get("page") == "thp"
             if op == "first-touch" and kind == "managed":
-                k = "gpu_first_touch_ms_per_gib" if by_gpu else "cpu_first_touch_ms_per_gib"
-                fig[k], src[k] = r["median"] / gib, tag
-            elif op == "first-touch" and kind == "system" and not by_gpu and "thp" not in pol:
-                fig["system_first_touch_ms_per_gib"], src["system_first_touch_ms_per_gib"] = r["median"] / gib, tag
-            elif op in ("alloc", "free") and kind in ("pinned", "registered"):
-                k = f"{kind}_{op}_ms_per_gib"
-                fig[k], src[k] = r["median"] / gib, tag
-        elif (b == "faults" and op == "touch-parallel" and proc == "cpu" and kind == "managed"
+                put("gpu_first_touch_ms_per_gib" if by_gpu else "cpu_first_touch_ms_per_gib", r["median"] / gib)
+            elif op == "first-touch" and kind == "system" and not by_gpu and not thp:
+                put("system_first_touch_ms_per_gib", r["median"] / gib)
+            elif op in ("alloc", "free") and kind in ("pinned", "registered", "system") and not thp:
+                put(f"{kind}_{op}_ms_per_gib", r["median"] / gib)
+            elif op == "free" and kind == "managed" and by_gpu:
+                put("managed_free_gpu_ms_per_gib", r["median"] / gib)
+        elif (b == "faults" and op == "touch-parallel" and str(r.get("processor")) == "cpu" and kind == "managed"
               and int(r.get("stride") or 0) == 4096 and r.get("median") is not None):
-            fig["cpu_fault_us_4k"], src["cpu_fault_us_4k"] = r["median"], tag
-        elif b == "cpu-stream" and op == "read" and kind == "system" and r.get("median") is not None:
-            if int(r.get("threads") or 0) > best_threads:
-                best_threads = int(r.get("threads") or 0)
-                fig["host_gbps"], src["host_gbps"] = r["median"], tag
+            put("cpu_fault_us_4k", r["median"])
+        elif b == "cpu-stream" and kind == "system" and op in ("read", "checksum") and r.get("median") is not None:
+            key = "host_gbps" if op == "read" else "checksum_gbps"
+            if int(r.get("threads") or 0) > best_threads.get(key, -1):
+                best_threads[key] = int(r.get("threads") or 0)
+                put(key, r["median"])
+        elif b == "copy" and op == "ce-copy" and r.get("direction") == "uni" and r.get("median") is not None:
+            if kind == "system" and r.get("dst_kind") == "device":
+                put("h2d_gbps", r["median"])
+            elif kind == "device" and r.get("dst_kind") == "system":
+                put("d2h_gbps", r["median"])
+    for adv, key in (("read_mostly", "advise_read_mostly_ms_per_gib"), ("preferred:gpu", "advise_preferred_gpu_ms_per_gib")):
+        if adv in place and "" in place and key not in fig:  # older records: no advise_ms of its own
+            fig[key] = max(0.0, place[adv][0] - place[""][0])
+            src[key] = f"place_ms per GiB of `{place[adv][1]}` minus that of `{place[''][1]}`"
     return fig, src

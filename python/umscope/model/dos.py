@@ -126,11 +126,13 @@ def knee(points, drop=0.2):
     return None
 
 
-def monotone(values, tol=0.02):
-    """'decreasing', 'increasing' or 'not monotone' (steps against the trend smaller than tol allowed)."""
-    if all(b <= a * (1 + tol) for a, b in zip(values, values[1:])):
+def monotone(values, tol=0.02, abs_tol=0.02):
+    """'decreasing', 'increasing' or 'not monotone'. Steps against the trend are allowed when smaller than
+    tol of the value or abs_tol absolute (the published curves are read at 0.05 resolution: a step from
+    0.05 to 0.06 near zero is not a change of shape)."""
+    if all(b <= a * (1 + tol) or b - a <= abs_tol for a, b in zip(values, values[1:])):
         return "decreasing"
-    if all(b >= a * (1 - tol) for a, b in zip(values, values[1:])):
+    if all(b >= a * (1 - tol) or a - b <= abs_tol for a, b in zip(values, values[1:])):
         return "increasing"
     return "not monotone"
 

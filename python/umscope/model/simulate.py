@@ -129,5 +129,7 @@ def record(stats: dict, fig: dict, fig_source: str, extra=None) -> dict:
                                                            "batch_size", "thrash_threshold", "counter_threshold",
                                                            "capacity_pages")}},
            "counts": stats, "modelled_seconds": t}
+    from umscope.model import calibrated
+    rec["validated_error"] = calibrated.validated("umsim", version=VERSION)
     rec.update(extra or {})
     return rec

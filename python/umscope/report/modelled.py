@@ -55,8 +55,8 @@ def section(records, fp) -> str:
         return head + f"{e(err)}</p></section>"
     out = [head + f"Calibrated model {e(calibrated.VERSION)}: each application's explicit-mode case of this run is "
            f"the calibration (kernel time, fixed phases); machine figures: {e(src)}. The error column compares "
-           "the prediction with this run's measurement of the same case; the validated error over the suite is in "
-           "docs/model-validation.md.</p>",
+           "the prediction with this run's measurement of the same case. "
+           f"{e(calibrated.validated_text(calibrated.validated('calibrated')))}.</p>",
            "<table><tr><th>application</th><th>footprint</th><th>mode</th><th>predicted ms</th><th>measured ms</th>"
            "<th>error</th></tr>"]
     errs = []
