@@ -1,11 +1,14 @@
 """What the unified-memory totals of `umscope profile --um-trace` count, per CUPTI event kind, and what they
 do not: shown next to every total in the profile report. Each statement is a measurement in this repository's
-docs (docs/method.md, "What the unified-memory totals count"; docs/reference-h100.md, "Profiler on an
-application") or a property of the API; where the cause of a shortfall is not known, it says so."""
+docs (docs/method.md, "What the unified-memory totals count"; docs/reference-h100.md, sections profile-qv,
+profile-jacobi2d and gemm-placement, each with its commit, machine kind and command) or a property of the
+API; where the cause of a shortfall is not known, it says so."""
 
-SHORTFALL = ("on the H100 (driver 580) the counted bytes were 60-94% of the data the GPU then held in QV traces, "
-             "3243 of 4096 MiB for jacobi2d (managed, 4 GiB) and 185.6 of 512 MiB for a GEMM placement "
-             "(docs/reference-h100.md); the cause is not established (issue 18)")
+SHORTFALL = ("on the H100 (driver 580) the counted bytes were 977.1 of the 2048 MiB state of a CPU-initialised QV "
+             "circuit in managed memory (27 qubits) and 679.5 of the 1024 MiB of jacobi2d's arrays (managed), which "
+             "the GPU then held; an explicit prefetch was counted in full (2048.0 of 2048 MiB), and so were the "
+             "managed matrices of a GEMM at n = 4096 (docs/reference-h100.md, commit 0247c6b, sections profile-qv, "
+             "profile-jacobi2d, gemm-placement); the cause is not established (issue 18)")
 
 CAVEATS = {
     "htod": "migrations to the GPU that the driver reports as CUPTI unified-memory HtoD records, by cause "
