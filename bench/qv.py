@@ -7,8 +7,10 @@ they can be imported (the GPU machine has no network to install them).
 
     python3 bench/qv.py [--qubits 28,30] [--device 0]"""
 import argparse
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from umscope import native, probe
 from umscope.model import bounds
@@ -54,7 +56,8 @@ def compare_aer(a, fp):
     """Qiskit Aer on the GPU, same circuit (our exported one), if its GPU build is importable."""
     try:
         from qiskit_aer import AerSimulator
-        from umscope.apps import qv
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        import qv_circuit as qv  # the circuit reader the tests use (tests/qv_circuit.py)
     except ImportError as exc:
         print(f"Qiskit Aer: not importable here ({exc}); no comparison run")
         return

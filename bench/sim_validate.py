@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from umscope import native, probe, profiler
+from umscope import native, probe
+from umscope import profile as profiler
 from umscope.model import simulate as sim
 from umscope.sizes import parse_size
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import umbench
-from umscope import profiler
+from umscope.profile import output as profiler
 from umscope.errors import UsageError
 from umscope.model import bounds
 from umscope.report.svg import size_tick

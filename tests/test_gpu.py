@@ -321,7 +321,7 @@ def test_qv_explicit_cpu_init_times_the_transfer_and_complex64():
 
 def test_qv_gpu_state_matches_qiskit(tmp_path):
     pytest.importorskip("qiskit_aer", reason="Qiskit Aer is not installed on this machine")
-    from umscope.apps import qv
+    import qv_circuit as qv
     circ, state = tmp_path / "c.json", tmp_path / "s.bin"
     _, status = _out(umbench("run", "qv", "--qubits", "12", "--mode", "managed", "--export-circuit", str(circ),
                              "--dump-state", str(state)))

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import run_cli
 from umscope.errors import UsageError
-from umscope.profiler import parse_period, process_tree
+from umscope.profile.sampler import parse_period, process_tree
 
 ALLOC = ("import time\nbufs = []\nfor k in range({n}):\n    a = bytearray(50 << 20)\n"
          "    for i in range(0, len(a), 4096): a[i] = 1\n    bufs.append(a); time.sleep({pause})\nprint('child out')\n")
@@ -85,7 +85,8 @@ def test_parse_period_and_tree():
 
 
 def test_trace_parsing_and_analyses(tmp_path):
-    from umscope.profiler import parse_trace, trace_records
+    from umscope.profile.tracer import parse_trace
+    from umscope.profile.output import trace_records
     lines = [
         '{"k":"start","t":1000000000}',
         '{"k":"mem","op":1,"mk":3,"a":4096,"b":1048576,"t":1000000001}',
@@ -120,7 +121,8 @@ def test_trace_parsing_and_analyses(tmp_path):
 
 
 def test_nvtx_ranges_and_the_program_clock(tmp_path):
-    from umscope.profiler import parse_trace, shift_trace, trace_records
+    from umscope.profile.tracer import parse_trace, shift_trace
+    from umscope.profile.output import trace_records
     lines = [
         '{"k":"start","t":1000000000,"w":1700000000500000000}',
         '{"k":"marker","fl":2,"t":1100000000,"id":7,"n":"init"}',
@@ -143,7 +145,8 @@ def test_nvtx_ranges_and_the_program_clock(tmp_path):
 
 
 def test_empty_trace_means_no_cuda(tmp_path):
-    from umscope.profiler import parse_trace, trace_records
+    from umscope.profile.tracer import parse_trace
+    from umscope.profile.output import trace_records
     path = tmp_path / "empty.jsonl"
     path.write_text("")
     assert parse_trace(path) == {} and trace_records({}) == []

@@ -16,7 +16,7 @@ def _qv(tmp_path, *args):
 
 
 def test_one_gate_maps_zero_to_the_first_column(tmp_path):
-    from umscope.apps import qv
+    import qv_circuit as qv
     recs, circ, state = _qv(tmp_path, "--qubits", "2", "--depth", "1")
     c = qv.load_circuit(circ)
     (layer,) = c["layers"]
@@ -35,7 +35,7 @@ def test_one_gate_maps_zero_to_the_first_column(tmp_path):
 
 
 def test_circuit_shape_and_seed(tmp_path):
-    from umscope.apps import qv
+    import qv_circuit as qv
     _, circ, s1 = _qv(tmp_path, "--qubits", "7", "--seed", "5")
     c = qv.load_circuit(circ)
     assert c["depth"] == 7 and len(c["layers"]) == 7
@@ -52,7 +52,7 @@ def test_circuit_shape_and_seed(tmp_path):
 @pytest.mark.parametrize("qubits", [2, 5, 8, 12])
 def test_matches_qiskit_aer(tmp_path, qubits):
     pytest.importorskip("qiskit_aer", reason="Qiskit Aer is not installed (pip install '.[test]')")
-    from umscope.apps import qv
+    import qv_circuit as qv
     _, circ, state = _qv(tmp_path, "--qubits", str(qubits))
     c = qv.load_circuit(circ)
     ours = qv.load_state(state, qubits)
@@ -67,7 +67,7 @@ def test_matches_qiskit_aer(tmp_path, qubits):
 
 def test_qasm3_export(tmp_path):
     pytest.importorskip("qiskit", reason="Qiskit is not installed (pip install '.[test]')")
-    from umscope.apps import qv
+    import qv_circuit as qv
     _, circ, _ = _qv(tmp_path, "--qubits", "4")
     text = qv.qasm3(qv.load_circuit(circ))
     assert text.startswith("OPENQASM 3") and "cx" in text

@@ -8,6 +8,7 @@
 
 #include "umscope/caps.hpp"
 #include "umscope/traffic.hpp"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 
@@ -49,7 +50,6 @@ AppRun::AppRun(Context& c, const std::string& name) : ctx(c), name_(name) {
   const std::string proc = ctx.args.choices("processor", "gpu", {"gpu", "cpu"})[0];
   gpu_ = proc == "gpu";
   mode_ = gpu_ ? ctx.args.choices("mode", "explicit", app_modes())[0] : "cpu";
-  if (!gpu_ && ctx.args.has("mode")) ctx.args.mark_used("mode");
   dump_dir_ = ctx.args.str("dump", "");
   if (!dump_dir_.empty()) {
     struct stat st{};
@@ -62,18 +62,11 @@ AppRun::AppRun(Context& c, const std::string& name) : ctx(c), name_(name) {
     ctx.use_gpu();
     context_ms_ = ms_since(t);
     sms_ = gpu_caps(ctx.device).sms;
-    cudaEvent_t a, b;
-    UM_CUDA(cudaEventCreate(&a));
-    UM_CUDA(cudaEventCreate(&b));
-    e0_ = a;
-    e1_ = b;
+    clock_.reset(new EventClock());
   }
 }
 
-AppRun::~AppRun() {
-  if (e0_) cudaEventDestroy(static_cast<cudaEvent_t>(e0_));
-  if (e1_) cudaEventDestroy(static_cast<cudaEvent_t>(e1_));
-}
+AppRun::~AppRun() = default;
 
 std::vector<std::string> app_params(std::initializer_list<const char*> own) {
   std::vector<std::string> p = {"mode", "processor", "threads", "check", "dump", "footprint"};
@@ -185,16 +178,10 @@ void AppRun::to_gpu() {
 double AppRun::iteration(const std::function<void()>& fn) {
   double ms = 0;
   if (gpu_) {
-    auto a = static_cast<cudaEvent_t>(e0_), b = static_cast<cudaEvent_t>(e1_);
-    UM_CUDA(cudaEventRecord(a));
-    fn();
-    UM_CUDA(cudaGetLastError());
-    UM_CUDA(cudaEventRecord(b));
-    UM_CUDA(cudaEventSynchronize(b));
-    UM_CUDA(cudaGetLastError());
-    float f = 0;
-    UM_CUDA(cudaEventElapsedTime(&f, a, b));
-    ms = f;
+    ms = clock_->time_ms([&] {
+      fn();
+      UM_CUDA(cudaGetLastError());
+    });
   } else {
     auto t = clk::now();
     fn();

@@ -1,7 +1,7 @@
 // STREAM triad as an application (Cooper et al., Table 2): a = b + s * c over
 // three arrays of doubles, repeated; the GPU kernel is the bandwidth suite's
 // triad kernel, so the two measure the same thing.
-#include "../bench/stream_kernels.cuh"
+#include "umscope/stream_kernels.cuh"
 #include "umscope/app.hpp"
 
 namespace umscope {

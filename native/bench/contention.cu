@@ -17,7 +17,8 @@
 #include "umscope/errors.hpp"
 #include "umscope/pattern.hpp"
 #include "umscope/threads.hpp"
-#include "stream_kernels.cuh"
+#include "umscope/stream_kernels.cuh"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 namespace {
@@ -61,33 +62,27 @@ void run_contention(Context& ctx) {
   };
 
   // Queues n launches, each between two events; samples() reads launches [first, n).
-  std::vector<cudaEvent_t> ev;
+  EventClock clock(0);
   auto queue_gpu = [&](int n) {
-    for (auto& e : ev) cudaEventDestroy(e);
-    ev.assign(n + 1, nullptr);
-    for (auto& e : ev) UM_CUDA(cudaEventCreate(&e));
+    clock.resize(n + 1);
     if (gop == "read") UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
-    UM_CUDA(cudaEventRecord(ev[0]));
+    clock.record(0);
     for (int i = 0; i < n; ++i) {
       gpu_launch();
-      UM_CUDA(cudaEventRecord(ev[i + 1]));
+      clock.record(i + 1);
     }
   };
   auto samples = [&](int first) {
     UM_CUDA(cudaGetLastError());
     std::vector<double> out;
-    for (size_t i = first; i + 1 < ev.size(); ++i) {
-      float ms = 0;
-      UM_CUDA(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
-      out.push_back(bytes / (ms * 1e-3) / 1e9);
-    }
+    for (int i = first; i + 1 < clock.size(); ++i) out.push_back(bytes / (clock.ms(i, i + 1) * 1e-3) / 1e9);
     return out;
   };
 
   // Alone: the GPU, then the CPU.
   const int launches = ctx.warmup + ctx.reps;
   queue_gpu(launches);
-  UM_CUDA(cudaEventSynchronize(ev.back()));
+  clock.wait(clock.last());
   std::vector<double> gpu_alone = samples(ctx.warmup);
   std::vector<double> cpu_alone;
   for (int r = 0; r < launches; ++r) {
@@ -103,16 +98,10 @@ void run_contention(Context& ctx) {
   std::vector<double> cpu_loaded;
   for (;;) {
     double s = team.run(cpu_pass);
-    cudaError_t q = cudaEventQuery(ev.back());
-    if (q == cudaErrorNotReady) {
-      cpu_loaded.push_back(bytes / s / 1e9);
-      continue;
-    }
-    UM_CUDA(q);
-    break;
+    if (clock.done(clock.last())) break;
+    cpu_loaded.push_back(bytes / s / 1e9);
   }
   std::vector<double> gpu_loaded = samples(1);
-  for (auto& e : ev) cudaEventDestroy(e);
 
   // Verify both sides' last results.
   if (gop == "read") {

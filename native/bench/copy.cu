@@ -6,9 +6,10 @@
 #include <cstring>
 #include <memory>
 
-#include "stream_kernels.cuh"
+#include "umscope/stream_kernels.cuh"
 #include "umscope/pattern.hpp"
 #include "umscope/traffic.hpp"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 namespace {
@@ -17,7 +18,7 @@ struct Pair {
   std::unique_ptr<Buffer> src, dst;
   int dev = 0;  // the GPU whose stream issues the copy
   cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
+  std::unique_ptr<EventClock> clock;  // 0: start, 1: stop, on the pair's stream
 };
 
 // The pointer a copy engine is given: the host address where the CPU has one
@@ -73,8 +74,7 @@ void run_copy(Context& ctx) {
       else UM_CUDA(e);
     }
     UM_CUDA(cudaStreamCreateWithFlags(&pairs[p].stream, cudaStreamNonBlocking));
-    UM_CUDA(cudaEventCreate(&pairs[p].start));
-    UM_CUDA(cudaEventCreate(&pairs[p].stop));
+    pairs[p].clock.reset(new EventClock(2, pairs[p].stream));
     UM_CUDA(cudaSetDevice(ctx.device));
   }
   Launch L{};
@@ -87,11 +87,11 @@ void run_copy(Context& ctx) {
     for (int r = 0; r < ctx.warmup + ctx.reps; ++r) {
       // A common start: every stream waits on the first stream's start event.
       const auto host_t0 = std::chrono::steady_clock::now();
-      UM_CUDA(cudaEventRecord(pairs[0].start, pairs[0].stream));
+      pairs[0].clock->record(0);
       for (size_t p = 1; p < pairs.size(); ++p) {
         UM_CUDA(cudaSetDevice(pairs[p].dev));  // a stream takes work with its own GPU current
-        UM_CUDA(cudaStreamWaitEvent(pairs[p].stream, pairs[0].start, 0));
-        UM_CUDA(cudaEventRecord(pairs[p].start, pairs[p].stream));
+        UM_CUDA(cudaStreamWaitEvent(pairs[p].stream, pairs[0].clock->event(0), 0));
+        pairs[p].clock->record(0);
       }
       for (auto& pr : pairs) {
         UM_CUDA(cudaSetDevice(pr.dev));
@@ -102,16 +102,15 @@ void run_copy(Context& ctx) {
                                                          static_cast<double2*>(pr.dst->gpu()), bytes / 16);
           UM_CUDA(cudaGetLastError());
         }
-        UM_CUDA(cudaEventRecord(pr.stop, pr.stream));
+        pr.clock->record(1);
       }
       UM_CUDA(cudaSetDevice(ctx.device));
       float longest = 0;
       for (size_t p = 0; p < pairs.size(); ++p) {
-        UM_CUDA(cudaEventSynchronize(pairs[p].stop));
-        float ms = 0;
+        pairs[p].clock->wait(1);
         // Events of two GPUs cannot be subtracted: there, each direction from its own start, and
         // both together by the host's clock from before the first start to after the last stop.
-        UM_CUDA(cudaEventElapsedTime(&ms, split ? pairs[p].start : pairs[0].start, pairs[p].stop));
+        const float ms = (split ? pairs[p] : pairs[0]).clock->ms(0, *pairs[p].clock, 1);
         longest = std::max(longest, ms);
         if (r >= ctx.warmup) per_dir[p].push_back(gb_per_s(bytes, ms * 1e-3));
       }
@@ -151,9 +150,8 @@ void run_copy(Context& ctx) {
   }
   for (auto& pr : pairs) {
     cudaSetDevice(pr.dev);
+    pr.clock.reset();
     cudaStreamDestroy(pr.stream);
-    cudaEventDestroy(pr.start);
-    cudaEventDestroy(pr.stop);
   }
   cudaSetDevice(ctx.device);
 }

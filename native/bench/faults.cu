@@ -12,6 +12,7 @@
 #include "umscope/errors.hpp"
 #include "umscope/threads.hpp"
 #include "umscope/traffic.hpp"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 namespace {
@@ -55,20 +56,11 @@ void run_faults(Context& ctx) {
       if (needs_cuda) UM_CUDA(cudaDeviceSynchronize());
       double secs = 0;
       if (on_gpu) {
-        cudaEvent_t t0, t1;
-        UM_CUDA(cudaEventCreate(&t0));
-        UM_CUDA(cudaEventCreate(&t1));
-        UM_CUDA(cudaEventRecord(t0));
-        if (mode == "serial") touch_serial<<<1, 1>>>(p, pages, stride);
-        else touch_parallel<<<static_cast<unsigned>((pages + 255) / 256), 256>>>(p, pages, stride);
-        UM_CUDA(cudaEventRecord(t1));
-        UM_CUDA(cudaEventSynchronize(t1));
-        UM_CUDA(cudaGetLastError());
-        float ms = 0;
-        UM_CUDA(cudaEventElapsedTime(&ms, t0, t1));
-        secs = ms * 1e-3;
-        cudaEventDestroy(t0);
-        cudaEventDestroy(t1);
+        EventClock clock;
+        secs = 1e-3 * clock.time_ms([&] {
+          if (mode == "serial") touch_serial<<<1, 1>>>(p, pages, stride);
+          else touch_parallel<<<static_cast<unsigned>((pages + 255) / 256), 256>>>(p, pages, stride);
+        });
       } else {
         auto t0 = clk::now();
         team.run([&](int t, int T) {

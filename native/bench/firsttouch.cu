@@ -18,7 +18,7 @@
 #include "umscope/pattern.hpp"
 #include "umscope/threads.hpp"
 #include "umscope/traffic.hpp"
-#include "stream_kernels.cuh"
+#include "umscope/stream_kernels.cuh"
 
 namespace umscope {
 namespace {

@@ -12,7 +12,8 @@
 #include "umscope/errors.hpp"
 #include "umscope/pattern.hpp"
 #include "umscope/traffic.hpp"
-#include "stream_kernels.cuh"
+#include "umscope/stream_kernels.cuh"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 namespace {
@@ -50,9 +51,7 @@ void run_gpu_stream(Context& ctx) {
   auto c = C ? static_cast<double2*>(C->gpu()) : nullptr;
   double* sum = nullptr;
   UM_CUDA(cudaMalloc(&sum, sizeof(double)));
-  cudaEvent_t t0, t1;
-  UM_CUDA(cudaEventCreate(&t0));
-  UM_CUDA(cudaEventCreate(&t1));
+  EventClock clock;
   std::string proc = "gpu" + std::to_string(ctx.device);
 
   for (const std::string& op : ops) {
@@ -85,17 +84,10 @@ void run_gpu_stream(Context& ctx) {
     }
     const double traffic = static_cast<double>(bytes) * arrays;
     std::vector<double> gbps;
-    for (int r = 0; r < ctx.warmup + ctx.reps; ++r) {
-      if (op == "read") UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
-      UM_CUDA(cudaEventRecord(t0));
-      launch();
-      UM_CUDA(cudaEventRecord(t1));
-      UM_CUDA(cudaEventSynchronize(t1));
-      UM_CUDA(cudaGetLastError());
-      float ms = 0;
-      UM_CUDA(cudaEventElapsedTime(&ms, t0, t1));
-      if (r >= ctx.warmup) gbps.push_back(gb_per_s(traffic, ms * 1e-3));
-    }
+    for (double ms : repeat_ms(clock, ctx.warmup, ctx.reps, launch, [&](int) {
+           if (op == "read") UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
+         }))
+      gbps.push_back(gb_per_s(traffic, ms * 1e-3));
     // Verify what the last repetition produced.
     std::string verdict;
     if (op == "read") {
@@ -117,8 +109,6 @@ void run_gpu_stream(Context& ctx) {
     if (A) rec.set("residency", A->residency());
     ctx.emit(rec);
   }
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
   cudaFree(sum);
 }
 

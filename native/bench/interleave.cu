@@ -12,7 +12,8 @@
 #include "umscope/errors.hpp"
 #include "umscope/pattern.hpp"
 #include "umscope/threads.hpp"
-#include "stream_kernels.cuh"
+#include "umscope/stream_kernels.cuh"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 namespace {
@@ -44,10 +45,7 @@ void run_interleave(Context& ctx) {
   const size_t nd = bytes / sizeof(double);
   const size_t step = cpu_write == "full" ? 1 : 4096 / sizeof(double);
   Launch L = launch_for(write_kernel, ctx);
-  cudaEvent_t t0, t1, t2;
-  UM_CUDA(cudaEventCreate(&t0));
-  UM_CUDA(cudaEventCreate(&t1));
-  UM_CUDA(cudaEventCreate(&t2));
+  EventClock clock(3);  // start, after the first GPU write, after the last
   const std::string proc = "gpu" + std::to_string(ctx.device) + "+cpu";
 
   for (int n : ns) {
@@ -60,17 +58,14 @@ void run_interleave(Context& ctx) {
         for (size_t i = lo; i < hi; ++i) c[i * step] = static_cast<double>(r + 1);
       });
       cpu_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count());
-      UM_CUDA(cudaEventRecord(t0));
+      clock.record(0);
       for (int k = 0; k < n; ++k) {
         write_kernel<<<L.grid, L.block>>>(g, bytes / sizeof(double2), kGpuValue);
-        if (k == 0) UM_CUDA(cudaEventRecord(t1));
+        if (k == 0) clock.record(1);
       }
-      UM_CUDA(cudaEventRecord(t2));
-      UM_CUDA(cudaEventSynchronize(t2));
-      UM_CUDA(cudaGetLastError());
-      float all = 0, first = 0;
-      UM_CUDA(cudaEventElapsedTime(&all, t0, t2));
-      UM_CUDA(cudaEventElapsedTime(&first, t0, t1));
+      clock.record(2);
+      clock.wait(2);
+      const float all = clock.ms(0, 2), first = clock.ms(0, 1);
       per_pass_ms.push_back(all / n);
       first_ms.push_back(first);
       if (n > 1) rest_ms.push_back((all - first) / (n - 1));
@@ -89,9 +84,6 @@ void run_interleave(Context& ctx) {
     rec.set("verified", "cpu-reference");  // every element compared with its expected value
     ctx.emit(rec);
   }
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
-  cudaEventDestroy(t2);
 }
 
 BenchRegistrar reg({"interleave", "gpu+cpu",

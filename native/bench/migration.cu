@@ -22,7 +22,8 @@
 #include "umscope/pattern.hpp"
 #include "umscope/threads.hpp"
 #include "umscope/traffic.hpp"
-#include "stream_kernels.cuh"
+#include "umscope/stream_kernels.cuh"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 namespace {
@@ -121,15 +122,13 @@ void run_migration(Context& ctx) {
     auto b = B ? static_cast<double2*>(B->gpu()) : nullptr;
     Launch L = op == "read" ? launch_for(read_kernel, ctx) : op == "write" ? launch_for(write_kernel, ctx)
                                                                            : launch_for(copy_kernel, ctx);
-    cudaEvent_t t0, t1;
-    UM_CUDA(cudaEventCreate(&t0));
-    UM_CUDA(cudaEventCreate(&t1));
+    EventClock clock;
     std::vector<double> gbps, touch_ms;
     double* ac = static_cast<double*>(A->cpu());
     // What the CPU writes is what the buffer already holds, so every
     // iteration's result can still be checked.
     const double cmul = op == "write" ? 0 : 1, cadd = op == "write" ? kWriteValue : 0;
-    for (int it = 0; it < iters; ++it) {
+    auto cpu_touch = [&](int it) {
       if (it > 0 && touch != "none") {
         auto c0 = std::chrono::steady_clock::now();
         const size_t step = touch == "full" ? 1 : 4096 / sizeof(double);
@@ -141,19 +140,15 @@ void run_migration(Context& ctx) {
         touch_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count());
       }
       if (op == "read") UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
-      UM_CUDA(cudaEventRecord(t0));
+    };
+    auto gpu_pass = [&] {
       if (op == "read") read_kernel<<<L.grid, L.block>>>(a, n2, sum);
       else if (op == "write") write_kernel<<<L.grid, L.block>>>(a, n2, kWriteValue);
       else copy_kernel<<<L.grid, L.block>>>(a, b, n2);
-      UM_CUDA(cudaEventRecord(t1));
-      UM_CUDA(cudaEventSynchronize(t1));
-      UM_CUDA(cudaGetLastError());
-      float ms = 0;
-      UM_CUDA(cudaEventElapsedTime(&ms, t0, t1));
+    };
+    // Every iteration is a sample: the first ones are the migration this family measures.
+    for (double ms : repeat_ms(clock, 0, iters, gpu_pass, cpu_touch))
       gbps.push_back(gb_per_s(static_cast<double>(bytes) * arrays, ms * 1e-3));
-    }
-    cudaEventDestroy(t0);
-    cudaEventDestroy(t1);
     std::string verdict;
     if (op == "read") {
       double got = 0;

@@ -35,6 +35,7 @@
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/world.hpp"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 namespace {
@@ -163,7 +164,7 @@ struct Rank {
   int dev = 0, rank = 0;
   nccl_comm comm = nullptr;
   cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
+  std::unique_ptr<EventClock> clock;  // 0: start, 1: stop, on the rank's stream
   unsigned long long* bad = nullptr;
   std::unique_ptr<Buffer> send, recv;
   float* sp = nullptr;
@@ -269,8 +270,7 @@ void run_nccl(Context& ctx) {
   for (Rank& r : ranks) {
     UM_CUDA(cudaSetDevice(r.dev));
     UM_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
-    UM_CUDA(cudaEventCreate(&r.start));
-    UM_CUDA(cudaEventCreate(&r.stop));
+    r.clock.reset(new EventClock(2, r.stream));
     UM_CUDA(cudaMalloc(&r.bad, sizeof(unsigned long long)));
   }
   if (launch == "single") {
@@ -291,9 +291,8 @@ void run_nccl(Context& ctx) {
       for (Rank& r : ranks) {
         cudaSetDevice(r.dev);
         if (r.comm) nccl.CommDestroy(r.comm);
+        r.clock.reset();
         if (r.stream) cudaStreamDestroy(r.stream);
-        if (r.start) cudaEventDestroy(r.start);
-        if (r.stop) cudaEventDestroy(r.stop);
         if (r.bad) cudaFree(r.bad);
       }
     }
@@ -369,20 +368,18 @@ void run_nccl(Context& ctx) {
       for (int rep = 0; rep < ctx.warmup + ctx.reps; ++rep) {
         for (Rank& r : ranks) {
           UM_CUDA(cudaSetDevice(r.dev));
-          UM_CUDA(cudaEventRecord(r.start, r.stream));
+          r.clock->record(0);
         }
         issue(op, count, inner);
         for (Rank& r : ranks) {
           UM_CUDA(cudaSetDevice(r.dev));
-          UM_CUDA(cudaEventRecord(r.stop, r.stream));
+          r.clock->record(1);
         }
         double ms = 0;
         for (Rank& r : ranks) {
           UM_CUDA(cudaSetDevice(r.dev));
-          UM_CUDA(cudaEventSynchronize(r.stop));
-          float e = 0;
-          UM_CUDA(cudaEventElapsedTime(&e, r.start, r.stop));
-          ms = std::max(ms, double(e));
+          r.clock->wait(1);
+          ms = std::max(ms, double(r.clock->ms(0, 1)));
         }
         ms = world_max(ms);  // the slowest rank's time: a collective ends when its last rank does
         if (rep < ctx.warmup) continue;

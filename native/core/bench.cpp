@@ -51,7 +51,6 @@ size_t parse_bytes(const std::string& s) {
 }
 
 std::string Args::str(const std::string& k, const std::string& dflt) const {
-  mark_used(k);
   auto it = kv_.find(k);
   return it == kv_.end() ? dflt : it->second;
 }
@@ -141,13 +140,6 @@ std::vector<int> Args::thread_counts(const std::string& k, const std::string& df
   }
   // Callers read element 0: an empty list (--threads '' or ',') is a usage error, never a crash.
   if (out.empty()) throw UsageError("--" + k + " needs at least one thread count (or 'all')");
-  return out;
-}
-
-std::vector<std::string> Args::unused() const {
-  std::vector<std::string> out;
-  for (auto& kv : kv_)
-    if (!used_.count(kv.first)) out.push_back(kv.first);
   return out;
 }
 

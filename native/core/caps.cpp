@@ -15,12 +15,6 @@ std::string GpuCaps::addressing() const {
 }
 
 #ifdef UMSCOPE_HAVE_CUDA
-[[noreturn]] void cuda_fail(cudaError_t err, const char* what, const char* file, int line) {
-  throw std::runtime_error(std::string("CUDA error ") + cudaGetErrorName(err) + " (" +
-                           cudaGetErrorString(err) + ") in " + what + " at " + file + ":" +
-                           std::to_string(line));
-}
-
 static GpuCaps probe(int dev) {
   GpuCaps c;
   c.device = dev;

@@ -1,3 +1,4 @@
+// The data pattern (pattern.hpp) on the host; core/pattern.cu is the GPU side.
 #include "umscope/pattern.hpp"
 
 #include <cstring>

@@ -415,7 +415,7 @@ def cmd_bench(args):
 
 
 def cmd_profile(args):
-    from umscope import profiler
+    from umscope import profile as profiler
     period = validate.period(args.period)
     if args.report is not None:
         validate.output_path(args.report, "--report")

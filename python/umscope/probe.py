@@ -176,7 +176,7 @@ def scheduler(environ=None) -> dict:
 
 def libraries() -> dict:
     """The run-time libraries umscope loads: the CUPTI tracer (and the libcupti it resolves to) and cuBLAS."""
-    from umscope import profiler
+    from umscope import profile as profiler
     tracer = profiler.tracer_path()
     return {"tracer": tracer, "cupti": profiler.cupti_path(tracer) if tracer else None,
             "cublas": native.cublas_path()}

@@ -173,7 +173,7 @@ def dos(value, allow_oversubscription=False) -> str:
 
 
 def period(value) -> float:
-    from umscope.profiler import parse_period
+    from umscope.profile.sampler import parse_period
     v = parse_period(value)
     if not math.isfinite(v) or v > MAX_PERIOD:
         raise UsageError(f"--period must be at most {MAX_PERIOD:g} s, got {str(value)[:40]}")

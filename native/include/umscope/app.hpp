@@ -37,6 +37,8 @@
 
 namespace umscope {
 
+class EventClock;
+
 enum class Use { in, out, inout };
 
 // Inputs are generated from a seed and the element's index (splitmix64), so
@@ -162,7 +164,7 @@ class AppRun {
   std::vector<double> iter_ms_;
   std::string checksum_;
   double max_error_ = -1;
-  void *e0_ = nullptr, *e1_ = nullptr;
+  std::unique_ptr<EventClock> clock_;  // times each GPU iteration (timing.hpp)
 };
 
 template <class T>

@@ -32,12 +32,9 @@ class Args {
   // CPU thread counts: positive integers up to max_threads() or "all" (every CPU this process may
   // use); never empty (throws UsageError).
   std::vector<int> thread_counts(const std::string& k, const std::string& dflt) const;
-  void mark_used(const std::string& k) const { used_[k] = true; }
-  std::vector<std::string> unused() const;
 
  private:
   std::map<std::string, std::string> kv_;
-  mutable std::map<std::string, bool> used_;
 };
 
 size_t parse_bytes(const std::string& s);  // throws UsageError

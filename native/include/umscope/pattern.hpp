@@ -9,7 +9,14 @@
 
 namespace umscope {
 
-inline double pattern(size_t i) { return static_cast<double>(i % 1021) * 0.5; }
+#ifdef __CUDACC__
+#define UMSCOPE_HOST_DEVICE __host__ __device__
+#else
+#define UMSCOPE_HOST_DEVICE
+#endif
+
+// The host and the GPU kernels (core/pattern.cu) share this one definition.
+UMSCOPE_HOST_DEVICE inline double pattern(size_t i) { return static_cast<double>(i % 1021) * 0.5; }
 double pattern_sum(size_t n);  // exact sum of pattern(0..n-1)
 
 void cpu_fill_pattern(double* p, size_t n, double mul, double add);

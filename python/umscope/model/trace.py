@@ -14,7 +14,7 @@ ALIGN_PAGES = 512  # allocations placed on 2 MiB boundaries in the simulated add
 
 
 def read_jsonl(path) -> list:
-    from umscope.profiler import read_trace_lines
+    from umscope.profile.tracer import read_trace_lines
     return read_trace_lines(path)
 
 

@@ -1,4 +1,4 @@
-// GPU side of the shared data pattern: fill, check and poison kernels.
+// The data pattern (pattern.hpp) on the GPU: fill, check and poison kernels; core/pattern.cpp is the host side.
 #include "umscope/errors.hpp"
 #include "umscope/pattern.hpp"
 
@@ -7,13 +7,13 @@ namespace umscope {
 namespace {
 __global__ void fill_kernel(double* p, size_t n, double mul, double add) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    p[i] = static_cast<double>(i % 1021) * 0.5 * mul + add;
+    p[i] = pattern(i) * mul + add;
 }
 
 __global__ void mismatch_kernel(const double* p, size_t n, double mul, double add, unsigned long long* bad) {
   unsigned long long mine = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    mine += p[i] != static_cast<double>(i % 1021) * 0.5 * mul + add;
+    mine += p[i] != pattern(i) * mul + add;
   if (mine) atomicAdd(bad, mine);
 }
 

@@ -28,6 +28,7 @@
 #include "umscope/errors.hpp"
 #include "umscope/threads.hpp"
 #include "umscope/traffic.hpp"
+#include "umscope/timing.hpp"
 
 namespace umscope {
 namespace {
@@ -278,41 +279,24 @@ void run_qv_typed(Context& ctx) {
       int block = 256, per_sm = 0;
       UM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gate_kernel<T>, block, 0));
       const unsigned grid = static_cast<unsigned>(std::max(1, per_sm) * caps.sms);
-      cudaEvent_t e0, e1;
-      UM_CUDA(cudaEventCreate(&e0));
-      UM_CUDA(cudaEventCreate(&e1));
-      for (const Layer& layer : layers) {
-        UM_CUDA(cudaEventRecord(e0));
-        for (const Gate& g : layer) gate_kernel<T><<<grid, block>>>(s, groups, g.q0, g.q1, to_mat<T>(g));
-        UM_CUDA(cudaEventRecord(e1));
-        UM_CUDA(cudaEventSynchronize(e1));
-        UM_CUDA(cudaGetLastError());
-        float ms = 0;
-        UM_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-        layer_ms.push_back(ms);
-      }
+      EventClock clock;
+      for (const Layer& layer : layers)
+        layer_ms.push_back(clock.time_ms([&] {
+          for (const Gate& g : layer) gate_kernel<T><<<grid, block>>>(s, groups, g.q0, g.q1, to_mat<T>(g));
+        }));
       double* sum = nullptr;
       unsigned long long* mx = nullptr;
       UM_CUDA(cudaMalloc(&sum, sizeof(double)));
       UM_CUDA(cudaMalloc(&mx, sizeof(unsigned long long)));
       UM_CUDA(cudaMemset(sum, 0, sizeof(double)));
       UM_CUDA(cudaMemset(mx, 0, sizeof(unsigned long long)));
-      UM_CUDA(cudaEventRecord(e0));
-      measure_kernel<T><<<caps.sms * 8, 256>>>(s, amps, sum, mx);
-      UM_CUDA(cudaEventRecord(e1));
-      UM_CUDA(cudaEventSynchronize(e1));
-      UM_CUDA(cudaGetLastError());
-      float ms = 0;
-      UM_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-      measure_ms = ms;
+      measure_ms = clock.time_ms([&] { measure_kernel<T><<<caps.sms * 8, 256>>>(s, amps, sum, mx); });
       unsigned long long bits = 0;
       UM_CUDA(cudaMemcpy(&norm, sum, sizeof norm, cudaMemcpyDeviceToHost));
       UM_CUDA(cudaMemcpy(&bits, mx, sizeof bits, cudaMemcpyDeviceToHost));
       std::memcpy(&pmax, &bits, sizeof pmax);
       cudaFree(sum);
       cudaFree(mx);
-      cudaEventDestroy(e0);
-      cudaEventDestroy(e1);
       if (mode == "explicit") {  // results back to the host, as an explicit program does
         if (host.size() != amps) host.resize(amps);
         t = clk::now();

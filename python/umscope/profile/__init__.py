@@ -1,0 +1,109 @@
+"""`umscope profile -- CMD`: runs an unmodified program and samples, for its
+whole process tree, resident set size (per NUMA node where there are
+several), the GPU memory its processes use (NVML per process; where NVML
+sees no processes, as in many containers, the device's used memory minus a
+baseline taken before the start, labelled so), GPU utilisation and, with
+--power, GPU power and energy (NVML) and host energy (RAPL through powercap,
+where readable). Output and exit status of the program pass through. The
+sampler measures its own CPU time, so its overhead is reported, not assumed.
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+from umscope import nvml
+from umscope.errors import UsageError
+from umscope.profile.analyses import migration_ratios, nvtx_ranges  # noqa: F401
+from umscope.profile.output import UNITS, _records, _summary, print_summary, trace_records  # noqa: F401
+from umscope.profile.sampler import (PAGE, Sampler, host_energy_j, numa_bytes, parse_period,  # noqa: F401
+                                     process_tree, rss_bytes)
+from umscope.profile.tracer import (ACCESS, CAUSES, COUNTERS, cupti_path, parse_trace, read_trace_lines,  # noqa: F401
+                                    shift_trace, tracer_path)
+
+
+def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False):
+    """Runs cmd; returns (exit status as a shell reports it, records, notes)."""
+    if not cmd:
+        raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
+    notes = []
+    env = dict(os.environ)
+    trace_file = None
+    if um_trace:
+        lib = tracer_path()
+        if lib is None:
+            notes.append("--um-trace: this umscope was built without CUPTI (no libumtrace); profiling goes on "
+                         "without unified-memory events")
+        else:
+            import tempfile
+            fd, trace_file = tempfile.mkstemp(prefix="umtrace-", suffix=".jsonl")
+            os.close(fd)
+            env["CUDA_INJECTION64_PATH"] = lib
+            env["UMSCOPE_TRACE_FILE"] = trace_file
+            # NVTX ranges the program emits reach CUPTI through its NVTX injection.
+            cupti = cupti_path(lib)
+            if cupti and "NVTX_INJECTION64_PATH" not in env:
+                env["NVTX_INJECTION64_PATH"] = cupti
+    baseline = {}
+    for i, bus in enumerate(gpus):
+        m = nvml.memory(bus)
+        if m:
+            baseline[i] = m["used"]
+    # The sampler thread starts first and makes every query once (its first calls cost far more than
+    # the later ones: tens of ms in the H100 machine's sandbox), then waits for the program.
+    sampler = Sampler(None, period, list(gpus), power, numa_nodes, baseline)
+    sampler.start()
+    sampler.ready.wait(30)
+    start = time.time()
+    try:
+        proc = subprocess.Popen(cmd, env=env)
+    except (FileNotFoundError, PermissionError) as err:
+        sampler.stop.set()
+        sampler.go.set()
+        sampler.join()
+        what = "command not found" if isinstance(err, FileNotFoundError) else "permission denied"
+        raise UsageError(f"{what}: {cmd[0]}") from None
+    sampler.root = proc.pid
+    sampler.go.set()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the program; we keep the samples
+    maxrss = None
+    try:
+        # wait4 gives the kernel's high-water mark of the program's RSS (ru_maxrss: the largest process of
+        # its tree that was waited for), exact where the sampler may miss a short peak.
+        _, st, usage = os.wait4(proc.pid, 0)
+        rc = proc.returncode = os.waitstatus_to_exitcode(st)
+        maxrss = usage.ru_maxrss * 1024
+    except ChildProcessError:
+        rc = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, old)
+        sampler.stop.set()
+        sampler.join()
+    wall = time.time() - start
+    status = rc if rc >= 0 else 128 - rc
+    energy = {}
+    if power:
+        e1 = sampler._energy()
+        energy = {k: e1[k] - sampler.energy0[k] for k in e1 if k in sampler.energy0}
+    if trace_file:
+        tr = parse_trace(trace_file)
+        if tr and tr.get("wall_start"):
+            shift_trace(tr, tr["wall_start"] / 1e9 - start)
+        if not tr:
+            notes.append("--um-trace: the program wrote no trace (it may not use CUDA, or CUPTI could not attach)")
+        for err in (tr or {}).get("errors", []):
+            notes.append(f"--um-trace: CUPTI refused to {err.get('what')}: {err.get('cupti')}")
+        if tr and not tr.get("complete"):
+            notes.append("--um-trace: the trace ended early (the program died); what was flushed is kept")
+        extra = trace_records(tr)
+        os.unlink(trace_file)
+    else:
+        extra = []
+    records = _records(cmd, sampler, wall, rc, status, energy, notes) + extra
+    if maxrss:
+        records.insert(0, {"type": "record", "benchmark": "profile", "op": "rss_peak", "processor": "host",
+                           "metric": "memory", "unit": "bytes", "n": 1, "median": maxrss, "min": maxrss,
+                           "max": maxrss, "value": maxrss,
+                           "source": "kernel high-water mark (wait4 ru_maxrss) of the largest process"})
+    return status, records, notes
