@@ -26,7 +26,8 @@ GEMM_RUNS = [("fp64", "12288"), ("fp32", "16384"), ("tf32", "16384"), ("fp16", "
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--footprint", default="4G")
-    ap.add_argument("--apps", default=",".join(a for a in apps.APPS if a not in ("qv", "gemm")))
+    ap.add_argument("--apps", default=",".join(a for a, app in apps.APPS.items()
+                                               if app.suite and a not in ("qv", "gemm")))  # the suite's, not llm
     ap.add_argument("--gemm-n", help="order of the GEMMs in every precision (default: "
                     + ", ".join(f"{p} {n}" for p, n in GEMM_RUNS) + ")")
     ap.add_argument("--json-out")

@@ -70,7 +70,7 @@ SECTIONS = [
      "5 repetitions per figure, 2000 ping-pong exchanges per repetition and 20000 concurrent increments per "
      "agent for the coherence check (the script's defaults: 7, 10000, 100000), so that the CPU-GPU round trip "
      "on managed memory (about a millisecond each) fits the budget."),
-    ("apps", 2, "Applications, explicit mode, 1 GiB", [_bench("apps.py", "--footprint", "1G", "--gemm-n", "8192")],
+    ("apps", 2, "Applications, explicit mode, 1 GiB", [_bench("apps.py", "--footprint", "1G", "--gemm-n", "8192", "--apps", ",".join(APPS_EVERY_MODE))],
      60, "Each application first checked against its CPU reference at 16 MiB, then run at 1 GiB of arrays "
      "(the script's default is 4 GiB); GEMM at n = 8192 in every precision (the script's defaults are 12288 "
      "and 16384). Floors and 'of floor' are derived by the script: least bytes at the GPU-memory bound or "
