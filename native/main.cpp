@@ -2,6 +2,7 @@
 //
 //   umbench info                 capabilities as one JSON object
 //   umbench list                 benchmarks and memory kinds, one JSON object per line
+//   umbench list --json          the registry as one JSON object (benchmarks, kinds, stream operations)
 //   umbench run BENCH [--key value | --flag]...
 //   umbench check-kind SPEC      canonical form of a memory-kind spec, or exit 2
 //
@@ -20,7 +21,9 @@
 #include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
+#include "umscope/modes.hpp"
 #include "umscope/os.hpp"
+#include "umscope/traffic.hpp"
 #include "umscope/world.hpp"
 
 using namespace umscope;
@@ -129,6 +132,64 @@ int cmd_list() {
     std::cout << o.str() << "\n";
   }
   std::cout << std::flush;
+  return 0;
+}
+
+// `umbench list --json`: the whole registry as one JSON object, which umscope reads once per process
+// (python/umscope/registry.py): benchmarks and applications with their options, memory kinds with their
+// behaviour, the applications' memory modes, and the stream operations' traffic.
+std::string json_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+  return out + "]";
+}
+
+int cmd_list_json() {
+  std::vector<std::string> benches, kinds, ops, modes;
+  for (auto& b : bench_registry()) {
+    JsonObject o;
+    o.set("name", b.name).set("category", b.category).set("processor", b.processor).set("help", b.help);
+    o.set("ops", b.ops).set("params", b.params);
+    std::vector<std::string> options;  // the declared ones among its params, in its order
+    for (const std::string& name : b.params) {
+      const OptionInfo* opt = find_option(b, name);
+      if (!opt) continue;
+      JsonObject oo;
+      oo.set("name", opt->name).set("type", opt->type).set("default", opt->dflt).set("help", opt->help);
+      oo.set("choices", opt->choices).set("min", opt->min).set("max", opt->max).set("internal", opt->internal);
+      options.push_back(oo.str());
+    }
+    o.set_raw("options", json_array(options));
+    benches.push_back(o.str());
+  }
+  for (auto& k : kind_registry()) {
+    JsonObject o;
+    o.set("name", k.name).set("takes_arg", k.takes_arg).set("help", k.help);
+    std::vector<std::string> pol;
+    for (auto& p : k.policies) {
+      JsonObject po;
+      po.set("key", p.key).set("values", p.values).set("help", p.help);
+      pol.push_back(po.str());
+    }
+    o.set_raw("policies", json_array(pol));
+    o.set("lives", k.lives).set("reachable_by", k.reachable_by).set("needs_cuda", k.needs_cuda);
+    o.set("gpu_needs_hmm_or_ats", k.gpu_needs_hmm_or_ats).set("needs_peer", k.needs_peer);
+    kinds.push_back(o.str());
+  }
+  for (const ModeInfo& m : mode_registry()) {
+    JsonObject o;
+    o.set("name", m.name).set("help", m.help).set("input_kind", m.input_kind).set("output_kind", m.output_kind);
+    modes.push_back(o.str());
+  }
+  for (const StreamOp& s : stream_ops()) {
+    JsonObject o;
+    o.set("name", s.name).set("reads", s.reads).set("writes", s.writes).set("formula", s.formula);
+    ops.push_back(o.str());
+  }
+  JsonObject all;
+  all.set_raw("benchmarks", json_array(benches)).set_raw("kinds", json_array(kinds));
+  all.set_raw("stream_ops", json_array(ops)).set_raw("modes", json_array(modes));
+  std::cout << all.str() << std::endl;
   return 0;
 }
 
@@ -264,7 +325,7 @@ int main(int argc, char** argv) {
   watch_parent();
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "info") return cmd_info();
-  if (cmd == "list") return cmd_list();
+  if (cmd == "list") return argc > 2 && std::string(argv[2]) == "--json" ? cmd_list_json() : cmd_list();
 #ifdef UMSCOPE_HAVE_MPI
   if (cmd == "run") {
     mpi_world_init(&argc, &argv);
@@ -276,6 +337,6 @@ int main(int argc, char** argv) {
   if (cmd == "run") return cmd_run(argc, argv);
   if (cmd == "check-kind") return cmd_check_kind(argc, argv);
   if (cmd == "parse-sizes") return cmd_parse_sizes(argc, argv);
-  std::cerr << "usage: umbench info | list | check-kind SPEC | parse-sizes SIZE... | run BENCH [--key value]...\n";
+  std::cerr << "usage: umbench info | list [--json] | check-kind SPEC | parse-sizes SIZE... | run BENCH [--key value]...\n";
   return 2;
 }

@@ -366,8 +366,11 @@ def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
         assert 0.5 * state <= um["totals"]["htod"] <= state + (2 << 20), (um["totals"], state)
         assert um["totals"]["gpu_fault"] > 0
         assert um["faults_per_migration"] > 0 and "user" not in um["by_cause"]["htod"]
+        # The UVM driver's own counters lose nothing (docs/tracing.md): the whole state moved to the GPU.
+        assert um["driver_counters"]["all"]["htod"] >= 0.98 * state, um["driver_counters"]
     else:  # cudaMemPrefetchAsync is a user-caused migration, before any kernel faults
         assert um["by_cause"]["htod"].get("user", 0) >= state and um["totals"]["gpu_fault"] == 0
+        assert um["driver_counters"]["all"]["htod"] >= state, um["driver_counters"]
 
 
 def test_peer_gpu_memory_copied_and_read_or_skipped_with_one_gpu():
@@ -404,8 +407,8 @@ int main(int argc, char** argv) {
   const size_t n = size_t(64) << 20;  // 256 MiB of floats
   const bool managed = strcmp(argv[1], "explicit") != 0, prefetch = strcmp(argv[1], "prefetch") == 0;
   float *x = nullptr, *h = (float*)malloc(n * 4);
-  cudaFree(0);  // CUPTI attaches when CUDA initialises: ranges opened before are not seen
-  nvtxRangePushA("init");
+  nvtxRangePushA("init");  // before the first CUDA call: libumtrace starts at NVTX's injection and keeps it
+  cudaFree(0);
   if (managed) cudaMallocManaged(&x, n * 4); else cudaMalloc(&x, n * 4);
   float* w = managed ? x : h;
   for (size_t i = 0; i < n; ++i) w[i] = 1.0f;
@@ -453,6 +456,10 @@ def test_um_trace_and_nvtx_of_a_program_compiled_here(user_program, mode, store_
     assert [r[0] for r in um["ranges"]] == ["init", "compute", "check"], um["ranges"]
     assert um["clock"] == "program" and all(a <= b for _, a, b in um["ranges"])
     size = 256 << 20
+    # The UVM driver's counters: the vector moves to the GPU once and back once (the CPU's check), exactly.
+    drv = um["driver_counters"]["all"]
+    want = 0 if mode == "explicit" else size
+    assert abs(drv["htod"] - want) <= 0.02 * size and abs(drv["dtoh"] - want) <= 0.02 * size, drv
     if mode == "explicit":
         assert um["totals"]["htod"] == 0 and um["memcpy_bytes"] == 2 * size
     elif mode == "prefetch":

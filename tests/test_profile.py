@@ -150,3 +150,121 @@ def test_empty_trace_means_no_cuda(tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("")
     assert parse_trace(path) == {} and trace_records({}) == []
+
+
+def test_every_gpu_traced_and_labelled_by_umscopes_numbering(tmp_path):
+    """Records carry CUDA ordinals; the tracer's device table (ordinal -> PCI bus id) puts them on umscope's GPU
+    numbering (the order of `gpus`, NVML's bus ids), whatever order CUDA enumerates in."""
+    from umscope.profile.tracer import parse_trace
+    from umscope.profile.output import trace_records
+    lines = [
+        '{"k":"start","t":1000000000}',
+        # CUDA ordinal 0 is the GPU umscope calls gpu1 (CUDA_DEVICE_ORDER=FASTEST_FIRST, or CUDA_VISIBLE_DEVICES).
+        '{"k":"device","id":0,"bus":"0000:9A:00.0"}',
+        '{"k":"device","id":1,"bus":"0000:1B:00.0"}',
+        '{"k":"um","c":1,"v":4096,"s":1100000000,"e":1100000100,"a":0,"src":0,"dst":0,"f":2}',
+        '{"k":"um","c":1,"v":8192,"s":1200000000,"e":1200000100,"a":0,"src":0,"dst":1,"f":2}',
+        '{"k":"um","c":2,"v":4096,"s":1300000000,"e":1300000100,"a":0,"src":1,"dst":0,"f":2}',
+        '{"k":"um","c":4,"v":3,"s":1050000000,"e":1060000000,"a":0,"src":1,"dst":0,"f":1}',
+        '{"k":"um","c":5,"v":4096,"s":1070000000,"e":1070000000,"a":0,"src":3,"dst":0,"f":0}',
+        # A remote map names the mapping GPU in srcId (dstId 0xffffffff: the host), as the H100's driver wrote it.
+        '{"k":"um","c":7,"v":2097152,"s":1080000000,"e":1080000000,"a":0,"src":1,"dst":4294967295,"f":3}',
+        '{"k":"kernel","d":1,"s":1000000000,"e":1500000000,"n":"k"}',
+        '{"k":"memcpy","d":0,"b":100,"ck":1,"s":1000000000,"e":1000000001}',
+        '{"k":"end","um_records":[0,2,1,0,1,2,0,1,0,0,0,0,0,0,0,0]}',
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tr = parse_trace(path, ["00000000:1b:00.0", "00000000:9a:00.0"])
+    assert tr["devices"] == {"gpu1": "0000:9A:00.0", "gpu0": "0000:1B:00.0"}
+    g0, g1 = tr["by_gpu"]["gpu0"], tr["by_gpu"]["gpu1"]
+    assert (g0["htod"], g0["dtoh"], g0["gpu_fault"], g0["kernels"]) == (8192, 4096, 3, 1)
+    assert (g1["htod"], g1["dtoh"], g1["memcpy_bytes"], g1["kernels"]) == (4096, 0, 100, 0)
+    assert g0["thrashing"] == g1["thrashing"] == 4096  # srcId 3: a mask naming both GPUs
+    assert g0["remote_map"] == 2097152 and "cuda4294967295" not in tr["by_gpu"]
+    assert tr["records_lost"] == 1  # the tracer wrote 7 UM records; 6 reached the file
+    recs = trace_records(tr)
+    series = {(r["op"], r["processor"]) for r in recs if r["unit"] == "B"}
+    assert series == {("um_htod_cumulative", "gpu0"), ("um_dtoh_cumulative", "gpu0"), ("um_htod_cumulative", "gpu1")}
+    assert recs[-1]["processor"] == "gpu0+gpu1"
+    # Without a device table (an older trace) the CUDA ordinal is kept, labelled as such: never a guessed gpu0.
+    path.write_text("\n".join(lines[:1] + lines[3:5]) + "\n")
+    assert sorted(parse_trace(path, ["00000000:1b:00.0"])["by_gpu"]) == ["cuda0", "cuda1"]
+
+
+def test_kinds_the_tracer_could_not_enable_are_listed(tmp_path):
+    from umscope.profile.tracer import parse_trace
+    lines = ['{"k":"start","t":1}',
+             '{"k":"config","c":1,"dev":0,"scope":"single","ok":true,"cupti":"CUPTI_SUCCESS"}',
+             '{"k":"config","c":7,"dev":0,"scope":"single","ok":false,"cupti":"CUPTI_ERROR_NOT_SUPPORTED"}',
+             '{"k":"end","um_records":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}']
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tr = parse_trace(path)
+    assert tr["kinds_configured"] == ["htod"] and tr["kinds_refused"] == ["remote_map"]
+    assert tr["records_lost"] == 0 and tr["complete"]
+
+
+def test_report_rows_per_gpu_and_for_what_the_trace_lacks():
+    from umscope.report.um_caveats import trace_rows
+    ux = {"by_gpu": {"gpu0": {"htod": 2 << 20, "kernels": 2}, "gpu1": {"dtoh": 1 << 20}},
+          "devices": {"gpu0": "0000:1B:00.0"}, "kinds_refused": ["remote_map"], "dropped": 3, "records_lost": 0}
+    rows = {k: v for k, v, _ in trace_rows(ux)}
+    assert rows["gpu0 (0000:1B:00.0)"].startswith("2.0 MiB in, 0.0 MiB out") and "gpu1" in rows
+    assert rows["event kinds not enabled"] == "remote_map"
+    assert rows["records missing"] == "3 dropped by CUPTI, 0 written but not read"
+    assert trace_rows({"by_gpu": {"gpu0": {}}}) == []  # one GPU, nothing refused or lost: no extra rows
+    rows = {k: v for k, v, _ in trace_rows({"driver_counters": {"all": {"htod": 4 << 20, "dtoh": 0}},
+                                             "record_shortfall": {"htod": 0.25, "dtoh": None}})}
+    assert rows["UVM driver's counters"].startswith("4.0 MiB in, 0.0 MiB out") and rows["records' share"] == "in 25.0%"
+
+
+def test_the_drivers_own_counters_beside_cuptis_records(tmp_path):
+    """The UVM driver's counters (lossless totals read at exit) are kept beside the records' totals, and the share
+    of the driver's bytes the records carry is stated, so a total short of events is never shown as complete."""
+    from umscope.profile.tracer import parse_trace
+    from umscope.profile.output import trace_records
+    lines = ['{"k":"start","t":1000000000}',
+             '{"k":"device","id":0,"bus":"0000:1B:00.0"}',
+             '{"k":"um","c":1,"v":262144,"s":1100000000,"e":1100000100,"a":0,"src":0,"dst":0,"f":2}',
+             '{"k":"um","c":2,"v":1048576,"s":1200000000,"e":1200000100,"a":0,"src":0,"dst":0,"f":2}',
+             '{"k":"uvm_counters","dev":-1,"htod":1048576,"dtoh":1048576,"cpu_faults":9,"prefetch_htod":0,'
+             '"prefetch_dtoh":0,"gpu_faults":4}',
+             '{"k":"uvm_counters","dev":0,"htod":1048576,"dtoh":1048576,"cpu_faults":0,"prefetch_htod":0,'
+             '"prefetch_dtoh":0,"gpu_faults":4}',
+             '{"k":"end"}']
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tr = parse_trace(path, ["00000000:1b:00.0"])
+    assert tr["driver_counters"]["all"]["htod"] == 1048576 and tr["driver_counters"]["gpu0"]["gpu_faults"] == 4
+    um = trace_records(tr)[-1]
+    assert um["record_shortfall"] == {"htod": 0.25, "dtoh": 1.0}  # the records carry a quarter of the bytes in
+    assert um["driver_counters"]["all"]["cpu_faults"] == 9
+
+
+def test_every_process_of_the_program_is_read_and_labelled_by_its_own_devices(tmp_path):
+    """A program whose processes each start CUDA (MPI ranks, spawned workers): the first writes the trace file,
+    every later one FILE.PID beside it. All are read; each process's ordinals go through its own device table
+    (here each rank sees one GPU as CUDA device 0); the driver's counters are summed; the trace is complete only
+    when every process ended."""
+    from umscope.profile.tracer import parse_trace, trace_files
+    main = tmp_path / "t.jsonl"
+    main.write_text("\n".join([
+        '{"k":"start","pid":10,"t":1000000000}', '{"k":"device","id":0,"bus":"0000:1B:00.0"}',
+        '{"k":"um","c":1,"v":4096,"s":1100000000,"e":1100000100,"a":0,"src":0,"dst":0,"f":2}',
+        '{"k":"marker","fl":2,"t":1100000000,"id":1,"n":"rank0"}', '{"k":"marker","fl":4,"t":1200000000,"id":1}',
+        '{"k":"uvm_counters","dev":-1,"htod":4096,"dtoh":0,"cpu_faults":1,"gpu_faults":2}', '{"k":"end"}']) + "\n")
+    other = tmp_path / "t.jsonl.11"
+    other.write_text("\n".join([
+        '{"k":"start","pid":11,"t":1000000500}', '{"k":"device","id":0,"bus":"0000:9A:00.0"}',
+        '{"k":"um","c":1,"v":8192,"s":1100000000,"e":1100000100,"a":0,"src":0,"dst":0,"f":2}',
+        '{"k":"marker","fl":2,"t":1150000000,"id":1,"n":"rank1"}',
+        '{"k":"uvm_counters","dev":-1,"htod":8192,"dtoh":0,"cpu_faults":0,"gpu_faults":3}']) + "\n")
+    (tmp_path / "t.jsonl.html").write_text("not a trace")
+    assert trace_files(main) == [str(main), str(other)]
+    tr = parse_trace(main, ["00000000:1b:00.0", "00000000:9a:00.0"])
+    assert tr["processes"] == 2 and not tr["complete"]  # the second process never reached its end
+    assert tr["by_gpu"]["gpu0"]["htod"] == 4096 and tr["by_gpu"]["gpu1"]["htod"] == 8192
+    assert tr["driver_counters"]["all"] == {"htod": 12288, "dtoh": 0, "cpu_faults": 1, "gpu_faults": 5,
+                                            "prefetch_htod": 0, "prefetch_dtoh": 0}
+    assert [r[0] for r in tr["ranges"]] == ["rank0", "rank1"] and tr["ranges"][1][2] is None  # ids per process

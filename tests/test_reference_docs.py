@@ -193,17 +193,3 @@ def test_model_figures_of_the_h100_come_from_its_reference_document():
         commit = COMMIT.search(sec.split("Provenance:", 1)[1]).group(0).strip("`")
         assert commit in yml.split("figures:")[0], f"{name}: the yaml's header does not name {commit}"
 
-
-def test_the_profile_caveat_quotes_its_reference_sections():
-    """report/um_caveats.py's shortfall figures are printed in the reference sections and commit it names."""
-    from umscope.report import um_caveats
-    ref = _reference()
-    doc = ref.split_sections((ROOT / "docs" / "reference-h100.md").read_text())
-    text = um_caveats.SHORTFALL
-    names = re.findall(r"\b(profile-qv|profile-jacobi2d|gemm-placement)\b", text)
-    assert len(names) == 3
-    quoted = "".join(doc[n] for n in names)
-    for fig in re.findall(r"\d+\.\d+", text):
-        assert fig in quoted, f"{fig} is not printed in sections {names}"
-    commit = re.search(r"commit ([0-9a-f]{7,40})", text).group(1)
-    assert all(f"`{commit}`" in doc[n] for n in names)

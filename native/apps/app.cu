@@ -12,12 +12,6 @@
 
 namespace umscope {
 
-const std::vector<std::string>& app_modes() {
-  static const std::vector<std::string> m = {"explicit",   "managed",    "managed-prefetch", "managed-advice",
-                                             "pinned",     "registered", "system"};
-  return m;
-}
-
 namespace {
 using clk = std::chrono::steady_clock;
 double ms_since(clk::time_point t) { return std::chrono::duration<double, std::milli>(clk::now() - t).count(); }
@@ -96,11 +90,7 @@ bool AppRun::check() const {
 
 std::string AppRun::kind_of(Use use) const {
   if (!gpu_) return "system";
-  if (mode_ == "explicit") return "device";
-  if (mode_ == "managed") return "managed";
-  if (mode_ == "managed-prefetch") return "managed,prefetch=gpu";
-  if (mode_ == "managed-advice") return use == Use::in ? "managed,advise=read_mostly" : "managed,advise=preferred:gpu";
-  return mode_;  // pinned, registered, system
+  return mode_kind(mode_, use == Use::in);
 }
 
 void AppRun::add(const std::string& name, size_t bytes, Use use, const std::string& kind, void** host, void** dev) {

@@ -160,9 +160,8 @@ void run_bfs(Context& ctx) {
   run.finish(extra, 0, 0);
 }
 
-BenchRegistrar reg({"bfs", "gpu|cpu",
-                    "application: breadth-first search, level-synchronous with frontier masks (Rodinia bfs), "
-                    "random graph from a seed; one iteration = one level",
+AppRegistrar reg({"bfs", "gpu|cpu",
+                    "breadth-first search, level-synchronous with frontier masks (Rodinia), random graph from a seed",
                     {"app"},
                     app_params({"nodes", "degree", "seed"}),
                     run_bfs});

@@ -90,7 +90,7 @@ void run_conv2d(Context& ctx) {
   run.finish(extra, 2.0 * rows * cols * sizeof(float), 17.0 * (rows - 2) * (cols - 2));
 }
 
-BenchRegistrar reg({"conv2d", "gpu|cpu", "application: 3x3 2-D convolution of a float image (PolyBench 2DCONV)",
+AppRegistrar reg({"conv2d", "gpu|cpu", "3x3 2-D convolution (PolyBench 2DCONV)",
                     {"app"},
                     app_params({"rows", "cols", "seed", "iterations"}),
                     run_conv2d});

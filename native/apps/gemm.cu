@@ -204,21 +204,24 @@ void run_typed(Context& ctx, AppRun& run, const std::string& prec) {
   run.finish(extra, double(m * k + k * n + m * n) * sizeof(T), 2.0 * m * n * k);
 }
 
+// Declared for gemm alone (umbench list --json); the run reads the same choices.
+const OptionInfo kPrecision{"precision", "choice", "fp32", "gemm: fp64, fp32, tf32, fp16", {"fp64", "fp32", "tf32", "fp16"}};
+
 void run_gemm(Context& ctx) {
   AppRun run(ctx, "gemm");
-  const std::string prec = ctx.args.choices("precision", "fp32", {"fp64", "fp32", "tf32", "fp16"})[0];
+  const std::string prec = ctx.args.choices("precision", kPrecision.dflt, kPrecision.choices)[0];
   if (prec == "fp64") run_typed<double>(ctx, run, prec);
   else if (prec == "fp16") run_typed<__half>(ctx, run, prec);
   else run_typed<float>(ctx, run, prec);
 }
 
-BenchRegistrar reg({"gemm", "gpu|cpu",
-                    "application: GEMM C = A B with cuBLAS in FP64/FP32/TF32/FP16, each matrix in any kind "
-                    "(--place-a/b/c); --variant panels computes C in row panels that fit --panel-memory",
+AppRegistrar reg({"gemm", "gpu|cpu",
+                    "cuBLAS GEMM in fp64/fp32/tf32/fp16 with each matrix placed in any kind (--place-a/b/c)",
                     {"app"},
                     app_params({"n", "m", "k", "seed", "iterations", "precision", "variant", "panel-memory", "place-a",
                                 "place-b", "place-c"}),
-                    run_gemm});
+                    run_gemm,
+                    {kPrecision}});
 
 }  // namespace
 }  // namespace umscope

@@ -83,7 +83,7 @@ void run_gesummv(Context& ctx) {
   run.finish(extra, 2.0 * n * n * sizeof(float), 4.0 * n * n);
 }
 
-BenchRegistrar reg({"gesummv", "gpu|cpu", "application: GESUMMV, y = alpha A x + beta B x (PolyBench)",
+AppRegistrar reg({"gesummv", "gpu|cpu", "y = alpha A x + beta B x (PolyBench GESUMMV)",
                     {"app"},
                     app_params({"n", "seed", "iterations"}),
                     run_gesummv});

@@ -188,10 +188,11 @@ void run_himeno(Context& ctx) {
   run.finish(extra, 64.0 * pts, 34.0 * pts);
 }
 
-BenchRegistrar reg({"himeno", "gpu|cpu",
-                    "application: Himeno 3-D Poisson Jacobi, 19-point stencil (sizes S, M, L, XL or --footprint)",
+AppRegistrar reg({"himeno", "gpu|cpu",
+                    "3-D Poisson Jacobi, 19-point stencil (Himeno); --size S/M/L/XL or --footprint",
                     {"app"},
-                    app_params({"size", "dims", "iterations"}),
+                    // --seed is accepted as by every application (its inputs do not depend on it).
+                    app_params({"size", "dims", "iterations", "seed"}),
                     run_himeno});
 
 }  // namespace

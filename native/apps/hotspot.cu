@@ -136,9 +136,8 @@ void run_hotspot(Context& ctx) {
   run.finish(extra, 3.0 * n * sizeof(float), 15.0 * n * pyr);
 }
 
-BenchRegistrar reg({"hotspot", "gpu|cpu",
-                    "application: HotSpot 2-D thermal stencil (Rodinia) with pyramid tiling; one iteration = one "
-                    "launch of --pyramid steps",
+AppRegistrar reg({"hotspot", "gpu|cpu",
+                    "2-D thermal stencil with pyramid tiling (Rodinia); one iteration = --pyramid steps",
                     {"app"},
                     app_params({"rows", "cols", "seed", "iterations", "pyramid"}),
                     run_hotspot});

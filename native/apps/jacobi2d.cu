@@ -93,11 +93,11 @@ void run_jacobi2d(Context& ctx) {
   run.finish(extra, 4.0 * n * sizeof(float), 10.0 * (rows - 2) * (cols - 2));
 }
 
-BenchRegistrar reg({"jacobi2d", "gpu|cpu",
-                    "application: Jacobi 2-D 5-point stencil, A -> B -> A per step (PolyBench); --reverse sweeps "
-                    "every other pass bottom-up (memory-aware variant)",
+AppRegistrar reg({"jacobi2d", "gpu|cpu",
+                    "Jacobi 2-D 5-point stencil (PolyBench); --reverse: every other sweep bottom-up",
                     {"app"},
-                    app_params({"rows", "cols", "iterations", "reverse"}),
+                    // --seed is accepted as by every application (its inputs do not depend on it).
+                    app_params({"rows", "cols", "iterations", "reverse", "seed"}),
                     run_jacobi2d});
 
 }  // namespace

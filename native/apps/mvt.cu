@@ -112,7 +112,7 @@ void run_mvt(Context& ctx) {
   run.finish(extra, 2.0 * n * n * sizeof(float), 4.0 * n * n);
 }
 
-BenchRegistrar reg({"mvt", "gpu|cpu", "application: MVT, x1 += A y1 and x2 += A^T y2 (PolyBench)",
+AppRegistrar reg({"mvt", "gpu|cpu", "x1 += A y1, x2 += A^T y2 (PolyBench MVT)",
                     {"app"},
                     app_params({"n", "seed", "iterations"}),
                     run_mvt});

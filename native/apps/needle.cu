@@ -134,9 +134,8 @@ void run_needle(Context& ctx) {
   run.finish(extra, double(cells) * 2 * sizeof(int) / (run.gpu() ? 2 : 1), 0);
 }
 
-BenchRegistrar reg({"needle", "gpu|cpu",
-                    "application: Needleman-Wunsch alignment with BLOSUM62 (Rodinia needle), tiled anti-diagonal "
-                    "wavefront",
+AppRegistrar reg({"needle", "gpu|cpu",
+                    "Needleman-Wunsch alignment, BLOSUM62, tiled anti-diagonal wavefront (Rodinia)",
                     {"app"},
                     app_params({"n", "seed", "penalty"}),
                     run_needle});

@@ -121,8 +121,8 @@ void run_pathfinder(Context& ctx) {
   run.finish(extra, double(rows - 1) * cols * sizeof(int) / groups, 0);
 }
 
-BenchRegistrar reg({"pathfinder", "gpu|cpu",
-                    "application: PathFinder dynamic programming down a grid (Rodinia), 1-D pyramid tiling",
+AppRegistrar reg({"pathfinder", "gpu|cpu",
+                    "dynamic programming down a grid of weights, 1-D pyramid tiling (Rodinia)",
                     {"app"},
                     app_params({"rows", "cols", "seed", "iterations", "pyramid"}),
                     run_pathfinder});

@@ -167,13 +167,9 @@ void cpu_apply(ThreadTeam& team, C2<T>* s, int n, const Gate& g) {
 }
 
 std::string kind_for(const std::string& mode, const std::string& init) {
+  // The state is read and written by every gate: an output array of the suite's modes (modes.cpp).
   if (mode == "explicit") return "device";
-  if (mode == "managed") return "managed,first_touch=" + init;
-  if (mode == "managed-prefetch") return "managed,first_touch=" + init + ",prefetch=gpu";
-  if (mode == "managed-advice") return "managed,first_touch=" + init + ",advise=preferred:gpu";
-  if (mode == "pinned") return "pinned,first_touch=" + init;
-  if (mode == "registered") return "registered,first_touch=" + init;
-  return "system,first_touch=" + init;  // system
+  return mode_kind(mode, false) + ",first_touch=" + init;
 }
 
 void write_circuit(const std::string& path, int n, int depth, uint64_t seed, const std::vector<Layer>& layers) {
@@ -398,19 +394,23 @@ void run_qv_typed(Context& ctx) {
   ctx.emit(g);
 }
 
+// Declared for qv alone (umbench list --json); the run reads the same choices.
+const OptionInfo kPrecision{"precision", "choice", "complex128", "qv: complex128, complex64", {"complex128", "complex64"}};
+
 void run_qv(Context& ctx) {
-  const std::string prec = ctx.args.choices("precision", "complex128", {"complex128", "complex64"})[0];
+  const std::string prec = ctx.args.choices("precision", kPrecision.dflt, kPrecision.choices)[0];
   if (prec == "complex128") run_qv_typed<double>(ctx);
   else run_qv_typed<float>(ctx);
 }
 
-BenchRegistrar reg({"qv", "gpu|cpu",
-                    "Quantum Volume circuit (depth = width, Haar-random SU(4) on random qubit pairs) on a state "
-                    "vector in one memory mode; phases timed, checked against the CPU",
+AppRegistrar reg({"qv", "gpu|cpu",
+                    "Quantum Volume state-vector simulator: depth = width layers of Haar-random SU(4) gates on random"
+                    " qubit pairs",
                     {"circuit", "gate"},
                     {"qubits", "depth", "seed", "mode", "init", "processor", "precision", "check", "dump-state",
                      "export-circuit", "threads"},
-                    run_qv});
+                    run_qv,
+                    {kPrecision}});
 
 }  // namespace
 }  // namespace umscope

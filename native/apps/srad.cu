@@ -171,8 +171,8 @@ void run_srad(Context& ctx) {
   run.finish(extra, 56.0 * n, 35.0 * n);
 }
 
-BenchRegistrar reg({"srad", "gpu|cpu",
-                    "application: SRAD speckle-reducing anisotropic diffusion (Rodinia srad v2), iterative",
+AppRegistrar reg({"srad", "gpu|cpu",
+                    "speckle-reducing anisotropic diffusion, iterative (Rodinia srad v2)",
                     {"app"},
                     app_params({"rows", "cols", "seed", "iterations", "lambda"}),
                     run_srad});

@@ -107,7 +107,7 @@ void run_syr2k(Context& ctx) {
   run.finish(extra, (2.0 * n * m + 2.0 * n * n) * sizeof(float), 4.0 * n * n * m + 3.0 * n * n);
 }
 
-BenchRegistrar reg({"syr2k", "gpu|cpu", "application: SYR2K, C = alpha (A B^T + B A^T) + beta C (PolyBench)",
+AppRegistrar reg({"syr2k", "gpu|cpu", "C = alpha (A B^T + B A^T) + beta C, tiled kernel (PolyBench SYR2K)",
                     {"app"},
                     app_params({"n", "m", "seed", "iterations"}),
                     run_syr2k});

@@ -56,7 +56,7 @@ void run_triad(Context& ctx) {
   run.finish(extra, 3.0 * n * sizeof(double), 2.0 * n);
 }
 
-BenchRegistrar reg({"triad", "gpu|cpu", "application: STREAM triad a = b + s*c over doubles, repeated",
+AppRegistrar reg({"triad", "gpu|cpu", "STREAM triad a = b + s*c over doubles, repeated (Cooper et al.)",
                     {"app"},
                     app_params({"n", "seed", "iterations", "block", "blocks"}),
                     run_triad});

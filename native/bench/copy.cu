@@ -130,6 +130,7 @@ void run_copy(Context& ctx) {
       JsonObject rec = ctx.record(op, proc, pairs[p].src->kind(), bytes);
       rec.set("dst_kind", pairs[p].dst->kind().label());
       rec.set("dst_policy", pairs[p].dst->kind().policy_str());
+      rec.set("dst_location", kind_place(pairs[p].dst->kind(), ctx.device).location);
       rec.set("direction", direction);
       rec.set("route", p == 0 ? "forward" : "reverse");
       Context::put_summary(rec, "bandwidth", "GB/s", per_dir[p]);
@@ -140,6 +141,7 @@ void run_copy(Context& ctx) {
       JsonObject rec = ctx.record(op, proc, src_kind, bytes);
       rec.set("dst_kind", dst_kind.label());
       rec.set("dst_policy", dst_kind.policy_str());
+      rec.set("dst_location", kind_place(dst_kind, ctx.device).location);
       rec.set("direction", direction);
       rec.set("route", "both");
       if (split) rec.set("issued_by", "each GPU its own direction; timed by the host clock");

@@ -19,7 +19,7 @@ constexpr double kWriteValue = 42.5;
 void run_cpu_stream(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "system"));
   size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
-  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy", {"read", "write", "copy"});
+  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy", stream_op_names(3));
   std::vector<int> counts = ctx.args.thread_counts("threads", "all");
 
   Buffer A(kind, bytes, ctx.alloc), B(kind, bytes, ctx.alloc);
@@ -90,7 +90,7 @@ void run_cpu_stream(Context& ctx) {
 
 BenchRegistrar reg({"cpu-stream", "cpu",
                     "CPU threads (pinned, one per core) read, write and copy (b=a) arrays of one memory kind",
-                    {"read", "write", "copy"},
+                    stream_op_names(3),
                     {"kind", "bytes", "ops", "threads"},
                     run_cpu_stream});
 

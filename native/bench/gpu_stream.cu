@@ -25,7 +25,7 @@ void run_gpu_stream(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "device"));
   // Whole 4 KiB pages, so every array is made of 16-byte elements.
   size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
-  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", {"read", "write", "copy", "triad"});
+  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", stream_op_names());
   ctx.use_gpu();
 
   auto needs = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
@@ -114,7 +114,7 @@ void run_gpu_stream(Context& ctx) {
 
 BenchRegistrar reg({"gpu-stream", "gpu",
                     "GPU kernels read, write, copy (b=a) and triad (c=a+s*b) over arrays of one memory kind",
-                    {"read", "write", "copy", "triad"},
+                    stream_op_names(),
                     {"kind", "bytes", "ops", "block", "blocks"},
                     run_gpu_stream});
 

@@ -59,7 +59,7 @@ struct Ballast {
 
 void run_migration(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "managed"));
-  const std::string op = ctx.args.choices("op", "read", {"read", "write", "copy"})[0];
+  const std::string op = ctx.args.choices("op", "read", stream_op_names(3))[0];
   const long long iters_arg = ctx.args.integer("iterations", 100), trials_arg = ctx.args.integer("trials", 1);
   if (iters_arg < 1 || trials_arg < 1 || iters_arg > 1000000 || trials_arg > 1000000)
     throw UsageError("--iterations and --trials must be from 1 to 1000000");
@@ -190,7 +190,7 @@ void run_migration(Context& ctx) {
 BenchRegistrar reg({"migration", "gpu",
                     "a GPU kernel repeated over one buffer, every iteration timed: where the pages live over "
                     "time; with --dos, under a ballast that leaves --available free (oversubscription)",
-                    {"read", "write", "copy"},
+                    stream_op_names(3),
                     {"kind", "op", "bytes", "iterations", "trials", "cpu-touch", "threads", "dos", "available",
                      "block", "blocks"},
                     run_migration});

@@ -32,7 +32,7 @@ void run_selftest(Context& ctx) {
   } else if (mode == "traffic") {
     // The shared traffic arithmetic (umscope/traffic.hpp): arrays per stream operation, and 10^9 bytes in
     // one second as GB/s.
-    for (const char* op : {"read", "write", "copy", "triad"}) {
+    for (const std::string& op : stream_op_names()) {
       JsonObject rec = ctx.record(op, "cpu", parse_kind("system"), 1000000000);
       rec.set("arrays", stream_arrays(op)).set("metric", "rate").set("unit", "GB/s");
       rec.set("value", gb_per_s(1e9 * stream_arrays(op), 1.0)).set("verified", "none");

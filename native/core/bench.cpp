@@ -152,6 +152,9 @@ JsonObject Context::record(const std::string& op, const std::string& processor,
   r.set("processor", processor);
   r.set("kind", kind.label());
   r.set("policy", kind.policy_str());
+  const KindPlace where = kind_place(kind, device);  // the kind's behaviour (memory.hpp)
+  r.set("location", where.location);
+  r.set("reachable_by", where.reachable_by);
   r.set("bytes", static_cast<unsigned long long>(bytes));
   r.set("device", device);
   r.set("placement", placement.mode);

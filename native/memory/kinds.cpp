@@ -25,21 +25,75 @@ const PolicyInfo kPageP{"page", kPage,
 
 const std::vector<KindInfo>& kind_registry() {
   static const std::vector<KindInfo> r = {
-      {"device", false, "cudaMalloc: GPU memory, reachable by the GPU only", {}},
+      // name, takes_arg, help, policies, lives, reachable_by, needs_cuda, gpu_needs_hmm_or_ats, needs_peer
+      {"device", false, "cudaMalloc: GPU memory, reachable by the GPU only", {}, "gpu", "gpu", true, false, false},
       {"peer", true,
-       "peer:N - cudaMalloc on GPU N, reached by the GPU under test over the peer link (peer access enabled)", {}},
+       "peer:N - cudaMalloc on GPU N, reached by the GPU under test over the peer link (peer access enabled)", {},
+       "peer (GPU N)", "gpu", true, false, true},
       {"managed", false, "cudaMallocManaged: migrates between CPU and GPU on demand",
-       {touch("cpu"), kPrefetchP, kAdviseP}},
-      {"pinned", false, "cudaMallocHost: page-locked host memory, mapped for the GPU", {touch("cpu")}},
+       {touch("cpu"), kPrefetchP, kAdviseP}, "gpu (host with advise=preferred:cpu)", "gpu+cpu", true, false, false},
+      {"pinned", false, "cudaMallocHost: page-locked host memory, mapped for the GPU", {touch("cpu")}, "host",
+       "gpu+cpu", true, false, false},
       {"registered", false, "mmap + cudaHostRegister: ordinary host pages locked and mapped for the GPU",
-       {touch("cpu"), kPageP}},
+       {touch("cpu"), kPageP}, "host", "gpu+cpu", true, false, false},
       {"system", false,
        "mmap (what malloc returns for large sizes): GPU-reachable only with HMM or ATS",
-       {touch("cpu"), kPageP, kPrefetchP, kAdviseP}},
+       {touch("cpu"), kPageP, kPrefetchP, kAdviseP}, "host", "cpu (gpu with HMM or ATS)", false, true, false},
       {"numa", true, "numa:N - system memory bound to NUMA node N (mbind); on Grace Hopper a GPU's node too",
-       {touch("cpu"), kPageP, kPrefetchP, kAdviseP}},
+       {touch("cpu"), kPageP, kPrefetchP, kAdviseP}, "host (gpu when N is the GPU's NUMA node)",
+       "cpu (gpu with HMM or ATS)", false, true, false},
   };
   return r;
+}
+
+const KindInfo& kind_info(const std::string& name) {
+  for (const KindInfo& k : kind_registry())
+    if (k.name == name) return k;
+  throw UsageError("unknown memory kind '" + name + "'");
+}
+
+namespace {
+// A device attribute, or -1 where there is no such GPU or no driver. Attributes need no CUDA
+// context, so a CPU-only case's record creates none.
+int device_attribute(int device, int attr) {
+#ifdef UMSCOPE_HAVE_CUDA
+  int v = -1;
+  if (cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(attr), device) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return v;
+#else
+  (void)device;
+  (void)attr;
+  return -1;
+#endif
+}
+}  // namespace
+
+KindPlace kind_place(const KindSpec& k, int device) {
+  const KindInfo& info = kind_info(k.name);
+  KindPlace p;
+  if (info.needs_peer) p.location = "peer";
+  else if (k.name == "device") p.location = "gpu";
+  else if (k.name == "managed") p.location = k.get("advise").find("preferred:cpu") != std::string::npos ? "host" : "gpu";
+#ifdef UMSCOPE_HAVE_CUDA
+  else if (k.name == "numa" && k.arg >= 0 && device_attribute(device, cudaDevAttrNumaId) == k.arg) p.location = "gpu";
+#endif
+  else p.location = "host";
+  if (info.reachable_by == "gpu") {
+    p.reachable_by = "gpu";
+  } else if (info.gpu_needs_hmm_or_ats) {
+#ifdef UMSCOPE_HAVE_CUDA
+    const bool gpu = device_attribute(device, cudaDevAttrPageableMemoryAccess) == 1;
+#else
+    const bool gpu = false;
+#endif
+    p.reachable_by = gpu ? "gpu+cpu" : "cpu";
+  } else {
+    p.reachable_by = "gpu+cpu";
+  }
+  return p;
 }
 
 std::string KindSpec::get(const std::string& k, const std::string& dflt) const {

@@ -3,24 +3,41 @@
 // (bytes host-to-device and device-to-host with their cause, GPU page faults
 // with address and access type, CPU page faults, thrashing, throttling,
 // remote maps), allocations, kernels, copies and NVTX ranges, as JSON lines into
-// $UMSCOPE_TRACE_FILE. Buffers are written as CUPTI completes them (and
-// flushed every 100 ms), at exit, and on a fatal signal where possible.
+// $UMSCOPE_TRACE_FILE (FILE.PID for every later process of the program).
+// Buffers are written as CUPTI completes them (and flushed every 100 ms), at
+// exit, and on a fatal signal where possible. Beside CUPTI's records (which
+// the driver drops when its event queue is full) it reads the UVM driver's own
+// byte and fault counters at exit (docs/tracing.md).
 #include <cupti.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <initializer_list>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace {
 
 FILE* g_out = nullptr;
 std::mutex g_mu;
 std::atomic<bool> g_done{false};
+// UM records written, per counter kind (1..8), and the records CUPTI said it dropped: the trace's own
+// accounting, written at the end so a reader can tell a quiet driver from a lost record.
+unsigned long long g_um_written[16] = {};
+unsigned long long g_um_bytes[16] = {};
+unsigned long long g_dropped = 0;
 constexpr size_t kBufferBytes = 8 << 20;
 
 void note(const char* what, CUptiResult r) {
@@ -53,6 +70,9 @@ void write_record(FILE* f, CUpti_Activity* rec) {
   switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
       auto* r = reinterpret_cast<CUpti_ActivityUnifiedMemoryCounter3*>(rec);
+      unsigned c = static_cast<unsigned>(r->counterKind) & 15u;
+      ++g_um_written[c];
+      g_um_bytes[c] += r->value;
       std::fprintf(f,
                    "{\"k\":\"um\",\"c\":%d,\"v\":%llu,\"s\":%llu,\"e\":%llu,\"a\":%llu,\"src\":%u,\"dst\":%u,"
                    "\"f\":%u}\n",
@@ -64,28 +84,28 @@ void write_record(FILE* f, CUpti_Activity* rec) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
-      std::fprintf(f, "{\"k\":\"kernel\",\"s\":%llu,\"e\":%llu,\"n\":", static_cast<unsigned long long>(r->start),
-                   static_cast<unsigned long long>(r->end));
+      std::fprintf(f, "{\"k\":\"kernel\",\"d\":%u,\"s\":%llu,\"e\":%llu,\"n\":", r->deviceId,
+                   static_cast<unsigned long long>(r->start), static_cast<unsigned long long>(r->end));
       json_string(f, r->name);
       std::fprintf(f, "}\n");
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       auto* r = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
-      std::fprintf(f, "{\"k\":\"memcpy\",\"b\":%llu,\"ck\":%u,\"s\":%llu,\"e\":%llu}\n",
+      std::fprintf(f, "{\"k\":\"memcpy\",\"d\":%u,\"b\":%llu,\"ck\":%u,\"s\":%llu,\"e\":%llu}\n", r->deviceId,
                    static_cast<unsigned long long>(r->bytes), static_cast<unsigned>(r->copyKind),
                    static_cast<unsigned long long>(r->start), static_cast<unsigned long long>(r->end));
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2: {
       auto* r = reinterpret_cast<CUpti_ActivityMemory4*>(rec);
-      std::fprintf(f, "{\"k\":\"mem\",\"op\":%d,\"mk\":%d,\"a\":%llu,\"b\":%llu,\"t\":%llu}\n",
-                   static_cast<int>(r->memoryOperationType), static_cast<int>(r->memoryKind),
+      std::fprintf(f, "{\"k\":\"mem\",\"d\":%u,\"op\":%d,\"mk\":%d,\"a\":%llu,\"b\":%llu,\"t\":%llu}\n",
+                   r->deviceId, static_cast<int>(r->memoryOperationType), static_cast<int>(r->memoryKind),
                    static_cast<unsigned long long>(r->address), static_cast<unsigned long long>(r->bytes),
                    static_cast<unsigned long long>(r->timestamp));
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MARKER: {  // NVTX (with NVTX_INJECTION64_PATH pointing at libcupti)
+    case CUPTI_ACTIVITY_KIND_MARKER: {  // NVTX (NVTX_INJECTION64_PATH names this library, which hands NVTX to CUPTI)
       auto* r = reinterpret_cast<CUpti_ActivityMarker2*>(rec);
       std::fprintf(f, "{\"k\":\"marker\",\"fl\":%u,\"t\":%llu,\"id\":%u,\"n\":", static_cast<unsigned>(r->flags),
                    static_cast<unsigned long long>(r->timestamp), r->id);
@@ -99,40 +119,230 @@ void write_record(FILE* f, CUpti_Activity* rec) {
   }
 }
 
-void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   if (g_out && valid > 0) {
     std::lock_guard<std::mutex> lk(g_mu);
     CUpti_Activity* rec = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) write_record(g_out, rec);
+    // Dropped records are counted per queue: the one this buffer came from (a context's, or the
+    // global one where ctx is null; unified-memory records arrive on the global queue).
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped)
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+      g_dropped += dropped;
       std::fprintf(g_out, "{\"k\":\"dropped\",\"n\":%zu}\n", dropped);
+    }
     std::fflush(g_out);
   }
   std::free(buffer);
 }
 
-void finish() {
-  if (g_done.exchange(true)) return;
-  // The driver hands unified-memory events to CUPTI a little after they happen: flush, give the
-  // last ones 50 ms to arrive, flush again.
+unsigned long long now_ns() {
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return static_cast<unsigned long long>(t);
+}
+
+// The driver hands unified-memory events to CUPTI a little after they happen: flush, give the last
+// ones `settle_ms` to arrive, flush again.
+void flush_all(const char* why, int settle_ms) {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  timespec pause{0, 50 * 1000 * 1000};
-  nanosleep(&pause, nullptr);
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (settle_ms > 0) {
+    timespec pause{0, settle_ms * 1000L * 1000L};
+    nanosleep(&pause, nullptr);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
   std::lock_guard<std::mutex> lk(g_mu);
   if (g_out) {
-    std::fprintf(g_out, "{\"k\":\"end\"}\n");
+    std::fprintf(g_out, "{\"k\":\"flush\",\"why\":\"%s\",\"t\":%llu}\n", why, now_ns());
     std::fflush(g_out);
   }
 }
 
-// Unified-memory counters can be configured only once a context exists
-// (CUPTI_ERROR_NOT_READY before): enable them on the first context created.
+int settle_ms() {
+  const char* e = std::getenv("UMSCOPE_UMTRACE_SETTLE_MS");
+  return e && *e ? std::atoi(e) : 50;
+}
+
+// The UVM driver's own byte and fault counters (/dev/nvidia-uvm-tools in counter mode), beside CUPTI's records.
+// CUPTI reads unified-memory events from the driver's tools event queue, and the driver drops an event when
+// that queue is full (uvm_tools.c: enqueue_event counts it in the queue's `dropped`, which CUPTI does not
+// report): GPU-fault-driven migrations, thousands of small ones at once, overflow it. The counters are
+// atomic additions made as each migration is issued, so they lose nothing; they give totals only (no
+// addresses, times or causes). The ioctl numbers and parameter layouts are the driver's user interface
+// (uvm_ioctl.h, uvm_types.h of NVIDIA's open kernel modules), restated here.
+namespace uvm {
+constexpr unsigned long kInitEventTracker = 56;  // UVM_TOOLS_INIT_EVENT_TRACKER
+constexpr unsigned long kEnableCounters = 60;    // UVM_TOOLS_ENABLE_COUNTERS
+constexpr int kCounters = 10;                    // UVM_TOTAL_COUNTERS on Linux
+// Counter indices: bytes host-to-device 0, device-to-host 1, CPU faults 2, prefetched bytes host-to-device 7
+// and device-to-host 8 (included in 0 and 1), GPU faults 9.
+constexpr uint64_t kAllFlags = 0x1 | 0x2 | 0x4 | 0x80 | 0x100 | 0x200;
+
+struct InitParams {
+  uint64_t queue_buffer;
+  uint64_t queue_buffer_size;  // 0: a counter tracker
+  uint64_t control_buffer;     // the counters, kCounters x uint64, page-aligned
+  unsigned char processor[16];
+  uint32_t all_processors;
+  uint32_t uvm_fd;
+  uint32_t rm_status;
+  uint32_t pad;
+};
+static_assert(sizeof(InitParams) == 56, "UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS is 56 bytes");
+
+struct EnableParams {
+  uint64_t flags;
+  uint32_t rm_status;
+  uint32_t pad;
+};
+
+struct Tracker {
+  int dev;  // CUDA ordinal, -1: every processor
+  int fd;
+  volatile uint64_t* counters;
+};
+std::vector<Tracker> g_trackers;
+
+// The /dev/nvidia-uvm descriptors the CUDA driver opened in this process.
+std::vector<int> uvm_fds() {
+  std::vector<int> fds;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return fds;
+  while (dirent* e = readdir(d)) {
+    char path[300], target[256];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = 0;
+    if (std::strcmp(target, "/dev/nvidia-uvm") == 0) fds.push_back(std::atoi(e->d_name));
+  }
+  closedir(d);
+  return fds;
+}
+
+// One counter tracker for `uuid` (all processors where null); writes what the driver answered.
+void open_tracker(int dev, const unsigned char* uuid, const std::vector<int>& fds) {
+  for (int ufd : fds) {
+    int tfd = open("/dev/nvidia-uvm-tools", O_RDWR | O_CLOEXEC);
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (tfd < 0) {
+      std::fprintf(g_out, "{\"k\":\"uvm_config\",\"dev\":%d,\"ok\":false,\"why\":\"open /dev/nvidia-uvm-tools: %s\"}\n",
+                   dev, std::strerror(errno));
+      return;
+    }
+    auto* buf = static_cast<uint64_t*>(std::aligned_alloc(4096, 4096));
+    std::memset(buf, 0, 4096);
+    InitParams ip;
+    std::memset(&ip, 0, sizeof ip);
+    ip.control_buffer = reinterpret_cast<uint64_t>(buf);
+    if (uuid) std::memcpy(ip.processor, uuid, 16);
+    ip.all_processors = uuid ? 0 : 1;
+    ip.uvm_fd = static_cast<uint32_t>(ufd);
+    int r = ioctl(tfd, kInitEventTracker, &ip);
+    EnableParams ep{kAllFlags, 0, 0};
+    int r2 = (r == 0 && ip.rm_status == 0) ? ioctl(tfd, kEnableCounters, &ep) : -1;
+    bool ok = r == 0 && ip.rm_status == 0 && r2 == 0 && ep.rm_status == 0;
+    std::fprintf(g_out, "{\"k\":\"uvm_config\",\"dev\":%d,\"uvm_fd\":%d,\"ok\":%s,\"init\":%d,\"init_rm\":%u,\"enable\":%d,"
+                 "\"enable_rm\":%u}\n", dev, ufd, ok ? "true" : "false", r, ip.rm_status, r2, ep.rm_status);
+    if (ok) {
+      g_trackers.push_back({dev, tfd, buf});
+      return;
+    }
+    close(tfd);
+    std::free(buf);
+  }
+}
+
+void start(int ndev, void* cuda) {
+  const char* off = std::getenv("UMSCOPE_UMTRACE_UVM_COUNTERS");
+  if (off && *off == '0') return;
+  std::vector<int> fds = uvm_fds();
+  if (fds.empty()) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    std::fprintf(g_out, "{\"k\":\"uvm_config\",\"dev\":-1,\"ok\":false,\"why\":\"no /dev/nvidia-uvm descriptor\"}\n");
+    return;
+  }
+  open_tracker(-1, nullptr, fds);
+  using GetFn = int (*)(int*, int);
+  using UuidFn = int (*)(unsigned char*, int);
+  auto get = cuda ? reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet")) : nullptr;
+  auto uuid = cuda ? reinterpret_cast<UuidFn>(dlsym(cuda, "cuDeviceGetUuid_v2")) : nullptr;
+  if (cuda && !uuid) uuid = reinterpret_cast<UuidFn>(dlsym(cuda, "cuDeviceGetUuid"));
+  for (int i = 0; get && uuid && i < ndev; ++i) {
+    int dev = 0;
+    unsigned char id[16];
+    if (get(&dev, i) == 0 && uuid(id, dev) == 0) open_tracker(i, id, fds);
+  }
+}
+
+void write_counters() {
+  for (const Tracker& t : g_trackers) {
+    uint64_t c[kCounters];
+    for (int i = 0; i < kCounters; ++i) c[i] = __atomic_load_n(&t.counters[i], __ATOMIC_SEQ_CST);
+    std::fprintf(g_out, "{\"k\":\"uvm_counters\",\"dev\":%d,\"htod\":%llu,\"dtoh\":%llu,\"cpu_faults\":%llu,"
+                 "\"prefetch_htod\":%llu,\"prefetch_dtoh\":%llu,\"gpu_faults\":%llu,\"t\":%llu}\n", t.dev,
+                 (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)c[7],
+                 (unsigned long long)c[8], (unsigned long long)c[9], now_ns());
+  }
+}
+}  // namespace uvm
+
+void finish() {
+  if (g_done.exchange(true)) return;
+  flush_all("exit", settle_ms());
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (g_out) {
+    uvm::write_counters();
+    std::fprintf(g_out, "{\"k\":\"end\",\"t\":%llu,\"dropped\":%llu,\"um_records\":[", now_ns(), g_dropped);
+    for (int c = 0; c < 16; ++c) std::fprintf(g_out, "%s%llu", c ? "," : "", g_um_written[c]);
+    std::fprintf(g_out, "],\"um_values\":[");
+    for (int c = 0; c < 16; ++c) std::fprintf(g_out, "%s%llu", c ? "," : "", g_um_bytes[c]);
+    std::fprintf(g_out, "]}\n");
+    std::fflush(g_out);
+  }
+}
+
+
+// The CUDA driver's device table (ordinal -> PCI bus id), read through the libcuda the program
+// already loaded, so records (which carry the CUDA ordinal) can be put on umscope's GPU numbering.
+int write_devices() {
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!cuda) {
+    uvm::start(1, nullptr);  // the driver's counters for every processor still work
+    return 1;
+  }
+  using CountFn = int (*)(int*);
+  using GetFn = int (*)(int*, int);
+  using BusFn = int (*)(char*, int, int);
+  auto count = reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount"));
+  auto get = reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet"));
+  auto bus = reinterpret_cast<BusFn>(dlsym(cuda, "cuDeviceGetPCIBusId"));
+  int n = 0;
+  if (!count || count(&n) != 0 || n < 1) n = 1;
+  for (int i = 0; count && get && bus && i < n; ++i) {
+    int dev = 0;
+    char id[64] = {0};
+    if (get(&dev, i) != 0 || bus(id, sizeof id, dev) != 0) continue;
+    std::lock_guard<std::mutex> lk(g_mu);
+    std::fprintf(g_out, "{\"k\":\"device\",\"id\":%d,\"bus\":", i);
+    json_string(g_out, id);
+    std::fprintf(g_out, "}\n");
+  }
+  uvm::start(n, cuda);
+  dlclose(cuda);
+  return n;
+}
+
+// Unified-memory counters can be configured only once the driver is initialised (CUPTI_ERROR_NOT_READY
+// before): configure them on the first context created, for every device, each kind on its own first
+// so the trace says which kind CUPTI refused, then all accepted kinds together.
 std::atomic<bool> g_um_on{false};
 
 void enable_um() {
   if (g_um_on.exchange(true)) return;
+  int ndev = write_devices();
   const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
@@ -142,22 +352,66 @@ void enable_um() {
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THROTTLING,
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_REMOTE_MAP,
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD};
-  constexpr size_t n = sizeof kinds / sizeof kinds[0];
-  CUpti_ActivityUnifiedMemoryCounterConfig cfg[n];
-  for (size_t i = 0; i < n; ++i) {
-    std::memset(&cfg[i], 0, sizeof cfg[i]);
-    cfg[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
-    cfg[i].kind = kinds[i];
-    cfg[i].deviceId = 0;
-    cfg[i].enable = 1;
+  const char* sc = std::getenv("UMSCOPE_UMTRACE_SCOPE");  // "all": one process-wide entry per kind
+  const bool all = sc && std::strcmp(sc, "all") == 0;
+  const int per_kind = all ? 1 : ndev;
+  // UMSCOPE_UMTRACE_KINDS: the kinds to enable, by umscope's names (default all). Fewer kinds put fewer events
+  // through the driver's tools queue, which drops events when full (GPU faults are most of them).
+  const char* names[] = {"", "htod", "dtoh", "cpu_fault", "gpu_fault", "thrashing", "throttling", "remote_map", "dtod"};
+  const char* want = std::getenv("UMSCOPE_UMTRACE_KINDS");
+  std::vector<CUpti_ActivityUnifiedMemoryCounterConfig> ok;
+  for (auto kind : kinds) {
+    if (want && *want) {
+      std::string list = std::string(",") + want + ",";
+      const int k = static_cast<int>(kind);
+      if (k < 1 || k > 8 || list.find(std::string(",") + names[k] + ",") == std::string::npos) continue;
+    }
+    for (int d = 0; d < per_kind; ++d) {
+      CUpti_ActivityUnifiedMemoryCounterConfig cfg;
+      std::memset(&cfg, 0, sizeof cfg);
+      cfg.scope = all ? CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_ALL_DEVICES
+                      : CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+      cfg.kind = kind;
+      cfg.deviceId = static_cast<uint32_t>(d);
+      cfg.enable = 1;
+      CUptiResult r = cuptiActivityConfigureUnifiedMemoryCounter(&cfg, 1);
+      const char* rs = nullptr;
+      cuptiGetResultString(r, &rs);
+      {
+        std::lock_guard<std::mutex> lk(g_mu);
+        std::fprintf(g_out, "{\"k\":\"config\",\"c\":%d,\"dev\":%d,\"scope\":\"%s\",\"ok\":%s,\"cupti\":\"%s\"}\n",
+                     static_cast<int>(kind), d, all ? "all" : "single", r == CUPTI_SUCCESS ? "true" : "false",
+                     rs ? rs : "?");
+      }
+      if (r == CUPTI_SUCCESS) ok.push_back(cfg);
+    }
   }
-  CUptiResult um = cuptiActivityConfigureUnifiedMemoryCounter(cfg, n);
+  if (ok.empty()) {
+    note("configure unified-memory counters", CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED);
+    return;
+  }
+  CUptiResult um = cuptiActivityConfigureUnifiedMemoryCounter(ok.data(), static_cast<uint32_t>(ok.size()));
   note("configure unified-memory counters", um);
   if (um == CUPTI_SUCCESS) note("enable unified memory", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
+  std::fflush(g_out);
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void*) {
-  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) enable_um();
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+    enable_um();
+  } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    // The runtime destroys its contexts at exit, possibly before our atexit handler runs: the trace
+    // says when, and (UMSCOPE_UMTRACE_FLUSH_ON_DESTROY=1) takes what the driver has queued while the
+    // context still exists.
+    const char* e = std::getenv("UMSCOPE_UMTRACE_FLUSH_ON_DESTROY");
+    if (e && *e == '1') {
+      flush_all("context destroy", settle_ms());
+    } else {
+      std::lock_guard<std::mutex> lk(g_mu);
+      std::fprintf(g_out, "{\"k\":\"ctx_destroy\",\"t\":%llu}\n", now_ns());
+    }
+  }
 }
 
 void on_fatal(int sig) {
@@ -166,32 +420,78 @@ void on_fatal(int sig) {
   std::raise(sig);
 }
 
+// Opens the trace and enables every activity kind that needs no driver. Called by whichever comes first:
+// the CUDA driver's injection (at cuInit) or NVTX's (at the program's first NVTX call, which may come
+// before any CUDA call: ranges opened then are kept).
+std::once_flag g_setup;
+bool g_ok = false;
+
+// The first process of the program to start CUDA writes the trace file itself (it holds a lock on it for its
+// life); every later one (an MPI rank, a worker the program spawns) writes FILE.PID beside it, which the reader
+// takes in too, so no process overwrites another's records.
+FILE* open_trace(const char* path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && ftruncate(fd, 0) == 0) return fdopen(fd, "w");
+  if (fd >= 0) close(fd);
+  std::string mine = std::string(path) + "." + std::to_string(static_cast<int>(getpid()));
+  return std::fopen(mine.c_str(), "w");
+}
+
+void setup() {
+  std::call_once(g_setup, [] {
+    const char* path = std::getenv("UMSCOPE_TRACE_FILE");
+    g_out = open_trace(path && *path ? path : "umtrace.jsonl");
+    if (!g_out) return;
+    g_ok = true;
+    timespec wall{};
+    unsigned long long t0 = now_ns();
+    clock_gettime(CLOCK_REALTIME, &wall);  // to put the trace on the sampler's clock
+    std::fprintf(g_out, "{\"k\":\"start\",\"pid\":%d,\"t\":%llu,\"w\":%llu}\n", static_cast<int>(getpid()), t0,
+                 static_cast<unsigned long long>(wall.tv_sec) * 1000000000ull +
+                     static_cast<unsigned long long>(wall.tv_nsec));
+    note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
+    // CUPTI's worker thread delivers buffers every period (ms); UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's
+    // own policy, no periodic flush).
+    const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
+    cuptiActivityFlushPeriod(fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u);
+    std::atexit(finish);
+    for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);
+    std::fflush(g_out);
+  });
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
-  const char* path = std::getenv("UMSCOPE_TRACE_FILE");
-  g_out = std::fopen(path && *path ? path : "umtrace.jsonl", "w");
-  if (!g_out) return 1;
-  uint64_t t0 = 0;
-  cuptiGetTimestamp(&t0);
-  timespec wall{};
-  clock_gettime(CLOCK_REALTIME, &wall);  // to put the trace on the sampler's clock
-  std::fprintf(g_out, "{\"k\":\"start\",\"t\":%llu,\"w\":%llu}\n", static_cast<unsigned long long>(t0),
-               static_cast<unsigned long long>(wall.tv_sec) * 1000000000ull + static_cast<unsigned long long>(wall.tv_nsec));
-
-  note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+  setup();
+  if (!g_ok) return 1;
   CUpti_SubscriberHandle sub;
   CUptiResult subscribed = cuptiSubscribe(&sub, on_callback, nullptr);
   note("subscribe", subscribed);
-  if (subscribed == CUPTI_SUCCESS)
+  if (subscribed == CUPTI_SUCCESS) {
     note("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+    note("watch context destruction",
+         cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
+  }
   note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
-  note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
-  cuptiActivityFlushPeriod(100);
-  std::atexit(finish);
-  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);
   std::fflush(g_out);
   return 1;
+}
+
+// NVTX_INJECTION64_PATH names this library: the tracer starts at the first NVTX call, then hands NVTX
+// to CUPTI's own handler (which turns ranges into the MARKER records enabled above).
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void* get_export_table) {
+  setup();
+  using InitFn = int (*)(const void*);
+  void* cupti = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (!cupti) cupti = dlopen("libcupti.so", RTLD_NOW | RTLD_NOLOAD);
+  auto init = cupti ? reinterpret_cast<InitFn>(dlsym(cupti, "InitializeInjectionNvtx2")) : nullptr;
+  if (!init) {
+    note("hand NVTX to CUPTI", CUPTI_ERROR_UNKNOWN);
+    return 0;
+  }
+  return init(get_export_table);
 }

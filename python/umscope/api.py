@@ -106,8 +106,8 @@ def run_plan(plan, store=None, label=None, progress=False, reps=None, warmup=Non
         if plan == "default":
             cases = plans.default_plan(fp, quick=quick)
         else:
-            if plan not in plans.FAMILIES:
-                raise UsageError(f"unknown benchmark family {plan!r} ({', '.join(plans.FAMILIES)})")
+            if plan not in plans.families():
+                raise UsageError(f"unknown benchmark family {plan!r} ({', '.join(plans.families())})")
             cases = plans.bench_plan(plan, fp, **options)
         kind = "run" if plan == "default" else f"bench {plan}"
     else:

@@ -7,12 +7,12 @@ import sqlite3
 import sys
 import time
 
-from umscope import __version__, devices, native, plans, probe, scaleout, validate
+from umscope import __version__, devices, plans, probe, registry, scaleout, validate
 from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
-from umscope.report import headline
-from umscope.report.html import SPREAD_FLAG, kind_label, write_report
+from umscope.report.html import write_report
+from umscope.report.summary import print_summary
 from umscope.sizes import format_size
 from umscope.store import Store
 from umscope import whatif
@@ -54,13 +54,6 @@ def _common_run_options(p):
                    help="allow host allocations beyond MemAvailable")
 
 
-APP_DIMS = {"n": "order of the matrix or length of the vectors (triad, mvt, gesummv, gemm, syr2k, needle)",
-            "m": "gemm, syr2k: second dimension", "k": "gemm: inner dimension",
-            "rows": "2-D grid rows (hotspot, pathfinder, srad, conv2d, jacobi2d)", "cols": "2-D grid columns",
-            "nodes": "bfs: vertices", "degree": "bfs: edges per vertex", "pyramid": "hotspot, pathfinder: "
-            "time steps per kernel", "penalty": "needle: gap penalty"}
-
-
 def build_parser():
     p = _Parser(prog="umscope", description="Measure, trace and model CPU-GPU data movement.")
     p.add_argument("--version", action="version", version=f"umscope {__version__}")
@@ -91,34 +84,8 @@ def build_parser():
     s.add_argument("action", choices=["list", "run"])
     s.add_argument("name", nargs="?", help="application (see 'umscope app list')")
     _common_run_options(s)
-    s.add_argument("--mode", action="append", help="memory mode (repeatable, or 'all'; default explicit): "
-                   "explicit, managed, managed-prefetch, managed-advice, pinned, registered, system")
-    s.add_argument("--footprint", help="total size of the application's arrays, e.g. 8G (sets its dimensions)")
-    s.add_argument("--iterations", help="iterations (time steps, repetitions) of iterative applications")
-    s.add_argument("--seed", help="seed of the generated inputs")
-    s.add_argument("--processor", choices=["gpu", "cpu"], help="run the CPU implementation (threads) instead")
-    s.add_argument("--threads", help="CPU threads for --processor cpu and the CPU's share of the work (default all)")
-    s.add_argument("--check", choices=["0", "1"],
-                   help="compare with the CPU reference (default: when the arrays total at most 64 MiB)")
-    for dim, what in APP_DIMS.items():
-        s.add_argument("--" + dim, help=what)
-    s.add_argument("--dims", help="himeno: grid I,J,K")
-    s.add_argument("--size", help="himeno: grid S, M, L or XL")
-    s.add_argument("--lambda", dest="lambda_", help="srad: update coefficient (default 0.5)")
-    s.add_argument("--reverse", action="store_true", help="jacobi2d: every other sweep bottom-up (memory-aware)")
-    s.add_argument("--precision", help="gemm: fp64, fp32, tf32, fp16; qv: complex128, complex64")
-    s.add_argument("--variant", help="sgemm/gemm: cublas (default) or panels (row panels that fit --panel-memory)")
-    s.add_argument("--panel-memory", help="sgemm/gemm --variant panels: memory per panel (default half the free GPU)")
-    for m in "abc":
-        s.add_argument(f"--place-{m}", help=f"gemm: memory kind of {m.upper()} (default: the mode's)")
-    s.add_argument("--qubits", help="qv: width (2-40)")
-    s.add_argument("--depth", help="qv: layers (default = width)")
-    s.add_argument("--init", choices=["gpu", "cpu"], help="qv: which processor initialises the state (default gpu)")
-    s.add_argument("--model", help="llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b (random weights)")
-    for k in ("batch", "prompt", "tokens"):
-        s.add_argument("--" + k, type=int, help=f"llm: {k}")
-    s.add_argument("--weights", help="llm --mode mixed: kind of the weights")
-    s.add_argument("--cache", help="llm --mode mixed: kind of the KV cache and activations")
+    from umscope import apps
+    apps.add_cli_options(s)  # every application's options, from the runner's registry
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
     s.add_argument("--period", default="100ms", help="sampling period, 1ms to 3600s (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
@@ -308,65 +275,6 @@ def _report(store, run_id, path):
     return out
 
 
-def print_summary(records, cases, representative=False):
-    """One row per record; with `representative` (the default suite), one row per curve, as the report's
-    headline picks it: a curve's largest size, an application's whole run without CPU initialisation."""
-    ok = [r for r in records if r["status"] == "ok" and r["median"] is not None]
-    if representative:
-        ok = [_whole_run(r) for r in headline.representative(ok)]
-        print(f"one row per case: {headline.REPRESENTATIVE_RULE}; every record is in the report")
-    if ok:
-        # Columns as wide as their longest entry (up to a limit), so a long op name does not shift the row.
-        opw = min(max(6, *(len(str(r["op"] or "")) for r in ok)), 24)
-        benchw = min(max(11, *(len(str(r["benchmark"] or "")) for r in ok)), 16)
-        print(f"{'benchmark':<{benchw}} {'op':<{opw}} {'proc':<5} {'kind [policy] (→ destination)':<58} {'size':>8} "
-              f"{'thr':>4} {'median':>10} {'spread':>7}  {'unit':<5} {'of bound':>8}")
-        for r in ok:
-            kind = kind_label(r)
-            flag = " !" if (r["spread"] or 0) > SPREAD_FLAG else ""
-            print(f"{str(r['benchmark'])[:benchw]:<{benchw}} {str(r['op'] or '')[:opw]:<{opw}} {r['processor']:<5} "
-                  f"{kind[:58]:<58} "
-                  f"{format_size(r['bytes']) if r['bytes'] else '':>8} {r['threads'] or '':>4} "
-                  f"{r['median']:>10.4g} {100 * (r['spread'] or 0):>6.1f}%{flag:2} {r['unit']:<5} "
-                  f"{_eff(r):>8}")
-    sources = {}
-    for r in ok:
-        x = r.get("extra") or {}
-        if x.get("bound"):
-            sources.setdefault(x.get("datapath"), x.get("bound_source") or "source not recorded")
-    if sources:
-        print("\nbounds (\"of bound\" = median / the bound of the limiting datapath):")
-        for path, src in sources.items():
-            print(f"  {path:<12} {src}")
-    from umscope import conditions
-    flagged = conditions.flagged_cases([r for r in records if r["status"] == "ok"])
-    if flagged:
-        print(f"\n{len(flagged)} case(s) measured while the GPU was throttled or shared (figures may be low):")
-        for cid, f in flagged.items():
-            print(f"  {cid}: {'; '.join(f)}")
-    groups = {}
-    for c in cases:
-        if c["status"] != "ok":
-            groups.setdefault((c["status"], c["reason"]), []).append(c["case_id"])
-    if groups:
-        print(f"\n{sum(len(v) for v in groups.values())} case(s) did not run to completion:")
-        for (status, reason), ids in groups.items():
-            print(f"  {status} ({len(ids)}): {reason}")
-            for cid in ids:
-                print(f"      {cid}")
-
-
-def _whole_run(r):
-    """An application record shown by its whole-run time (spread left out: it is one run)."""
-    t = headline.app_time_ms(r) if r.get("op") == "app" else None
-    return dict(r, median=t, spread=None, unit="ms") if t is not None else r
-
-
-def _eff(r):
-    e = (r.get("extra") or {}).get("efficiency")
-    return f"{100 * e:.0f}%" if e else ""
-
-
 def cmd_run(args):
     if args.resume is not None:
         run_id = None if args.resume == "last" else validate.run_id(args.resume, "--resume")
@@ -455,15 +363,14 @@ def cmd_app(args):
             print(f"{name:<11} {app.help}\n{'':<11} options: --{', --'.join(app.takes)}"
               + (f"; modes: {', '.join(app.modes)}" if app.modes != apps.MODES else ""))
         print(f"modes: {', '.join(apps.MODES)}")
+        for m in registry.load()["modes"]:
+            print(f"  {m['name']:<17} {m['help']}")
         return 0
     if not args.name:
         raise UsageError("app run needs an application name (see 'umscope app list')")
     if args.name not in apps.APPS:
         raise UsageError(f"unknown application {args.name!r} (known: {', '.join(apps.APPS)})")
-    opts = {}
-    for k in sorted({k for app in apps.APPS.values() for k in app.takes}):
-        attr = "lambda_" if k == "lambda" else k.replace("-", "_")
-        opts[k] = getattr(args, attr, None)
+    opts = {k: getattr(args, k.replace("-", "_"), None) for k in sorted(apps.cli_options())}
     opts = validate.app_options(args.name, opts)
     modes = args.mode or ["explicit"]
     if modes == ["all"]:
@@ -543,15 +450,21 @@ def cmd_runs(args):
 
 
 def cmd_list(_args):
-    cat = native.catalogue()
     print("benchmark families (umscope bench NAME):")
-    for name, help_ in plans.FAMILIES.items():
+    for name, help_ in plans.families().items():
         print(f"  {name:<12} {help_}")
     print("memory kinds (--kind NAME[:N][,policy=value...]):")
-    for name, k in cat["kind"].items():
+    for name, k in registry.kinds().items():
         print(f"  {name + (':N' if k['takes_arg'] else ''):<12} {k['help']}")
+        print(f"  {'':<14}pages live: {k['lives']}; reachable by: {k['reachable_by']}")
         for p in k["policies"]:
             print(f"  {'':<14}{p['key']}={'|'.join(p['values'])}: {p['help']}")
+    print("applications (umscope app run NAME; umscope app list for their options):")
+    for name, b in registry.applications().items():
+        print(f"  {name:<12} {b['help']}")
+    print("memory modes of the applications (--mode):")
+    for m in registry.load()["modes"]:
+        print(f"  {m['name']:<17} {m['help']}")
     return 0
 
 

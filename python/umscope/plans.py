@@ -359,10 +359,43 @@ FAMILIES = {
 }
 
 
+def families() -> dict:
+    """Every family `umscope bench` runs: the plans above, then each family the runner declares that has no
+    plan of its own here (run by native_cases), with its native help."""
+    out = dict(FAMILIES)
+    try:
+        from umscope import registry
+        for name, b in registry.benchmarks().items():
+            if b.get("category") == "family" and name not in out:
+                out[name] = b["help"]
+    except UsageError:  # no usable umbench: the planned families only (running them says why)
+        pass
+    return out
+
+
+def native_cases(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None) -> list:
+    """The plan of a family declared only in native code: one case per kind (the GPU or CPU kinds where it
+    takes --kind and none is given) and size, passing --ops and --threads where it takes them."""
+    from umscope import registry
+    b = registry.benchmarks()[name]
+    params = set(b["params"])
+    extra = {k: v for k, v in (("ops", ops), ("threads", threads)) if v and k in params}
+    if "kind" in params:
+        kinds = kinds or (GPU_KINDS if "gpu" in b["processor"] else CPU_KINDS)
+    else:
+        kinds = [None]
+    sizes = parse_size_list(sizes) if sizes and "bytes" in params else []
+    if not sizes:
+        return [Case(name, k, dict(extra)) for k in kinds]
+    return stream_cases(name, kinds, sizes, extra)
+
+
 def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None, mode=None, iterations=None,
                dos=None, available=None, allow_oversubscription=False, scale=None) -> list:
     if name not in FAMILIES:
-        raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(FAMILIES)})")
+        if name in families():
+            return native_cases(name, fingerprint, [validate_kind(k) for k in kinds or []], sizes, threads, ops)
+        raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(families())})")
     if name == "selftest":
         modes = dict.fromkeys((mode or "ok").split(","))  # a repeated mode is the same case: once
         return [Case("selftest", None, {"mode": m}, timeout=10) for m in modes]

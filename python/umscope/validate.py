@@ -21,8 +21,6 @@ MAX_ITERATIONS = 1_000_000
 MAX_DOS = 16.0              # degrees of oversubscription above this only measure the swap device
 MAX_PERIOD = 3600.0
 SELFTEST_MODES = ("ok", "skip", "fail", "crash", "abort", "hang", "gpu-fault", "sleep")
-PRECISIONS = {"gemm": ("fp64", "fp32", "tf32", "fp16"), "sgemm": ("fp32",), "qv": ("complex128", "complex64"),
-              "llm": ("fp16", "bf16", "fp32")}
 
 
 def cpus() -> int:
@@ -261,8 +259,8 @@ def bench_options(family, kinds=None, sizes=None, threads=None, ops=None, mode=N
                   available=None, allow_oversubscription=False) -> dict:
     """`umscope bench` options, checked and in canonical form, for plans.bench_plan."""
     from umscope import plans
-    if family not in plans.FAMILIES:
-        raise UsageError(f"unknown benchmark {str(family)[:40]!r} (known: {', '.join(plans.FAMILIES)})")
+    if family not in plans.families():
+        raise UsageError(f"unknown benchmark {str(family)[:40]!r} (known: {', '.join(plans.families())})")
     out = {"allow_oversubscription": bool(allow_oversubscription)}
     for k in kinds or []:
         plans.validate_kind(_text(k, "--kind"))
@@ -288,36 +286,34 @@ def bench_options(family, kinds=None, sizes=None, threads=None, ops=None, mode=N
 
 
 def app_options(name, opts: dict) -> dict:
-    """`umscope app run` options, checked; sizes and lists in the form umbench takes."""
-    from umscope import plans
+    """`umscope app run` options, checked by the type, limits and choices each application declares (the
+    runner's registry: `umbench list --json`); sizes and lists in the form umbench takes."""
+    from umscope import apps, plans
+    app = apps.APPS.get(name)
+    declared = app.options if app else {}
     out = dict(opts)
-    ints = {"iterations": (1, MAX_ITERATIONS), "seed": (0, MAX_ID), "qubits": (2, 40), "depth": (1, 100_000),
-            "n": (1, 1 << 40), "m": (1, 1 << 40), "k": (1, 1 << 40), "rows": (1, 1 << 40), "cols": (1, 1 << 40),
-            "nodes": (1, 1 << 40), "degree": (1, 1 << 20), "pyramid": (1, 1 << 20), "penalty": (0, 1 << 20)}
-    for k, (lo, hi) in ints.items():
-        if out.get(k) is not None:
-            out[k] = integer(out[k], "--" + k, lo, hi)
-    for k in ("footprint", "panel-memory"):
-        if out.get(k) is not None:
-            out[k] = plans.size_arg(size(out[k], "--" + k))
-    if out.get("threads") is not None:
-        out["threads"] = threads(out["threads"])
-    if out.get("lambda") is not None:
-        out["lambda"] = f"{real(out['lambda'], '--lambda', 0.0, 1e6):g}"
-    if out.get("precision") is not None and name in PRECISIONS:
-        out["precision"] = _one_of(out["precision"], "--precision", PRECISIONS[name])
-    if out.get("variant") is not None:
-        out["variant"] = _one_of(out["variant"], "--variant", ("cublas", "panels"))
-    if out.get("size") is not None:
-        out["size"] = _one_of(out["size"], "--size", ("S", "M", "L", "XL"))
-    if out.get("dims") is not None:
-        parts = str(out["dims"]).split(",")
-        if len(parts) != 3:
-            raise UsageError(f"--dims takes I,J,K, got {str(out['dims'])[:40]!r}")
-        out["dims"] = ",".join(str(integer(x, "--dims", 3, 999_999)) for x in parts)
-    for m in "abc":
-        if out.get(f"place-{m}") is not None:
-            out[f"place-{m}"] = plans.validate_kind(_text(out[f"place-{m}"], f"--place-{m}"))
+    for k, v in opts.items():
+        o = declared.get(k)
+        if v is None or o is None:
+            continue
+        what, t = "--" + k, o["type"]
+        if t == "int":
+            out[k] = integer(v, what, int(o["min"]), int(o["max"]))
+        elif t == "size":
+            out[k] = plans.size_arg(size(v, what))
+        elif t == "threads":
+            out[k] = threads(v)
+        elif t == "real":
+            out[k] = f"{real(v, what, float(o['min']), float(o['max'])):g}"
+        elif t == "choice" and o["choices"]:
+            out[k] = _one_of(v, what, tuple(o["choices"]))
+        elif t == "dims":
+            parts = str(v).split(",")
+            if len(parts) != 3:
+                raise UsageError(f"{what} takes I,J,K, got {str(v)[:40]!r}")
+            out[k] = ",".join(str(integer(x, what, int(o["min"]), int(o["max"]))) for x in parts)
+        elif t == "kind":
+            out[k] = plans.validate_kind(_text(v, what))
     return out
 
 

@@ -33,6 +33,7 @@
 
 #include "umscope/bench.hpp"
 #include "umscope/errors.hpp"
+#include "umscope/modes.hpp"
 #include "umscope/threads.hpp"
 
 namespace umscope {
@@ -52,7 +53,13 @@ inline uint64_t mix64(uint64_t x) {
 // Uniform in [0, 1), from the seed and an index.
 inline double uniform01(uint64_t seed, uint64_t i) { return (mix64(seed * 0x2545f4914f6cdd1dull + i) >> 11) * 0x1.0p-53; }
 
-const std::vector<std::string>& app_modes();
+// Registers an application: a benchmark whose category is "application".
+struct AppRegistrar {
+  explicit AppRegistrar(BenchInfo info) {
+    info.category = "application";
+    bench_registry().push_back(std::move(info));
+  }
+};
 
 // The options every application takes, then its own.
 std::vector<std::string> app_params(std::initializer_list<const char*> own);

@@ -61,6 +61,18 @@ struct Context {
   std::string benchmark;
 };
 
+// One option a case takes, declared once for umbench and umscope alike (`umbench list --json`):
+// umscope builds its command line, validation and help from these.
+struct OptionInfo {
+  std::string name;
+  std::string type;  // int, real, size, choice, threads, kind, flag, text, dims (I,J,K integers)
+  std::string dflt;  // "" where the default depends on the case (the help says how)
+  std::string help;
+  std::vector<std::string> choices = {};  // type choice
+  std::string min = "", max = "";         // int, real, dims: inclusive limits, as text (exact for 64-bit integers)
+  bool internal = false;             // set by umscope itself or by tests, not offered to users
+};
+
 struct BenchInfo {
   std::string name;
   std::string processor;  // "gpu", "cpu" or "gpu+cpu"
@@ -68,9 +80,17 @@ struct BenchInfo {
   std::vector<std::string> ops;
   std::vector<std::string> params;  // argument names it reads, for `umbench list`
   std::function<void(Context&)> run;
+  // Options of its own, or declared differently for it, beside option_catalogue()'s.
+  std::vector<OptionInfo> options = {};
+  std::string category = "family";  // "family" (a benchmark family) or "application" (AppRegistrar)
 };
 
 std::vector<BenchInfo>& bench_registry();
+
+// Options shared by many benchmarks (native/core/options.cpp).
+const std::vector<OptionInfo>& option_catalogue();
+// The declaration of `name` for benchmark b: its own, else the catalogue's; nullptr where neither has one.
+const OptionInfo* find_option(const BenchInfo& b, const std::string& name);
 
 struct BenchRegistrar {
   explicit BenchRegistrar(BenchInfo info) { bench_registry().push_back(std::move(info)); }

@@ -20,14 +20,23 @@ struct PolicyInfo {
   std::string help;
 };
 
+// A kind's behaviour lives with it, here: where its pages live, which
+// processors reach them and what it needs. Records carry it (kind_place), so
+// umscope never re-derives it from the kind's name.
 struct KindInfo {
   std::string name;
   bool takes_arg;  // numa:N
   std::string help;
   std::vector<PolicyInfo> policies;
+  std::string lives;         // where its pages live, in words (kind_place gives the case's answer)
+  std::string reachable_by;  // which processors reach it, in words
+  bool needs_cuda;           // allocated through the CUDA runtime: needs a GPU even for CPU use
+  bool gpu_needs_hmm_or_ats; // the GPU reaches it only through HMM or ATS
+  bool needs_peer;           // the memory of another GPU (peer access)
 };
 
 const std::vector<KindInfo>& kind_registry();
+const KindInfo& kind_info(const std::string& name);  // of a parsed spec's name (throws UsageError otherwise)
 
 struct KindSpec {
   std::string name;
@@ -40,10 +49,15 @@ struct KindSpec {
 };
 
 // Kinds allocated through the CUDA runtime (they need a GPU even for CPU use).
-inline bool kind_uses_cuda(const KindSpec& k) {
-  return k.name == "device" || k.name == "peer" || k.name == "managed" || k.name == "pinned" ||
-         k.name == "registered";
-}
+inline bool kind_uses_cuda(const KindSpec& k) { return kind_info(k.name).needs_cuda; }
+
+// Where a kind's data sits in steady state for a case on GPU `device`, and who reaches it:
+// location "gpu" (the GPU's own memory), "peer" (another GPU's) or "host"; reachable_by
+// "gpu", "cpu" or "gpu+cpu" on this machine. Every record carries both.
+struct KindPlace {
+  std::string location, reachable_by;
+};
+KindPlace kind_place(const KindSpec& k, int device);
 
 // Throws UsageError on an unknown kind, policy key or value.
 KindSpec parse_kind(const std::string& spec);

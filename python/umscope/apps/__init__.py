@@ -2,78 +2,131 @@
 memory mode as a parameter; `umscope app run NAME --mode MODE` runs it as a
 case in the store, like any benchmark."""
 
+import functools
+
+from umscope import registry
 from umscope.errors import UsageError
 from umscope.suite import Case
 
-MODES = ["explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered", "system"]
-
-_COMMON = ("processor", "threads", "check", "footprint", "seed", "iterations")
-
 
 class App:
-    def __init__(self, help, bench=None, takes=(), fixed=None, small=None, modes=None, suite=True):
+    def __init__(self, help, bench=None, takes=(), fixed=None, small=None, modes=None, suite=True, options=None):
         self.help = help
-        self.modes = list(modes or MODES)  # the memory modes it takes
+        self.modes = list(modes if modes is not None else registry.modes())  # the memory modes it takes
         self.suite = suite  # in the default suite
         self.bench = bench
         self.takes = tuple(takes)
         self.fixed = dict(fixed or {})  # parameters the app always passes (sgemm: precision fp32)
         self.small = dict(small or {})  # the default suite's short case
+        self.options = dict(options or {})  # name -> declaration (type, default, help, choices, min, max)
 
 
-APPS = {
-    "bfs": App("breadth-first search, level-synchronous with frontier masks (Rodinia), random graph from a seed",
-               takes=_COMMON[:-1] + ("nodes", "degree"), small={"footprint": "256M"}),
-    "needle": App("Needleman-Wunsch alignment, BLOSUM62, tiled anti-diagonal wavefront (Rodinia)",
-                  takes=_COMMON[:-1] + ("n", "penalty"), small={"footprint": "256M"}),
-    "pathfinder": App("dynamic programming down a grid of weights, 1-D pyramid tiling (Rodinia)",
-                      takes=_COMMON + ("rows", "cols", "pyramid"), small={"footprint": "256M"}),
-    "hotspot": App("2-D thermal stencil with pyramid tiling (Rodinia); one iteration = --pyramid steps",
-                   takes=_COMMON + ("rows", "cols", "pyramid"), small={"footprint": "256M"}),
-    "srad": App("speckle-reducing anisotropic diffusion, iterative (Rodinia srad v2)",
-                takes=_COMMON + ("rows", "cols", "lambda"), small={"footprint": "256M"}),
-    "triad": App("STREAM triad a = b + s*c over doubles, repeated (Cooper et al.)",
-                 takes=_COMMON + ("n",), small={"footprint": "256M"}),
-    "conv2d": App("3x3 2-D convolution (PolyBench 2DCONV)", takes=_COMMON + ("rows", "cols"),
-                  small={"footprint": "256M"}),
-    "jacobi2d": App("Jacobi 2-D 5-point stencil (PolyBench); --reverse: every other sweep bottom-up",
-                    takes=_COMMON + ("rows", "cols", "reverse"), small={"footprint": "256M"}),
-    "mvt": App("x1 += A y1, x2 += A^T y2 (PolyBench MVT)", takes=_COMMON + ("n",), small={"footprint": "256M"}),
-    "gesummv": App("y = alpha A x + beta B x (PolyBench GESUMMV)", takes=_COMMON + ("n",),
-                   small={"footprint": "256M"}),
-    "syr2k": App("C = alpha (A B^T + B A^T) + beta C, tiled kernel (PolyBench SYR2K)",
-                 takes=_COMMON + ("n", "m"), small={"footprint": "64M", "iterations": "2"}),
-    "sgemm": App("single-precision GEMM with cuBLAS; --variant panels: row panels sized to GPU memory",
-                 bench="gemm", takes=_COMMON + ("n", "m", "k", "variant", "panel-memory"), fixed={"precision": "fp32"},
-                 small={"footprint": "256M"}),
-    "gemm": App("cuBLAS GEMM in fp64/fp32/tf32/fp16 with each matrix placed in any kind (--place-a/b/c)",
-                takes=_COMMON + ("n", "m", "k", "precision", "variant", "panel-memory", "place-a", "place-b",
-                                 "place-c"), small={"footprint": "256M"}),
-    "himeno": App("3-D Poisson Jacobi, 19-point stencil (Himeno); --size S/M/L/XL or --footprint",
-                  takes=_COMMON + ("size", "dims"), small={"footprint": "256M"}),
-    "qv": App("Quantum Volume state-vector simulator: depth = width layers of Haar-random SU(4) gates on random "
-              "qubit pairs", takes=("qubits", "depth", "seed", "init", "precision", "processor", "check", "threads")),
-    "llm": App("autoregressive decoding (100 tokens) with transformers models of real sizes built with RANDOM "
-               "weights (--model gpt2..gpt2-xl, llama-1b/3b/8b), placed by umscope's PyTorch allocator; "
-               "mixed: --weights KIND --cache KIND",
-               takes=("model", "batch", "prompt", "tokens", "precision", "seed", "weights", "cache"),
-               modes=["torch", "explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered",
-                      "system", "mixed"], suite=False),
-}
+# What only the suite decides, not the application: its short case in the default suite (every other
+# application: a 256 MiB footprint) and whether it is in the default suite at all.
+SMALL = {"syr2k": {"footprint": "64M", "iterations": "2"}, "qv": {}}
+DEFAULT_SMALL = {"footprint": "256M"}
+
+# Applications that are another one's native source with parameters fixed: name -> (source, fixed, options
+# it does not offer, help).
+ALIASES = {"sgemm": ("gemm", {"precision": "fp32"}, ("precision", "place-a", "place-b", "place-c"),
+                     "single-precision GEMM with cuBLAS; --variant panels: row panels sized to GPU memory")}
+
+
+def _opt(name, type_, help_, choices=(), lo="", hi=""):
+    return {"name": name, "type": type_, "default": "", "help": help_, "choices": list(choices), "min": lo,
+            "max": hi, "internal": False}
+
+
+# llm runs in Python (PyTorch), not in umbench: its declaration is here, in the native list's form.
+LLM_OPTIONS = [
+    _opt("model", "text", "llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b (random weights)"),
+    _opt("batch", "int", "llm: batch", lo="-9223372036854775808", hi="9223372036854775807"),
+    _opt("prompt", "int", "llm: prompt", lo="-9223372036854775808", hi="9223372036854775807"),
+    _opt("tokens", "int", "llm: tokens", lo="-9223372036854775808", hi="9223372036854775807"),
+    _opt("precision", "choice", "llm: fp16, bf16, fp32", ("fp16", "bf16", "fp32")),
+    _opt("seed", "int", "seed of the generated inputs", lo="0", hi="9223372036854775807"),
+    _opt("weights", "text", "llm --mode mixed: kind of the weights"),
+    _opt("cache", "text", "llm --mode mixed: kind of the KV cache and activations"),
+]
+LLM = dict(help="autoregressive decoding (100 tokens) with transformers models of real sizes built with RANDOM "
+                "weights (--model gpt2..gpt2-xl, llama-1b/3b/8b), placed by umscope's PyTorch allocator; "
+                "mixed: --weights KIND --cache KIND",
+           modes=["torch", "explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered",
+                  "system", "mixed"])
+
+
+@functools.lru_cache(maxsize=None)
+def _apps() -> dict:
+    """Every application: the native ones as umbench declares them (`umbench list --json`), the aliases, llm."""
+    out = {}
+    for name, b in registry.applications().items():
+        opts = {o["name"]: o for o in b["options"] if not o["internal"]}
+        out[name] = App(b["help"], takes=opts, options=opts, small=SMALL.get(name, DEFAULT_SMALL))
+        for alias, (source, fixed, dropped, help_) in ALIASES.items():
+            if source == name:
+                kept = {k: v for k, v in opts.items() if k not in dropped}
+                fixed_opts = dict(kept, **{k: dict(opts[k], choices=[v]) for k, v in fixed.items() if k in opts})
+                out[alias] = App(help_, bench=source, takes=kept, fixed=fixed, options=fixed_opts,
+                                 small=SMALL.get(alias, DEFAULT_SMALL))
+    llm_opts = {o["name"]: o for o in LLM_OPTIONS}
+    out["llm"] = App(LLM["help"], takes=llm_opts, modes=LLM["modes"], suite=False, options=llm_opts)
+    return out
+
+
+def __getattr__(name):
+    # APPS and MODES come from the runner's registry, read when first used (not at import).
+    if name == "APPS":
+        return _apps()
+    if name == "MODES":
+        return registry.modes()
+    raise AttributeError(name)
+
+
+def cli_options() -> dict:
+    """Every option some application offers, merged for `umscope app`'s parser: name -> (declaration, help).
+    Where applications describe an option differently (--precision), the help joins their texts."""
+    merged = {}
+    for app in _apps().values():
+        for name, o in app.options.items():
+            if name not in app.takes:
+                continue
+            entry = merged.setdefault(name, (o, []))
+            if o["help"] not in entry[1]:
+                entry[1].append(o["help"])
+    return {k: (o, "; ".join(h)) for k, (o, h) in merged.items()}
+
+
+def add_cli_options(s):
+    """Adds the applications' options to `umscope app`'s parser, generated from the registry. Without a
+    usable umbench it adds none: `app` then fails with the registry's one-line reason."""
+    try:
+        opts = cli_options()
+        modes = registry.modes()
+    except UsageError:
+        return
+    s.add_argument("--mode", action="append", help="memory mode (repeatable, or 'all'; default explicit): "
+                   + ", ".join(modes))
+    for name, (o, help_) in opts.items():
+        if o["type"] == "flag":
+            s.add_argument("--" + name, action="store_true", help=help_)
+        else:
+            s.add_argument("--" + name, dest=name.replace("-", "_"), help=help_)
 
 
 def modes_of(name) -> list:
-    return APPS[name].modes if name in APPS else MODES
+    apps = _apps()
+    return apps[name].modes if name in apps else registry.modes()
 
 
 def bench_of(name) -> str:
-    return APPS[name].bench or name
+    apps = _apps()
+    return (apps[name].bench if name in apps else None) or name
 
 
 def app_cases(name, modes, options) -> list:
-    if name not in APPS:
-        raise UsageError(f"unknown application {name!r} (known: {', '.join(APPS)})")
-    app = APPS[name]
+    if name not in _apps():
+        raise UsageError(f"unknown application {name!r} (known: {', '.join(_apps())})")
+    app = _apps()[name]
     for m in modes:
         if m not in app.modes:
             raise UsageError(f"unknown mode {m!r} (modes: {', '.join(app.modes)})")
@@ -107,16 +160,16 @@ def default_cases() -> list:
     reference), and QV at CHECK_QUBITS against the CPU simulator; the other modes are verified by their
     checksums against explicit's (verify.cross_mode)."""
     cases = []
-    for name, app in APPS.items():
+    for name, app in _apps().items():
         if not app.suite:
             continue
         if name == "qv":
             cases += [Case("qv", None, {"qubits": "24", "mode": m, "init": i}, timeout=600)
-                      for m in MODES for i in ("gpu", "cpu")]
+                      for m in registry.modes() for i in ("gpu", "cpu")]
             cases.append(Case("qv", None, {"qubits": CHECK_QUBITS, "mode": "explicit", "init": "gpu", "check": "1"},
                               timeout=600))
             continue
-        for m in MODES:
+        for m in registry.modes():
             cases.append(Case(bench_of(name), None, dict(app.fixed, **app.small, mode=m), timeout=600))
         cases.append(Case(bench_of(name), None, dict(app.fixed, footprint=CHECK_FOOTPRINT, mode="explicit",
                                                      check="1"), timeout=600))

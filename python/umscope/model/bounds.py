@@ -32,8 +32,13 @@ _PCIE = {1: (2.5, 0.8), 2: (5.0, 0.8), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130)
 # NVLink: GB/s per link per direction by generation (NVIDIA's datasheets: V100 6 x 25, A100 12 x 25,
 # H100/H200 18 x 25, B200 18 x 50; NVLink 1 on P100, 4 x 20).
 _NVLINK_GBPS = {"1.0": 20.0, "2.0": 25.0, "2.2": 25.0, "3.0": 25.0, "3.1": 25.0, "4.0": 25.0, "5.0": 50.0}
-# (reads, writes) of array-sized traffic per stream operation.
-_OPS = {"read": (1, 0), "write": (0, 1), "copy": (1, 1), "triad": (2, 1)}
+
+
+def _ops() -> dict:
+    """(reads, writes) of array-sized traffic per stream operation: the runner's own table
+    (native/include/umscope/traffic.hpp, exported by `umbench list --json`)."""
+    from umscope import registry
+    return registry.stream_ops()
 
 
 def packaged() -> dict:
@@ -152,8 +157,15 @@ def describe(fp, machine_file=None) -> dict:
     return desc
 
 
+def record_location(rec, fp, prefix="") -> str:
+    """Where a record's data sits: the `location` (or `dst_location`) the runner wrote into it from the kind's
+    own declaration (native/memory/kinds.cpp); records stored before runners wrote it fall back to location()."""
+    return rec.get(prefix + "location") or location(rec.get(prefix + "kind") or "", rec.get(prefix + "policy"), fp)
+
+
 def location(kind: str, policy: str, fp) -> str:
-    """Where the data of a kind sits in steady state: 'gpu' or 'host'."""
+    """Where the data of a kind sits in steady state ('gpu', 'peer' or 'host'), for a kind without a record of
+    the runner (stores written before records carried `location`, PyTorch's allocator in the llm app)."""
     if kind == "device":
         return "gpu"
     if kind.startswith("peer:"):
@@ -187,9 +199,10 @@ def uses(rec, fp) -> dict:
         if (rec.get("processor") or "") == "cpu":
             return {"host_memory": 2.0}
         bench, op = "gpu-stream", "copy"
-    loc = location(rec.get("kind") or "", rec.get("policy"), fp)
-    if bench == "gpu-stream" and op in _OPS:
-        r, w = _OPS[op]
+    loc = record_location(rec, fp)
+    ops = _ops()
+    if bench == "gpu-stream" and op in ops:
+        r, w = ops[op]
         if loc == "gpu":
             add("gpu_memory", (r + w) * n)
         elif loc == "peer":  # the other GPU's memory over the peer link, each direction its own
@@ -201,8 +214,8 @@ def uses(rec, fp) -> dict:
             add("d2h", w * n)
             add("host_memory", (r + w) * n)
         return u
-    if bench == "cpu-stream" and op in _OPS:
-        r, w = _OPS[op]
+    if bench == "cpu-stream" and op in ops:
+        r, w = ops[op]
         if (rec.get("kind") or "") == "managed" or loc == "host":
             add("host_memory", (r + w) * n)
         else:  # CPU reaching GPU memory (Grace Hopper): over the link
@@ -211,7 +224,7 @@ def uses(rec, fp) -> dict:
             add("gpu_memory", (r + w) * n)
         return u
     if bench == "copy":
-        dst_loc = location(rec.get("dst_kind") or "", rec.get("dst_policy"), fp)
+        dst_loc = record_location(rec, fp, "dst_")
         pairs = [(loc, dst_loc)]
         if rec.get("route") == "both":
             pairs = [(loc, dst_loc), (dst_loc, loc)]
@@ -253,8 +266,9 @@ def bound(rec, fp, desc):
     if not u:
         return None, "no datapath model for this benchmark"
     n_reported = 2.0 if rec.get("route") == "both" else 1.0
-    if rec.get("benchmark") in ("gpu-stream", "cpu-stream", "contention", "migration") and rec.get("op") in _OPS:
-        r, w = _OPS[rec["op"]]
+    ops = _ops()
+    if rec.get("benchmark") in ("gpu-stream", "cpu-stream", "contention", "migration") and rec.get("op") in ops:
+        r, w = ops[rec["op"]]
         n_reported = float(r + w)
     if rec.get("benchmark") == "qv":
         n_reported = 2.0

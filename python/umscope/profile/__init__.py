@@ -20,7 +20,7 @@ from umscope.profile.output import UNITS, _records, _summary, print_summary, tra
 from umscope.profile.sampler import (PAGE, Sampler, host_energy_j, numa_bytes, parse_period,  # noqa: F401
                                      process_tree, rss_bytes)
 from umscope.profile.tracer import (ACCESS, CAUSES, COUNTERS, cupti_path, parse_trace, read_trace_lines,  # noqa: F401
-                                    shift_trace, tracer_path)
+                                    shift_trace, trace_files, tracer_path)
 
 
 def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False):
@@ -41,10 +41,11 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
             os.close(fd)
             env["CUDA_INJECTION64_PATH"] = lib
             env["UMSCOPE_TRACE_FILE"] = trace_file
-            # NVTX ranges the program emits reach CUPTI through its NVTX injection.
-            cupti = cupti_path(lib)
-            if cupti and "NVTX_INJECTION64_PATH" not in env:
-                env["NVTX_INJECTION64_PATH"] = cupti
+            # NVTX ranges the program emits reach CUPTI through NVTX's injection: libumtrace itself, which
+            # starts the trace at the first NVTX call (a range opened before any CUDA call is kept) and hands
+            # NVTX on to CUPTI.
+            if "NVTX_INJECTION64_PATH" not in env:
+                env["NVTX_INJECTION64_PATH"] = lib
     baseline = {}
     for i, bus in enumerate(gpus):
         m = nvml.memory(bus)
@@ -87,7 +88,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
         e1 = sampler._energy()
         energy = {k: e1[k] - sampler.energy0[k] for k in e1 if k in sampler.energy0}
     if trace_file:
-        tr = parse_trace(trace_file)
+        tr = parse_trace(trace_file, gpus)
         if tr and tr.get("wall_start"):
             shift_trace(tr, tr["wall_start"] / 1e9 - start)
         if not tr:
@@ -97,7 +98,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False)
         if tr and not tr.get("complete"):
             notes.append("--um-trace: the trace ended early (the program died); what was flushed is kept")
         extra = trace_records(tr)
-        os.unlink(trace_file)
+        for f in trace_files(trace_file):
+            os.unlink(f)
     else:
         extra = []
     records = _records(cmd, sampler, wall, rc, status, energy, notes) + extra

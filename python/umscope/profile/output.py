@@ -10,21 +10,36 @@ def _summary(values):
             "value": max(values)}
 
 
+def record_shortfall(tr: dict) -> dict:
+    """Per direction, the share of the bytes the driver's counters saw that CUPTI's records carry (1.0: all),
+    where the driver's counters were read; the records' totals are short by the rest (events the driver's
+    tools queue dropped)."""
+    drv = (tr.get("driver_counters") or {}).get("all")
+    if not drv:
+        return {}
+    return {d: (tr["totals"][d] / drv[d] if drv[d] else None) for d in ("htod", "dtoh")}
+
+
 def trace_records(tr: dict) -> list:
     recs = []
     if not tr:
         return recs
-    for d in ("htod", "dtoh"):
-        pts = tr["timeline"][d]
-        if pts:
-            recs.append({"type": "record", "benchmark": "profile", "op": f"um_{d}_cumulative", "processor": "gpu0",
-                         "metric": "bytes_moved", "unit": "B", **_summary([v for _, v in pts]),
-                         "t": [t for t, _ in pts], "samples": [v for _, v in pts]})
+    # One cumulative series per direction and GPU, labelled with the GPU the migrations went to or came from.
+    per_gpu = tr.get("timeline_by_gpu") or {}
+    for gpu in sorted(per_gpu):
+        for d in ("htod", "dtoh"):
+            pts = per_gpu[gpu][d]
+            if pts:
+                recs.append({"type": "record", "benchmark": "profile", "op": f"um_{d}_cumulative", "processor": gpu,
+                             "metric": "bytes_moved", "unit": "B", **_summary([v for _, v in pts]),
+                             "t": [t for t, _ in pts], "samples": [v for _, v in pts]})
     t = tr["totals"]
     allocs = [{k: a[k] for k in ("address", "bytes", "htod", "dtoh")} for a in tr["allocations"]]
     timelines = [{k: a[k] for k in ("address", "bytes", "t", "in", "out")}
                  for a in sorted(tr["allocations"], key=lambda a: -(a["htod"] + a["dtoh"]))[:6]]
-    recs.append({"type": "record", "benchmark": "profile", "op": "um_trace", "processor": "gpu0", "metric": "um_events",
+    traced = sorted(tr.get("by_gpu") or {}) or ["gpu"]
+    recs.append({"type": "record", "benchmark": "profile", "op": "um_trace", "processor": "+".join(traced),
+                 "metric": "um_events",
                  "unit": "", "n": 1, "median": t["htod"] + t["dtoh"], "min": 0, "max": t["htod"] + t["dtoh"],
                  "value": t["htod"] + t["dtoh"], "totals": t, "events": tr["events"], "by_cause": tr["by_cause"],
                  "faults_by_access": tr["faults_by_access"], "allocations": allocs, "allocation_timelines": timelines,
@@ -33,7 +48,11 @@ def trace_records(tr: dict) -> list:
                  "kernels": tr["kernels"], "kernel_s": tr["kernel_s"], "memcpy_bytes": tr["memcpy_bytes"],
                  "allocations_made": tr["allocations_made"], "faults_per_migration": tr["faults_per_migration"],
                  "eviction_to_migration": tr["eviction_to_migration"], "trace_complete": tr["complete"],
-                 "dropped": tr["dropped"], "cupti_errors": [e.get("what", "") + ": " + e.get("cupti", "")
+                 "dropped": tr["dropped"], "by_gpu": tr.get("by_gpu", {}), "devices": tr.get("devices", {}),
+                 "kinds_configured": tr.get("kinds_configured", []), "kinds_refused": tr.get("kinds_refused", []),
+                 "records_lost": tr.get("records_lost"), "driver_counters": tr.get("driver_counters", {}),
+                 "processes": tr.get("processes", 1),
+                 "record_shortfall": record_shortfall(tr), "cupti_errors": [e.get("what", "") + ": " + e.get("cupti", "")
                                                             for e in tr["errors"]]})
     return recs
 

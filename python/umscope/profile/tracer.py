@@ -51,20 +51,85 @@ def read_trace_lines(path) -> list:
     return ev
 
 
-def parse_trace(path) -> dict:
-    """Totals, timelines and analyses from libumtrace's JSON lines."""
+def _bus_key(bus):
+    """A PCI bus id as CUDA ("0000:1B:00.0") or NVML ("00000000:1b:00.0") writes it -> (domain, bus, device,
+    function); None where it does not parse."""
     try:
-        ev = read_trace_lines(path)
+        dom, b, rest = str(bus).strip().split(":")
+        dev, fn = rest.split(".")
+        return int(dom, 16), int(b, 16), int(dev, 16), int(fn, 16)
+    except (AttributeError, ValueError):
+        return None
+
+
+def gpu_labels(ev, gpus=()) -> dict:
+    """(process, CUDA device ordinal) (what CUPTI's deviceId, srcId and dstId carry; each process numbers the GPUs
+    it sees, e.g. under its own CUDA_VISIBLE_DEVICES) -> umscope's GPU label: gpuN, N the GPU's place in `gpus`
+    (PCI bus ids, umscope's numbering), matched through the process's device table (ordinal -> PCI bus id, read
+    from the driver). An ordinal the table or `gpus` cannot place keeps its CUDA number, labelled so ("cuda1")."""
+    index = {_bus_key(b): i for i, b in enumerate(gpus or ())}
+    labels = {}
+    for e in ev:
+        if e.get("k") == "device":
+            i = index.get(_bus_key(e.get("bus")))
+            labels[(e.get("_p", 0), e["id"])] = f"gpu{i}" if i is not None else f"cuda{e['id']}"
+    return labels
+
+
+def trace_files(path) -> list:
+    """The trace file and the per-process files beside it (FILE.PID: every process of the program after the
+    first that started CUDA writes its own)."""
+    import glob
+    return [str(path)] + sorted(f for f in glob.glob(glob.escape(str(path)) + ".*") if f.rsplit(".", 1)[1].isdigit())
+
+
+def read_process_traces(path) -> list:
+    """Every process's JSON lines, each event tagged with its process (_p: 0 for the trace file, then one per
+    FILE.PID)."""
+    ev = []
+    for p, f in enumerate(trace_files(path)):
+        for e in read_trace_lines(f):
+            e["_p"] = p
+            ev.append(e)
+    return ev
+
+
+# Which id of a unified-memory record names the GPU it happened on: the destination of a migration to a device or
+# a device-to-device copy; the source of a migration to the host, a GPU fault, a throttling or a remote map (on
+# the H100, driver 580, a GPU's mapping of host-preferred memory came with srcId 0 and dstId 0xffffffff). A
+# thrashing record's srcId is a bit mask of the processors fighting; a CPU fault has no GPU.
+_GPU_FIELD = {"htod": "dst", "dtoh": "src", "gpu_fault": "src", "throttling": "src", "remote_map": "src",
+              "dtod": "dst"}
+
+
+def record_gpus(e, name, label) -> list:
+    """The GPU labels a unified-memory record belongs to ([] for CPU faults)."""
+    if name == "cpu_fault":
+        return []
+    if name == "thrashing":
+        mask = e.get("src") or 0
+        return [label(i) for i in range(32) if mask >> i & 1] or [label(0)]
+    return [label(e.get(_GPU_FIELD.get(name, "dst"), 0))]
+
+
+def parse_trace(path, gpus=()) -> dict:
+    """Totals, timelines and analyses from libumtrace's JSON lines; `gpus` (PCI bus ids, umscope's GPU order)
+    puts each record on the GPU it came from."""
+    try:
+        ev = read_process_traces(path)
     except OSError:
         return {}
     if not ev:
         return {}  # the library never started: the program did not initialise CUDA
     start = next((e for e in ev if e.get("k") == "start"), {})
+    procs = {e["_p"] for e in ev if e.get("k") == "start"}
     t0 = start.get("t")
     um = [e for e in ev if e.get("k") == "um"]
     if t0 is None:
         t0 = min((e["s"] for e in um), default=0)
-    out = {"errors": [e for e in ev if e.get("k") == "error"], "complete": any(e.get("k") == "end" for e in ev),
+    ended = {e["_p"] for e in ev if e.get("k") == "end"}
+    out = {"errors": [e for e in ev if e.get("k") == "error"], "complete": bool(ended) and procs <= ended,
+           "processes": len(procs),
            "dropped": sum(e.get("n", 0) for e in ev if e.get("k") == "dropped")}
     totals = {name: 0 for name in COUNTERS.values()}
     events = {name: 0 for name in COUNTERS.values()}
@@ -74,11 +139,26 @@ def parse_trace(path) -> dict:
     cum = {"htod": 0, "dtoh": 0}
     allocs = sorted(((e["a"], e["b"]) for e in ev if e.get("k") == "mem" and e.get("op") == 1), key=lambda x: x[0])
     per_alloc = {}
+    labels = gpu_labels(ev, gpus)
+    label = lambda p, i: labels.get((p, i), f"cuda{i}")  # noqa: E731
+    by_gpu = {}
+    timeline_by_gpu = {}
+
+    def gpu_slot(g):
+        return by_gpu.setdefault(g, dict({name: 0 for name in COUNTERS.values() if name != "cpu_fault"},
+                                         kernels=0, kernel_s=0.0, memcpy_bytes=0))
+
     for e in sorted(um, key=lambda e: e["s"]):
         name = COUNTERS.get(e["c"], f"counter{e['c']}")
         # A CPU page-fault record is one fault (its value field is not a count on this CUPTI).
         totals[name] = totals.get(name, 0) + (1 if name == "cpu_fault" else e["v"])
         events[name] = events.get(name, 0) + 1
+        for g in record_gpus(e, name, lambda i, p=e["_p"]: label(p, i)):
+            slot = gpu_slot(g)
+            slot[name] = slot.get(name, 0) + e["v"]
+            if name in ("htod", "dtoh"):
+                tl = timeline_by_gpu.setdefault(g, {"htod": [], "dtoh": []})[name]
+                tl.append((round((e["e"] - t0) / 1e9, 6), (tl[-1][1] if tl else 0) + e["v"]))
         if name in by_cause:
             cause = CAUSES.get(e.get("f", 0), str(e.get("f")))
             by_cause[name][cause] = by_cause[name].get(cause, 0) + e["v"]
@@ -96,7 +176,30 @@ def parse_trace(path) -> dict:
         if name == "gpu_fault":
             acc = ACCESS.get(e.get("f", 0), str(e.get("f")))
             faults_by_access[acc] = faults_by_access.get(acc, 0) + e["v"]
-    ranges, instants = nvtx_ranges([e for e in ev if e.get("k") == "marker"], t0)
+    for e in ev:
+        if e.get("k") in ("kernel", "memcpy") and "d" in e:
+            slot = gpu_slot(label(e["_p"], e["d"]))
+            if e["k"] == "kernel":
+                slot["kernels"] += 1
+                slot["kernel_s"] += (e["e"] - e["s"]) / 1e9
+            else:
+                slot["memcpy_bytes"] += e["b"]
+    # The tracer's own accounting: kinds CUPTI refused, and records it wrote that did not reach this reader.
+    ends = [e for e in ev if e.get("k") == "end"]
+    refused = sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev if e.get("k") == "config" and not e.get("ok")}
+                     - {COUNTERS.get(e["c"], str(e["c"])) for e in ev if e.get("k") == "config" and e.get("ok")})
+    written = [e["um_records"] for e in ends if isinstance(e.get("um_records"), list)]
+    lost = (sum(map(sum, written)) - len(um)) if written and len(written) == len(ends) else None
+    # The UVM driver's own counters (lossless totals, read at exit): every processor, and per GPU.
+    driver = {}
+    for e in ev:
+        if e.get("k") == "uvm_counters":
+            key = "all" if e.get("dev", -1) < 0 else label(e["_p"], e["dev"])
+            slot = driver.setdefault(key, {})
+            for k in ("htod", "dtoh", "cpu_faults", "gpu_faults", "prefetch_htod", "prefetch_dtoh"):
+                slot[k] = slot.get(k, 0) + e.get(k, 0)  # summed over the program's processes
+    driver_refused = [e for e in ev if e.get("k") == "uvm_config" and not e.get("ok")]
+    ranges, instants = nvtx_ranges([dict(e, id=(e["_p"], e.get("id"))) for e in ev if e.get("k") == "marker"], t0)
     for a in per_alloc.values():  # at most 400 points per allocation, the last one kept
         step = max(1, len(a["t"]) // 400)
         for k in ("t", "in", "out"):
@@ -107,7 +210,12 @@ def parse_trace(path) -> dict:
                kernels=sum(1 for e in ev if e.get("k") == "kernel"),
                kernel_s=sum(e["e"] - e["s"] for e in ev if e.get("k") == "kernel") / 1e9,
                memcpy_bytes=sum(e["b"] for e in ev if e.get("k") == "memcpy"),
-               allocations_made=len(allocs))
+               allocations_made=len(allocs), by_gpu=by_gpu, timeline_by_gpu=timeline_by_gpu,
+               devices={label(e["_p"], e["id"]): e.get("bus") for e in ev if e.get("k") == "device"},
+               kinds_refused=refused, records_lost=lost, driver_counters=driver,
+               driver_counters_refused=bool(driver_refused) and not driver,
+               kinds_configured=sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev
+                                        if e.get("k") == "config" and e.get("ok")}))
     # The studies' analyses: faults per migration, eviction against migration.
     out.update(migration_ratios(totals, events, by_cause))
     return out
@@ -119,6 +227,9 @@ def shift_trace(tr, offset):
     sh = lambda t: None if t is None else round(t + offset, 6)  # noqa: E731
     for d in tr["timeline"]:
         tr["timeline"][d] = [(sh(t), v) for t, v in tr["timeline"][d]]
+    for per in tr.get("timeline_by_gpu", {}).values():
+        for d in per:
+            per[d] = [(sh(t), v) for t, v in per[d]]
     for a in tr["allocations"]:
         a["t"] = [sh(t) for t in a["t"]]
     tr["ranges"] = [(n, sh(a), sh(b)) for n, a, b in tr["ranges"]]

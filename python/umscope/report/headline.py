@@ -8,8 +8,9 @@ Nothing here is a number of its own: every line quotes a record of the run
 a line whose records are missing is left out, never filled in."""
 
 from collections import OrderedDict
-from html import escape
 
+from umscope.report.common import e
+from umscope.report.registry import page_section
 from umscope.sizes import format_size
 
 # How an application touches memory, for "which mode wins for which access
@@ -21,6 +22,8 @@ APP_CLASSES = OrderedDict([
     ("irregular", ("bfs",)),
     ("dense compute", ("sgemm", "gemm", "syr2k", "qv")),
 ])
+
+TITLE = "This node in brief"
 
 REPRESENTATIVE_RULE = ("a bandwidth or latency curve is represented by its largest size; an application by its "
                        "whole run without the CPU's initialisation (total_excl_init_ms: transfers, migration and "
@@ -147,12 +150,11 @@ def app_winners(records) -> list:
 
 def section(records, findings_html="") -> str:
     """The headline HTML: key figures, then the winning memory mode per application class."""
-    e = lambda v: escape("" if v is None else str(v))  # noqa: E731
     rows = facts(records)
     wins = app_winners(records)
     if not rows and not wins:
         return ""
-    parts = ["<h2 id=headline>This node in brief</h2>"]
+    parts = [f"<h2 id=headline>{TITLE}</h2>"]
     if rows:
         parts.append("<table>" + "".join(f"<tr><th>{e(w)}</th><td>{e(f)}</td></tr>" for w, f in rows) + "</table>")
     if wins:
@@ -169,3 +171,8 @@ def section(records, findings_html="") -> str:
     parts.append(f"<p class=note>Each line quotes one record of this run; {e(REPRESENTATIVE_RULE)}. "
                  "Bounds name their source. The sections below hold every record.</p>")
     return "".join(parts)
+
+
+@page_section("headline", TITLE, order=10)
+def _page(page) -> str:
+    return section(page.records)

@@ -4,10 +4,11 @@ drawn: a decode step reads every weight once, so its floor is weight bytes / the
 the weights live (GPU memory, or the host link for host-resident kinds), the peaks of bounds.describe."""
 
 from collections import OrderedDict
-from html import escape as e
 
 from umscope.apps.llm import token_bound
 from umscope.model import bounds
+from umscope.report.common import e, records_table
+from umscope.report.registry import family_section
 from umscope.report.svg import hbar_chart, line_chart, size_tick
 
 
@@ -62,3 +63,8 @@ def section(recs, fp=None) -> str:
                "weights live (bounds.describe); the KV cache and activations are not counted, so the bound is a "
                "floor. Verified: the logits equal those of PyTorch's own allocator in device memory (same seed).</p>")
     return "".join(out)
+
+
+@family_section("llm")
+def _family(bench, recs, page) -> str:
+    return section(recs, page.fp) + records_table(recs)

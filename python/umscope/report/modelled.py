@@ -7,9 +7,12 @@ from collections import OrderedDict
 from html import escape
 
 from umscope.errors import UsageError
+from umscope.report.registry import page_section
 
 _STYLE = ("border:2px dashed #8a6d00;background:repeating-linear-gradient(45deg,#fffbea,#fffbea 10px,#fff6d5 10px,"
           "#fff6d5 20px);padding:8px 14px;margin-top:28px")
+
+TITLE = "Modelled (not measured)"
 
 
 def e(x) -> str:
@@ -41,7 +44,7 @@ def section(records, fp) -> str:
     if not apps:
         return ""
     machine = _machine_of(fp)
-    head = (f"<section style=\"{_STYLE}\"><h2 id=modelled>Modelled (not measured)</h2>"
+    head = (f"<section style=\"{_STYLE}\"><h2 id=modelled>{TITLE}</h2>"
             "<p class=note>Everything in this frame is a model output, not a measurement of this run. ")
     if not machine:
         return head + ("No model figures for this GPU (known: H100 on PCIe, GH200): nothing modelled.</p>"
@@ -84,3 +87,8 @@ def section(records, fp) -> str:
                "<code>umscope simulate APP --dos 150</code>, <code>umscope simulate --sweep all</code> "
                "(simulator umsim; see docs/simulator.md).</p></section>")
     return "\n".join(out)
+
+
+@page_section("modelled", TITLE, order=140)
+def _page(page) -> str:
+    return section(page.records, page.fp)

@@ -3,23 +3,11 @@ and memory kind against the peer-link bound, MPI bandwidth and latency per
 pair of kinds, and MPI throughput against the processes per node."""
 
 from collections import OrderedDict
-from html import escape
 
 from umscope import verify
+from umscope.report.common import e, extra, records_table, short_kind
+from umscope.report.registry import family_section
 from umscope.report.svg import line_chart, size_tick
-
-
-def e(x) -> str:
-    return escape("" if x is None else str(x))
-
-
-def _x(r) -> dict:
-    return r.get("extra") or {}
-
-
-def _kind(kind, policy) -> str:
-    policy = ",".join(p for p in (policy or "").split(",") if p and p != "first_touch=cpu")
-    return kind + (f" [{policy}]" if policy else "")
 
 
 def link_bound(fp):
@@ -49,8 +37,8 @@ def nccl_section(recs, fp=None) -> str:
     for op, rs in by_op.items():
         series = OrderedDict()
         for r in rs:
-            x = _x(r)
-            label = _kind(r["kind"], r.get("policy")) + f" · {x.get('ranks')} ranks"
+            x = extra(r)
+            label = short_kind(r["kind"], r.get("policy")) + f" · {x.get('ranks')} ranks"
             if x.get("launch") == "mpi":
                 label += f" on {x.get('hosts')} host(s)"
             series.setdefault(label, []).append(_point(r))
@@ -59,7 +47,7 @@ def nccl_section(recs, fp=None) -> str:
             series[f"peer-link bound {bound[0]:g} GB/s ({bound[1]})"] = [(min(xs), bound[0]), (max(xs), bound[0])]
         out.append(line_chart(list(series.items()), f"NCCL {op}: bus bandwidth (median, whiskers min–max)",
                               "size (nccl-tests' size per rank)", "busbw GB/s", x_fmt=size_tick))
-    first = _x(recs[0]) if recs else {}
+    first = extra(recs[0]) if recs else {}
     out.append("<p class=note>algbw = size / time; busbw = algbw × 2(n−1)/n for all-reduce, × (n−1)/n for "
                "all-gather, reduce-scatter and all-to-all, × 1 for broadcast (nccl-tests' definitions, so figures "
                "compare with all_reduce_perf). Time: CUDA events around a batch of calls, the slowest rank's; "
@@ -68,9 +56,9 @@ def nccl_section(recs, fp=None) -> str:
                f"NCCL_NVLS_ENABLE={e(first.get('nccl_nvls_enable'))}."
                + ("" if bound else " No peer-link bound: the probe found no GPU pair link.") + "</p>")
     rows = "".join(
-        f"<tr><td>{e(r['op'])}</td><td>{e(_kind(r['kind'], r.get('policy')))}</td><td>{e(_x(r).get('ranks'))}</td>"
-        f"<td>{e(_x(r).get('launch'))}</td><td class=num>{e(size_tick(r['bytes']))}</td>"
-        f"<td class=num>{_x(r).get('time_us', 0):.4g}</td><td class=num>{_x(r).get('algbw', 0):.4g}</td>"
+        f"<tr><td>{e(r['op'])}</td><td>{e(short_kind(r['kind'], r.get('policy')))}</td><td>{e(extra(r).get('ranks'))}</td>"
+        f"<td>{e(extra(r).get('launch'))}</td><td class=num>{e(size_tick(r['bytes']))}</td>"
+        f"<td class=num>{extra(r).get('time_us', 0):.4g}</td><td class=num>{extra(r).get('algbw', 0):.4g}</td>"
         f"<td class=num>{r['median']:.4g}</td><td class=num>{100 * (r.get('spread') or 0):.1f}%</td>"
         f"<td>{e(verify.method(r))}</td></tr>" for r in recs)
     out.append("<table><tr><th>op</th><th>kind</th><th>ranks</th><th>launch</th><th>size</th><th>time µs</th>"
@@ -79,8 +67,8 @@ def nccl_section(recs, fp=None) -> str:
 
 
 def _pair(r) -> str:
-    x = _x(r)
-    return f"{_kind(r['kind'], r.get('policy'))} → {_kind(x.get('peer_kind', r['kind']), x.get('peer_policy'))}"
+    x = extra(r)
+    return f"{short_kind(r['kind'], r.get('policy'))} → {short_kind(x.get('peer_kind', r['kind']), x.get('peer_policy'))}"
 
 
 def mpi_section(recs) -> str:
@@ -101,10 +89,10 @@ def mpi_section(recs) -> str:
         series = OrderedDict()
         for r in mbw:
             series.setdefault(f"{_pair(r)} · {size_tick(r['bytes'])}", []).append(
-                (_x(r).get("active_processes"), r["median"], r["min"], r["max"]))
+                (extra(r).get("active_processes"), r["median"], r["min"], r["max"]))
         out.append(line_chart(list(series.items()), "MPI throughput against processes (k sending pairs at once)",
                               "active processes (2 per pair)", "aggregate GB/s", x_fmt=lambda v: f"{v:g}"))
-    first = _x(recs[0]) if recs else {}
+    first = extra(recs[0]) if recs else {}
     out.append(f"<p class=note>Launched as <code>{e(first.get('launcher'))}</code> ({e(first.get('ranks'))} ranks on "
                f"{e(first.get('hosts'))} host(s), {e(first.get('processes_per_node'))} per node); "
                f"{e(first.get('mpi_library'))}. CUDA-aware: {'yes' if first.get('cuda_aware') else 'no'} "
@@ -116,3 +104,8 @@ def mpi_section(recs) -> str:
 
 def section(bench, recs, fp=None) -> str:
     return nccl_section(recs, fp) if bench == "nccl" else mpi_section(recs)
+
+
+@family_section("nccl", "mpi")
+def _family(bench, recs, page) -> str:
+    return section(bench, recs, page.fp) + records_table(recs)

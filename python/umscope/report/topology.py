@@ -7,7 +7,10 @@ from collections import OrderedDict
 from html import escape
 
 from umscope.model import bounds
+from umscope.report.registry import page_section
 from umscope.sizes import format_size
+
+TITLE = "Topology"
 
 
 def e(x) -> str:
@@ -131,7 +134,7 @@ def section(fp, records) -> str:
     placed = _placement_rows(records)
     if len(gpus) < 2 and not placed and not any(g.get("cpus") for g in gpus):
         return ""
-    out = ["<h2 id=topology>Topology</h2>"]
+    out = [f"<h2 id=topology>{TITLE}</h2>"]
     if len(gpus) >= 2:
         devs = [g["device"] for g in gpus]
         head = "<tr><th>from \\ to</th>" + "".join(f"<th>GPU {d}</th>" for d in devs) + "</tr>"
@@ -184,3 +187,8 @@ def section(fp, records) -> str:
             "the GPU's local CPUs with host memory bound to its NUMA node (local), and on another socket "
             "(remote; skipped, with the reason, on a one-socket host).</p>")
     return "\n".join(out)
+
+
+@page_section("topology", TITLE, order=30)
+def _page(page) -> str:
+    return section(page.fp, page.records)

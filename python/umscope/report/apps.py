@@ -1,0 +1,105 @@
+"""The applications (every record of op 'app', whatever its family): which memory mode wins for which
+application (the study's Fig. 3), the phases of each run, per-iteration times, and GEMM placement."""
+
+from collections import OrderedDict
+
+from umscope import verify
+from umscope.report.common import SPREAD_FLAG, e, num
+from umscope.report.registry import family_section
+from umscope.report.svg import heatmap, line_chart, size_tick
+
+
+APP_PHASES = ["context_ms", "alloc_ms", "init_ms", "transfer_ms", "compute_ms", "back_ms", "free_ms"]
+
+
+def app_label(x) -> str:
+    label = x.get("app", "?")
+    if label == "gemm":
+        label = f"gemm {x.get('precision')}" + (" panels" if x.get("variant") == "panels" else "")
+        places = [f"{m}={x.get('place_' + m)}" for m in "abc" if x.get("place_" + m) not in (None, "mode")]
+        if places:
+            label += " " + ",".join(places)
+    if x.get("reverse"):
+        label += " reversed"
+    return label
+
+
+def charts(recs) -> str:
+    """Which memory mode wins for which application (the study's Fig. 3): speedup of each mode over explicit,
+    the phases, per-iteration times, and GEMM placement."""
+    from umscope.apps import MODES
+    x = lambda r: r.get("extra") or {}  # noqa: E731
+    by = OrderedDict()
+    for r in recs:
+        by.setdefault(app_label(x(r)), {})[x(r).get("mode")] = r
+    modes = [m for m in MODES + ["cpu"] if any(m in d for d in by.values())]
+    speed, comp = {}, {}
+    for label, d in by.items():
+        base = d.get("explicit")
+        for m, r in d.items():
+            comp[(label, m)] = r["median"]
+            if base:
+                speed[(label, m)] = x(base)["total_excl_init_ms"] / x(r)["total_excl_init_ms"]
+    out = []
+    if speed:
+        out.append(heatmap(list(by), modes, speed, "speedup over explicit (whole run without the CPU's "
+                           "initialisation; >1: faster)", "×", cell_w=104, corner="app ↓ mode →"))
+    out.append(heatmap(list(by), modes, comp, "computation: median time per iteration (ms)", "ms", cell_w=104,
+                       corner="app ↓ mode →"))
+    rows = []
+    for label, d in by.items():
+        for m in modes:
+            r = d.get(m)
+            if not r:
+                continue
+            xr = x(r)
+            rate = (f"{xr['bandwidth_gbps']:.4g} GB/s" if xr.get("bandwidth_gbps") else "") + (
+                f" {xr['gflops']:.4g} GFLOP/s" if xr.get("gflops") else "")
+            if xr.get("edges") and xr.get("compute_ms"):
+                rate = f"{xr['edges'] / (xr['compute_ms'] * 1e-3) / 1e9:.3g} GTEPS"
+            check = verify.method(r)
+            rows.append(f"<tr><td>{e(label)}</td><td>{e(m)}</td><td class=num>{e(size_tick(r['bytes']))}</td>"
+                        + "".join(f"<td class=num>{num(xr.get(p))}</td>" for p in APP_PHASES)
+                        + f"<td class=num>{num(xr.get('total_ms'))}</td><td class=num>{num(xr.get('total_excl_init_ms'))}"
+                        f"</td><td class=num>{e(xr.get('iterations'))}</td><td class=num>{r['median']:.4g}"
+                        f"{' ⚠' if (r.get('spread') or 0) > SPREAD_FLAG else ''}</td><td>{e(rate.strip())}</td>"
+                        f"<td>{e(check)} <code>{e(xr.get('checksum', ''))}</code></td></tr>")
+    out.append("<table><tr><th>application</th><th>mode</th><th>arrays</th>" + "".join(
+        f"<th>{p[:-3]} ms</th>" for p in APP_PHASES) + "<th>total ms</th><th>total without init ms</th>"
+        "<th>iterations</th><th>ms per iteration</th><th>rate</th><th>verified by</th></tr>" + "".join(rows) +
+        "</table><p class=note>Phases: context = the first CUDA call; transfer = explicit copies, prefetch or "
+        "advice; back = copies to the host and the CPU reading every result (the checksum). Speedups follow "
+        "the studies' convention of leaving out the CPU's initialisation of the inputs. Rates use the least "
+        "traffic (or the operation count) of one iteration over its median time. A run whose result differed "
+        "from the CPU reference is a failed case (see the end of the report). After the cases ran, the suite "
+        "compares every mode's checksum with the explicit mode's of the same application and parameters: a "
+        "disagreeing case is failed; agreeing records are verified 'cross-mode-checksum'. Each application "
+        "is also checked against its CPU reference once per run at a small footprint ('cpu-reference').</p>")
+    charts = []
+    for label, d in by.items():
+        series = [(m, list(enumerate(x(r).get("samples") or r.get("samples") or [], 1))) for m, r in d.items()]
+        series = [(m, pts) for m, pts in series if len(pts) > 1]
+        if series:
+            charts.append(line_chart(series, f"{label}: time per iteration (ms)", "iteration", "ms", x_log=False,
+                                     y_log=True, x_fmt=lambda v: f"{v:g}", height=240))
+    if charts:
+        out.append("<details><summary>Per-iteration times of the iterative applications (first iterations "
+                   "show migration and first-touch costs)</summary>" + "".join(charts) + "</details>")
+    gemm = [r for r in recs if x(r).get("app") == "gemm"]
+    if gemm:
+        grow = "".join(
+            f"<tr><td>{e(x(r).get('precision'))}</td><td>{e(x(r).get('mode'))}</td>"
+            + "".join(f"<td>{e(x(r).get('place_' + m))}</td>" for m in "abc")
+            + f"<td class=num>{e(x(r).get('m'))}×{e(x(r).get('n_cols'))}×{e(x(r).get('k'))}</td>"
+            f"<td class=num>{r['median']:.4g}</td><td class=num>{(x(r).get('gflops') or 0) / 1e3:.4g}</td></tr>"
+            for r in gemm)
+        out.append("<h3>GEMM placement</h3><table><tr><th>precision</th><th>mode</th><th>A</th><th>B</th><th>C</th>"
+                   "<th>m×n×k</th><th>ms per GEMM</th><th>TFLOP/s</th></tr>" + grow + "</table><p class=note>"
+                   "\"mode\": the matrix follows the run's memory mode. Bytes crossing the link are measured by "
+                   "<code>umscope profile --um-trace</code> for managed placements.</p>")
+    return "".join(out)
+
+
+@family_section("applications")
+def section(bench, recs, page=None) -> str:
+    return charts(recs)

@@ -1,0 +1,48 @@
+"""The report's machine section: host, CPU and caches, memory, NUMA, CUDA and every GPU with its unified-memory
+attributes, as the probe found them when the run started."""
+
+from umscope.probe import cuda_version_text
+from umscope.report.common import e
+from umscope.report.registry import page_section
+from umscope.sizes import format_size
+
+TITLE = "Machine"
+
+
+def table(fp) -> str:
+    if not fp:
+        return "<p>No machine fingerprint stored.</p>"
+    rows = []
+    host, cpu, cuda = fp.get("host", {}), fp.get("cpu", {}), fp.get("cuda", {})
+    rows.append(("Host", f"{host.get('hostname')} — {host.get('os')}, kernel {host.get('kernel')}"))
+    rows.append(("CPU", f"{cpu.get('model')} ({cpu.get('arch')}), {cpu.get('logical_cpus')} logical CPUs, "
+                        f"{cpu.get('sockets')} socket(s)"))
+    caches = ", ".join(f"L{c['level']} {c['type']} {format_size(c['bytes'])}" for c in cpu.get("caches", []))
+    rows.append(("CPU caches", caches or "unknown"))
+    rows.append(("Memory", f"page size {host.get('page_size')} B, THP {host.get('thp')}, "
+                           f"MemTotal {format_size(host.get('memory', {}).get('MemTotal', 0) or 1)}"))
+    numa = "; ".join(f"node {n['id']}: {format_size(n['mem_bytes'] or 1)}, {len(n['cpus'])} CPUs"
+                     for n in fp.get("numa", []))
+    rows.append(("NUMA", numa or "no NUMA information"))
+    rows.append(("CUDA", f"runtime {cuda_version_text(cuda.get('runtime_version'))}, driver "
+                         f"{cuda.get('driver') or cuda_version_text(cuda.get('driver_version'))}"))
+    for g in fp.get("gpus", []):
+        link = g.get("link") or {}
+        pcie = (f"PCIe gen {link.get('pcie_gen_current')} x{link.get('pcie_width_current')} now, "
+                f"gen {link.get('pcie_gen_max')} x{link.get('pcie_width_max')} max") if link else "link unknown"
+        rows.append((f"GPU {g['device']}", f"{g['name']} (cc {g['compute_capability']}), {g['sms']} SMs, "
+                     f"{format_size(g['total_mem'])}, L2 {format_size(g['l2_bytes'])}, {pcie}, bus {g['pci_bus_id']}"))
+        attrs = ["managed_memory", "concurrent_managed_access", "pageable_memory_access",
+                 "pageable_memory_access_uses_host_page_tables", "host_native_atomics",
+                 "direct_managed_access_from_host", "can_use_host_pointer_for_registered_mem"]
+        rows.append((f"GPU {g['device']} unified memory",
+                     f"addressing: {g['addressing']}; " + ", ".join(f"{a}={int(bool(g.get(a)))}" for a in attrs)
+                     + f", numa_id={g.get('numa_id')}"))
+    if not fp.get("gpus"):
+        rows.append(("GPU", f"none: {cuda.get('why_no_gpu')}"))
+    return "<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows) + "</table>"
+
+
+@page_section("machine", TITLE, order=20)
+def section(page) -> str:
+    return f"<h2>{TITLE}</h2>\n" + table(page.fp)
