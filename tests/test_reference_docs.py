@@ -3,6 +3,7 @@
 the section's heading). bench/reference.py, which writes these documents, is tested on stand-in commands:
 provenance per section, the budget, --base merging, and killing a command that runs out of time."""
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -168,7 +169,7 @@ def test_reference_sections_use_existing_scripts_and_their_options():
             assert script.parent == ROOT / "bench" and script.exists()
             if script not in helps:
                 helps[script] = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
-                                               text=True, env={"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin"},
+                                               text=True, env=dict(os.environ),
                                                timeout=60).stdout
             args = cmd[2:cmd.index("--")] if "--" in cmd else cmd[2:]
             for opt in (a for a in args if a.startswith("--")):
