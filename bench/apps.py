@@ -10,7 +10,7 @@ at 16 MiB with --check 1 (its result compared with the CPU reference; a
 failure stops the script), and the table's last column says how each
 large run was verified (`none` there: the same code path, checked small).
 
-    python3 bench/apps.py [--footprint 4G] [--apps a,b] [--json-out FILE]"""
+    python3 bench/apps.py [--footprint 4G] [--apps a,b] [--gemm-n N] [--json-out FILE]"""
 import argparse
 import json
 import time
@@ -26,7 +26,10 @@ GEMM_RUNS = [("fp64", "12288"), ("fp32", "16384"), ("tf32", "16384"), ("fp16", "
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--footprint", default="4G")
-    ap.add_argument("--apps", default=",".join(a for a in apps.APPS if a not in ("qv", "gemm")))
+    ap.add_argument("--apps", default=",".join(a for a, app in apps.APPS.items()
+                                               if app.suite and a not in ("qv", "gemm")))  # the suite's, not llm
+    ap.add_argument("--gemm-n", help="order of the GEMMs in every precision (default: "
+                    + ", ".join(f"{p} {n}" for p, n in GEMM_RUNS) + ")")
     ap.add_argument("--json-out")
     a = ap.parse_args()
     fp = probe.probe_gpu()
@@ -52,7 +55,7 @@ def main():
                              f"{status.get('reason') or recs}")
         print(f"{name}: checked against the CPU reference at 16 MiB (max error {recs[0].get('max_error', 0):.3g})")
     runs = [(name, ["--footprint", a.footprint]) for name in names]
-    runs += [(f"gemm {p}", ["--precision", p, "--n", n]) for p, n in GEMM_RUNS]
+    runs += [(f"gemm {p}", ["--precision", p, "--n", a.gemm_n or n]) for p, n in GEMM_RUNS]
     for label, args in runs:
         name = label.split()[0]
         app = apps.APPS[name]

@@ -2,7 +2,7 @@
 """Bandwidth figures the bandwidth issue asks for, measured in one run on the
 GPU node, each against its target. Not a test: it prints what it measured.
 
-    python3 bench/bandwidth.py [--device 0]
+    python3 bench/bandwidth.py [--device 0] [--reps 30]
 
 Targets: device copy and triad >= 94% of the GPU-memory bound; copy-engine
 host-to-device and device-to-host >= 54 GB/s at >= 256 MiB; SM reads of pinned
@@ -24,10 +24,11 @@ def umbench(bench, *args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="0")
+    ap.add_argument("--reps", default="30", help="timed repetitions per measurement (default 30)")
     a = ap.parse_args()
     fp = dict(probe.probe(), device=int(a.device))
     desc = bounds.describe(fp)
-    dev = ["--device", a.device, "--reps", "30"]
+    dev = ["--device", a.device, "--reps", a.reps]
     rows = []
     for r in umbench("gpu-stream", "--kind", "device", "--bytes", "4G", *dev):
         rows.append((f"GPU {r['op']} device 4 GiB", r, "gpu_memory", 0.94))

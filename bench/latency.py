@@ -3,7 +3,7 @@
 node and printed beside the reference values other tools report for the same
 GPU (labelled as such: they are not measurements of this run).
 
-    python3 bench/latency.py [--device 0]
+    python3 bench/latency.py [--device 0] [--reps 7] [--exchanges 10000] [--increments 100000]
 
 GPU chase: L2 hits and device memory beyond L2 (ns and cycles); host-device
 latency (the GPU chasing pinned, registered and host-kept managed memory);
@@ -27,10 +27,14 @@ def umbench(bench, *args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="0")
+    ap.add_argument("--reps", default="7", help="timed repetitions per measurement (default 7)")
+    ap.add_argument("--exchanges", default="10000", help="ping-pong exchanges per repetition (default 10000)")
+    ap.add_argument("--increments", default="100000",
+                    help="ping-pong coherence check: concurrent increments per agent (default 100000)")
     a = ap.parse_args()
     fp = probe.probe_gpu()
     g = probe.select_gpu(fp, int(a.device)) or sys.exit(f"no GPU {a.device}")
-    dev = ["--device", a.device, "--reps", "7", "--warmup", "0"]
+    dev = ["--device", a.device, "--reps", a.reps, "--warmup", "0"]
     print(f"{g['name']}: L2 {g['l2_bytes'] >> 20} MiB, {g['sms']} SMs")
     print(f"{'chase (one thread, random cycle, 128 B slots)':<58} {'footprint':>9} {'median ns':>10} "
           f"{'min':>8} {'max':>8} {'spread':>7} {'cycles':>7}")
@@ -50,12 +54,13 @@ def main():
             cyc = f"{r['cycles']:.0f}" if "cycles" in r else ""
             print(f"{proc + ' -> ' + kind:<58} {r['bytes'] >> 10:>7}Ki {r['median']:>10.1f} {r['min']:>8.1f} "
                   f"{r['max']:>8.1f} {100 * r['spread']:>6.1f}% {cyc:>7}")
-    print("\nping-pong round trip (system-scope CAS, 10^4 exchanges per repetition)")
+    print(f"\nping-pong round trip (system-scope CAS, {a.exchanges} exchanges per repetition)")
     for pair, kinds in (("cpu-gpu", ["pinned", "registered", "managed", "system"]),
                         ("gpu-gpu", ["device", "pinned", "registered", "managed"]),
                         ("cpu-cpu", ["system", "pinned", "managed"])):
         for kind in kinds:
-            recs, status = umbench("pingpong", "--pair", pair, "--kind", kind, "--device", a.device, "--reps", "7")
+            recs, status = umbench("pingpong", "--pair", pair, "--kind", kind, "--device", a.device, "--reps", a.reps,
+                                   "--exchanges", a.exchanges, "--increments", a.increments)
             if status["status"] != "ok":
                 print(f"  {pair:<8} {kind:<11} {status['status']}: {status.get('reason')}")
                 continue

@@ -2,7 +2,7 @@
 """Unified-memory figures the UM-dynamics issue asks to check, measured in
 one run on the GPU node. Not a test: it prints what it measured.
 
-    python3 bench/um.py [--device 0] [--size 4G] [--available 8G]
+    python3 bench/um.py [--device 0] [--size 4G] [--available 8G] [--fault-bytes 1G]
 
 Migration of CPU-initialised managed memory over iterations, with and without
 prefetch (and the prefetch's own rate); GPU first touch against CPU first
@@ -26,6 +26,7 @@ def main():
     ap.add_argument("--device", default="0")
     ap.add_argument("--size", default="4G")
     ap.add_argument("--available", default="8G")
+    ap.add_argument("--fault-bytes", default="1G", help="memory touched by the fault-cost cases (default 1G)")
     a = ap.parse_args()
     fp = probe.probe_gpu()
     g = probe.select_gpu(fp, int(a.device)) or sys.exit(f"no GPU {a.device}")
@@ -61,11 +62,11 @@ def main():
         print(f"  managed initialised by the GPU: {gpu_init:.1f} ms; by the CPU then migrated by the GPU's first "
               f"write: {cpu_path:.1f} ms ({cpu_path / gpu_init:.1f}x)")
 
-    print("\nfaults: one touch per stride of memory the other processor placed (us per page)")
+    print(f"\nfaults: one touch per stride of {a.fault_bytes} the other processor placed (us per page)")
     for kind, proc in (("managed,first_touch=cpu", "gpu"), ("managed,first_touch=gpu", "cpu"),
                        ("system,first_touch=none", "cpu")):
         for mode in ("serial", "parallel"):
-            for r in umbench("faults", "--kind", kind, "--processor", proc, "--mode", mode, "--bytes", "1G",
+            for r in umbench("faults", "--kind", kind, "--processor", proc, "--mode", mode, "--bytes", a.fault_bytes,
                              "--stride", "4K,64K,2M", "--reps", "3", *dev):
                 print(f"  {proc} touches {kind:<26} {mode:<8} stride {r['stride'] >> 10:>5} KiB: "
                       f"{r['median']:>9.3f} us/page  ({r['pages_per_s']:.0f} pages/s, {r['pages']} pages)")
