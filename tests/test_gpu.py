@@ -272,8 +272,11 @@ def test_firsttouch_gpu_initialises_managed_faster_than_cpu_then_migrate():
     migrate_ms = mig["bytes"] / (mig["first"] * 1e9) * 1e3
     cpu_path = by_cpu["first-touch"]["median"] + migrate_ms
     assert by_gpu["first-touch"]["median"] < cpu_path, (by_gpu["first-touch"]["median"], cpu_path)
-    # And the first touch alone: the GPU initialising fresh managed pages beats the CPU doing it.
-    assert by_gpu["first-touch"]["median"] < by_cpu["first-touch"]["median"], (by_gpu, by_cpu)
+    # The first touch alone is not compared: on the H100 machine the GPU's first touch of fresh managed pages
+    # measured 51-89 ms/GiB and the CPU's 71-83 ms/GiB across this session's runs (reference-h100.md "um",
+    # model-validation.md's figures, and a GPU test run where the GPU took 75.6 ms against the CPU's 71.1 ms),
+    # so which is faster is not a property of this machine; the study's claim (GPU touch against CPU touch
+    # plus the migration) is.
     assert by_gpu["second-touch"]["median"] < by_gpu["first-touch"]["median"]
 
 
@@ -466,7 +469,10 @@ def test_um_trace_and_nvtx_of_a_program_compiled_here(user_program, mode, store_
         assert um["by_cause"]["htod"].get("user", 0) >= size and um["totals"]["gpu_fault"] == 0
     else:
         # Migrations the GPU's accesses caused (not a user prefetch), and the GPU faults that caused them.
-        assert 0.5 * size <= um["totals"]["htod"] <= size + (2 << 20) and "user" not in um["by_cause"]["htod"]
+        # CUPTI's records of fault-driven migrations are a lower bound (the driver's tools queue drops events
+        # when many faults come at once: docs/tracing.md), so the trace states their share of the driver's count.
+        assert 0 < um["totals"]["htod"] <= size + (2 << 20) and "user" not in um["by_cause"]["htod"]
+        assert um["record_shortfall"]["htod"] == pytest.approx(um["totals"]["htod"] / drv["htod"])
         assert um["totals"]["gpu_fault"] > 0 and sum(um["faults_by_access"].values()) == um["totals"]["gpu_fault"]
         # The CPU's check reads the vector back: device-to-host migrations (on CPU faults, which this
         # CUPTI did not count on the H100 machine: not asserted).

@@ -79,7 +79,10 @@ _QUEUE = ("CUPTI's host-to-device records of GPU-fault-driven migrations are inc
           "runs; the same read with 4 or 132 GPU blocks (fewer faults at once): 100% and 99.8%; the driver's own "
           "counters: 1073741824 of 1073741824 B in every run (docs/tracing.md)")
 NOT_REPORTED = {("read", "htod"): _QUEUE, ("writeback", "htod"): _QUEUE, ("read-mostly", "htod"): _QUEUE,
-                ("pingpong", "htod"): _QUEUE}
+                ("pingpong", "htod"): _QUEUE,
+                ("thrash", "thrashing"): "the driver reports thrashing only when its detection triggers, which "
+                "depends on timing: the same program (64 MiB, 20 rounds, H100) gave 32 thrashing records in one run "
+                "and none in another while 93 MB migrated in and 82 MB out (docs/tracing.md)"}
 
 TOLERANCE = 0.02  # counted bytes within 2% of known
 
