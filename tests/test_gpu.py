@@ -473,7 +473,9 @@ def test_um_trace_and_nvtx_of_a_program_compiled_here(user_program, mode, store_
         # when many faults come at once: docs/tracing.md), so the trace states their share of the driver's count.
         assert 0 < um["totals"]["htod"] <= size + (2 << 20) and "user" not in um["by_cause"]["htod"]
         assert um["record_shortfall"]["htod"] == pytest.approx(um["totals"]["htod"] / drv["htod"])
-        assert um["totals"]["gpu_fault"] > 0 and sum(um["faults_by_access"].values()) == um["totals"]["gpu_fault"]
+        # The GPU faulted (the driver's counter); CUPTI's fault records are dropped with the migrations under
+        # many faults at once (all of them in one H100 run), so they are only checked for consistency.
+        assert drv["gpu_faults"] > 0 and sum(um["faults_by_access"].values()) == um["totals"]["gpu_fault"]
         # The CPU's check reads the vector back: device-to-host migrations (on CPU faults, which this
         # CUPTI did not count on the H100 machine: not asserted).
         assert um["totals"]["dtoh"] > 0
