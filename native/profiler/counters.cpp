@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "counters.hpp"
+#include "json_out.hpp"
 
 namespace {
 
@@ -64,16 +65,7 @@ T params(size_t size) {
   return p;
 }
 
-void json_string(FILE* f, const char* s) {
-  std::fputc('"', f);
-  for (; s && *s; ++s) {
-    unsigned char c = static_cast<unsigned char>(*s);
-    if (c == '"' || c == '\\') std::fprintf(f, "\\%c", c);
-    else if (c < 0x20) std::fprintf(f, "\\u%04x", c);
-    else std::fputc(c, f);
-  }
-  std::fputc('"', f);
-}
+using umprofiler::json_string;
 
 bool ok(const char* what, CUptiResult r, int dev = -1) {
   if (r == CUPTI_SUCCESS) return true;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "counters.hpp"  // hardware counters share CUPTI's one subscriber (with $UMSCOPE_COUNTERS_FILE)
+#include "json_out.hpp"
 
 namespace {
 
@@ -57,16 +58,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;
 }
 
-void json_string(FILE* f, const char* s) {
-  std::fputc('"', f);
-  for (; s && *s; ++s) {
-    unsigned char c = static_cast<unsigned char>(*s);
-    if (c == '"' || c == '\\') std::fprintf(f, "\\%c", c);
-    else if (c < 0x20) std::fprintf(f, "\\u%04x", c);
-    else std::fputc(c, f);
-  }
-  std::fputc('"', f);
-}
+using umprofiler::json_string;
 
 void write_record(FILE* f, CUpti_Activity* rec) {
   switch (rec->kind) {
