@@ -39,10 +39,11 @@ def one(cmd, how, store):
         full = cmd
     else:
         full = [sys.executable, "-m", "umscope", "profile", "--json", "--store", store, "--report", store + ".html"]
-        full += (["--um-trace"] if how == "traced" else []) + ["--"] + cmd
+        full += (["--um-trace"] if how in ("traced", "counters") else []) + (["--counters"] if how == "counters" else [])
+        full += ["--"] + cmd
     t0 = time.monotonic()
     p = subprocess.run(full, capture_output=True, text=True, timeout=600)
-    wall = time.monotonic() - t0
+    wall = cmd_wall = time.monotonic() - t0
     if p.returncode != 0:
         raise SystemExit(f"um_trace_overhead: {how} run failed ({p.returncode}): {p.stderr[-400:]}")
     out = p.stdout
@@ -51,7 +52,7 @@ def one(cmd, how, store):
         # run), not umscope's start-up, probe, store and report around it.
         recs = json.loads(out.strip().splitlines()[-1])
         wall = next(r["median"] for r in recs if r["op"] == "run")
-    return wall, app_ms(out), p.stderr
+    return wall, cmd_wall, app_ms(out), p.stderr
 
 
 def summary(xs):
@@ -63,12 +64,101 @@ def summary(xs):
             "spread": round((max(xs) - min(xs)) / med, 4) if med else None}
 
 
+# ---- --phases: where the profiler's fixed cost goes ---------------------------------------------------------
+VARIANTS = ("plain", "trace", "counters", "trace+counters")
+
+
+def injected_env(variant, tmp, extra_env=()):
+    """The environment `umscope profile` gives the program for a variant (the same variables), with the files
+    in tmp."""
+    from umscope.profile import hwcounters, tracer
+    env = dict(os.environ)
+    files = {}
+    if "trace" in variant:
+        lib = tracer.tracer_path()
+        env.update(CUDA_INJECTION64_PATH=lib, NVTX_INJECTION64_PATH=lib)
+        files["trace"] = env["UMSCOPE_TRACE_FILE"] = os.path.join(tmp, "trace.jsonl")
+    if "counters" in variant:
+        files["counters"] = os.path.join(tmp, "counters.jsonl")
+        env.update(hwcounters.environment(files["counters"], ("sample",)))
+        if "trace" not in variant:
+            env["CUDA_INJECTION64_PATH"] = hwcounters.library_path()
+    env.update(dict(extra_env))
+    return env, files
+
+
+def phases_of(path, t0):
+    """The phase records of one file, as (what, dev, start s after the program's start, duration ms, n)."""
+    out, end = [], None
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError:
+        return out, end
+    for line in lines:
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("k") == "phase":
+            start = e["w0"] / 1e9 - t0 if e["w0"] else None
+            out.append({"what": e["what"], "dev": e.get("dev"), "at_s": None if start is None else round(start, 4),
+                        "ms": round((e["w1"] - e["w0"]) / 1e6, 3), **({"n": e["n"]} if "n" in e else {})})
+        elif e.get("k") == "start" and e.get("w"):
+            out.append({"what": "start record", "at_s": round(e["w"] / 1e9 - t0, 4)})
+        elif e.get("k") == "ctx_destroy" and e.get("w"):
+            out.append({"what": "context destroy starting", "at_s": round(e["w"] / 1e9 - t0, 4)})
+        elif e.get("k") == "end" and e.get("w"):
+            end = e["w"] / 1e9 - t0
+    return out, end
+
+
+def one_phased(cmd, variant, extra_env=()):
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="umphases-") as tmp:
+        env, files = injected_env(variant, tmp, extra_env)
+        t0 = time.time()
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = p.communicate(timeout=600)
+        t1 = time.time()
+        usage = None
+        res = {"variant": variant, "env": dict(extra_env), "rc": p.returncode, "wall_s": round(t1 - t0, 4),
+               "app_ms": app_ms(out)}
+        if p.returncode != 0:
+            res["stderr"] = err[-400:]
+        for name, path in files.items():
+            ph, end = phases_of(path, t0)
+            res[name] = ph
+            if end is not None:
+                res[name + "_end_to_exit_s"] = round(t1 - t0 - end, 4)
+            res[name + "_bytes"] = os.path.getsize(path) if os.path.exists(path) else None
+        del usage
+        return res
+
+
+def phases(cmd, reps, variants, extra):
+    rows = []
+    for r in range(reps):
+        for v in variants:
+            rows.append(one_phased(cmd, v))
+            sys.stderr.write(f"phases rep {r + 1} {v:<15} wall {rows[-1]['wall_s']:.3f} s app {rows[-1]['app_ms']} ms\n")
+        for kv in extra:
+            k, _, val = kv.partition("=")
+            rows.append(one_phased(cmd, "trace+counters", {k: val}))
+            sys.stderr.write(f"phases rep {r + 1} {kv:<15} wall {rows[-1]['wall_s']:.3f} s app {rows[-1]['app_ms']} ms\n")
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--footprint", default="8G")
-    ap.add_argument("--iterations", type=int, default=200)
+    ap.add_argument("--footprint", default="2G")
+    ap.add_argument("--iterations", type=int, default=3000)
     ap.add_argument("--store", default="/tmp/um_trace_overhead.sqlite")
+    ap.add_argument("--phases", action="store_true",
+                    help="run the program directly under each injection (plain, trace, counters, trace+counters) and "
+                         "print the profiler's phase records (where its fixed cost goes) instead")
+    ap.add_argument("--phase-env", action="append", default=[], metavar="VAR=VALUE",
+                    help="with --phases: also run trace+counters with this variable set (repeatable)")
     ap.add_argument("command", nargs="*")
     a = ap.parse_args(argv)
     if a.reps < 1:
@@ -76,25 +166,31 @@ def main(argv=None):
         return 2
     cmd = a.command or [native.umbench_path(), "run", "srad", "--mode", "managed", "--footprint", a.footprint,
                         "--iterations", str(a.iterations)]
-    res = {h: {"wall_s": [], "app_ms": []} for h in ("plain", "profile", "traced")}
+    if a.phases:
+        print(json.dumps({"command": cmd, "phases": phases(cmd, a.reps, VARIANTS, a.phase_env)}))
+        return 0
+    hows = ("plain", "profile", "traced", "counters")
+    res = {h: {"wall_s": [], "command_wall_s": [], "app_ms": []} for h in hows}
     notes = ""
     for r in range(a.reps):
-        for how in ("plain", "profile", "traced"):
-            wall, ms, err = one(cmd, how, a.store)
+        for how in hows:
+            wall, cmd_wall, ms, err = one(cmd, how, a.store)
             res[how]["wall_s"].append(wall)
+            res[how]["command_wall_s"].append(cmd_wall)
             res[how]["app_ms"].append(ms)
-            if how == "traced":
+            if how == "counters":
                 notes = err[-600:]
-            sys.stderr.write(f"rep {r + 1} {how:<8} wall {wall:.3f} s app {ms} ms\n")
+            sys.stderr.write(f"rep {r + 1} {how:<8} wall {wall:.3f} s command {cmd_wall:.3f} s app {ms} ms\n")
     out = {"command": cmd, "reps": a.reps}
     for how, d in res.items():
-        out[how] = {"wall_s": summary(d["wall_s"]), "app_ms": summary(d["app_ms"])}
+        out[how] = {k: summary(v) for k, v in d.items()}
     base = out["plain"]["wall_s"]["median"]
-    for how in ("profile", "traced"):
+    for how in hows[1:]:
         out[f"{how}_overhead_wall"] = round(out[how]["wall_s"]["median"] / base - 1, 4)
+        out[f"{how}_overhead_command"] = round(out[how]["command_wall_s"]["median"] / base - 1, 4)
         if out["plain"]["app_ms"] and out[how]["app_ms"]:
             out[f"{how}_overhead_app"] = round(out[how]["app_ms"]["median"] / out["plain"]["app_ms"]["median"] - 1, 4)
-    out["traced_summary_tail"] = notes
+    out["counters_summary_tail"] = notes
     print(json.dumps(out))
     return 0
 

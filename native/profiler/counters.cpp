@@ -21,6 +21,8 @@
 #include <time.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +68,22 @@ T params(size_t size) {
 }
 
 using umprofiler::json_string;
+using umprofiler::wall_ns;
+
+void phase(const char* what, int dev, uint64_t w0, uint64_t w1, long long n = -1) {
+  if (!g_out) return;
+  std::lock_guard<std::mutex> lk(g_io);
+  umprofiler::write_phase(g_out, what, dev, w0, w1, n);
+}
+
+// Writes a phase record for its scope: where the counters' cost in the program's wall time goes.
+struct Timed {
+  const char* what;
+  int dev;
+  uint64_t w0;
+  Timed(const char* w, int d = -1) : what(w), dev(d), w0(wall_ns()) {}
+  ~Timed() { phase(what, dev, w0, wall_ns()); }
+};
 
 bool ok(const char* what, CUptiResult r, int dev = -1) {
   if (r == CUPTI_SUCCESS) return true;
@@ -140,8 +158,14 @@ struct HostConfig {
   // takes (each metric tried on top of those already taken), the rest listed in `skipped`.
   bool build(CUpti_ProfilerType type, const char* chip, const uint8_t* avail, std::vector<std::string>& metrics,
              int dev) {
+    Timed t("host config", dev);
+    uint64_t w0 = wall_ns();
     if (!init(type, chip, avail, dev)) return false;
-    if (add(metrics) != CUPTI_SUCCESS) {
+    phase("host initialise", dev, w0, wall_ns());
+    w0 = wall_ns();
+    CUptiResult added = add(metrics);
+    phase("add metrics", dev, w0, wall_ns());
+    if (added != CUPTI_SUCCESS) {
       std::vector<std::string> taken;
       for (auto& m : metrics) {
         std::vector<std::string> trial = taken;
@@ -156,6 +180,7 @@ struct HostConfig {
       if (taken.empty() || !ok("add metrics", add(taken), dev)) return false;
       metrics = taken;
     }
+    w0 = wall_ns();
     auto sp = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
     sp.pHostObject = host;
     if (!ok("config image size", cuptiProfilerHostGetConfigImageSize(&sp), dev)) return false;
@@ -169,6 +194,7 @@ struct HostConfig {
     np.configImageSize = image.size();
     np.pConfigImage = image.data();
     if (ok("passes", cuptiProfilerHostGetNumOfPasses(&np), dev)) passes = np.numOfPasses;
+    phase("config image", dev, w0, wall_ns());
     return true;
   }
   bool evaluate(const std::vector<uint8_t>& data, size_t index, const std::vector<std::string>& metrics,
@@ -265,6 +291,7 @@ struct KernelProfiler {
   bool setup(CUcontext c) {
     ctx = c;
     dev = device_of(c);
+    Timed t("range profiler setup", dev);
     const char* chip = chip_of(dev);
     if (!chip) return false;
     auto ap = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
@@ -297,6 +324,7 @@ struct KernelProfiler {
   // Stops, decodes and writes the ranges collected so far; restarts when `again`.
   void flush(bool again) {
     if (!running) return;
+    Timed t("range profiler collect", dev);
     auto st = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
     st.pRangeProfilerObject = obj;
     running = false;
@@ -355,41 +383,61 @@ struct Sampler {
   CUpti_PmSampling_Object* obj = nullptr;
   std::vector<uint8_t> data;
   std::thread thread;
-  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stop = false;
   size_t written = 0;
   uint64_t period_ns = 1000000;
   size_t max_samples = 4096;
+  size_t hw_buffer = size_t(256) << 20;
+  // The decoding thread's own work, summed (written as phases at the end): CUPTI's decode, the metrics'
+  // evaluation, and the whole of each round.
+  uint64_t decode_ns = 0, eval_ns = 0, round_ns = 0;
+  long long decodes = 0, evals = 0, rounds = 0;
 
   bool setup(int d) {
     dev = d;
+    Timed whole("PM sampling setup", dev);
+    uint64_t w0 = wall_ns();
     const char* chip = chip_of(dev);
+    phase("chip name", dev, w0, wall_ns());
     if (!chip) return false;
     const char* pe = std::getenv("UMSCOPE_COUNTER_PERIOD_US");
     if (pe && std::atoll(pe) > 0) period_ns = static_cast<uint64_t>(std::atoll(pe)) * 1000;
+    const char* hb = std::getenv("UMSCOPE_PM_BUFFER_MB");
+    if (hb && std::atoll(hb) > 0) hw_buffer = static_cast<size_t>(std::atoll(hb)) << 20;
+    w0 = wall_ns();
     auto ap = params<CUpti_PmSampling_GetCounterAvailability_Params>(CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
     ap.deviceIndex = static_cast<size_t>(dev);
     if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
     std::vector<uint8_t> avail(ap.counterAvailabilityImageSize);
     ap.pCounterAvailabilityImage = avail.data();
     if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
+    phase("counter availability", dev, w0, wall_ns());
     metrics = env_list("UMSCOPE_SAMPLE_METRICS", kSampled);
     if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) return false;
-    char extra[96];
-    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu", static_cast<unsigned long long>(period_ns));
+    char extra[128];
+    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu", static_cast<unsigned long long>(period_ns),
+                  hw_buffer);
     write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
+    w0 = wall_ns();
     auto ep = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
     ep.deviceIndex = static_cast<size_t>(dev);
     if (!ok("PM sampling enable", cuptiPmSamplingEnable(&ep), dev)) return false;
     obj = ep.pPmSamplingObject;
+    phase("PM sampling enable", dev, w0, wall_ns());
+    w0 = wall_ns();
     auto sp = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
     sp.pPmSamplingObject = obj;
     sp.configSize = cfg.image.size();
     sp.pConfig = cfg.image.data();
-    sp.hardwareBufferSize = size_t(256) << 20;
+    sp.hardwareBufferSize = hw_buffer;
     sp.samplingInterval = period_ns;
     sp.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
     sp.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
     if (!ok("PM sampling set config", cuptiPmSamplingSetConfig(&sp), dev)) return false;
+    phase("PM sampling set config", dev, w0, wall_ns());
+    w0 = wall_ns();
     auto names = c_names(metrics);
     auto cp = params<CUpti_PmSampling_GetCounterDataSize_Params>(CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE);
     cp.pPmSamplingObject = obj;
@@ -399,14 +447,18 @@ struct Sampler {
     if (!ok("PM sampling counter data size", cuptiPmSamplingGetCounterDataSize(&cp), dev)) return false;
     data.resize(cp.counterDataSize);
     if (!init_data()) return false;
+    phase("counter data image", dev, w0, wall_ns());
+    w0 = wall_ns();
     auto st = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
     st.pPmSamplingObject = obj;
     if (!ok("PM sampling start", cuptiPmSamplingStart(&st), dev)) return false;
+    phase("PM sampling start", dev, w0, wall_ns());
     thread = std::thread([this] {
-      while (!stop.load()) {
-        timespec pause{0, 50 * 1000 * 1000};
-        nanosleep(&pause, nullptr);
+      std::unique_lock<std::mutex> lk(mu);
+      while (!wake.wait_for(lk, std::chrono::milliseconds(50), [this] { return stop; })) {
+        lk.unlock();
         decode();
+        lk.lock();
       }
     });
     return true;
@@ -422,12 +474,18 @@ struct Sampler {
 
   // Moves the hardware buffer's samples into the counter data image and writes the completed ones.
   void decode() {
+    const uint64_t r0 = wall_ns();
+    ++rounds;
     for (int round = 0; round < 64; ++round) {
       auto dp = params<CUpti_PmSampling_DecodeData_Params>(CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE);
       dp.pPmSamplingObject = obj;
       dp.pCounterDataImage = data.data();
       dp.counterDataImageSize = data.size();
-      if (!ok("PM sampling decode", cuptiPmSamplingDecodeData(&dp), dev)) return;
+      uint64_t w0 = wall_ns();
+      CUptiResult dr = cuptiPmSamplingDecodeData(&dp);
+      decode_ns += wall_ns() - w0;
+      ++decodes;
+      if (!ok("PM sampling decode", dr, dev)) break;
       if (dp.overflow) {
         std::lock_guard<std::mutex> lk(g_io);
         std::fprintf(g_out, "{\"k\":\"dropped\",\"profiler\":\"pm_sampling\",\"dev\":%d,\"overflow\":1}\n", dev);
@@ -435,7 +493,7 @@ struct Sampler {
       auto ip = params<CUpti_PmSampling_GetCounterDataInfo_Params>(CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE);
       ip.pCounterDataImage = data.data();
       ip.counterDataImageSize = data.size();
-      if (!ok("PM sampling data info", cuptiPmSamplingGetCounterDataInfo(&ip), dev)) return;
+      if (!ok("PM sampling data info", cuptiPmSamplingGetCounterDataInfo(&ip), dev)) break;
       std::vector<double> v;
       for (size_t i = 0; i < ip.numCompletedSamples; ++i) {
         auto sp = params<CUpti_PmSampling_CounterData_GetSampleInfo_Params>(CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE);
@@ -444,7 +502,11 @@ struct Sampler {
         sp.counterDataImageSize = data.size();
         sp.sampleIndex = i;
         if (!ok("PM sampling sample info", cuptiPmSamplingCounterDataGetSampleInfo(&sp), dev)) continue;
-        if (!cfg.evaluate(data, i, metrics, v, dev)) continue;
+        w0 = wall_ns();
+        bool evaluated = cfg.evaluate(data, i, metrics, v, dev);
+        eval_ns += wall_ns() - w0;
+        ++evals;
+        if (!evaluated) continue;
         std::lock_guard<std::mutex> lk(g_io);
         std::fprintf(g_out, "{\"k\":\"sample\",\"dev\":%d,\"i\":%zu,\"s\":%llu,\"e\":%llu,", dev, written++,
                      static_cast<unsigned long long>(sp.startTimestamp),
@@ -454,18 +516,38 @@ struct Sampler {
       }
       std::fflush(g_out);
       if (ip.numCompletedSamples > 0) init_data();
-      if (dp.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) return;
+      if (dp.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) break;
     }
+    round_ns += wall_ns() - r0;
   }
 
   void finish() {
     if (!obj) return;
-    stop.store(true);
+    Timed whole("PM sampling finish", dev);
+    uint64_t w0 = wall_ns();
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      stop = true;
+    }
+    wake.notify_all();
     if (thread.joinable()) thread.join();
+    phase("decoding thread stop", dev, w0, wall_ns());
+    w0 = wall_ns();
     auto st = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
     st.pPmSamplingObject = obj;
     ok("PM sampling stop", cuptiPmSamplingStop(&st), dev);
+    phase("PM sampling stop", dev, w0, wall_ns());
+    w0 = wall_ns();
+    const uint64_t d0 = decode_ns, e0 = eval_ns;
+    const long long n0 = evals;
     decode();
+    phase("final decode (CUPTI)", dev, w0, w0 + (decode_ns - d0));
+    phase("final evaluate", dev, w0, w0 + (eval_ns - e0), evals - n0);
+    phase("final decode and write", dev, w0, wall_ns());
+    // The decoding thread's work over the run (summed; w0 = 0): it overlaps the program, not in its path.
+    phase("run: decode rounds (summed)", dev, 0, round_ns, rounds);
+    phase("run: CUPTI decode (summed)", dev, 0, decode_ns, decodes);
+    phase("run: evaluate (summed)", dev, 0, eval_ns, evals);
     // No cuptiPmSamplingDisable: CUPTI frees the PM sampling object itself when the context goes, and
     // disabling it first made that a double free at exit (glibc abort, exit status 134, on the H100 with
     // CUDA 13.0; with the call left out the same run exited 0 with every sample and the end record).
@@ -481,12 +563,14 @@ bool g_profiler_ready = false;
 
 bool profiler_init() {
   if (g_profiler_ready) return true;
+  Timed t("profiler initialise");
   auto ip = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   g_profiler_ready = ok("profiler initialise", cuptiProfilerInitialize(&ip));
   return g_profiler_ready;
 }
 
 void on_context(CUcontext ctx) {
+  Timed t("context created: counters");
   std::lock_guard<std::mutex> lk(g_state);
   if (!profiler_init()) return;
   if (g_sample) {
@@ -521,6 +605,7 @@ void on_launch(CUcontext ctx, bool enter, const char* symbol) {
 // Everything is collected before the context goes: the CUDA runtime's own exit handler can destroy it
 // before ours runs (then CUPTI has freed the profilers' objects, and stopping them again freed twice).
 void on_context_end(CUcontext ctx) {
+  Timed t("context destroyed: counters");
   std::lock_guard<std::mutex> lk(g_state);
   auto it = g_kernels.find(ctx);
   if (it != g_kernels.end()) it->second->disable();
@@ -531,13 +616,14 @@ void on_context_end(CUcontext ctx) {
 void finish() {
   if (g_done.exchange(true)) return;
   {
+    Timed t("exit: counters");
     std::lock_guard<std::mutex> lk(g_state);
     for (auto& kv : g_kernels) kv.second->disable();
     for (auto& kv : g_samplers) kv.second->finish();
   }
   std::lock_guard<std::mutex> lk(g_io);
   if (g_out) {
-    std::fprintf(g_out, "{\"k\":\"end\"}\n");
+    std::fprintf(g_out, "{\"k\":\"end\",\"w\":%llu}\n", static_cast<unsigned long long>(wall_ns()));
     std::fflush(g_out);
   }
 }
@@ -551,6 +637,7 @@ namespace umcounters {
 bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
   const char* path = std::getenv("UMSCOPE_COUNTERS_FILE");
   if (g_out) return true;
+  const uint64_t w_attach = wall_ns();
   g_out = std::fopen(path && *path ? path : "umcounters.jsonl", "w");
   if (!g_out) return false;
   for (auto& m : env_list("UMSCOPE_COUNTERS", {"sample"})) {
@@ -578,6 +665,7 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
       ok("watch kernel launches", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
   }
   std::atexit(finish);
+  phase("attach", -1, w_attach, wall_ns());
   return true;
 }
 

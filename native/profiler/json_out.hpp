@@ -2,6 +2,9 @@
 // that is not a number or a fixed key).
 #pragma once
 
+#include <time.h>
+
+#include <cstdint>
 #include <cstdio>
 
 namespace umprofiler {
@@ -15,6 +18,25 @@ inline void json_string(FILE* f, const char* s) {
     else std::fputc(c, f);
   }
   std::fputc('"', f);
+}
+
+// Wall-clock time (CLOCK_REALTIME, ns): the clock `umscope profile` starts and reaps the program on, so a phase
+// can be placed in the program's life.
+inline uint64_t wall_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// One phase of the profiler's own work, {"k":"phase","what":...,"dev":...,"w0":ns,"w1":ns[,"n":calls]}: where
+// its cost in the program's wall time goes (bench/um_trace_overhead.py --phases). The caller holds the file's lock.
+inline void write_phase(FILE* f, const char* what, int dev, uint64_t w0, uint64_t w1, long long n = -1) {
+  std::fputs("{\"k\":\"phase\",\"what\":", f);
+  json_string(f, what);
+  std::fprintf(f, ",\"dev\":%d,\"w0\":%llu,\"w1\":%llu", dev, static_cast<unsigned long long>(w0),
+               static_cast<unsigned long long>(w1));
+  if (n >= 0) std::fprintf(f, ",\"n\":%lld", n);
+  std::fputs("}\n", f);
 }
 
 }  // namespace umprofiler

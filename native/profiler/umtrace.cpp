@@ -59,6 +59,14 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 }
 
 using umprofiler::json_string;
+using umprofiler::wall_ns;
+
+// A phase of the tracer's own work (umprofiler::write_phase): where its cost in the program's wall time goes.
+void phase(const char* what, uint64_t w0, uint64_t w1) {
+  if (!g_out) return;
+  std::lock_guard<std::mutex> lk(g_mu);
+  umprofiler::write_phase(g_out, what, -1, w0, w1);
+}
 
 void write_record(FILE* f, CUpti_Activity* rec) {
   switch (rec->kind) {
@@ -283,12 +291,15 @@ void write_counters() {
 
 void finish() {
   if (g_done.exchange(true)) return;
+  const uint64_t w0 = wall_ns();
   flush_all("exit", settle_ms());
+  phase("exit: flush with settle", w0, wall_ns());
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
   std::lock_guard<std::mutex> lk(g_mu);
   if (g_out) {
     uvm::write_counters();
+    umprofiler::write_phase(g_out, "exit: tracer", -1, w0, wall_ns());
     std::fprintf(g_out, "{\"k\":\"end\",\"t\":%llu,\"dropped\":%llu,\"um_records\":[", now_ns(), g_dropped);
     for (int c = 0; c < 16; ++c) std::fprintf(g_out, "%s%llu", c ? "," : "", g_um_written[c]);
     std::fprintf(g_out, "],\"um_values\":[");
@@ -336,7 +347,10 @@ std::atomic<bool> g_um_on{false};
 
 void enable_um() {
   if (g_um_on.exchange(true)) return;
+  const uint64_t w0 = wall_ns();
   int ndev = write_devices();
+  phase("devices and driver counters", w0, wall_ns());
+  const uint64_t w1 = wall_ns();
   const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
@@ -387,6 +401,7 @@ void enable_um() {
   CUptiResult um = cuptiActivityConfigureUnifiedMemoryCounter(ok.data(), static_cast<uint32_t>(ok.size()));
   note("configure unified-memory counters", um);
   if (um == CUPTI_SUCCESS) note("enable unified memory", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
+  phase("configure unified-memory records", w1, wall_ns());
   std::fflush(g_out);
 }
 
@@ -404,7 +419,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       flush_all("context destroy", settle_ms());
     } else {
       std::lock_guard<std::mutex> lk(g_mu);
-      std::fprintf(g_out, "{\"k\":\"ctx_destroy\",\"t\":%llu}\n", now_ns());
+      std::fprintf(g_out, "{\"k\":\"ctx_destroy\",\"t\":%llu,\"w\":%llu}\n", now_ns(),
+                   static_cast<unsigned long long>(wall_ns()));
     }
   }
 }
@@ -459,6 +475,7 @@ void setup() {
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
+  const uint64_t w0 = wall_ns();
   setup();
   if (!g_ok) return 1;
   CUpti_SubscriberHandle sub;
@@ -473,6 +490,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
+  phase("injection", w0, wall_ns());
   std::fflush(g_out);
   return 1;
 }
