@@ -105,6 +105,13 @@ def phases_of(path, t0):
                         "ms": round((e["w1"] - e["w0"]) / 1e6, 3), **({"n": e["n"]} if "n" in e else {})})
         elif e.get("k") == "start" and e.get("w"):
             out.append({"what": "start record", "at_s": round(e["w"] / 1e9 - t0, 4)})
+        elif e.get("k") == "config" and e.get("profiler"):
+            out.append({"what": f"config {e['profiler']}: cache {e.get('config_cache')}, hw buffer {e.get('hw_buffer')}, "
+                                f"max samples {e.get('max_samples')}, metrics {len(e.get('metrics') or [])}"})
+        elif e.get("k") == "error":
+            out.append({"what": f"ERROR {e.get('what')}: {e.get('cupti')}"})
+        elif e.get("k") == "dropped":
+            out.append({"what": f"DROPPED {e}"})
         elif e.get("k") == "ctx_destroy" and e.get("w"):
             out.append({"what": "context destroy starting", "at_s": round(e["w"] / 1e9 - t0, 4)})
         elif e.get("k") == "end" and e.get("w"):
@@ -142,8 +149,7 @@ def phases(cmd, reps, variants, extra):
             rows.append(one_phased(cmd, v))
             sys.stderr.write(f"phases rep {r + 1} {v:<15} wall {rows[-1]['wall_s']:.3f} s app {rows[-1]['app_ms']} ms\n")
         for kv in extra:
-            k, _, val = kv.partition("=")
-            rows.append(one_phased(cmd, "trace+counters", {k: val}))
+            rows.append(one_phased(cmd, "trace+counters", [tuple(x.split("=", 1)) for x in kv.split()]))
             sys.stderr.write(f"phases rep {r + 1} {kv:<15} wall {rows[-1]['wall_s']:.3f} s app {rows[-1]['app_ms']} ms\n")
     return rows
 
@@ -157,8 +163,8 @@ def main(argv=None):
     ap.add_argument("--phases", action="store_true",
                     help="run the program directly under each injection (plain, trace, counters, trace+counters) and "
                          "print the profiler's phase records (where its fixed cost goes) instead")
-    ap.add_argument("--phase-env", action="append", default=[], metavar="VAR=VALUE",
-                    help="with --phases: also run trace+counters with this variable set (repeatable)")
+    ap.add_argument("--phase-env", action="append", default=[], metavar="'VAR=VALUE ...'",
+                    help="with --phases: also run trace+counters with these variables set (space-separated VAR=VALUE; repeatable)")
     ap.add_argument("command", nargs="*")
     a = ap.parse_args(argv)
     if a.reps < 1:

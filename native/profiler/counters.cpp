@@ -18,6 +18,9 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <atomic>
@@ -121,6 +124,158 @@ std::vector<const char*> c_names(const std::vector<std::string>& v) {
   for (auto& s : v) out.push_back(s.c_str());
   return out;
 }
+
+// ---- The configuration cache ------------------------------------------------------------------------
+// A configuration image depends only on the profiler type, the chip, the metrics, the counter
+// availability image and CUPTI's (and so NVPW's) version. Building it needs CUPTI's host library
+// (libnvperf_host) and its metric database, on the program's path at context creation; a cached image
+// lets the counters start without them (the host object for evaluating the samples is then built on the
+// decoding thread, which also rebuilds the image and checks the cached one against it). The cache lives
+// in $UMSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/umscope, else ~/.cache/umscope; UMSCOPE_COUNTER_CACHE=0
+// turns it off. Files are written whole under a private name and renamed into place, so processes that
+// run at once read either no file or a complete one; a file whose key or checksum does not match is ignored.
+namespace cache {
+
+uint64_t fnv(const void* p, size_t n, uint64_t h = 1469598103934665603ull) {
+  auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+bool enabled() {
+  const char* e = std::getenv("UMSCOPE_COUNTER_CACHE");
+  return !(e && *e == '0');
+}
+
+std::string dir() {
+  const char* d = std::getenv("UMSCOPE_CACHE_DIR");
+  if (d && *d) return d;
+  const char* x = std::getenv("XDG_CACHE_HOME");
+  if (x && *x) return std::string(x) + "/umscope";
+  const char* h = std::getenv("HOME");
+  return h && *h ? std::string(h) + "/.cache/umscope" : std::string();
+}
+
+// The key: everything the image is made from.
+std::string key(const char* profiler, const char* chip, const std::vector<uint8_t>& avail,
+                const std::vector<std::string>& metrics) {
+  uint32_t version = 0;
+  cuptiGetVersion(&version);
+  char head[160];
+  std::snprintf(head, sizeof head, "%s|%s|cupti %u|api %d|avail %zu %016llx|", profiler, chip, version,
+                CUPTI_API_VERSION, avail.size(), static_cast<unsigned long long>(fnv(avail.data(), avail.size())));
+  std::string k = head;
+  for (auto& m : metrics) k += m + ",";
+  return k;
+}
+
+std::string path(const std::string& k, const char* chip) {
+  std::string d = dir();
+  if (d.empty()) return d;
+  char name[96];
+  std::snprintf(name, sizeof name, "/counters-%s-%016llx.cfg", chip,
+                static_cast<unsigned long long>(fnv(k.data(), k.size())));
+  return d + name;
+}
+
+void put_str(std::string& out, const std::string& s) {
+  uint64_t n = s.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out += s;
+}
+
+bool get_str(const std::string& in, size_t& at, std::string& s) {
+  uint64_t n = 0;
+  if (at + sizeof n > in.size()) return false;
+  std::memcpy(&n, in.data() + at, sizeof n);
+  at += sizeof n;
+  if (n > in.size() - at) return false;
+  s.assign(in.data() + at, n);
+  at += n;
+  return true;
+}
+
+// Cached entry: the metrics taken, those skipped, the passes and the image.
+struct Entry {
+  std::vector<std::string> taken, skipped;
+  uint64_t passes = 0;
+  std::vector<uint8_t> image;
+};
+
+std::string encode(const std::string& k, const Entry& e) {
+  std::string out = "UMSCOPE-COUNTERS-CONFIG 1\n";
+  put_str(out, k);
+  std::string t, s;
+  for (auto& m : e.taken) t += m + ",";
+  for (auto& m : e.skipped) s += m + ",";
+  put_str(out, t);
+  put_str(out, s);
+  put_str(out, std::to_string(e.passes));
+  put_str(out, std::string(e.image.begin(), e.image.end()));
+  uint64_t sum = fnv(out.data(), out.size());
+  out.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+bool load(const std::string& file, const std::string& k, Entry& e) {
+  FILE* f = std::fopen(file.c_str(), "rb");
+  if (!f) return false;
+  std::string in;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) in.append(buf, n);
+  std::fclose(f);
+  const std::string magic = "UMSCOPE-COUNTERS-CONFIG 1\n";
+  uint64_t sum = 0;
+  if (in.size() < magic.size() + sizeof sum || in.compare(0, magic.size(), magic) != 0) return false;
+  std::memcpy(&sum, in.data() + in.size() - sizeof sum, sizeof sum);
+  in.resize(in.size() - sizeof sum);
+  if (fnv(in.data(), in.size()) != sum) return false;
+  size_t at = magic.size();
+  std::string kk, t, s, p, img;
+  if (!get_str(in, at, kk) || kk != k || !get_str(in, at, t) || !get_str(in, at, s) || !get_str(in, at, p) ||
+      !get_str(in, at, img) || img.empty())
+    return false;
+  e.taken = split(t);
+  e.skipped = split(s);
+  e.passes = std::strtoull(p.c_str(), nullptr, 10);
+  e.image.assign(img.begin(), img.end());
+  return !e.taken.empty();
+}
+
+// Writes the entry whole under a private name, then renames it into place (atomic on one file system).
+bool store(const std::string& file, const std::string& k, const Entry& e) {
+  if (file.empty()) return false;
+  std::string d = file.substr(0, file.rfind('/'));
+  for (size_t at = 1; at <= d.size(); ++at)  // mkdir -p
+    if (at == d.size() || d[at] == '/') mkdir(d.substr(0, at).c_str(), 0755);
+  std::string tmp = file + ".tmp." + std::to_string(static_cast<long>(getpid())) + "." +
+                    std::to_string(static_cast<unsigned long long>(wall_ns()));
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return false;
+  std::string out = encode(k, e);
+  bool good = std::fwrite(out.data(), 1, out.size(), f) == out.size();
+  good = (std::fclose(f) == 0) && good;
+  if (good && std::rename(tmp.c_str(), file.c_str()) == 0) return true;
+  std::remove(tmp.c_str());
+  return false;
+}
+
+}  // namespace cache
 
 // A CUPTI host object with a configuration of `metrics` for one chip; the config image and passes.
 struct HostConfig {
@@ -390,6 +545,12 @@ struct Sampler {
   uint64_t period_ns = 1000000;
   size_t max_samples = 4096;
   size_t hw_buffer = size_t(256) << 20;
+  // For the host object the decoding thread builds when the image came from the cache.
+  std::string chip;
+  std::vector<uint8_t> avail;
+  std::string cache_key, cache_file;
+  const char* cache_state = "off";
+  std::thread setup_thread;  // the setup, when it runs beside the program's start (UMSCOPE_COUNTER_ASYNC)
   // The decoding thread's own work, summed (written as phases at the end): CUPTI's decode, the metrics'
   // evaluation, and the whole of each round.
   uint64_t decode_ns = 0, eval_ns = 0, round_ns = 0;
@@ -399,27 +560,53 @@ struct Sampler {
     dev = d;
     Timed whole("PM sampling setup", dev);
     uint64_t w0 = wall_ns();
-    const char* chip = chip_of(dev);
+    const char* chip_c = chip_of(dev);
     phase("chip name", dev, w0, wall_ns());
-    if (!chip) return false;
+    if (!chip_c) return false;
+    chip = chip_c;
     const char* pe = std::getenv("UMSCOPE_COUNTER_PERIOD_US");
     if (pe && std::atoll(pe) > 0) period_ns = static_cast<uint64_t>(std::atoll(pe)) * 1000;
     const char* hb = std::getenv("UMSCOPE_PM_BUFFER_MB");
     if (hb && std::atoll(hb) > 0) hw_buffer = static_cast<size_t>(std::atoll(hb)) << 20;
+    const char* ms = std::getenv("UMSCOPE_PM_MAX_SAMPLES");
+    if (ms && std::atoll(ms) > 0) max_samples = static_cast<size_t>(std::atoll(ms));
     w0 = wall_ns();
     auto ap = params<CUpti_PmSampling_GetCounterAvailability_Params>(CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
     ap.deviceIndex = static_cast<size_t>(dev);
     if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
-    std::vector<uint8_t> avail(ap.counterAvailabilityImageSize);
+    avail.resize(ap.counterAvailabilityImageSize);
     ap.pCounterAvailabilityImage = avail.data();
     if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
     phase("counter availability", dev, w0, wall_ns());
     metrics = env_list("UMSCOPE_SAMPLE_METRICS", kSampled);
-    if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) return false;
-    char extra[128];
-    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu", static_cast<unsigned long long>(period_ns),
-                  hw_buffer);
-    write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
+    if (cache::enabled()) {
+      w0 = wall_ns();
+      cache_key = cache::key("pm_sampling", chip_c, avail, metrics);
+      cache_file = cache::path(cache_key, chip_c);
+      cache::Entry e;
+      if (!cache_file.empty() && cache::load(cache_file, cache_key, e)) {
+        metrics = e.taken;
+        cfg.skipped = e.skipped;
+        cfg.passes = e.passes;
+        cfg.image = e.image;
+        cache_state = "hit";
+      } else {
+        cache_state = "miss";
+      }
+      phase("config cache read", dev, w0, wall_ns());
+    }
+    if (cfg.image.empty()) {
+      if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip_c, avail.data(), metrics, dev)) return false;
+      if (!cache_key.empty()) {
+        w0 = wall_ns();
+        if (cache::store(cache_file, cache_key, {metrics, cfg.skipped, cfg.passes, cfg.image})) cache_state = "stored";
+        phase("config cache write", dev, w0, wall_ns());
+      }
+    }
+    char extra[256];
+    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"config_cache\":\"%s\"",
+                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, cache_state);
+    write_config("pm_sampling", dev, chip_c, metrics, cfg.passes, extra, cfg.skipped);
     w0 = wall_ns();
     auto ep = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
     ep.deviceIndex = static_cast<size_t>(dev);
@@ -454,6 +641,7 @@ struct Sampler {
     if (!ok("PM sampling start", cuptiPmSamplingStart(&st), dev)) return false;
     phase("PM sampling start", dev, w0, wall_ns());
     thread = std::thread([this] {
+      if (!cfg.host) evaluation_host();
       std::unique_lock<std::mutex> lk(mu);
       while (!wake.wait_for(lk, std::chrono::milliseconds(50), [this] { return stop; })) {
         lk.unlock();
@@ -462,6 +650,27 @@ struct Sampler {
       }
     });
     return true;
+  }
+
+  // The host object that evaluates the samples, where the image came from the cache: built here, on the
+  // decoding thread, beside the program; the image it makes is checked against the cached one.
+  void evaluation_host() {
+    Timed t("evaluation host (decoding thread)", dev);
+    HostConfig fresh;
+    std::vector<std::string> m = metrics;
+    if (!fresh.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip.c_str(), avail.data(), m, dev)) return;
+    if (fresh.image != cfg.image || m != metrics) {
+      // The key covers everything the image is made from, so this means a CUPTI that builds differently
+      // from one call to the next: the samples are evaluated as configured, and the record says so.
+      if (g_out) {
+        std::lock_guard<std::mutex> lk(g_io);
+        std::fprintf(g_out, "{\"k\":\"error\",\"what\":\"check the cached configuration\",\"dev\":%d,\"code\":-1,"
+                     "\"cupti\":\"the cached configuration image differs from the one CUPTI builds now; cache rewritten\"}\n", dev);
+      }
+      cache::store(cache_file, cache_key, {m, fresh.skipped, fresh.passes, fresh.image});
+    }
+    cfg.host = fresh.host;
+    fresh.host = nullptr;
   }
 
   bool init_data() {
@@ -474,6 +683,7 @@ struct Sampler {
 
   // Moves the hardware buffer's samples into the counter data image and writes the completed ones.
   void decode() {
+    if (!cfg.host) return;  // no host object to evaluate with: its error is in the file
     const uint64_t r0 = wall_ns();
     ++rounds;
     for (int round = 0; round < 64; ++round) {
@@ -522,6 +732,11 @@ struct Sampler {
   }
 
   void finish() {
+    if (setup_thread.joinable()) {
+      uint64_t w0 = wall_ns();
+      setup_thread.join();
+      phase("setup thread join", dev, w0, wall_ns());
+    }
     if (!obj) return;
     Timed whole("PM sampling finish", dev);
     uint64_t w0 = wall_ns();
@@ -559,9 +774,12 @@ bool g_kernel = false, g_sample = false;
 std::mutex g_state;
 std::map<CUcontext, KernelProfiler*> g_kernels;
 std::map<int, Sampler*> g_samplers;
+std::mutex g_init_mu;
 bool g_profiler_ready = false;
+CUpti_SubscriberHandle g_sub = nullptr;
 
 bool profiler_init() {
+  std::lock_guard<std::mutex> lk(g_init_mu);
   if (g_profiler_ready) return true;
   Timed t("profiler initialise");
   auto ip = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
@@ -569,18 +787,102 @@ bool profiler_init() {
   return g_profiler_ready;
 }
 
+// ---- PM sampling set up beside the program's start ----------------------------------------------------
+// With UMSCOPE_COUNTER_ASYNC (default on; 0: off) the PM sampler is set up on its own thread from the
+// context's creation, while the program goes on with its host work (allocations, reading input,
+// initialising data). Nothing the counters must see waits on it but the GPU's work: every driver call that
+// puts work or data movement on the GPU (launches, copies, sets, prefetches, graph launches, stream memory
+// operations) waits at its entry until the sampler has started, so no such byte goes uncounted. Once every
+// sampler has started, the driver-API callbacks are switched off again.
+std::mutex g_gate_mu;
+std::condition_variable g_gate_cv;
+int g_pending = 0;
+std::atomic<bool> g_gate_on{false};
+bool g_gate_broken = false;
+uint64_t g_gate_wait_ns = 0;
+long long g_gate_waits = 0;
+thread_local bool t_setup_thread = false;
+
+bool async_setup() {
+  const char* e = std::getenv("UMSCOPE_COUNTER_ASYNC");
+  return !(e && *e == '0');
+}
+
+bool gpu_work(const char* fn) {
+  if (!fn) return false;
+  for (const char* p : {"cuLaunch", "cuMemcpy", "cuMemset", "cuMemPrefetch", "cuMemDiscard", "cuMemBatch", "cuGraphLaunch",
+                        "cuStreamWriteValue", "cuStreamWaitValue", "cuStreamBatchMemOp", "cuGraphicsMap"})
+    if (std::strncmp(fn, p, std::strlen(p)) == 0) return true;
+  return false;
+}
+
+void gate_wait(const char* fn) {
+  if (t_setup_thread) return;
+  const uint64_t w0 = wall_ns();
+  std::unique_lock<std::mutex> lk(g_gate_mu);
+  if (g_pending == 0 || g_gate_broken) return;
+  if (!g_gate_cv.wait_for(lk, std::chrono::seconds(10), [] { return g_pending == 0; })) {
+    g_gate_broken = true;  // never wait again: the work goes on, the record says the counters started late
+    lk.unlock();
+    if (g_out) {
+      std::lock_guard<std::mutex> io(g_io);
+      std::fprintf(g_out, "{\"k\":\"error\",\"what\":\"start the counters before the GPU's first work\",\"dev\":-1,"
+                   "\"code\":-1,\"cupti\":\"the sampler's setup took over 10 s; GPU work (%s) went ahead uncounted\"}\n", fn);
+    }
+    return;
+  }
+  g_gate_wait_ns += wall_ns() - w0;
+  ++g_gate_waits;
+}
+
+// CUPTI is never called with g_gate_mu held (a thread waiting in a callback may hold CUPTI's own locks).
+void gate_open() {
+  bool zero;
+  {
+    std::lock_guard<std::mutex> lk(g_gate_mu);
+    zero = --g_pending == 0;
+    if (zero) g_gate_on.store(false);
+    g_gate_cv.notify_all();
+  }
+  if (!zero || g_kernel || !g_sub) return;
+  cuptiEnableDomain(0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+  bool again;
+  {
+    std::lock_guard<std::mutex> lk(g_gate_mu);
+    again = g_pending > 0;  // another device's context came meanwhile: its gate stays
+  }
+  if (again) cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+}
+
 void on_context(CUcontext ctx) {
   Timed t("context created: counters");
   std::lock_guard<std::mutex> lk(g_state);
-  if (!profiler_init()) return;
-  if (g_sample) {
-    int dev = device_of(ctx);
-    if (dev >= 0 && !g_samplers.count(dev)) {
-      auto* s = new Sampler;
-      g_samplers[dev] = s;
-      if (!s->setup(dev)) s->obj = nullptr;
+  if (!g_sample) return;
+  int dev = device_of(ctx);
+  if (dev < 0 || g_samplers.count(dev)) return;
+  auto* s = new Sampler;
+  g_samplers[dev] = s;
+  if (async_setup() && g_sub && !g_kernel) {
+    {
+      std::lock_guard<std::mutex> gl(g_gate_mu);
+      ++g_pending;
+      g_gate_on.store(true);
     }
+    ok("watch the GPU's first work", cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API), dev);
+    s->setup_thread = std::thread([s, dev, ctx] {
+      t_setup_thread = true;
+      // The context current here too, as on the thread that created it.
+      using SetFn = int (*)(CUcontext);
+      void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+      auto set = cuda ? reinterpret_cast<SetFn>(dlsym(cuda, "cuCtxSetCurrent")) : nullptr;
+      if (set) set(ctx);
+      if (!profiler_init() || !s->setup(dev)) s->obj = nullptr;
+      if (cuda) dlclose(cuda);
+      gate_open();
+    });
+    return;
   }
+  if (!profiler_init() || !s->setup(dev)) s->obj = nullptr;
 }
 
 void on_launch(CUcontext ctx, bool enter, const char* symbol) {
@@ -621,6 +923,7 @@ void finish() {
     for (auto& kv : g_kernels) kv.second->disable();
     for (auto& kv : g_samplers) kv.second->finish();
   }
+  if (g_gate_waits) phase("GPU work waited for the sampler (summed)", -1, 0, g_gate_wait_ns, g_gate_waits);
   std::lock_guard<std::mutex> lk(g_io);
   if (g_out) {
     std::fprintf(g_out, "{\"k\":\"end\",\"w\":%llu}\n", static_cast<unsigned long long>(wall_ns()));
@@ -654,6 +957,7 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
                g_kernel ? "true" : "false", g_sample ? "true" : "false");
   std::fflush(g_out);
   if (!ok("subscribe", subscribed)) return false;  // another CUPTI tool holds the one subscriber
+  g_sub = sub;
   ok("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
   ok("watch context destruction",
      cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
@@ -677,7 +981,9 @@ void callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* da
     else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) on_context_end(r->context);
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     auto* c = static_cast<const CUpti_CallbackData*>(data);
-    on_launch(c->context, c->callbackSite == CUPTI_API_ENTER, c->symbolName);
+    if (g_gate_on.load(std::memory_order_relaxed) && c->callbackSite == CUPTI_API_ENTER && gpu_work(c->functionName))
+      gate_wait(c->functionName);
+    if (g_kernel) on_launch(c->context, c->callbackSite == CUPTI_API_ENTER, c->symbolName);
   }
 }
 
