@@ -123,13 +123,16 @@ def one_phased(cmd, variant, extra_env=()):
     import tempfile
     with tempfile.TemporaryDirectory(prefix="umphases-") as tmp:
         env, files = injected_env(variant, tmp, extra_env)
+        import resource
+        u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out, err = p.communicate(timeout=600)
         t1 = time.time()
-        usage = None
+        u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         res = {"variant": variant, "env": dict(extra_env), "rc": p.returncode, "wall_s": round(t1 - t0, 4),
-               "app_ms": app_ms(out)}
+               "app_ms": app_ms(out), "cpu_user_s": round(u1.ru_utime - u0.ru_utime, 3),
+               "cpu_sys_s": round(u1.ru_stime - u0.ru_stime, 3)}
         if p.returncode != 0:
             res["stderr"] = err[-400:]
         for name, path in files.items():
@@ -138,7 +141,6 @@ def one_phased(cmd, variant, extra_env=()):
             if end is not None:
                 res[name + "_end_to_exit_s"] = round(t1 - t0 - end, 4)
             res[name + "_bytes"] = os.path.getsize(path) if os.path.exists(path) else None
-        del usage
         return res
 
 
