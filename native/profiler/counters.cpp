@@ -599,7 +599,8 @@ struct Sampler {
       if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip_c, avail.data(), metrics, dev)) return false;
       if (!cache_key.empty()) {
         w0 = wall_ns();
-        if (cache::store(cache_file, cache_key, {metrics, cfg.skipped, cfg.passes, cfg.image})) cache_state = "stored";
+        cache_state = cache::store(cache_file, cache_key, {metrics, cfg.skipped, cfg.passes, cfg.image}) ? "stored"
+                                                                                                           : "not writable";
         phase("config cache write", dev, w0, wall_ns());
       }
     }
