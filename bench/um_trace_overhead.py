@@ -1,11 +1,16 @@
-"""What `umscope profile --um-trace` costs a managed-memory application: the same command run plainly, under
-`umscope profile` (the sampler alone) and under `umscope profile --um-trace` (sampler + libumtrace), interleaved
-(plain, profile, traced, plain, ...) --reps times; wall time of the program from its start to its exit (measured
-by this script for the plain run, by umscope's own run record under profile), median and spread. The application's own time
-(umbench's `total_ms` record, when the command is umbench) is reported too. One JSON object on stdout.
+"""What `umscope profile --um-trace [--counters]` costs a managed-memory application: the same command run plainly,
+under `umscope profile --um-trace` (traced) and under `umscope profile --um-trace --counters` (counters: the tracer
+and PM sampling in one library, NVML beside), interleaved (plain, traced, counters, plain, ...) --reps times.
+Per variant, median and spread of: the program's wall time from its start to its exit (measured by this script for
+the plain run, by umscope's own run record under profile); the whole `umscope profile` command's wall time
+(umscope's start-up, machine probe, store and HTML report included); the application's own times (umbench's
+`total_ms` and `compute_ms`, when the command is umbench). One JSON object on stdout.
 
-    python3 bench/um_trace_overhead.py [--reps 3] [-- COMMAND ...]
+    python3 bench/um_trace_overhead.py [--reps 3] [--with-sampler-only] [-- COMMAND ...]
+    python3 bench/um_trace_overhead.py --phases [--reps 2] [--phase-env 'VAR=VALUE ...'] [-- COMMAND ...]
 
+--phases runs the program directly under each injection (the environment `umscope profile` gives it) and prints
+the profiler's phase records: where its fixed cost goes (docs/counters.md, "What counting costs").
 Default command: umbench's SRAD in managed mode, sized to run about 10 s on an H100 (--footprint, --iterations).
 """
 
@@ -23,12 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 from umscope import native  # noqa: E402
 
 
-def app_ms(stdout: str):
-    """umbench's whole-run time (ms) from its record, where the command is umbench."""
+def app_ms(stdout: str, field="total_ms"):
+    """umbench's whole-run time (ms; or another of its times, e.g. compute_ms) from its record, where the command
+    is umbench."""
     for line in stdout.splitlines():
         if line.startswith("{") and '"record"' in line:
             r = json.loads(line)
-            extra = r.get("total_ms") or (r.get("extra") or {}).get("total_ms")
+            extra = r.get(field) or (r.get("extra") or {}).get(field)
             if extra:
                 return float(extra)
     return None
@@ -52,7 +58,7 @@ def one(cmd, how, store):
         # run), not umscope's start-up, probe, store and report around it.
         recs = json.loads(out.strip().splitlines()[-1])
         wall = next(r["median"] for r in recs if r["op"] == "run")
-    return wall, cmd_wall, app_ms(out), p.stderr
+    return wall, cmd_wall, app_ms(out), app_ms(out, "compute_ms"), p.stderr
 
 
 def summary(xs):
@@ -131,7 +137,7 @@ def one_phased(cmd, variant, extra_env=()):
         t1 = time.time()
         u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         res = {"variant": variant, "env": dict(extra_env), "rc": p.returncode, "wall_s": round(t1 - t0, 4),
-               "app_ms": app_ms(out), "cpu_user_s": round(u1.ru_utime - u0.ru_utime, 3),
+               "app_ms": app_ms(out), "compute_ms": app_ms(out, "compute_ms"), "cpu_user_s": round(u1.ru_utime - u0.ru_utime, 3),
                "cpu_sys_s": round(u1.ru_stime - u0.ru_stime, 3)}
         if p.returncode != 0:
             res["stderr"] = err[-400:]
@@ -162,6 +168,8 @@ def main(argv=None):
     ap.add_argument("--footprint", default="2G")
     ap.add_argument("--iterations", type=int, default=3000)
     ap.add_argument("--store", default="/tmp/um_trace_overhead.sqlite")
+    ap.add_argument("--with-sampler-only", action="store_true",
+                    help="also run `umscope profile` without --um-trace (the sampler alone)")
     ap.add_argument("--phases", action="store_true",
                     help="run the program directly under each injection (plain, trace, counters, trace+counters) and "
                          "print the profiler's phase records (where its fixed cost goes) instead")
@@ -177,18 +185,20 @@ def main(argv=None):
     if a.phases:
         print(json.dumps({"command": cmd, "phases": phases(cmd, a.reps, VARIANTS, a.phase_env)}))
         return 0
-    hows = ("plain", "profile", "traced", "counters")
-    res = {h: {"wall_s": [], "command_wall_s": [], "app_ms": []} for h in hows}
+    hows = ("plain", "profile", "traced", "counters") if a.with_sampler_only else ("plain", "traced", "counters")
+    res = {h: {"wall_s": [], "command_wall_s": [], "app_ms": [], "compute_ms": []} for h in hows}
     notes = ""
     for r in range(a.reps):
         for how in hows:
-            wall, cmd_wall, ms, err = one(cmd, how, a.store)
+            wall, cmd_wall, ms, compute, err = one(cmd, how, a.store)
             res[how]["wall_s"].append(wall)
             res[how]["command_wall_s"].append(cmd_wall)
             res[how]["app_ms"].append(ms)
+            res[how]["compute_ms"].append(compute)
             if how == "counters":
                 notes = err[-600:]
-            sys.stderr.write(f"rep {r + 1} {how:<8} wall {wall:.3f} s command {cmd_wall:.3f} s app {ms} ms\n")
+            sys.stderr.write(f"rep {r + 1} {how:<8} wall {wall:.3f} s command {cmd_wall:.3f} s app {ms} ms "
+                             f"compute {compute} ms\n")
     out = {"command": cmd, "reps": a.reps}
     for how, d in res.items():
         out[how] = {k: summary(v) for k, v in d.items()}
@@ -196,8 +206,9 @@ def main(argv=None):
     for how in hows[1:]:
         out[f"{how}_overhead_wall"] = round(out[how]["wall_s"]["median"] / base - 1, 4)
         out[f"{how}_overhead_command"] = round(out[how]["command_wall_s"]["median"] / base - 1, 4)
-        if out["plain"]["app_ms"] and out[how]["app_ms"]:
-            out[f"{how}_overhead_app"] = round(out[how]["app_ms"]["median"] / out["plain"]["app_ms"]["median"] - 1, 4)
+        for k in ("app_ms", "compute_ms"):
+            if out["plain"][k] and out[how][k]:
+                out[f"{how}_overhead_{k[:-3]}"] = round(out[how][k]["median"] / out["plain"][k]["median"] - 1, 4)
     out["counters_summary_tail"] = notes
     print(json.dumps(out))
     return 0

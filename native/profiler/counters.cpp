@@ -19,11 +19,12 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 #include <dlfcn.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -88,9 +89,24 @@ struct Timed {
   ~Timed() { phase(what, dev, w0, wall_ns()); }
 };
 
+// Joins a thread this process started; in a forked child (which has none of its parent's threads) lets go.
+void join_here(std::thread& t, pid_t pid) {
+  if (!t.joinable()) return;
+  if (pid == getpid()) t.join();
+  else t.detach();
+}
+
+// Set on a thread while it makes an attempt whose failure is not an error (the early preparation).
+thread_local bool t_quiet = false;
+struct Quiet {
+  bool old;
+  explicit Quiet(bool q) : old(t_quiet) { t_quiet = t_quiet || q; }
+  ~Quiet() { t_quiet = old; }
+};
+
 bool ok(const char* what, CUptiResult r, int dev = -1) {
   if (r == CUPTI_SUCCESS) return true;
-  if (!g_out) return false;
+  if (!g_out || t_quiet) return false;
   const char* s = nullptr;
   cuptiGetResultString(r, &s);
   std::lock_guard<std::mutex> lk(g_io);
@@ -124,158 +140,6 @@ std::vector<const char*> c_names(const std::vector<std::string>& v) {
   for (auto& s : v) out.push_back(s.c_str());
   return out;
 }
-
-// ---- The configuration cache ------------------------------------------------------------------------
-// A configuration image depends only on the profiler type, the chip, the metrics, the counter
-// availability image and CUPTI's (and so NVPW's) version. Building it needs CUPTI's host library
-// (libnvperf_host) and its metric database, on the program's path at context creation; a cached image
-// lets the counters start without them (the host object for evaluating the samples is then built on the
-// decoding thread, which also rebuilds the image and checks the cached one against it). The cache lives
-// in $UMSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/umscope, else ~/.cache/umscope; UMSCOPE_COUNTER_CACHE=0
-// turns it off. Files are written whole under a private name and renamed into place, so processes that
-// run at once read either no file or a complete one; a file whose key or checksum does not match is ignored.
-namespace cache {
-
-uint64_t fnv(const void* p, size_t n, uint64_t h = 1469598103934665603ull) {
-  auto* b = static_cast<const unsigned char*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
-bool enabled() {
-  const char* e = std::getenv("UMSCOPE_COUNTER_CACHE");
-  return !(e && *e == '0');
-}
-
-std::string dir() {
-  const char* d = std::getenv("UMSCOPE_CACHE_DIR");
-  if (d && *d) return d;
-  const char* x = std::getenv("XDG_CACHE_HOME");
-  if (x && *x) return std::string(x) + "/umscope";
-  const char* h = std::getenv("HOME");
-  return h && *h ? std::string(h) + "/.cache/umscope" : std::string();
-}
-
-// The key: everything the image is made from.
-std::string key(const char* profiler, const char* chip, const std::vector<uint8_t>& avail,
-                const std::vector<std::string>& metrics) {
-  uint32_t version = 0;
-  cuptiGetVersion(&version);
-  char head[160];
-  std::snprintf(head, sizeof head, "%s|%s|cupti %u|api %d|avail %zu %016llx|", profiler, chip, version,
-                CUPTI_API_VERSION, avail.size(), static_cast<unsigned long long>(fnv(avail.data(), avail.size())));
-  std::string k = head;
-  for (auto& m : metrics) k += m + ",";
-  return k;
-}
-
-std::string path(const std::string& k, const char* chip) {
-  std::string d = dir();
-  if (d.empty()) return d;
-  char name[96];
-  std::snprintf(name, sizeof name, "/counters-%s-%016llx.cfg", chip,
-                static_cast<unsigned long long>(fnv(k.data(), k.size())));
-  return d + name;
-}
-
-void put_str(std::string& out, const std::string& s) {
-  uint64_t n = s.size();
-  out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  out += s;
-}
-
-bool get_str(const std::string& in, size_t& at, std::string& s) {
-  uint64_t n = 0;
-  if (at + sizeof n > in.size()) return false;
-  std::memcpy(&n, in.data() + at, sizeof n);
-  at += sizeof n;
-  if (n > in.size() - at) return false;
-  s.assign(in.data() + at, n);
-  at += n;
-  return true;
-}
-
-// Cached entry: the metrics taken, those skipped, the passes and the image.
-struct Entry {
-  std::vector<std::string> taken, skipped;
-  uint64_t passes = 0;
-  std::vector<uint8_t> image;
-};
-
-std::string encode(const std::string& k, const Entry& e) {
-  std::string out = "UMSCOPE-COUNTERS-CONFIG 1\n";
-  put_str(out, k);
-  std::string t, s;
-  for (auto& m : e.taken) t += m + ",";
-  for (auto& m : e.skipped) s += m + ",";
-  put_str(out, t);
-  put_str(out, s);
-  put_str(out, std::to_string(e.passes));
-  put_str(out, std::string(e.image.begin(), e.image.end()));
-  uint64_t sum = fnv(out.data(), out.size());
-  out.append(reinterpret_cast<const char*>(&sum), sizeof sum);
-  return out;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return out;
-}
-
-bool load(const std::string& file, const std::string& k, Entry& e) {
-  FILE* f = std::fopen(file.c_str(), "rb");
-  if (!f) return false;
-  std::string in;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) in.append(buf, n);
-  std::fclose(f);
-  const std::string magic = "UMSCOPE-COUNTERS-CONFIG 1\n";
-  uint64_t sum = 0;
-  if (in.size() < magic.size() + sizeof sum || in.compare(0, magic.size(), magic) != 0) return false;
-  std::memcpy(&sum, in.data() + in.size() - sizeof sum, sizeof sum);
-  in.resize(in.size() - sizeof sum);
-  if (fnv(in.data(), in.size()) != sum) return false;
-  size_t at = magic.size();
-  std::string kk, t, s, p, img;
-  if (!get_str(in, at, kk) || kk != k || !get_str(in, at, t) || !get_str(in, at, s) || !get_str(in, at, p) ||
-      !get_str(in, at, img) || img.empty())
-    return false;
-  e.taken = split(t);
-  e.skipped = split(s);
-  e.passes = std::strtoull(p.c_str(), nullptr, 10);
-  e.image.assign(img.begin(), img.end());
-  return !e.taken.empty();
-}
-
-// Writes the entry whole under a private name, then renames it into place (atomic on one file system).
-bool store(const std::string& file, const std::string& k, const Entry& e) {
-  if (file.empty()) return false;
-  std::string d = file.substr(0, file.rfind('/'));
-  for (size_t at = 1; at <= d.size(); ++at)  // mkdir -p
-    if (at == d.size() || d[at] == '/') mkdir(d.substr(0, at).c_str(), 0755);
-  std::string tmp = file + ".tmp." + std::to_string(static_cast<long>(getpid())) + "." +
-                    std::to_string(static_cast<unsigned long long>(wall_ns()));
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return false;
-  std::string out = encode(k, e);
-  bool good = std::fwrite(out.data(), 1, out.size(), f) == out.size();
-  good = (std::fclose(f) == 0) && good;
-  if (good && std::rename(tmp.c_str(), file.c_str()) == 0) return true;
-  std::remove(tmp.c_str());
-  return false;
-}
-
-}  // namespace cache
 
 // A CUPTI host object with a configuration of `metrics` for one chip; the config image and passes.
 struct HostConfig {
@@ -538,77 +402,82 @@ struct Sampler {
   CUpti_PmSampling_Object* obj = nullptr;
   std::vector<uint8_t> data;
   std::thread thread;
+  pid_t thread_pid = 0;
   std::mutex mu;
   std::condition_variable wake;
   bool stop = false;
   size_t written = 0;
   uint64_t period_ns = 1000000;
-  size_t max_samples = 4096;
-  size_t hw_buffer = size_t(256) << 20;
-  // For the host object the decoding thread builds when the image came from the cache.
-  std::string chip;
-  std::vector<uint8_t> avail;
-  std::string cache_key, cache_file;
-  const char* cache_state = "off";
-  std::thread setup_thread;  // the setup, when it runs beside the program's start (UMSCOPE_COUNTER_ASYNC)
+  // Samples per counter data image: the decoding thread empties the hardware buffer every 50 ms (50 samples at
+  // the default 1 ms) and decodes again while the image fills, so 256 loses nothing; each sample takes about
+  // 18 KiB of image, and CUPTI initialises the whole image at the start and after every decode (4096 samples:
+  // 74 MB, 19-24 ms at the start and a quarter of the decoding thread's time on the H100).
+  size_t max_samples = 256;
+  // The hardware buffer the GPU writes samples into (pinned host memory): setting up 256 MiB took 174-204 ms
+  // in the program's path on the H100, 32 MiB 80 ms; 16 MiB holds many seconds of samples, and an overflow
+  // is recorded ("dropped").
+  size_t hw_buffer = size_t(16) << 20;
+  // Preparation (chip, counter availability, configuration image, the host object that evaluates the
+  // samples): done by the early thread (attach) or at the context's creation, whichever comes first.
+  std::mutex prep_mu;
+  bool prepared = false, prepared_ok = false, tried = false;
+  const char* prepared_by = "";
   // The decoding thread's own work, summed (written as phases at the end): CUPTI's decode, the metrics'
   // evaluation, and the whole of each round.
   uint64_t decode_ns = 0, eval_ns = 0, round_ns = 0;
   long long decodes = 0, evals = 0, rounds = 0;
 
-  bool setup(int d) {
-    dev = d;
-    Timed whole("PM sampling setup", dev);
-    uint64_t w0 = wall_ns();
-    const char* chip_c = chip_of(dev);
-    phase("chip name", dev, w0, wall_ns());
-    if (!chip_c) return false;
-    chip = chip_c;
+  explicit Sampler(int d) : dev(d) {
     const char* pe = std::getenv("UMSCOPE_COUNTER_PERIOD_US");
     if (pe && std::atoll(pe) > 0) period_ns = static_cast<uint64_t>(std::atoll(pe)) * 1000;
     const char* hb = std::getenv("UMSCOPE_PM_BUFFER_MB");
     if (hb && std::atoll(hb) > 0) hw_buffer = static_cast<size_t>(std::atoll(hb)) << 20;
     const char* ms = std::getenv("UMSCOPE_PM_MAX_SAMPLES");
     if (ms && std::atoll(ms) > 0) max_samples = static_cast<size_t>(std::atoll(ms));
+  }
+
+  // Everything that needs no context. `quiet`: an early attempt, whose failure is not recorded (the context's
+  // creation tries again and records what fails then).
+  bool prepare(const char* by, bool quiet) {
+    std::lock_guard<std::mutex> lk(prep_mu);
+    if (prepared) return prepared_ok;
+    Quiet q(quiet);
+    Timed whole("PM sampling prepare", dev);
+    uint64_t w0 = wall_ns();
+    const char* chip = chip_of(dev);
+    phase("chip name", dev, w0, wall_ns());
+    if (!chip) return false;
     w0 = wall_ns();
     auto ap = params<CUpti_PmSampling_GetCounterAvailability_Params>(CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
     ap.deviceIndex = static_cast<size_t>(dev);
     if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
-    avail.resize(ap.counterAvailabilityImageSize);
+    phase("counter availability (size)", dev, w0, wall_ns());
+    w0 = wall_ns();
+    std::vector<uint8_t> avail(ap.counterAvailabilityImageSize);
     ap.pCounterAvailabilityImage = avail.data();
     if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
-    phase("counter availability", dev, w0, wall_ns());
+    phase("counter availability (image)", dev, w0, wall_ns());
     metrics = env_list("UMSCOPE_SAMPLE_METRICS", kSampled);
-    if (cache::enabled()) {
-      w0 = wall_ns();
-      cache_key = cache::key("pm_sampling", chip_c, avail, metrics);
-      cache_file = cache::path(cache_key, chip_c);
-      cache::Entry e;
-      if (!cache_file.empty() && cache::load(cache_file, cache_key, e)) {
-        metrics = e.taken;
-        cfg.skipped = e.skipped;
-        cfg.passes = e.passes;
-        cfg.image = e.image;
-        cache_state = "hit";
-      } else {
-        cache_state = "miss";
-      }
-      phase("config cache read", dev, w0, wall_ns());
+    if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) {
+      cfg.release();
+      cfg.image.clear();
+      cfg.skipped.clear();
+      return false;
     }
-    if (cfg.image.empty()) {
-      if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip_c, avail.data(), metrics, dev)) return false;
-      if (!cache_key.empty()) {
-        w0 = wall_ns();
-        cache_state = cache::store(cache_file, cache_key, {metrics, cfg.skipped, cfg.passes, cfg.image}) ? "stored"
-                                                                                                           : "not writable";
-        phase("config cache write", dev, w0, wall_ns());
-      }
-    }
-    char extra[256];
-    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"config_cache\":\"%s\"",
-                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, cache_state);
-    write_config("pm_sampling", dev, chip_c, metrics, cfg.passes, extra, cfg.skipped);
-    w0 = wall_ns();
+    char extra[200];
+    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"prepared\":\"%s\"",
+                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, by);
+    write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
+    prepared = prepared_ok = true;
+    prepared_by = by;
+    return true;
+  }
+
+  // Enables PM sampling on the device and starts it with the prepared configuration (on the context's
+  // creation, before the program's first work on the device).
+  bool start() {
+    Timed whole("PM sampling start (all)", dev);
+    uint64_t w0 = wall_ns();
     auto ep = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
     ep.deviceIndex = static_cast<size_t>(dev);
     if (!ok("PM sampling enable", cuptiPmSamplingEnable(&ep), dev)) return false;
@@ -641,8 +510,8 @@ struct Sampler {
     st.pPmSamplingObject = obj;
     if (!ok("PM sampling start", cuptiPmSamplingStart(&st), dev)) return false;
     phase("PM sampling start", dev, w0, wall_ns());
+    thread_pid = getpid();
     thread = std::thread([this] {
-      if (!cfg.host) evaluation_host();
       std::unique_lock<std::mutex> lk(mu);
       while (!wake.wait_for(lk, std::chrono::milliseconds(50), [this] { return stop; })) {
         lk.unlock();
@@ -651,27 +520,6 @@ struct Sampler {
       }
     });
     return true;
-  }
-
-  // The host object that evaluates the samples, where the image came from the cache: built here, on the
-  // decoding thread, beside the program; the image it makes is checked against the cached one.
-  void evaluation_host() {
-    Timed t("evaluation host (decoding thread)", dev);
-    HostConfig fresh;
-    std::vector<std::string> m = metrics;
-    if (!fresh.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip.c_str(), avail.data(), m, dev)) return;
-    if (fresh.image != cfg.image || m != metrics) {
-      // The key covers everything the image is made from, so this means a CUPTI that builds differently
-      // from one call to the next: the samples are evaluated as configured, and the record says so.
-      if (g_out) {
-        std::lock_guard<std::mutex> lk(g_io);
-        std::fprintf(g_out, "{\"k\":\"error\",\"what\":\"check the cached configuration\",\"dev\":%d,\"code\":-1,"
-                     "\"cupti\":\"the cached configuration image differs from the one CUPTI builds now; cache rewritten\"}\n", dev);
-      }
-      cache::store(cache_file, cache_key, {m, fresh.skipped, fresh.passes, fresh.image});
-    }
-    cfg.host = fresh.host;
-    fresh.host = nullptr;
   }
 
   bool init_data() {
@@ -684,10 +532,9 @@ struct Sampler {
 
   // Moves the hardware buffer's samples into the counter data image and writes the completed ones.
   void decode() {
-    if (!cfg.host) return;  // no host object to evaluate with: its error is in the file
     const uint64_t r0 = wall_ns();
     ++rounds;
-    for (int round = 0; round < 64; ++round) {
+    for (int round = 0; round < 1024; ++round) {
       auto dp = params<CUpti_PmSampling_DecodeData_Params>(CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE);
       dp.pPmSamplingObject = obj;
       dp.pCounterDataImage = data.data();
@@ -733,11 +580,6 @@ struct Sampler {
   }
 
   void finish() {
-    if (setup_thread.joinable()) {
-      uint64_t w0 = wall_ns();
-      setup_thread.join();
-      phase("setup thread join", dev, w0, wall_ns());
-    }
     if (!obj) return;
     Timed whole("PM sampling finish", dev);
     uint64_t w0 = wall_ns();
@@ -746,7 +588,7 @@ struct Sampler {
       stop = true;
     }
     wake.notify_all();
-    if (thread.joinable()) thread.join();
+    join_here(thread, thread_pid);
     phase("decoding thread stop", dev, w0, wall_ns());
     w0 = wall_ns();
     auto st = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
@@ -777,113 +619,78 @@ std::map<CUcontext, KernelProfiler*> g_kernels;
 std::map<int, Sampler*> g_samplers;
 std::mutex g_init_mu;
 bool g_profiler_ready = false;
-CUpti_SubscriberHandle g_sub = nullptr;
+std::thread g_early;
+pid_t g_early_pid = 0;
+std::mutex g_early_mu;  // joined from the context's end or from exit, whichever comes first
 
-bool profiler_init() {
+void join_early() {
+  std::lock_guard<std::mutex> lk(g_early_mu);
+  join_here(g_early, g_early_pid);
+}
+
+bool profiler_init(bool quiet = false) {
   std::lock_guard<std::mutex> lk(g_init_mu);
   if (g_profiler_ready) return true;
+  Quiet q(quiet);
   Timed t("profiler initialise");
   auto ip = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   g_profiler_ready = ok("profiler initialise", cuptiProfilerInitialize(&ip));
   return g_profiler_ready;
 }
 
-// ---- PM sampling set up beside the program's start ----------------------------------------------------
-// With UMSCOPE_COUNTER_ASYNC (default on; 0: off) the PM sampler is set up on its own thread from the
-// context's creation, while the program goes on with its host work (allocations, reading input,
-// initialising data). Nothing the counters must see waits on it but the GPU's work: every driver call that
-// puts work or data movement on the GPU (launches, copies, sets, prefetches, graph launches, stream memory
-// operations) waits at its entry until the sampler has started, so no such byte goes uncounted. Once every
-// sampler has started, the driver-API callbacks are switched off again.
-std::mutex g_gate_mu;
-std::condition_variable g_gate_cv;
-int g_pending = 0;
-std::atomic<bool> g_gate_on{false};
-bool g_gate_broken = false;
-uint64_t g_gate_wait_ns = 0;
-long long g_gate_waits = 0;
-thread_local bool t_setup_thread = false;
-
-bool async_setup() {
-  const char* e = std::getenv("UMSCOPE_COUNTER_ASYNC");
-  return !(e && *e == '0');
+Sampler* sampler_for(int dev) {
+  std::lock_guard<std::mutex> lk(g_state);
+  auto it = g_samplers.find(dev);
+  if (it != g_samplers.end()) return it->second;
+  auto* s = new Sampler(dev);
+  g_samplers[dev] = s;
+  return s;
 }
 
-bool gpu_work(const char* fn) {
-  if (!fn) return false;
-  for (const char* p : {"cuLaunch", "cuMemcpy", "cuMemset", "cuMemPrefetch", "cuMemDiscard", "cuMemBatch", "cuGraphLaunch",
-                        "cuStreamWriteValue", "cuStreamWaitValue", "cuStreamBatchMemOp", "cuGraphicsMap"})
-    if (std::strncmp(fn, p, std::strlen(p)) == 0) return true;
-  return false;
-}
-
-void gate_wait(const char* fn) {
-  if (t_setup_thread) return;
+// The early preparation (UMSCOPE_COUNTER_EARLY, default on; 0: off): started when the library is attached
+// (at cuInit, before the program's first context exists), it initialises CUPTI's profiler (which loads
+// libnvperf_host and libnvperf_target: 70-190 ms on the H100) and prepares each device's sampler (counter
+// availability, 140-240 ms; configuration image and host object, 6-20 ms) while the driver creates the
+// context (about 230 ms for the H100's first one). The context's creation then only enables and starts the
+// sampler on its device. Devices are prepared in order; a context whose device is not prepared yet
+// prepares it itself (the early thread then skips it). Nothing is enabled early: a device the program does
+// not use is never sampled (another process may be sampling it).
+void early_prepare() {
   const uint64_t w0 = wall_ns();
-  std::unique_lock<std::mutex> lk(g_gate_mu);
-  if (g_pending == 0 || g_gate_broken) return;
-  if (!g_gate_cv.wait_for(lk, std::chrono::seconds(10), [] { return g_pending == 0; })) {
-    g_gate_broken = true;  // never wait again: the work goes on, the record says the counters started late
-    lk.unlock();
-    if (g_out) {
-      std::lock_guard<std::mutex> io(g_io);
-      std::fprintf(g_out, "{\"k\":\"error\",\"what\":\"start the counters before the GPU's first work\",\"dev\":-1,"
-                   "\"code\":-1,\"cupti\":\"the sampler's setup took over 10 s; GPU work (%s) went ahead uncounted\"}\n", fn);
+  if (!profiler_init(true)) return;
+  using CountFn = int (*)(int*);
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto count = cuda ? reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount")) : nullptr;
+  int n = 0;
+  // The driver may still be inside cuInit (which attached this library): ask again for up to a second.
+  bool counted = false;
+  for (int tries = 0; count && tries < 500 && !g_done.load(); ++tries) {
+    if (count(&n) == 0) {
+      counted = true;
+      break;
     }
-    return;
+    timespec pause{0, 2 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
   }
-  g_gate_wait_ns += wall_ns() - w0;
-  ++g_gate_waits;
-}
-
-// CUPTI is never called with g_gate_mu held (a thread waiting in a callback may hold CUPTI's own locks).
-void gate_open() {
-  bool zero;
-  {
-    std::lock_guard<std::mutex> lk(g_gate_mu);
-    zero = --g_pending == 0;
-    if (zero) g_gate_on.store(false);
-    g_gate_cv.notify_all();
-  }
-  if (!zero || g_kernel || !g_sub) return;
-  cuptiEnableDomain(0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
-  bool again;
-  {
-    std::lock_guard<std::mutex> lk(g_gate_mu);
-    again = g_pending > 0;  // another device's context came meanwhile: its gate stays
-  }
-  if (again) cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+  if (!counted) n = 0;
+  if (cuda) dlclose(cuda);
+  for (int d = 0; d < n && !g_done.load(); ++d) sampler_for(d)->prepare("early", true);
+  phase("early preparation (thread)", -1, w0, wall_ns(), n);
 }
 
 void on_context(CUcontext ctx) {
   Timed t("context created: counters");
-  std::lock_guard<std::mutex> lk(g_state);
   if (!g_sample) return;
   int dev = device_of(ctx);
-  if (dev < 0 || g_samplers.count(dev)) return;
-  auto* s = new Sampler;
-  g_samplers[dev] = s;
-  if (async_setup() && g_sub && !g_kernel) {
-    {
-      std::lock_guard<std::mutex> gl(g_gate_mu);
-      ++g_pending;
-      g_gate_on.store(true);
-    }
-    ok("watch the GPU's first work", cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API), dev);
-    s->setup_thread = std::thread([s, dev, ctx] {
-      t_setup_thread = true;
-      // The context current here too, as on the thread that created it.
-      using SetFn = int (*)(CUcontext);
-      void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-      auto set = cuda ? reinterpret_cast<SetFn>(dlsym(cuda, "cuCtxSetCurrent")) : nullptr;
-      if (set) set(ctx);
-      if (!profiler_init() || !s->setup(dev)) s->obj = nullptr;
-      if (cuda) dlclose(cuda);
-      gate_open();
-    });
-    return;
-  }
-  if (!profiler_init() || !s->setup(dev)) s->obj = nullptr;
+  if (dev < 0) return;
+  Sampler* s = sampler_for(dev);
+  std::lock_guard<std::mutex> lk(g_state);
+  if (s->tried) return;  // started (or failed to) for another context on the device
+  s->tried = true;
+  uint64_t w0 = wall_ns();
+  bool ready = profiler_init() && s->prepare("at context creation", false);
+  phase("context created: waited for preparation", dev, w0, wall_ns());
+  if (!ready || !s->start()) s->obj = nullptr;
 }
 
 void on_launch(CUcontext ctx, bool enter, const char* symbol) {
@@ -909,6 +716,7 @@ void on_launch(CUcontext ctx, bool enter, const char* symbol) {
 // before ours runs (then CUPTI has freed the profilers' objects, and stopping them again freed twice).
 void on_context_end(CUcontext ctx) {
   Timed t("context destroyed: counters");
+  join_early();
   std::lock_guard<std::mutex> lk(g_state);
   auto it = g_kernels.find(ctx);
   if (it != g_kernels.end()) it->second->disable();
@@ -920,11 +728,11 @@ void finish() {
   if (g_done.exchange(true)) return;
   {
     Timed t("exit: counters");
+    join_early();
     std::lock_guard<std::mutex> lk(g_state);
     for (auto& kv : g_kernels) kv.second->disable();
     for (auto& kv : g_samplers) kv.second->finish();
   }
-  if (g_gate_waits) phase("GPU work waited for the sampler (summed)", -1, 0, g_gate_wait_ns, g_gate_waits);
   std::lock_guard<std::mutex> lk(g_io);
   if (g_out) {
     std::fprintf(g_out, "{\"k\":\"end\",\"w\":%llu}\n", static_cast<unsigned long long>(wall_ns()));
@@ -958,7 +766,6 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
                g_kernel ? "true" : "false", g_sample ? "true" : "false");
   std::fflush(g_out);
   if (!ok("subscribe", subscribed)) return false;  // another CUPTI tool holds the one subscriber
-  g_sub = sub;
   ok("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
   ok("watch context destruction",
      cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
@@ -970,6 +777,12 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
       ok("watch kernel launches", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
   }
   std::atexit(finish);
+  const char* early = std::getenv("UMSCOPE_COUNTER_EARLY");
+  if (g_sample && !g_kernel && !(early && *early == '0')) {
+    std::lock_guard<std::mutex> lk(g_early_mu);
+    g_early_pid = getpid();
+    g_early = std::thread(early_prepare);
+  }
   phase("attach", -1, w_attach, wall_ns());
   return true;
 }
@@ -982,9 +795,7 @@ void callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* da
     else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) on_context_end(r->context);
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     auto* c = static_cast<const CUpti_CallbackData*>(data);
-    if (g_gate_on.load(std::memory_order_relaxed) && c->callbackSite == CUPTI_API_ENTER && gpu_work(c->functionName))
-      gate_wait(c->functionName);
-    if (g_kernel) on_launch(c->context, c->callbackSite == CUPTI_API_ENTER, c->symbolName);
+    on_launch(c->context, c->callbackSite == CUPTI_API_ENTER, c->symbolName);
   }
 }
 
