@@ -314,3 +314,44 @@ def test_library_found_beside_the_tracer(tmp_path, monkeypatch):
     assert installed is None or not installed.startswith(str(tmp_path))
     (tmp_path / "libumcounters.so").write_text("")
     assert hc.library_path() == str(tmp_path / "libumcounters.so")
+
+
+def test_overhead_bench_phases_place_each_phase_in_the_programs_life(tmp_path, monkeypatch):
+    """bench/um_trace_overhead.py --phases: the program runs with the variables `umscope profile` gives it, and
+    the phase records the libraries write (wall-clock ns) come back as seconds after the program's start and
+    milliseconds long; summed phases (w0 = 0) have no start. A stand-in program writes the records here."""
+    import importlib.util
+    import pathlib
+    import sys
+    root = pathlib.Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("um_trace_overhead", root / "bench" / "um_trace_overhead.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for name in ("libumtrace.so", "libumcounters.so"):
+        (tmp_path / name).write_text("")
+    monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
+    monkeypatch.setenv("UMSCOPE_UMCOUNTERS", str(tmp_path / "libumcounters.so"))
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import json, os, time\n"
+        "now = time.time_ns()\n"
+        "for var, what in (('UMSCOPE_TRACE_FILE', 'injection'), ('UMSCOPE_COUNTERS_FILE', 'PM sampling start')):\n"
+        "    if os.environ.get(var):\n"
+        "        with open(os.environ[var], 'w') as f:\n"
+        "            f.write(json.dumps({'k': 'phase', 'what': what, 'dev': 0, 'w0': now, 'w1': now + 5_000_000}) + '\\n')\n"
+        "            f.write(json.dumps({'k': 'phase', 'what': 'run: decode (summed)', 'dev': 0, 'w0': 0, 'w1': 7_000_000, 'n': 3}) + '\\n')\n"
+        "            f.write(json.dumps({'k': 'end', 'w': time.time_ns()}) + '\\n')\n"
+        "print(json.dumps({'type': 'record', 'total_ms': 12.5, 'compute_ms': 10.0}))\n"
+        "print(os.environ.get('CUDA_INJECTION64_PATH', ''))\n")
+    rows = bench.phases([sys.executable, str(prog)], 1, bench.VARIANTS, ["UMSCOPE_COUNTER_EARLY=0 X=1"])
+    by = {(r["variant"], tuple(sorted(r["env"].items()))): r for r in rows}
+    assert by[("plain", ())]["app_ms"] == 12.5 and "trace" not in by[("plain", ())]
+    assert by[("counters", ())]["compute_ms"] == 10.0 and "trace" not in by[("counters", ())]
+    both = by[("trace+counters", ())]
+    for f, what in (("trace", "injection"), ("counters", "PM sampling start")):
+        timed = next(p for p in both[f] if p["what"] == what)
+        assert timed["ms"] == 5.0 and 0 <= timed["at_s"] < both["wall_s"]
+        summed = next(p for p in both[f] if p["what"].startswith("run:"))
+        assert summed["at_s"] is None and summed["ms"] == 7.0 and summed["n"] == 3
+        assert 0 <= both[f + "_end_to_exit_s"] < both["wall_s"]
+    assert by[("trace+counters", (("UMSCOPE_COUNTER_EARLY", "0"), ("X", "1")))]["rc"] == 0
