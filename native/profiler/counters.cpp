@@ -19,6 +19,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -96,17 +97,9 @@ void join_here(std::thread& t, pid_t pid) {
   else t.detach();
 }
 
-// Set on a thread while it makes an attempt whose failure is not an error (the early preparation).
-thread_local bool t_quiet = false;
-struct Quiet {
-  bool old;
-  explicit Quiet(bool q) : old(t_quiet) { t_quiet = t_quiet || q; }
-  ~Quiet() { t_quiet = old; }
-};
-
 bool ok(const char* what, CUptiResult r, int dev = -1) {
   if (r == CUPTI_SUCCESS) return true;
-  if (!g_out || t_quiet) return false;
+  if (!g_out) return false;
   const char* s = nullptr;
   cuptiGetResultString(r, &s);
   std::lock_guard<std::mutex> lk(g_io);
@@ -265,6 +258,111 @@ const char* chip_of(int dev) {
   return cp.pChipName;
 }
 
+// ---- The counter availability cache ------------------------------------------------------------------------
+// Asking CUPTI for a device's counter availability image is the first profiler call on the device and took
+// 121-251 ms of the program's path on the H100; the image was the same in every run on one machine (one chip,
+// one driver, one CUPTI). It is kept in $UMSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/umscope, else
+// ~/.cache/umscope, under a name made from the chip, CUPTI's version and the driver's version
+// (UMSCOPE_COUNTER_CACHE=0: always ask). A file is written whole under a private name and renamed into place,
+// so processes running at once read no file or a complete one; a file whose key or checksum does not match
+// is ignored. Where the cached image gives a configuration that fails or leaves a metric out, the sampler
+// asks CUPTI again (Sampler::prepare).
+namespace availability {
+
+uint64_t fnv(const void* p, size_t n, uint64_t h = 1469598103934665603ull) {
+  auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+bool enabled() {
+  const char* e = std::getenv("UMSCOPE_COUNTER_CACHE");
+  return !(e && *e == '0');
+}
+
+std::string dir() {
+  const char* d = std::getenv("UMSCOPE_CACHE_DIR");
+  if (d && *d) return d;
+  const char* x = std::getenv("XDG_CACHE_HOME");
+  if (x && *x) return std::string(x) + "/umscope";
+  const char* h = std::getenv("HOME");
+  return h && *h ? std::string(h) + "/.cache/umscope" : std::string();
+}
+
+// What the image depends on: the chip, CUPTI's version, the driver's version.
+std::string key(const char* chip) {
+  uint32_t cupti = 0;
+  cuptiGetVersion(&cupti);
+  int driver = 0;
+  using VerFn = int (*)(int*);
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto ver = cuda ? reinterpret_cast<VerFn>(dlsym(cuda, "cuDriverGetVersion")) : nullptr;
+  if (ver) ver(&driver);
+  if (cuda) dlclose(cuda);
+  char k[200];
+  std::snprintf(k, sizeof k, "pm_sampling availability|%s|cupti %u|api %d|driver %d", chip, cupti, CUPTI_API_VERSION,
+                driver);
+  return k;
+}
+
+// A cache entry: its file (empty: no cache directory) and the key it must hold.
+struct Where {
+  std::string file, key;
+};
+
+Where path(const char* chip) {
+  std::string d = dir();
+  if (d.empty()) return {};
+  std::string k = key(chip);
+  char name[128];
+  std::snprintf(name, sizeof name, "/pm-availability-%s-%016llx.bin", chip,
+                static_cast<unsigned long long>(fnv(k.data(), k.size())));
+  return {d + name, k};
+}
+
+const char kMagic[] = "UMSCOPE-PM-AVAILABILITY 1\n";
+
+bool load(const Where& where, std::vector<uint8_t>& image) {
+  if (where.file.empty()) return false;
+  FILE* f = std::fopen(where.file.c_str(), "rb");
+  if (!f) return false;
+  std::string in;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) in.append(buf, n);
+  std::fclose(f);
+  const std::string head = std::string(kMagic) + where.key + "\n";
+  uint64_t sum = 0;
+  if (in.size() <= head.size() + sizeof sum || in.compare(0, head.size(), head) != 0) return false;
+  std::memcpy(&sum, in.data() + in.size() - sizeof sum, sizeof sum);
+  if (fnv(in.data(), in.size() - sizeof sum) != sum) return false;
+  image.assign(in.begin() + head.size(), in.end() - sizeof sum);
+  return !image.empty();
+}
+
+bool store(const Where& where, const std::vector<uint8_t>& image) {
+  if (where.file.empty() || image.empty()) return false;
+  const std::string& file = where.file;
+  const std::string d = file.substr(0, file.rfind('/'));
+  for (size_t at = 1; at <= d.size(); ++at)  // mkdir -p
+    if (at == d.size() || d[at] == '/') mkdir(d.substr(0, at).c_str(), 0755);
+  std::string out = std::string(kMagic) + where.key + "\n";
+  out.append(reinterpret_cast<const char*>(image.data()), image.size());
+  const uint64_t sum = fnv(out.data(), out.size());
+  out.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  const std::string tmp = file + ".tmp." + std::to_string(static_cast<long>(getpid())) + "." +
+                          std::to_string(static_cast<unsigned long long>(wall_ns()));
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return false;
+  bool good = std::fwrite(out.data(), 1, out.size(), f) == out.size();
+  good = (std::fclose(f) == 0) && good;
+  if (good && std::rename(tmp.c_str(), file.c_str()) == 0) return true;
+  std::remove(tmp.c_str());
+  return false;
+}
+
+}  // namespace availability
+
 // ---- Range Profiler: one range per kernel, per context ----------------------------------------
 constexpr size_t kRangesPerImage = 256;
 
@@ -417,11 +515,7 @@ struct Sampler {
   // in the program's path on the H100, 32 MiB 80 ms; 16 MiB holds many seconds of samples, and an overflow
   // is recorded ("dropped").
   size_t hw_buffer = size_t(16) << 20;
-  // Preparation (chip, counter availability, configuration image, the host object that evaluates the
-  // samples): done by the early thread (attach) or at the context's creation, whichever comes first.
-  std::mutex prep_mu;
-  bool prepared = false, prepared_ok = false, tried = false;
-  const char* prepared_by = "";
+  bool tried = false;
   // The decoding thread's own work, summed (written as phases at the end): CUPTI's decode, the metrics'
   // evaluation, and the whole of each round.
   uint64_t decode_ns = 0, eval_ns = 0, round_ns = 0;
@@ -436,40 +530,57 @@ struct Sampler {
     if (ms && std::atoll(ms) > 0) max_samples = static_cast<size_t>(std::atoll(ms));
   }
 
-  // Everything that needs no context. `quiet`: an early attempt, whose failure is not recorded (the context's
-  // creation tries again and records what fails then).
-  bool prepare(const char* by, bool quiet) {
-    std::lock_guard<std::mutex> lk(prep_mu);
-    if (prepared) return prepared_ok;
-    Quiet q(quiet);
+  // The device's counter availability image, queried from CUPTI (two calls: 121-251 ms in the program's path
+  // on the H100, the first profiler call on the device) or read from the cache (namespace availability).
+  bool availability(const char* chip, std::vector<uint8_t>& avail, bool use_cache, const char*& source) {
+    uint64_t w0 = wall_ns();
+    const availability::Where file = use_cache ? availability::path(chip) : availability::Where{};
+    if (availability::load(file, avail)) {
+      source = "cache";
+      phase("counter availability (cache)", dev, w0, wall_ns());
+      return true;
+    }
+    auto ap = params<CUpti_PmSampling_GetCounterAvailability_Params>(CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
+    ap.deviceIndex = static_cast<size_t>(dev);
+    if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
+    avail.assign(ap.counterAvailabilityImageSize, 0);
+    ap.pCounterAvailabilityImage = avail.data();
+    if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
+    source = "CUPTI";
+    phase("counter availability (CUPTI)", dev, w0, wall_ns());
+    availability::store(file, avail);
+    return true;
+  }
+
+  // Everything before the device's sampler is enabled: chip, counter availability, the configuration image and
+  // the host object that evaluates the samples. Where the cached availability gives a configuration that
+  // leaves a metric out or fails, the availability is queried again and the configuration rebuilt.
+  bool prepare() {
     Timed whole("PM sampling prepare", dev);
     uint64_t w0 = wall_ns();
     const char* chip = chip_of(dev);
     phase("chip name", dev, w0, wall_ns());
     if (!chip) return false;
-    w0 = wall_ns();
-    auto ap = params<CUpti_PmSampling_GetCounterAvailability_Params>(CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
-    ap.deviceIndex = static_cast<size_t>(dev);
-    if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
-    phase("counter availability (size)", dev, w0, wall_ns());
-    w0 = wall_ns();
-    std::vector<uint8_t> avail(ap.counterAvailabilityImageSize);
-    ap.pCounterAvailabilityImage = avail.data();
-    if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
-    phase("counter availability (image)", dev, w0, wall_ns());
+    const char* source = "";
+    std::vector<uint8_t> avail;
+    if (!availability(chip, avail, availability::enabled(), source)) return false;
     metrics = env_list("UMSCOPE_SAMPLE_METRICS", kSampled);
-    if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) {
+    const std::vector<std::string> wanted = metrics;
+    bool built = cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev);
+    if (std::strcmp(source, "cache") == 0 && (!built || !cfg.skipped.empty())) {
       cfg.release();
       cfg.image.clear();
       cfg.skipped.clear();
-      return false;
+      metrics = wanted;
+      if (!availability(chip, avail, false, source)) return false;
+      availability::store(availability::path(chip), avail);
+      built = cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev);
     }
+    if (!built) return false;
     char extra[200];
-    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"prepared\":\"%s\"",
-                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, by);
+    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"availability\":\"%s\"",
+                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, source);
     write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
-    prepared = prepared_ok = true;
-    prepared_by = by;
     return true;
   }
 
@@ -619,19 +730,9 @@ std::map<CUcontext, KernelProfiler*> g_kernels;
 std::map<int, Sampler*> g_samplers;
 std::mutex g_init_mu;
 bool g_profiler_ready = false;
-std::thread g_early;
-pid_t g_early_pid = 0;
-std::mutex g_early_mu;  // joined from the context's end or from exit, whichever comes first
-
-void join_early() {
-  std::lock_guard<std::mutex> lk(g_early_mu);
-  join_here(g_early, g_early_pid);
-}
-
-bool profiler_init(bool quiet = false) {
+bool profiler_init() {
   std::lock_guard<std::mutex> lk(g_init_mu);
   if (g_profiler_ready) return true;
-  Quiet q(quiet);
   Timed t("profiler initialise");
   auto ip = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   g_profiler_ready = ok("profiler initialise", cuptiProfilerInitialize(&ip));
@@ -647,35 +748,32 @@ Sampler* sampler_for(int dev) {
   return s;
 }
 
-// The early preparation (UMSCOPE_COUNTER_EARLY, default on; 0: off): started when the library is attached
-// (at cuInit, before the program's first context exists), it initialises CUPTI's profiler (which loads
-// libnvperf_host and libnvperf_target: 70-190 ms on the H100) and prepares each device's sampler (counter
-// availability, 140-240 ms; configuration image and host object, 6-20 ms) while the driver creates the
-// context (about 230 ms for the H100's first one). The context's creation then only enables and starts the
-// sampler on its device. Devices are prepared in order; a context whose device is not prepared yet
-// prepares it itself (the early thread then skips it). Nothing is enabled early: a device the program does
-// not use is never sampled (another process may be sampling it).
-void early_prepare() {
+// The preload (UMSCOPE_COUNTER_PRELOAD=1): CUPTI's profiler loads its host and target libraries (libnvperf_host,
+// 32 MB, and libnvperf_target, beside libcupti) at its initialisation, in the program's path at the first
+// context (70-105 ms with them on the H100; loading them alone took 80 and 54 ms in a fresh process). A thread
+// started when the library is attached (at cuInit) loads them with dlopen while the driver creates the
+// context, and nothing else: CUPTI's profiler calls made on such a thread at that time corrupted the heap
+// (glibc abort at exit, H100, CUDA 13.0); dlopen is the loader's own thread-safe operation.
+std::thread g_preload;
+pid_t g_preload_pid = 0;
+std::mutex g_preload_mu;
+
+void preload_libraries() {
   const uint64_t w0 = wall_ns();
-  if (!profiler_init(true)) return;
-  using CountFn = int (*)(int*);
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  auto count = cuda ? reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount")) : nullptr;
-  int n = 0;
-  // The driver may still be inside cuInit (which attached this library): ask again for up to a second.
-  bool counted = false;
-  for (int tries = 0; count && tries < 500 && !g_done.load(); ++tries) {
-    if (count(&n) == 0) {
-      counted = true;
-      break;
-    }
-    timespec pause{0, 2 * 1000 * 1000};
-    nanosleep(&pause, nullptr);
+  Dl_info info{};
+  int loaded = 0;
+  if (dladdr(reinterpret_cast<void*>(&cuptiGetVersion), &info) && info.dli_fname) {
+    std::string dir = info.dli_fname;
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    for (const char* lib : {"libnvperf_host.so", "libnvperf_target.so"})
+      if (dlopen((dir + lib).c_str(), RTLD_NOW | RTLD_LOCAL)) ++loaded;  // kept loaded: CUPTI uses them
   }
-  if (!counted) n = 0;
-  if (cuda) dlclose(cuda);
-  for (int d = 0; d < n && !g_done.load(); ++d) sampler_for(d)->prepare("early", true);
-  phase("early preparation (thread)", -1, w0, wall_ns(), n);
+  phase("preload profiler libraries (thread)", -1, w0, wall_ns(), loaded);
+}
+
+void join_preload() {
+  std::lock_guard<std::mutex> lk(g_preload_mu);
+  join_here(g_preload, g_preload_pid);
 }
 
 void on_context(CUcontext ctx) {
@@ -683,14 +781,12 @@ void on_context(CUcontext ctx) {
   if (!g_sample) return;
   int dev = device_of(ctx);
   if (dev < 0) return;
+  join_preload();
   Sampler* s = sampler_for(dev);
   std::lock_guard<std::mutex> lk(g_state);
   if (s->tried) return;  // started (or failed to) for another context on the device
   s->tried = true;
-  uint64_t w0 = wall_ns();
-  bool ready = profiler_init() && s->prepare("at context creation", false);
-  phase("context created: waited for preparation", dev, w0, wall_ns());
-  if (!ready || !s->start()) s->obj = nullptr;
+  if (!profiler_init() || !s->prepare() || !s->start()) s->obj = nullptr;
 }
 
 void on_launch(CUcontext ctx, bool enter, const char* symbol) {
@@ -716,7 +812,7 @@ void on_launch(CUcontext ctx, bool enter, const char* symbol) {
 // before ours runs (then CUPTI has freed the profilers' objects, and stopping them again freed twice).
 void on_context_end(CUcontext ctx) {
   Timed t("context destroyed: counters");
-  join_early();
+  join_preload();
   std::lock_guard<std::mutex> lk(g_state);
   auto it = g_kernels.find(ctx);
   if (it != g_kernels.end()) it->second->disable();
@@ -728,7 +824,7 @@ void finish() {
   if (g_done.exchange(true)) return;
   {
     Timed t("exit: counters");
-    join_early();
+    join_preload();
     std::lock_guard<std::mutex> lk(g_state);
     for (auto& kv : g_kernels) kv.second->disable();
     for (auto& kv : g_samplers) kv.second->finish();
@@ -777,11 +873,11 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
       ok("watch kernel launches", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
   }
   std::atexit(finish);
-  const char* early = std::getenv("UMSCOPE_COUNTER_EARLY");
-  if (g_sample && !g_kernel && !(early && *early == '0')) {
-    std::lock_guard<std::mutex> lk(g_early_mu);
-    g_early_pid = getpid();
-    g_early = std::thread(early_prepare);
+  const char* preload = std::getenv("UMSCOPE_COUNTER_PRELOAD");
+  if (preload && *preload == '1') {
+    std::lock_guard<std::mutex> lk(g_preload_mu);
+    g_preload_pid = getpid();
+    g_preload = std::thread(preload_libraries);
   }
   phase("attach", -1, w_attach, wall_ns());
   return true;

@@ -302,7 +302,8 @@ void finish() {
   if (g_out) {
     uvm::write_counters();
     umprofiler::write_phase(g_out, "exit: tracer", -1, w0, wall_ns());
-    std::fprintf(g_out, "{\"k\":\"end\",\"t\":%llu,\"dropped\":%llu,\"um_records\":[", now_ns(), g_dropped);
+    std::fprintf(g_out, "{\"k\":\"end\",\"t\":%llu,\"w\":%llu,\"dropped\":%llu,\"um_records\":[", now_ns(),
+                 static_cast<unsigned long long>(wall_ns()), g_dropped);
     for (int c = 0; c < 16; ++c) std::fprintf(g_out, "%s%llu", c ? "," : "", g_um_written[c]);
     std::fprintf(g_out, "],\"um_values\":[");
     for (int c = 0; c < 16; ++c) std::fprintf(g_out, "%s%llu", c ? "," : "", g_um_bytes[c]);
