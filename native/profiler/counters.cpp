@@ -275,9 +275,9 @@ uint64_t fnv(const void* p, size_t n, uint64_t h = 1469598103934665603ull) {
   return h;
 }
 
-bool enabled() {
+bool enabled() {  // off: with the image from the cache (no query) the program died of SIGSEGV (H100, run 3)
   const char* e = std::getenv("UMSCOPE_COUNTER_CACHE");
-  return !(e && *e == '0');
+  return e && *e == '1';
 }
 
 std::string dir() {
@@ -874,7 +874,7 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
   }
   std::atexit(finish);
   const char* preload = std::getenv("UMSCOPE_COUNTER_PRELOAD");
-  if (preload && *preload == '1') {
+  if (g_sample && !(preload && *preload == '0')) {
     std::lock_guard<std::mutex> lk(g_preload_mu);
     g_preload_pid = getpid();
     g_preload = std::thread(preload_libraries);
