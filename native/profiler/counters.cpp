@@ -19,7 +19,6 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 #include <dlfcn.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -258,111 +257,6 @@ const char* chip_of(int dev) {
   return cp.pChipName;
 }
 
-// ---- The counter availability cache ------------------------------------------------------------------------
-// Asking CUPTI for a device's counter availability image is the first profiler call on the device and took
-// 121-251 ms of the program's path on the H100; the image was the same in every run on one machine (one chip,
-// one driver, one CUPTI). It is kept in $UMSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/umscope, else
-// ~/.cache/umscope, under a name made from the chip, CUPTI's version and the driver's version
-// (UMSCOPE_COUNTER_CACHE=0: always ask). A file is written whole under a private name and renamed into place,
-// so processes running at once read no file or a complete one; a file whose key or checksum does not match
-// is ignored. Where the cached image gives a configuration that fails or leaves a metric out, the sampler
-// asks CUPTI again (Sampler::prepare).
-namespace availability {
-
-uint64_t fnv(const void* p, size_t n, uint64_t h = 1469598103934665603ull) {
-  auto* b = static_cast<const unsigned char*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
-bool enabled() {  // off: with the image from the cache (no query) the program died of SIGSEGV (H100, run 3)
-  const char* e = std::getenv("UMSCOPE_COUNTER_CACHE");
-  return e && *e == '1';
-}
-
-std::string dir() {
-  const char* d = std::getenv("UMSCOPE_CACHE_DIR");
-  if (d && *d) return d;
-  const char* x = std::getenv("XDG_CACHE_HOME");
-  if (x && *x) return std::string(x) + "/umscope";
-  const char* h = std::getenv("HOME");
-  return h && *h ? std::string(h) + "/.cache/umscope" : std::string();
-}
-
-// What the image depends on: the chip, CUPTI's version, the driver's version.
-std::string key(const char* chip) {
-  uint32_t cupti = 0;
-  cuptiGetVersion(&cupti);
-  int driver = 0;
-  using VerFn = int (*)(int*);
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  auto ver = cuda ? reinterpret_cast<VerFn>(dlsym(cuda, "cuDriverGetVersion")) : nullptr;
-  if (ver) ver(&driver);
-  if (cuda) dlclose(cuda);
-  char k[200];
-  std::snprintf(k, sizeof k, "pm_sampling availability|%s|cupti %u|api %d|driver %d", chip, cupti, CUPTI_API_VERSION,
-                driver);
-  return k;
-}
-
-// A cache entry: its file (empty: no cache directory) and the key it must hold.
-struct Where {
-  std::string file, key;
-};
-
-Where path(const char* chip) {
-  std::string d = dir();
-  if (d.empty()) return {};
-  std::string k = key(chip);
-  char name[128];
-  std::snprintf(name, sizeof name, "/pm-availability-%s-%016llx.bin", chip,
-                static_cast<unsigned long long>(fnv(k.data(), k.size())));
-  return {d + name, k};
-}
-
-const char kMagic[] = "UMSCOPE-PM-AVAILABILITY 1\n";
-
-bool load(const Where& where, std::vector<uint8_t>& image) {
-  if (where.file.empty()) return false;
-  FILE* f = std::fopen(where.file.c_str(), "rb");
-  if (!f) return false;
-  std::string in;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) in.append(buf, n);
-  std::fclose(f);
-  const std::string head = std::string(kMagic) + where.key + "\n";
-  uint64_t sum = 0;
-  if (in.size() <= head.size() + sizeof sum || in.compare(0, head.size(), head) != 0) return false;
-  std::memcpy(&sum, in.data() + in.size() - sizeof sum, sizeof sum);
-  if (fnv(in.data(), in.size() - sizeof sum) != sum) return false;
-  image.assign(in.begin() + head.size(), in.end() - sizeof sum);
-  return !image.empty();
-}
-
-bool store(const Where& where, const std::vector<uint8_t>& image) {
-  if (where.file.empty() || image.empty()) return false;
-  const std::string& file = where.file;
-  const std::string d = file.substr(0, file.rfind('/'));
-  for (size_t at = 1; at <= d.size(); ++at)  // mkdir -p
-    if (at == d.size() || d[at] == '/') mkdir(d.substr(0, at).c_str(), 0755);
-  std::string out = std::string(kMagic) + where.key + "\n";
-  out.append(reinterpret_cast<const char*>(image.data()), image.size());
-  const uint64_t sum = fnv(out.data(), out.size());
-  out.append(reinterpret_cast<const char*>(&sum), sizeof sum);
-  const std::string tmp = file + ".tmp." + std::to_string(static_cast<long>(getpid())) + "." +
-                          std::to_string(static_cast<unsigned long long>(wall_ns()));
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return false;
-  bool good = std::fwrite(out.data(), 1, out.size(), f) == out.size();
-  good = (std::fclose(f) == 0) && good;
-  if (good && std::rename(tmp.c_str(), file.c_str()) == 0) return true;
-  std::remove(tmp.c_str());
-  return false;
-}
-
-}  // namespace availability
-
 // ---- Range Profiler: one range per kernel, per context ----------------------------------------
 constexpr size_t kRangesPerImage = 256;
 
@@ -530,56 +424,36 @@ struct Sampler {
     if (ms && std::atoll(ms) > 0) max_samples = static_cast<size_t>(std::atoll(ms));
   }
 
-  // The device's counter availability image, queried from CUPTI (two calls: 121-251 ms in the program's path
-  // on the H100, the first profiler call on the device) or read from the cache (namespace availability).
-  bool availability(const char* chip, std::vector<uint8_t>& avail, bool use_cache, const char*& source) {
+  // The device's counter availability image (two calls: 121-251 ms in the program's path on the H100, the first
+  // profiler call on the device). It cannot be skipped: with an image saved from an earlier run and no query
+  // the program died of SIGSEGV (H100, CUDA 13.0).
+  bool availability(std::vector<uint8_t>& avail) {
     uint64_t w0 = wall_ns();
-    const availability::Where file = use_cache ? availability::path(chip) : availability::Where{};
-    if (availability::load(file, avail)) {
-      source = "cache";
-      phase("counter availability (cache)", dev, w0, wall_ns());
-      return true;
-    }
     auto ap = params<CUpti_PmSampling_GetCounterAvailability_Params>(CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
     ap.deviceIndex = static_cast<size_t>(dev);
     if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
     avail.assign(ap.counterAvailabilityImageSize, 0);
     ap.pCounterAvailabilityImage = avail.data();
     if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
-    source = "CUPTI";
-    phase("counter availability (CUPTI)", dev, w0, wall_ns());
-    availability::store(file, avail);
+    phase("counter availability", dev, w0, wall_ns());
     return true;
   }
 
   // Everything before the device's sampler is enabled: chip, counter availability, the configuration image and
-  // the host object that evaluates the samples. Where the cached availability gives a configuration that
-  // leaves a metric out or fails, the availability is queried again and the configuration rebuilt.
+  // the host object that evaluates the samples (6-20 ms).
   bool prepare() {
     Timed whole("PM sampling prepare", dev);
     uint64_t w0 = wall_ns();
     const char* chip = chip_of(dev);
     phase("chip name", dev, w0, wall_ns());
     if (!chip) return false;
-    const char* source = "";
     std::vector<uint8_t> avail;
-    if (!availability(chip, avail, availability::enabled(), source)) return false;
+    if (!availability(avail)) return false;
     metrics = env_list("UMSCOPE_SAMPLE_METRICS", kSampled);
-    const std::vector<std::string> wanted = metrics;
-    bool built = cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev);
-    if (std::strcmp(source, "cache") == 0 && (!built || !cfg.skipped.empty())) {
-      cfg.release();
-      cfg.image.clear();
-      cfg.skipped.clear();
-      metrics = wanted;
-      if (!availability(chip, avail, false, source)) return false;
-      availability::store(availability::path(chip), avail);
-      built = cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev);
-    }
-    if (!built) return false;
-    char extra[200];
-    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"availability\":\"%s\"",
-                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, source);
+    if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) return false;
+    char extra[160];
+    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu",
+                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples);
     write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
     return true;
   }
