@@ -12,6 +12,8 @@
 //   {"k":"start",...} {"k":"config",...} {"k":"range",...} {"k":"sample",...} {"k":"error",...} {"k":"end"}
 // Where the profiler API is refused (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: the driver restricts
 // counters to administrators) an error record says so and python/umscope/profile falls back to NVML.
+// {"k":"phase",...} records time each step of the library's own work (bench/um_trace_overhead.py --phases;
+// docs/counters.md, "What profiling costs").
 #include <cupti.h>
 #include <cupti_pmsampling.h>
 #include <cupti_profiler_host.h>
@@ -23,8 +25,6 @@
 #include <time.h>
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -406,8 +406,9 @@ struct Sampler {
   // 74 MB, 19-24 ms at the start and a quarter of the decoding thread's time on the H100).
   size_t max_samples = 256;
   // The hardware buffer the GPU writes samples into (pinned host memory): setting up 256 MiB took 174-204 ms
-  // in the program's path on the H100, 32 MiB 80 ms; 16 MiB holds many seconds of samples, and an overflow
-  // is recorded ("dropped").
+  // in the program's path on the H100, 32 MiB 80 ms, 16 MiB 67-72 ms. With 16 MiB a 10 s SRAD run's PCIe total
+  // was that of the 256 MiB buffer (1.078 and 1.081 GB) and the known-bytes tests passed; an overflow would be
+  // recorded ("dropped").
   size_t hw_buffer = size_t(16) << 20;
   bool tried = false;
   // The decoding thread's own work, summed (written as phases at the end): CUPTI's decode, the metrics'
