@@ -39,9 +39,9 @@ void poison(Buffer& b, size_t bytes) {
 
 // Timed repetitions of one size when --reps is not given: the default count (20), or fewer where a
 // repetition is slow, as many as fill kRepBudgetSec but never fewer than kMinReps. On the H100 host the
-// median of the first 8 of 20 repetitions of each 256 MiB copy slower than 10 ms (18 figures, two runs) was
-// within 9% of the 20-repetition median, inside the samples' spread (8-72%) and the same figure's change from
-// one run to the next (up to 26%) (docs/suite-time.md).
+// median of the first 8 of 20 repetitions of each copy slower than 10 ms (18 figures of two full-suite runs,
+// bench/first_reps.py, docs/suite-reps.md) was within 8.9% of the 20-repetition median, inside the samples'
+// spread (8-72%) and the same figure's change from one run to the other (up to 26%).
 constexpr double kRepBudgetSec = 0.3;
 constexpr int kMinReps = 8;
 

@@ -218,7 +218,11 @@ void run_latency(Context& ctx) {
     // GPU side by copying a staged chain in (cudaMemcpy runs on the GPU's copy engine),
     // through a host stage of at most 64 MiB (a stage of the whole footprint cost a 1 GiB fill per case).
     Initializer init;
-    init.cpu = [&](void* p, size_t) { write_chain(p, next, stride, base, 0, n); };
+    init.cpu = [&](void* p, size_t) {  // every allowed CPU writes a piece (and first-touches its pages)
+      prepare_on_all_cpus(n, size_t(1) << 19 /* slots: 64 MiB at 128 B */, [&](size_t lo, size_t hi, int) {
+        write_chain(static_cast<unsigned char*>(p) + lo * stride, next, stride, base, lo, hi);
+      });
+    };
     init.gpu = [&](void* p, size_t) {
       const size_t per = std::max<size_t>(1, (size_t(64) << 20) / stride);
       std::vector<unsigned char> stage(std::min(n, per) * stride);

@@ -343,11 +343,11 @@ def _team_cpus(allowed, instances, threads) -> list:
 
 
 # Repetitions of the single-thread CPU stream (after the usual 2 warm-up ones): one thread's pass over arrays of
-# twice the LLC takes 85-115 ms per operation, so 20 repetitions made it a third of the default suite. On the
-# H100 host (two full-suite stores, 5 kinds x 3 operations each) the median of the first 8 of the 20
-# repetitions was within 5.0% of the 20-repetition median (within 3% in 27 of 30), inside the samples' own
-# spread (6-48%) and the run-to-run change of the same figure (up to 11%); a team's repetitions take 16-35 ms
-# and keep the default 20 (docs/suite-time.md).
+# twice the LLC takes 85-115 ms per operation, so 20 repetitions made it a quarter of the default suite. On the
+# H100 host (30 figures of two full-suite runs, bench/first_reps.py, docs/suite-reps.md) the median of the first
+# 8 of 20 repetitions was within 5.0% of the 20-repetition median, inside the samples' own spread (6-48%) and
+# the change of the same figure from one run to the other (up to 27%). A team's first 8 were up to 33% off its
+# 20: the team keeps 20.
 SINGLE_THREAD_REPS = 8
 
 
