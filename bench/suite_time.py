@@ -27,6 +27,16 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"full": 180.0, "quick": 60.0}
 
 
+# What made the default suite cheaper, stated with each table (the suite's code is what the commit says).
+CUTS = ("Where the time was cut without changing a figure: untimed preparation of large host arrays (pattern "
+        "fills and checks, latency chains) runs on every allowed CPU instead of one; a latency chain's random cycle "
+        "is built once per process (a batch of latency cases shares it) and staged to the GPU in 64 MiB pieces; "
+        "syr2k's CPU reference keeps four partial sums. Where fewer repetitions are timed, with the evidence that "
+        "the figure does not change (the first repetitions' median against all 20, beside the spread and the "
+        "change from run to run): the single-thread CPU stream (8 instead of 20) and copies slower than 15 ms a "
+        "repetition (as many as fill 0.3 s, at least 8) in docs/suite-reps.md (bench/first_reps.py).\n\n")
+
+
 def family_of(benchmark: str) -> str:
     """The plan family a case belongs to: the applications (their native benchmarks) count as 'apps'."""
     from umscope import apps, plans
@@ -124,7 +134,7 @@ def main():
     doc = (f"# umscope suite time\n\ncommit {commit(ROOT)}, host {os.uname().nodename}, "
            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; written by bench/suite_time.py. Seconds per "
            "family are the cases' own elapsed times as the runner stored them (a batch's process start falls in "
-           "its first case).\n\n" + "\n".join(table(r) for r in results))
+           "its first case).\n\n" + CUTS + "\n".join(table(r) for r in results))
     (out / "suite_time.md").write_text(doc)
     (out / "suite_time.json").write_text(json.dumps(results, indent=1))
     print(doc)
