@@ -5,6 +5,7 @@ per case, and the wall time of the whole command (probe, plan, report included).
 nvidia-h100-x1: `umscope run` <= 180 s, `--quick` <= 60 s.
 
     python3 bench/suite_time.py --out DIR [--only full|quick] [--stop-after SECONDS] [--resume-from DIR0]
+                                [--kind nvidia-h100-x1] [--note TEXT]
                                 [-- extra umscope args]
 
 --stop-after sends SIGTERM to a run still going after that many seconds (a shared GPU's time limit): the
@@ -124,6 +125,8 @@ def main():
     ap.add_argument("--stop-after", type=float, help="SIGTERM a run still going after this many seconds")
     ap.add_argument("--resume-from", metavar="DIR", help="finish the runs of an earlier --out DIR that --stop-after "
                     "ended (a shared machine's time limit), adding the wall time they had taken")
+    ap.add_argument("--kind", help="the machine kind it runs on (e.g. nvidia-h100-x1), stated in the document")
+    ap.add_argument("--note", help="a paragraph to add under the header (e.g. the time before a change)")
     ap.add_argument("extra", nargs="*", help="more umscope run arguments (after --)")
     a = ap.parse_args()
     out = Path(a.out)
@@ -131,10 +134,12 @@ def main():
     runs = [w for w in ("quick", "full") if a.only in (None, w)] if a.only or not a.bench else []
     results = [time_run(w, out, a.stop_after, a.extra, a.resume_from) for w in runs]
     results += [time_run("bench:" + f, out, a.stop_after, a.extra) for f in a.bench]
-    doc = (f"# umscope suite time\n\ncommit {commit(ROOT)}, host {os.uname().nodename}, "
+    doc = (f"# umscope suite time\n\ncommit {commit(ROOT)}, "
+           + (f"machine kind {a.kind}, " if a.kind else "") + f"host {os.uname().nodename}, "
            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; written by bench/suite_time.py. Seconds per "
            "family are the cases' own elapsed times as the runner stored them (a batch's process start falls in "
-           "its first case).\n\n" + CUTS + "\n".join(table(r) for r in results))
+           "its first case).\n\n" + (a.note + "\n\n" if a.note else "") + CUTS
+           + "\n".join(table(r) for r in results))
     (out / "suite_time.md").write_text(doc)
     (out / "suite_time.json").write_text(json.dumps(results, indent=1))
     print(doc)
