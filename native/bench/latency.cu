@@ -201,8 +201,6 @@ void run_latency(Context& ctx) {
   }
   const long long steps_arg = ctx.args.integer("steps", 0);
   if (steps_arg < 0) throw UsageError("--steps must be positive");
-  const long long warm_arg = ctx.args.integer("warm-steps", -1);
-  if (ctx.args.has("warm-steps") && warm_arg < 0) throw UsageError("--warm-steps must be 0 or more");
   const uint64_t seed = static_cast<uint64_t>(ctx.args.integer("seed", 1));
   const bool on_gpu = proc == "gpu";
   if (on_gpu || kind_uses_cuda(kind)) ctx.use_gpu();
@@ -238,10 +236,9 @@ void run_latency(Context& ctx) {
     buf.place(init);
 
     const long long steps = steps_arg ? steps_arg : 1 << 17;
-    // Untimed loads before the first timed repetition: --warm-steps, by default 8 repetitions' worth (1 Mi
-    // with the default steps); at most one lap of the cycle; a shorter --steps shortens the default with it.
-    const long long warm = static_cast<long long>(
-        std::min<size_t>(n, static_cast<size_t>(warm_arg >= 0 ? warm_arg : 8 * steps)));
+    // Untimed loads before the first timed repetition: up to 8 repetitions' worth (1 Mi with the default
+    // steps), at most one lap of the cycle, so a shorter --steps shortens the warm-up with it.
+    const long long warm = static_cast<long long>(std::min<size_t>(n, static_cast<size_t>(8 * steps)));
     ChaseResult r = on_gpu ? gpu_chase(mine, warm, steps, ctx.reps) : cpu_chase(mine, warm, steps, ctx.reps);
     // Verify: the chain is one cycle, so after warm + reps*steps loads the
     // chase must stand on a known slot.
@@ -267,7 +264,7 @@ BenchRegistrar reg({"latency", "gpu|cpu",
                     "one thread chases dependent loads through a random cycle over a footprint of one memory "
                     "kind: ns (and GPU cycles) per load",
                     {"chase", "timer"},
-                    {"kind", "processor", "bytes", "stride", "steps", "warm-steps", "seed"},
+                    {"kind", "processor", "bytes", "stride", "steps", "seed"},
                     run_latency});
 
 }  // namespace
