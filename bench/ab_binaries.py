@@ -13,7 +13,7 @@ from pathlib import Path
 
 from umscope import native, plans, probe
 
-KEYS = ("op", "bytes", "threads", "route", "stride", "processor")
+KEYS = ("op", "bytes", "threads", "route", "stride", "processor", "load")
 
 
 def run(binary, case):
