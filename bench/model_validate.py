@@ -70,8 +70,9 @@ def figure_records(size, dev, tag):
            ("read", "pinned", 3),  # the GPU reading host memory over the link
            ("write", "pinned", 3),  # and writing it
            ("copy", "pinned", 3))  # both at once
-    for op, kind, it in mig:
-        recs += umbench("migration", "--op", op, "--kind", kind, "--bytes", size, "--iterations", it, *dev)
+    for op, kind, it in mig:  # three trials, each on a fresh allocation: the figure is their median
+        recs += umbench("migration", "--op", op, "--kind", kind, "--bytes", size, "--iterations", it,
+                        "--trials", 3, *dev)
     for kind, by in (("managed", "gpu"), ("managed", "cpu"), ("system", "cpu"), ("pinned", "cpu"),
                      ("registered", "cpu")):
         recs += umbench("firsttouch", "--kind", kind, "--by", by, "--bytes", size, "--reps", "3", *dev)

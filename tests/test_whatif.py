@@ -106,6 +106,10 @@ def test_gpu_stream_pattern_records_give_the_random_access_figures():
     # the 16 MiB gather fits the L2 and the device one is not over the link: neither is the remote figure
     assert fig == {"remote_gather_gops": 0.7, "remote_scatter_gops": 1.5, "remote_reread_16m_gbps": 50.0}
     assert "gather" in src["remote_gather_gops"]
+    # repeated trials of a microbenchmark: the figure is their median, and says so
+    more = [dict(recs[0], median=v) for v in (0.5, 0.9)]
+    fig, src = calibrated.figures_from_records(recs + more)
+    assert fig["remote_gather_gops"] == 0.7 and "median of 3" in src["remote_gather_gops"]
 
 
 def test_model_falls_back_to_the_access_table_and_calibrates_on_medians():

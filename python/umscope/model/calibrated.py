@@ -292,6 +292,12 @@ def write_validated(kind: str, entry: dict, path=None):
     path.write_text(json.dumps(cur, indent=1, sort_keys=True) + "\n")
 
 
+def _median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
 def _flat(r) -> dict:
     d = dict(r.get("extra") or {})
     d.update({k: v for k, v in r.items() if k != "extra" and v is not None})
@@ -312,6 +318,7 @@ def figures_from_records(records) -> tuple:
     {name: which record}). Recognises the migration, firsttouch, faults, cpu-stream and copy benchmarks
     (bench/model_validate.py runs the set; CALIBRATES says which phase each figure predicts)."""
     fig, src = {}, {}
+    vals = {}  # every value of a figure: repeated trials and repetitions give their median
     best_threads = {}
     place = {}
     for r in map(_flat, records):
@@ -323,11 +330,13 @@ def figures_from_records(records) -> tuple:
 
         def put(k, v, note=""):
             if v is not None:
-                fig[k], src[k] = float(v), tag + note
+                vals.setdefault(k, []).append(float(v))
+                fig[k] = _median(vals[k])
+                src[k] = tag + note + (f" (median of {len(vals[k])})" if len(vals[k]) > 1 else "")
         if b == "migration" and not r.get("dos") and r.get("cpu_touch", "none") == "none":
             ft, pf, adv = pol.get("first_touch", "cpu"), pol.get("prefetch"), pol.get("advise")
             if kind == "managed" and ft == "cpu" and not pf:
-                if r.get("place_ms") is not None and gib and op == "read":
+                if r.get("place_ms") is not None and gib and op == "read" and (adv or "") not in place:
                     place[adv or ""] = (r["place_ms"] / gib, tag)
                 if adv in ("read_mostly", "preferred:gpu") and r.get("advise_ms") is not None and gib:
                     put("advise_" + adv.replace(":", "_") + "_ms_per_gib", r["advise_ms"] / gib, " (advise_ms)")
@@ -367,8 +376,11 @@ def figures_from_records(records) -> tuple:
             put("cpu_fault_us_4k", r["median"])
         elif b == "cpu-stream" and kind == "system" and op in ("read", "checksum") and r.get("median") is not None:
             key = "host_gbps" if op == "read" else "checksum_gbps"
-            if int(r.get("threads") or 0) > best_threads.get(key, -1):
-                best_threads[key] = int(r.get("threads") or 0)
+            th = int(r.get("threads") or 0)
+            if th > best_threads.get(key, -1):
+                best_threads[key] = th
+                vals.pop(key, None)
+            if th == best_threads[key]:
                 put(key, r["median"])
         elif (b == "gpu-stream" and kind == "pinned" and op in ("gather", "scatter", "reread")
               and r.get("median") is not None):
