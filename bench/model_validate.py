@@ -70,9 +70,9 @@ def figure_records(size, dev, tag):
            ("read", "pinned", 3),  # the GPU reading host memory over the link
            ("write", "pinned", 3),  # and writing it
            ("copy", "pinned", 3))  # both at once
-    for op, kind, it in mig:  # three trials, each on a fresh allocation: the figure is their median
+    for op, kind, it in mig:  # managed: three trials, each on a fresh allocation: the figure is their median
         recs += umbench("migration", "--op", op, "--kind", kind, "--bytes", size, "--iterations", it,
-                        "--trials", 3, *dev)
+                        "--trials", 3 if kind.startswith("managed") else 1, *dev)
     for kind, by in (("managed", "gpu"), ("managed", "cpu"), ("system", "cpu"), ("pinned", "cpu"),
                      ("registered", "cpu")):
         recs += umbench("firsttouch", "--kind", kind, "--by", by, "--bytes", size, "--reps", "3", *dev)
@@ -86,7 +86,7 @@ def figure_records(size, dev, tag):
     # The GPU's access patterns over pinned memory beside the stream: random 8-byte loads and stores (each
     # a separate remote access: the rate of bfs's gathers and of a tile's rows), and the working-set sweep
     # (a window re-read back to back: whether the L2 keeps host lines, by the window's size).
-    recs += umbench("gpu-stream", "--kind", "pinned", "--bytes", size, "--ops", "gather,scatter,reread",
+    recs += umbench("gpu-stream", "--kind", "pinned", "--bytes", size, "--ops", "gather,scatter,gather-scatter,reread",
                     "--accesses", 1 << 24, "--window", "4M,16M,32M,64M,256M", "--passes", 8, "--reps", 3, *dev)
     recs += umbench("gpu-stream", "--kind", "pinned", "--bytes", "16M", "--ops", "gather", "--accesses", 1 << 24,
                     "--reps", 3, *dev)  # random loads within what the L2 holds

@@ -91,6 +91,11 @@ def test_model_zero_copy_terms_exact():
     rnd = dict(CAL, gather_accesses=1e9, scatter_accesses=1e9)
     q = calibrated.predict("triad", "pinned", rnd, dict(FIG, remote_gather_gops=2.0, remote_scatter_gops=4.0))
     assert q["compute_ms"] == pytest.approx(4 * link + 500.0 + 250.0)
+    # ... and with the rate of both at once (1 G/s pairs), the 1e9 pairs overlap: 1 s instead of 750 ms
+    pair = dict(FIG, remote_gather_gops=2.0, remote_scatter_gops=4.0, remote_gather_scatter_gops=1.0)
+    assert calibrated.predict("triad", "pinned", rnd, pair)["compute_ms"] == pytest.approx(4 * link + 1000.0)
+    more = dict(rnd, gather_accesses=3e9)  # 1e9 pairs, 2e9 loads alone at 2 G/s
+    assert calibrated.predict("triad", "pinned", more, pair)["compute_ms"] == pytest.approx(4 * link + 2000.0)
     # Without the gather figure the random terms are absent, not guessed
     assert calibrated.predict("triad", "pinned", rnd, FIG)["compute_ms"] == pytest.approx(4 * link)
 

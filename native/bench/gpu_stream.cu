@@ -9,7 +9,8 @@
 //           sweep: a window the L2 holds is re-read from the L2 if the GPU caches the kind's lines, else
 //           from where it lives); one record per window.
 //   gather  --accesses independent 8-byte loads at random slots of the whole array (a resident grid, four
-//           loads in flight per thread): random sector reads; scatter: the same as 8-byte stores.
+//           loads in flight per thread): random sector reads; scatter: the same as 8-byte stores;
+//           gather-scatter: a random load and a random store (of another array) per access, both at once.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -36,6 +37,8 @@ UMSCOPE_HOST_DEVICE inline size_t random_slot(unsigned long long j, size_t n) {
   return static_cast<size_t>((z ^ (z >> 31)) % n);
 }
 
+constexpr unsigned long long kStoreSequence = 1ull << 60;  // gather-scatter: the stores' own sequence
+
 // Each thread loads `per` random slots, four independent loads in flight; sums into one word.
 __global__ void gather_kernel(const double* __restrict__ a, size_t n, size_t per, double* out) {
   const unsigned long long t = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
@@ -53,6 +56,20 @@ __global__ void gather_kernel(const double* __restrict__ a, size_t n, size_t per
   if ((threadIdx.x & 31) == 0) atomicAdd(out, s);
 }
 
+// Both at once: each thread loads `per` random slots of a and stores v to `per` other random slots of c
+// (the store's slot from a second sequence), the loads summed into one word.
+__global__ void gather_scatter_kernel(const double* __restrict__ a, double* __restrict__ c, size_t n, size_t per,
+                                      double v, double* out) {
+  const unsigned long long t = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  double s = 0;
+  for (size_t j = 0; j < per; ++j) {
+    s += a[random_slot(t * per + j, n)];
+    c[random_slot(kStoreSequence + t * per + j, n)] = v;
+  }
+  for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, s);
+}
+
 // Each thread stores v to `per` random slots.
 __global__ void scatter_kernel(double* __restrict__ c, size_t n, size_t per, double v) {
   const unsigned long long t = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
@@ -65,7 +82,7 @@ void run_gpu_stream(Context& ctx) {
   // Whole 4 KiB pages, so every array is made of 16-byte elements.
   size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
   std::vector<std::string> all_ops = stream_op_names();
-  for (const char* o : {"reread", "gather", "scatter"}) all_ops.push_back(o);
+  for (const char* o : {"reread", "gather", "scatter", "gather-scatter"}) all_ops.push_back(o);
   std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", all_ops);
   std::vector<size_t> windows;
   for (const std::string& w : ctx.args.list("window", "4M,16M,32M,64M,128M,256M")) {
@@ -81,9 +98,10 @@ void run_gpu_stream(Context& ctx) {
 
   auto needs = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
   if (needs("reread") && windows.empty()) throw UsageError("no --window fits in --bytes");
-  bool need_a = needs("read") || needs("copy") || needs("triad") || needs("reread") || needs("gather");
+  bool need_a = needs("read") || needs("copy") || needs("triad") || needs("reread") || needs("gather") ||
+                needs("gather-scatter");
   bool need_b = needs("copy") || needs("triad");
-  bool need_c = needs("write") || needs("triad") || needs("scatter");
+  bool need_c = needs("write") || needs("triad") || needs("scatter") || needs("gather-scatter");
   // Managed arrays together must fit: the guard sees each one alone.
   if (kind.name == "managed") check_managed_memory(bytes * (need_a + need_b + need_c), ctx.alloc);
   std::unique_ptr<Buffer> A, B, C;
@@ -136,9 +154,10 @@ void run_gpu_stream(Context& ctx) {
       }
       continue;
     }
-    if (op == "gather" || op == "scatter") {
-      const bool g = op == "gather";
-      Launch L = g ? launch_for(gather_kernel, ctx) : launch_for(scatter_kernel, ctx);
+    if (op == "gather" || op == "scatter" || op == "gather-scatter") {
+      const bool g = op == "gather", both = op == "gather-scatter";
+      Launch L = g ? launch_for(gather_kernel, ctx) : both ? launch_for(gather_scatter_kernel, ctx)
+                                                       : launch_for(scatter_kernel, ctx);
       const size_t threads = size_t(L.grid) * L.block;
       const size_t per = (static_cast<size_t>(accesses) + threads - 1) / threads;
       const double done = double(per) * threads;
@@ -148,26 +167,31 @@ void run_gpu_stream(Context& ctx) {
                clock, ctx.warmup, ctx.reps,
                [&] {
                  if (g) gather_kernel<<<L.grid, L.block>>>(reinterpret_cast<const double*>(a), nd, per, sum);
+                 else if (both)
+                   gather_scatter_kernel<<<L.grid, L.block>>>(reinterpret_cast<const double*>(a),
+                                                              reinterpret_cast<double*>(c), nd, per, kWriteValue, sum);
                  else scatter_kernel<<<L.grid, L.block>>>(reinterpret_cast<double*>(c), nd, per, kWriteValue);
                },
                [&](int) {
-                 if (g) UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
+                 if (g || both) UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
                }))
         rate.push_back(done / (ms * 1e-3) / 1e9);
       // Verify on the CPU: the gathered sum over the same slots; every scattered slot holds the value.
       std::string verdict;
-      if (g) {
+      if (g || both) {
         double got = 0, want = 0;
         UM_CUDA(cudaMemcpy(&got, sum, sizeof got, cudaMemcpyDeviceToHost));
         for (unsigned long long j = 0; j < static_cast<unsigned long long>(done); ++j) want += pattern(random_slot(j, nd));
         if (got != want) verdict = "gather sum " + json_number(got) + " != expected " + json_number(want);
-      } else {
+      }
+      if (!g) {
         std::vector<double> h(nd);
         UM_CUDA(cudaMemcpy(h.data(), c, bytes, cudaMemcpyDefault));
+        const unsigned long long first = both ? kStoreSequence : 0;
         size_t bad = 0;
         for (unsigned long long j = 0; j < static_cast<unsigned long long>(done); ++j)
-          bad += h[random_slot(j, nd)] != kWriteValue;
-        if (bad) verdict = std::to_string(bad) + " scattered slots do not hold the value";
+          bad += h[random_slot(first + j, nd)] != kWriteValue;
+        if (bad) verdict += (verdict.empty() ? "" : "; ") + std::to_string(bad) + " scattered slots do not hold the value";
       }
       if (!verdict.empty()) throw VerifyError(verdict);
       JsonObject rec = ctx.record(op, proc, kind, bytes);
@@ -178,6 +202,7 @@ void run_gpu_stream(Context& ctx) {
       rec.set("grid", L.grid);
       rec.set("block", L.block);
       rec.set("verified", "cpu-reference");
+      if (both) rec.set("pairs", "each access one random load and one random store");
       rec.set("residency", (g ? A : C)->residency());
       ctx.emit(rec);
       continue;
@@ -241,11 +266,11 @@ void run_gpu_stream(Context& ctx) {
 
 BenchRegistrar reg({"gpu-stream", "gpu",
                     "GPU kernels read, write, copy (b=a) and triad (c=a+s*b) over arrays of one memory kind; "
-                    "reread (a window read --passes times: the working-set sweep), gather and scatter (random "
-                    "8-byte loads and stores, --accesses of them)",
+                    "reread (a window read --passes times: the working-set sweep), gather, scatter and gather-scatter "
+                    "(random 8-byte loads, stores, and both at once; --accesses of them)",
                     [] {
                       std::vector<std::string> o = stream_op_names();
-                      for (const char* x : {"reread", "gather", "scatter"}) o.push_back(x);
+                      for (const char* x : {"reread", "gather", "scatter", "gather-scatter"}) o.push_back(x);
                       return o;
                     }(),
                     {"kind", "bytes", "ops", "block", "blocks", "window", "passes", "accesses"},

@@ -63,6 +63,9 @@ CALIBRATES = {
                           "gather_accesses) is one such remote access",
     "remote_scatter_gops": "compute (pinned, registered): random 8-byte stores to pinned memory per second (gpu-stream "
                            "scatter): bfs's scatter_accesses",
+    "remote_gather_scatter_gops": "compute (pinned, registered): a random load and a random store at once, pairs per "
+                                  "second (gpu-stream gather-scatter): loads and stores of the same run overlap at "
+                                  "this rate",
     "cpu_fault_us_4k": "back (managed, managed-advice): the CPU faulting the results back, per 4 KiB page",
     "checksum_gbps": "back (every mode): the CPU's checksum over the results",
     "pinned_alloc_ms_per_gib": "alloc (pinned)", "pinned_free_ms_per_gib": "free (pinned)",
@@ -213,7 +216,8 @@ def link_terms(calib: dict, a: dict, fig: dict) -> dict:
     while writing another (remote_copy_gbps), and the separate runs of bytes the kernels read
     (link_runs: a tile's rows, each in its own page) at the rate of random remote loads
     (remote_gather_gops). Random accesses counted over the whole run (gather_accesses,
-    scatter_accesses: bfs) at the gather and scatter rates, added once."""
+    scatter_accesses: bfs) at the gather and scatter rates, as many as pair up at the rate of both at
+    once (random_ms), added once."""
     T = float(calib.get("traffic_bytes") or 0.0)
     if calib.get("link_read_bytes") is not None and calib.get("link_write_bytes") is not None:
         R, W = float(calib["link_read_bytes"]), float(calib["link_write_bytes"])
@@ -232,9 +236,22 @@ def link_terms(calib: dict, a: dict, fig: dict) -> dict:
              "runs": runs / (g * 1e9) * 1e3 if g and runs else 0.0}
     bound = max(terms, key=terms.get)
     ga, sa = float(calib.get("gather_accesses") or 0.0), float(calib.get("scatter_accesses") or 0.0)
-    rnd = (ga / (g * 1e9) * 1e3 if g else 0.0) + (sa / (s * 1e9) * 1e3 if s else 0.0)
+    rnd = random_ms(ga, sa, g, s, fig.get("remote_gather_scatter_gops"))
     return {"read_bytes": R, "write_bytes": W, "runs": runs, "source": src, "terms_ms": terms, "bound": bound,
             "per_iteration_ms": terms[bound], "gather_accesses": ga, "scatter_accesses": sa, "random_ms": rnd}
+
+
+def random_ms(loads, stores, g, s, pair):
+    """Time (ms) of `loads` random remote loads and `stores` random remote stores in one run: as many of
+    them as pair up at the rate of both at once (`pair`, loads and stores per second each), the rest at
+    their own rate (`g`, `s`, G/s); without the paired rate, one after the other. 0 without g."""
+    if not g:
+        return 0.0
+    s = s or g
+    if not pair:
+        return (loads / g + stores / s) * 1e-6
+    both = min(loads, stores)
+    return (both / pair + (loads - both) / g + (stores - both) / s) * 1e-6
 
 
 def validated(kind="calibrated", app=None, mode=None, version=None) -> dict:
@@ -382,13 +399,13 @@ def figures_from_records(records) -> tuple:
                 vals.pop(key, None)
             if th == best_threads[key]:
                 put(key, r["median"])
-        elif (b == "gpu-stream" and kind == "pinned" and op in ("gather", "scatter", "reread")
+        elif (b == "gpu-stream" and kind == "pinned" and op in ("gather", "scatter", "gather-scatter", "reread")
               and r.get("median") is not None):
             if op == "reread" and r.get("window"):
                 # the working-set sweep: re-reading a window of pinned memory (L2 reuse of host lines)
                 put(f"remote_reread_{int(r['window']) >> 20}m_gbps", r["median"])
-            elif op in ("gather", "scatter") and nb >= 64 * (1 << 20):
-                put(f"remote_{op}_gops", r["median"])
+            elif op in ("gather", "scatter", "gather-scatter") and nb >= 64 * (1 << 20):
+                put(f"remote_{op.replace('-', '_')}_gops", r["median"])
         elif b == "copy" and op == "ce-copy" and r.get("direction") == "uni" and r.get("median") is not None:
             if kind == "system" and r.get("dst_kind") == "device":
                 put("h2d_gbps", r["median"])
