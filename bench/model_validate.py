@@ -154,8 +154,8 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
                       ("the L2 keeps host lines, so re-reads within the L2 do not cross the link again (the model "
                        "still prices every declared re-read over the link: an over-estimate here)." if kept else
                        "the L2 does not keep host lines from one pass (one kernel) to the next, whatever the window, so a "
-                       "re-read of remote data crosses the link again, which is how the model prices the declared "
-                       "re-reads (within a kernel too: the sweep does not measure that case)."))
+                       "re-read of remote data crosses the link again (which is how the model prices the declared "
+                       "re-reads; it prices re-reads within one kernel the same way, a case the sweep does not measure)."))
     else:
         sweep_text = "The working-set sweep was not measured in this session."
     lines += ["", "How the zero-copy modes (pinned, registered) are modelled: each iteration takes the longer of its "
