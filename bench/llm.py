@@ -133,17 +133,33 @@ def table(rows, metas):
         if r["mode"] == "managed-prefetch" and (run, r["model"]) in explicit:
             vs = f"{100 * (d['median'] / explicit[(run, r['model'])] - 1):+.1f}%"
         place = r["mode"] if r["mode"] != "mixed" else f"mixed (weights {d['weights_kind']}, cache {d['cache_kind']})"
+        logits = f"{d['verified'].split(' ')[0]} ({d['max_rel_error']:.1g})"
+        if d.get("logits_compared") and "last" not in d["logits_compared"]:
+            logits += "; prefill and first step (greedy tokens diverge later)"
         m_ms = f"{1e3 * pct['measured'][0]:.3f}" if pct["measured"] else "-"
         tot = f"{d['total_s']:.3f}" + ("" if d.get("tokens", 100) == 100 else f" ({d['tokens']} tokens)")
         m_pct = f"{pct['measured'][1]:.1f}%" if pct["measured"] else "-"
         d_pct = f"{pct['datasheet'][1]:.1f}%" if pct["datasheet"] else "-"
         lines.append(
             f"| {run + 1} | {r['model']} | {d['bytes'] / 2**30:.2f} GiB {d['precision']} | {place} | "
-            f"{'graph' if d.get('graph') else 'eager'} | {1e3 * d['median']:.3f} | {100 * d['spread']:.1f}% | "
+            f"{step_kind(d)} | {1e3 * d['median']:.3f} | {100 * d['spread']:.1f}% | "
             f"{1e3 * d['p10']:.3f}-{1e3 * d['p90']:.3f} | {d['tokens_per_s']:.1f} | "
             f"{tot} | "
-            f"{m_ms} | {m_pct} | {d_pct} | {vs} | {d['verified'].split(' ')[0]} ({d['max_rel_error']:.1g}) |")
+            f"{m_ms} | {m_pct} | {d_pct} | {vs} | {logits} |")
     return lines
+
+
+def step_kind(d):
+    """The decode column: graph or eager, compiled (with its compile seconds), the matvec kernel if not cuBLAS."""
+    parts = ["graph" if d.get("graph") else "eager"]
+    comp = d.get("compile") or {}
+    if comp.get("used"):
+        parts.append(f"compiled ({comp['seconds']:.0f} s)" if comp.get("seconds") is not None else "compiled")
+    elif comp.get("error"):
+        parts.append("not compiled: " + comp["error"][:80].replace("|", "/"))
+    if (d.get("matvec") or {}).get("used") == "triton":
+        parts.append("Triton GEMV")
+    return ", ".join(parts)
 
 
 def profile_lines(rows):
@@ -154,7 +170,7 @@ def profile_lines(rows):
             continue
         per = p["kernel_s_per_step"]
         parts = ", ".join(f"{k} {1e3 * v:.3f} ms" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
-        out.append(f"- run {r.get('run', 0) + 1}, {r['model']} {r['mode']} ({'graph' if p.get('graph') else 'eager'}): step "
+        out.append(f"- run {r.get('run', 0) + 1}, {r['model']} {r['mode']} ({step_kind(p)}): step "
                    f"{1e3 * p['step_s']:.3f} ms = kernels {1e3 * p['busy_s_per_step']:.3f} ms ({parts}; "
                    f"{p['kernels_per_step']:.0f} kernels per step) + {1e3 * p['gap_s_per_step']:.3f} ms between "
                    f"kernels; matmul kernels read the weights at {p['matmul_gbps']:.0f} GB/s. Top kernels: " +

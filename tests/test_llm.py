@@ -62,6 +62,110 @@ def test_static_cache_decoder_gives_transformers_greedy_tokens(name):
     assert torch.equal(got[0], ref) and torch.equal(got[1], ref)
 
 
+def _tiny(name, torch, transformers):
+    arch, c = llm.MODELS[name]
+    cfg = (transformers.GPT2Config(**dict(llm.GPT2_BASE, **c)) if arch == "gpt2"
+           else transformers.LlamaConfig(**dict(llm.LLAMA_BASE, **c)))
+    torch.manual_seed(1)
+    return transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval(), cfg
+
+
+def _decode(dec, ids, steps):
+    dec.prefill(ids)
+    for i in range(steps):
+        dec.step()
+        if i == 0:
+            dec.step1.copy_(dec.logits)
+    return dec.toks.clone(), dec.logits_seen()
+
+
+def test_compiled_step_gives_the_eager_steps_tokens_and_a_failed_compile_falls_back(monkeypatch):
+    # --compile: the step torch.compile makes (inductor; here its CPU backend, ~10 s) decodes the tokens of the
+    # uncompiled step with the same logits; its compile time is measured in the warm-up. A compiler that
+    # fails leaves the eager step running, with the reason kept for the record.
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    transformers = pytest.importorskip("transformers")
+    import shutil
+    if not (shutil.which("g++") or shutil.which("c++")):
+        pytest.skip("no C++ compiler for inductor's CPU backend")
+    model, cfg = _tiny("llama-tiny", torch, transformers)
+    ids = torch.randint(0, cfg.vocab_size, (1, 8))
+    with torch.inference_mode():
+        ref_toks, ref = _decode(llm.Decoder(model, cfg, 1, 8, 6, torch), ids, 5)
+        dec = llm.Decoder(model, cfg, 1, 8, 6, torch, compile_step=True)
+        dec._warm(ids)
+        assert dec.compiled and dec.compile_error is None and dec.compile_s > 0
+        toks, seen = _decode(dec, ids, 5)
+        assert torch.equal(toks, ref_toks)
+        assert max(llm._rel(seen[k], ref[k]) for k in ("first", "step1", "last")) < 1e-5
+
+        def broken(fn, **kw):
+            def run():
+                raise RuntimeError("inductor exploded")
+            return run
+        monkeypatch.setattr(torch, "compile", broken)
+        dec = llm.Decoder(model, cfg, 1, 8, 6, torch, compile_step=True)
+        dec._warm(ids)
+        assert not dec.compiled and "inductor exploded" in dec.compile_error and dec.step_fn == dec._step
+        assert torch.equal(_decode(dec, ids, 5)[0], ref_toks)
+
+
+def test_triton_gemv_computes_the_layers_products_interpreted():
+    # apps/llm_gemv.py's kernel under Triton's interpreter (CPU, ~20 s): GPT-2's Conv1D (W [K, N], bias) and
+    # Llama's nn.Linear (W [N, K]) one-row products give the layers' own tokens and logits; the prefill (more
+    # than one row) stays with the layers' forward.
+    pytest.importorskip("torch", reason="PyTorch is not installed here")
+    pytest.importorskip("transformers")
+    pytest.importorskip("triton", reason="Triton is not installed here")
+    code = """
+import os, sys, torch
+from umscope.apps import llm, llm_gemv
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[1])))
+from test_llm import _tiny, _decode
+import transformers
+own = llm_gemv._define(torch)
+calls = []
+llm_gemv._op = lambda *a: calls.append(a[3]) or own(*a)
+for name, layers in (("gpt2-tiny", 9), ("llama-tiny", 15)):
+    model, cfg = _tiny(name, torch, transformers)
+    ids = torch.randint(0, cfg.vocab_size, (1, 8))
+    with torch.inference_mode():
+        t0, r0 = _decode(llm.Decoder(model, cfg, 1, 8, 6, torch), ids, 5)
+        calls.clear()
+        assert llm_gemv.install(model, torch) == layers
+        t1, r1 = _decode(llm.Decoder(model, cfg, 1, 8, 6, torch), ids, 5)
+    err = max(llm._rel(r1[k], r0[k]) for k in ("first", "step1", "last"))
+    assert torch.equal(t0, t1) and err < 1e-5 and r1["first"].equal(r0["first"]), (name, err)
+    assert len(calls) == 5 * layers and set(calls) == ({True, False} if name == "gpt2-tiny" else {False}), calls
+print("ok")
+"""
+    import os
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    res = subprocess.run([sys.executable, "-c", code, __file__], capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
+
+
+def test_matvec_and_compile_choices():
+    class A:
+        matvec, batch, compile = "auto", 1, "off"
+    assert llm._want_matvec(A, "device", None)[0] == "cublas"
+    assert llm._want_matvec(A, None, None)[0] == "cublas"
+    A.batch = 2
+    assert llm._want_matvec(A, "pinned,first_touch=none", None) == ("cublas", "batch > 1")
+    A.matvec = "cublas"
+    assert llm._want_matvec(A, "pinned", None)[0] == "cublas"
+    A.matvec = "triton"
+    assert llm._want_matvec(A, "device", None)[0] == "triton"
+    assert llm._want_compile(A, None) == (False, "--compile off")
+    A.compile = "on"
+    assert llm._want_compile(A, None) == (True, None)
+    triton = pytest.importorskip("triton", reason="Triton is not installed here")
+    assert triton
+    A.matvec, A.batch = "auto", 1
+    from torch.utils._triton import has_triton
+    assert llm._want_matvec(A, "pinned,first_touch=none", None)[0] == ("triton" if has_triton() else "cublas")
+
+
 def test_kernel_classes():
     assert llm.kernel_class("void gemv2T_kernel_val<int, int, __half>") == "matmul"
     assert llm.kernel_class("nvjet_hsh_64x8_64x16_2x1_v_bz_TNN") == "matmul"
@@ -106,6 +210,8 @@ def test_plan_runs_the_python_runner_and_llm_stays_out_of_the_default_suite():
     (["--mode", "explicit", "--weights", "pinned"], "go with --mode mixed"),
     (["--model", "gpt2-tiny", "--prompt", "500", "--tokens", "100"], "exceed gpt2-tiny's 512 positions"),
     (["--allocator", "current"], "cannot capture CUDA graphs"),
+    (["--matvec", "triton", "--batch", "2"], "batch-1 decode kernel"),
+    (["--compile", "maybe"], "invalid choice"),
 ])
 def test_runner_bad_input_exits_2(args, text):
     res = subprocess.run([sys.executable, "-m", "umscope.apps.llm", *args], capture_output=True, text=True,

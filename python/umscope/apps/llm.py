@@ -156,6 +156,10 @@ def _parser():
                    help="compile the decode step with torch.compile (inductor) before it is captured: fuses the "
                         "small kernels around the matmuls; auto (default): on where Triton is available, with the "
                         "eager step as the fallback if compiling or capturing fails (the record says which ran)")
+    p.add_argument("--matvec", choices=["auto", "cublas", "triton"], default="auto",
+                   help="the decode step's matrix-vector products: cublas (PyTorch's), triton (umscope's split-K "
+                        "kernel, apps/llm_gemv.py, batch 1); auto (default): triton where the weights are read in "
+                        "place from host memory at batch 1, cublas elsewhere")
     p.add_argument("--profile", action="store_true",
                    help="also record where a decode step's time goes (torch.profiler over one generation)")
     p.add_argument("--allow-oversubscription", action="store_true")
@@ -177,6 +181,8 @@ def validate(a):
         return "--placement local/remote pins umbench; the llm application (PyTorch) is not pinned: use --placement none"
     if (a.weights or a.cache) and a.mode != "mixed":
         return "--weights and --cache go with --mode mixed"
+    if a.matvec == "triton" and a.batch != 1:
+        return "--matvec triton is the batch-1 decode kernel: use --batch 1"
     if a.allocator == "current" and a.graph:
         return ("--allocator current cannot capture CUDA graphs (PyTorch's pluggable allocator as the current "
                 "allocator gives a graph no private pool): add --no-graph")
@@ -439,6 +445,24 @@ def _reference(a, key, torch):
     return torch.load(path), None
 
 
+def _want_matvec(a, wkind, torch):
+    """('cublas' or 'triton', why): auto takes umscope's Triton GEMV where the weights are read in place from host
+    memory at batch 1 (cuBLAS's half-precision choices read host memory slowly), cuBLAS elsewhere."""
+    if a.matvec != "auto":
+        return a.matvec, f"--matvec {a.matvec}"
+    if not wkind or location(wkind) != "host":
+        return "cublas", "weights in GPU memory"
+    if a.batch != 1:
+        return "cublas", "batch > 1"
+    try:
+        from torch.utils._triton import has_triton
+        ok = has_triton()
+    except ImportError:
+        ok = False
+    return ("triton", "weights read in place from host memory, batch 1") if ok else \
+        ("cublas", "Triton is not available here")
+
+
 def _want_compile(a, torch):
     """(compile the decode step?, why not): --compile on/off, or auto: on where Triton is available."""
     if a.compile == "off":
@@ -542,6 +566,10 @@ def main(argv=None) -> int:
             if lib and ckind != wkind:
                 from umscope import place
                 place.set_kind(ckind, lib)
+            matvec, matvec_why = _want_matvec(a, wkind, torch)
+            if matvec == "triton":
+                from umscope.apps import llm_gemv
+                _progress(f"{llm_gemv.install(model, torch)} layers' one-row products through the Triton GEMV")
             g = torch.Generator().manual_seed(a.seed)
             ids = torch.randint(0, config.vocab_size, (a.batch, a.prompt), generator=g).to(f"cuda:{a.device}")
             dec = Decoder(model, config, a.batch, a.prompt, a.tokens, torch, cpool, gpool, compile_step)
@@ -607,8 +635,8 @@ def main(argv=None) -> int:
     tokens_match = bool(torch.equal(toks, ref["tokens"]))
     errs = {k: _rel(seen[k], ref[k]) for k in ("first", "step1", "last")}
     compared = ["first", "step1", "last"]
-    if dec.compiled and not tokens_match:
-        # Fused kernels round differently; greedy decoding of random weights meets near ties, and once a token
+    if (dec.compiled or matvec != "cublas") and not tokens_match:
+        # Fused kernels and another matvec kernel round differently; greedy decoding of random weights meets near ties, and once a token
         # differs the inputs differ: the prefill (eager in both) and the first decode step (the same input and
         # cache) are compared, the last step not.
         compared = ["first", "step1"]
@@ -643,7 +671,8 @@ def main(argv=None) -> int:
                           "error": dec.compile_error, "why_not": compile_why,
                           "how": "torch.compile(step, dynamic=False): inductor, default mode (no CUDA graphs of "
                                  "its own); the compiled step is what the CUDA graph captures"},
-              "compile_s": dec.compile_s}
+              "compile_s": dec.compile_s,
+              "matvec": {"used": matvec, "requested": a.matvec, "why": matvec_why}}
     spread = (steps_sorted[-1] - steps_sorted[0]) / med if med else None
     _emit(dict(common, op="decode", metric="time_per_token", unit="s", n=len(steps), median=med,
                min=steps_sorted[0], max=steps_sorted[-1], spread=spread, value=med,
