@@ -99,6 +99,15 @@ def test_compiled_step_gives_the_eager_steps_tokens_and_a_failed_compile_falls_b
         assert torch.equal(toks, ref_toks)
         assert max(llm._rel(seen[k], ref[k]) for k in ("first", "step1", "last")) < 1e-5
 
+        lay = llm.Decoder(model, cfg, 1, 8, 6, torch, compile_step="layers")  # each decoder layer compiled
+        lay._warm(ids)
+        assert lay.compiled and lay.step_fn == lay._step and all(
+            m._compiled_call_impl is not None for m in llm._decoder_layers(model))
+        toks, seen = _decode(lay, ids, 5)
+        assert torch.equal(toks, ref_toks) and llm._rel(seen["last"], ref["last"]) < 1e-5
+        lay._uncompile()
+        assert not any(m._compiled_call_impl is not None for m in llm._decoder_layers(model))
+
         def broken(fn, **kw):
             def run():
                 raise RuntimeError("inductor exploded")

@@ -152,10 +152,11 @@ def _parser():
                    help="pool (default): libumalloc serves torch.cuda.MemPools (weights; KV cache and "
                         "activations; the captured step's activations); current: libumalloc replaces PyTorch's "
                         "allocator (change_current_allocator), which gives graphs no private pool: eager only")
-    p.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
+    p.add_argument("--compile", choices=["auto", "on", "layers", "off"], default="auto",
                    help="compile the decode step with torch.compile (inductor) before it is captured: fuses the "
                         "small kernels around the matmuls; auto (default): on where Triton is available, with the "
-                        "eager step as the fallback if compiling or capturing fails (the record says which ran)")
+                        "eager step as the fallback if compiling or capturing fails (the record says which ran); "
+                        "layers: each decoder layer compiled on its own (less compile time, fewer fusions)")
     p.add_argument("--matvec", choices=["auto", "cublas", "triton"], default="auto",
                    help="the decode step's matrix-vector products: cublas (PyTorch's), triton (umscope's split-K "
                         "kernel, apps/llm_gemv.py, batch 1); auto (default): triton where the weights are read in "
@@ -237,6 +238,12 @@ def _build(a, torch, pool=None):
     return model, total, config
 
 
+def _decoder_layers(model):
+    """The repeated blocks of a transformers causal LM (Llama: model.layers, GPT-2: transformer.h)."""
+    base = getattr(model, "model", None) or getattr(model, "transformer", None)
+    return list(getattr(base, "layers", None) or getattr(base, "h", None) or [])
+
+
 def _in_pool(pool, torch):
     """Allocations of this thread go to `pool` (a torch.cuda.MemPool served by libumalloc); mode torch: none."""
     import contextlib
@@ -261,9 +268,19 @@ class Decoder:
         # compiled: whether the step that runs is the compiled one (False after a compile failure,
         # compile_error says why); compile_s: wall seconds of the first compiled call (tracing, inductor,
         # Triton), spent in the warm-up, outside every timed step.
-        self.compile_requested, self.compiled, self.compile_error, self.compile_s = bool(compile_step), False, None, None
+        self.compile_requested, self.compiled, self.compile_error, self.compile_s = compile_step, False, None, None
         self.step_fn = self._step
-        if compile_step:
+        if compile_step == "layers":
+            # Regional: each decoder layer compiled on its own (one graph per layer index, the rest of the step
+            # eager): less to trace and lower than the whole step, fewer fusions across layers.
+            layers = _decoder_layers(model)
+            for name in ("recompile_limit", "cache_size_limit"):
+                if hasattr(torch._dynamo.config, name):
+                    setattr(torch._dynamo.config, name, max(getattr(torch._dynamo.config, name), 2 * len(layers) + 8))
+            for layer in layers:
+                layer.compile(dynamic=False)
+            self.compiled = True
+        elif compile_step:
             self.step_fn = torch.compile(self._step, dynamic=False)
             self.compiled = True
         dev = next(model.parameters()).device
@@ -303,6 +320,12 @@ class Decoder:
             with _in_pool(self.pool, self.torch):
                 self.step_fn()
 
+    def _uncompile(self):
+        self.compiled, self.step_fn = False, self._step
+        if self.compile_requested == "layers":
+            for layer in _decoder_layers(self.model):
+                layer._compiled_call_impl = None
+
     def _sync(self):
         if self.cuda:
             self.torch.cuda.synchronize()
@@ -322,7 +345,7 @@ class Decoder:
                 except Exception as e:  # noqa: BLE001 - any compiler failure: the eager step instead
                     self._sync()
                     self.compile_error = f"{type(e).__name__}: " + ((str(e).splitlines() or [""])[0][:300])
-                    self.compiled, self.step_fn = False, self._step
+                    self._uncompile()
                     self.prefill(ids)
             for _ in range(2):
                 self.step_fn()
@@ -350,7 +373,7 @@ class Decoder:
             why = (str(e).splitlines() or [type(e).__name__])[0][:300]
             if self.compiled:
                 self.compile_error = f"capturing the compiled step failed: {why}"
-                self.compiled, self.step_fn = False, self._step
+                self._uncompile()
                 return self.capture(ids)
             self.graph_error = why
 
@@ -469,6 +492,8 @@ def _want_compile(a, torch):
         return False, "--compile off"
     if a.compile == "on":
         return True, None
+    if a.compile == "layers":
+        return "layers", None
     try:
         from torch.utils._triton import has_triton
         ok = has_triton()
@@ -669,7 +694,9 @@ def main(argv=None) -> int:
               "rel_error": {k: errs[k] for k in compared},
               "compile": {"requested": a.compile, "used": dec.compiled, "seconds": dec.compile_s,
                           "error": dec.compile_error, "why_not": compile_why,
-                          "how": "torch.compile(step, dynamic=False): inductor, default mode (no CUDA graphs of "
+                          "scope": "decoder layers" if compile_step == "layers" else "step",
+                          "how": "torch.compile(dynamic=False) of the whole decode step (scope step) or of each "
+                                 "decoder layer (scope decoder layers): inductor, default mode (no CUDA graphs of "
                                  "its own); the compiled step is what the CUDA graph captures"},
               "compile_s": dec.compile_s,
               "matvec": {"used": matvec, "requested": a.matvec, "why": matvec_why}}
