@@ -45,6 +45,11 @@ ROWS = {
     "gpt2-xl/mixed-fp32": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--profile"]),
     "gpt2-xl/pinned-fp32": ("gpt2-xl", "pinned", ["--precision", "fp32", "--reps", "1"]),
     "gpt2-xl/pinned-fp16-probe": ("gpt2-xl", "pinned", ["--tokens", "4", "--reps", "1", "--profile"]),
+    # Half precision read in place through umscope's Triton GEMV (--matvec auto at batch 1); Llama 3.1 8B's 15 GiB
+    # make the per-step work other than the weight reads a smaller share (24 tokens: ~0.3 s each).
+    "gpt2-xl/mixed-fp16": ("gpt2-xl", "mixed", ["--reps", "1", "--profile"]),
+    "llama-8b/mixed-fp16": ("llama-8b", "mixed", ["--tokens", "24", "--reps", "1", "--profile"]),
+    "gpt2-xl/mixed-fp32-cublas": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--matvec", "cublas"]),
     "llama-8b/torch": ("llama-8b", "torch", ["--profile"]),
     "llama-8b/explicit": ("llama-8b", "explicit", []),
     "llama-8b/managed-prefetch": ("llama-8b", "managed-prefetch", []),
@@ -85,7 +90,8 @@ def datasheet_bounds():
 def run_row(name, a, timeout):
     model, mode, extra = ROWS[name]
     argv = [sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode, "--tokens", str(a.tokens),
-            "--precision", a.precision, "--prompt", str(a.prompt), "--reps", str(a.reps), *extra]
+            "--precision", a.precision, "--prompt", str(a.prompt), "--reps", str(a.reps),
+            *(["--compile", a.compile] if a.compile else []), *extra]
     t0 = time.time()
     # Its own process group, so that a case killed at its timeout takes its reference child with it.
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -106,10 +112,13 @@ def table(rows, metas):
     """Markdown lines of the per-model table; each row's bounds are those of its run (metas[row['run']])."""
     lines = ["| run | model | weights | placement | decode | ms/token (median) | spread (max-min)/median | "
              "p10-p90 ms | tokens/s | time for the tokens s | bound ms (measured) | % of measured bound | "
-             "% of datasheet bound | vs explicit | logits |",
+             "% of datasheet bound | vs device (explicit, else torch) | logits |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    explicit = {(r.get("run", 0), r["model"]): r["decode"]["median"] for r in rows
-                if r["decode"] and r["mode"] == "explicit" and r["decode"].get("graph")}
+    # managed-prefetch against the device placement of the same run and step kind: explicit, else torch
+    explicit = {}
+    for want in ("torch", "explicit"):
+        explicit.update({(r.get("run", 0), r["model"], step_id(r["decode"])): r["decode"]["median"] for r in rows
+                         if r["decode"] and r["mode"] == want and r["decode"].get("graph")})
     for r in rows:
         if r["row"].endswith("/profile"):  # its own run under the profiler: in the breakdown only
             continue
@@ -130,12 +139,18 @@ def table(rows, metas):
             bw = (meta["bounds"].get(src) or {}).get(where)
             pct[src] = (d["bytes"] / (bw[0] * 1e9), 100 * d["bytes"] / (bw[0] * 1e9) / d["median"]) if bw else None
         vs = ""
-        if r["mode"] == "managed-prefetch" and (run, r["model"]) in explicit:
-            vs = f"{100 * (d['median'] / explicit[(run, r['model'])] - 1):+.1f}%"
+        dkey = (run, r["model"], step_id(d))
+        if r["mode"] == "managed-prefetch" and dkey in explicit:
+            vs = f"{100 * (d['median'] / explicit[dkey] - 1):+.1f}%"
         place = r["mode"] if r["mode"] != "mixed" else f"mixed (weights {d['weights_kind']}, cache {d['cache_kind']})"
         logits = f"{d['verified'].split(' ')[0]} ({d['max_rel_error']:.1g})"
         if d.get("logits_compared") and "last" not in d["logits_compared"]:
             logits += "; prefill and first step (greedy tokens diverge later)"
+        cc = d.get("compile_check")
+        if cc:
+            logits += (f"; compiled vs uncompiled step {cc['error']:.1g} (tolerance {cc['tolerance']:g}"
+                       f"{'' if cc['tokens_match'] else ', tokens part later'}), uncompiled "
+                       f"{1e3 * cc['uncompiled_s_per_token']:.3f} ms/token")
         m_ms = f"{1e3 * pct['measured'][0]:.3f}" if pct["measured"] else "-"
         tot = f"{d['total_s']:.3f}" + ("" if d.get("tokens", 100) == 100 else f" ({d['tokens']} tokens)")
         m_pct = f"{pct['measured'][1]:.1f}%" if pct["measured"] else "-"
@@ -147,6 +162,11 @@ def table(rows, metas):
             f"{tot} | "
             f"{m_ms} | {m_pct} | {d_pct} | {vs} | {logits} |")
     return lines
+
+
+def step_id(d):
+    """What makes two rows' steps the same computation: graph or eager, compiled or not, the matvec kernel."""
+    return (bool(d.get("graph")), bool((d.get("compile") or {}).get("used")), (d.get("matvec") or {}).get("used"))
 
 
 def step_kind(d):
@@ -216,6 +236,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="timed generations per case (rows may ask for fewer)")
     ap.add_argument("--precision", default="fp16", choices=llm.DTYPES, help="fp16 (fusco2024's torch.float16)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per case")
+    ap.add_argument("--compile", choices=["auto", "on", "layers", "off"],
+                    help="passed to every case (default: the application's, auto)")
     ap.add_argument("--budget", type=float, help="seconds for the whole run: a case gets at most what is left, "
                                                  "and none starts with less than 10 s left")
     ap.add_argument("--out", help="append the rows (JSON lines: a header, then one per case) to this file")
