@@ -49,7 +49,7 @@ ROWS = {
     # make the per-step work other than the weight reads a smaller share (24 tokens: ~0.3 s each).
     "gpt2-xl/mixed-fp16": ("gpt2-xl", "mixed", ["--reps", "1", "--profile"]),
     "llama-8b/mixed-fp16": ("llama-8b", "mixed", ["--tokens", "24", "--reps", "1", "--profile"]),
-    "gpt2-xl/mixed-fp32-cublas": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--matvec", "cublas"]),
+    "gpt2-xl/mixed-fp32-triton": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--matvec", "triton"]),
     "llama-8b/torch": ("llama-8b", "torch", ["--profile"]),
     "llama-8b/explicit": ("llama-8b", "explicit", []),
     "llama-8b/managed-prefetch": ("llama-8b", "managed-prefetch", []),

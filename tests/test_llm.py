@@ -155,7 +155,7 @@ print("ok")
 
 def test_matvec_and_compile_choices():
     class A:
-        matvec, batch, compile = "auto", 1, "off"
+        matvec, batch, compile, precision = "auto", 1, "off", "fp16"
     assert llm._want_matvec(A, "device", None)[0] == "cublas"
     assert llm._want_matvec(A, None, None)[0] == "cublas"
     A.batch = 2
@@ -172,6 +172,8 @@ def test_matvec_and_compile_choices():
     A.matvec, A.batch = "auto", 1
     from torch.utils._triton import has_triton
     assert llm._want_matvec(A, "pinned,first_touch=none", None)[0] == ("triton" if has_triton() else "cublas")
+    A.precision = "fp32"  # cuBLAS's fp32 kernels read host memory at the SM-read ceiling already
+    assert llm._want_matvec(A, "pinned,first_touch=none", None)[0] == "cublas"
 
 
 def test_kernel_classes():

@@ -163,8 +163,8 @@ def _parser():
                         "layers: each decoder layer compiled on its own (less compile time, fewer fusions)")
     p.add_argument("--matvec", choices=["auto", "cublas", "triton"], default="auto",
                    help="the decode step's matrix-vector products: cublas (PyTorch's), triton (umscope's split-K "
-                        "kernel, apps/llm_gemv.py, batch 1); auto (default): triton where the weights are read in "
-                        "place from host memory at batch 1, cublas elsewhere")
+                        "kernel, apps/llm_gemv.py, batch 1); auto (default): triton where half-precision weights are "
+                        "read in place from host memory at batch 1, cublas elsewhere")
     p.add_argument("--profile", action="store_true",
                    help="also record where a decode step's time goes (torch.profiler over one generation)")
     p.add_argument("--allow-oversubscription", action="store_true")
@@ -487,14 +487,17 @@ def _reference(a, key, torch, compile_step=False):
 
 
 def _want_matvec(a, wkind, torch):
-    """('cublas' or 'triton', why): auto takes umscope's Triton GEMV where the weights are read in place from host
-    memory at batch 1 (cuBLAS's half-precision choices read host memory slowly), cuBLAS elsewhere."""
+    """('cublas' or 'triton', why): auto takes umscope's Triton GEMV where half-precision weights are read in place
+    from host memory at batch 1 (several of cuBLAS's half-precision choices read host memory at half the link's
+    speed or less), cuBLAS elsewhere."""
     if a.matvec != "auto":
         return a.matvec, f"--matvec {a.matvec}"
     if not wkind or location(wkind) != "host":
         return "cublas", "weights in GPU memory"
     if a.batch != 1:
         return "cublas", "batch > 1"
+    if a.precision == "fp32":
+        return "cublas", "fp32: cuBLAS's kernels read host memory as fast as umscope's (docs/llm.md)"
     try:
         from torch.utils._triton import has_triton
         ok = has_triton()
