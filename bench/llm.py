@@ -174,7 +174,10 @@ def step_kind(d):
     parts = ["graph" if d.get("graph") else "eager"]
     comp = d.get("compile") or {}
     if comp.get("used"):
-        parts.append(f"compiled ({comp['seconds']:.0f} s)" if comp.get("seconds") is not None else "compiled")
+        what = "compiled per layer" if comp.get("scope") == "decoder layers" else "compiled"
+        how = ([f"{comp['graphs']} graphs"] if comp.get("graphs") else []) + \
+              ([f"{comp['seconds']:.0f} s"] if comp.get("seconds") is not None else [])
+        parts.append(what + (f" ({', '.join(how)})" if how else ""))
     elif comp.get("error"):
         parts.append("not compiled: " + comp["error"][:80].replace("|", "/"))
     if (d.get("matvec") or {}).get("used") == "triton":

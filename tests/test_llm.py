@@ -102,6 +102,7 @@ def test_compiled_step_gives_the_eager_steps_tokens_and_a_failed_compile_falls_b
         lay = llm.Decoder(model, cfg, 1, 8, 6, torch, compile_step="layers")  # each decoder layer compiled
         lay._warm(ids)
         assert lay.compiled and lay.step_fn == lay._step_layers and lay.compile_s > 0
+        assert lay.compile_graphs >= dec.compile_graphs + len(llm._decoder_layers(model))  # one per layer
         toks, seen = _decode(lay, ids, 5)
         assert torch.equal(toks, ref_toks) and llm._rel(seen["last"], ref["last"]) < 1e-5
         # the layers' own forward outside the decode step (the prefill is not compiled)

@@ -247,6 +247,13 @@ def _build(a, torch, pool=None):
     return model, total, config
 
 
+def _dynamo_graphs(torch):
+    try:
+        return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
 def _decoder_layers(model):
     """The repeated blocks of a transformers causal LM (Llama: model.layers, GPT-2: transformer.h)."""
     base = getattr(model, "model", None) or getattr(model, "transformer", None)
@@ -278,6 +285,7 @@ class Decoder:
         # compile_error says why); compile_s: wall seconds of the first compiled call (tracing, inductor,
         # Triton), spent in the warm-up, outside every timed step.
         self.compile_requested, self.compiled, self.compile_error, self.compile_s = compile_step, False, None, None
+        self.compile_graphs = None  # graphs dynamo compiled in this process (layers: one per decoder layer)
         self.step_fn = self._step
         if compile_step == "layers":
             # Regional: each decoder layer's forward compiled on its own (one graph per layer index, the rest of
@@ -359,6 +367,7 @@ class Decoder:
                     self.step_fn()
                     self._sync()
                     self.compile_s = time.perf_counter() - t0
+                    self.compile_graphs = _dynamo_graphs(torch)
                 except Exception as e:  # noqa: BLE001 - any compiler failure: the eager step instead
                     self._sync()
                     self.compile_error = f"{type(e).__name__}: " + ((str(e).splitlines() or [""])[0][:300])
@@ -734,6 +743,7 @@ def main(argv=None) -> int:
               "compile": {"requested": a.compile, "used": dec.compiled, "seconds": dec.compile_s,
                           "error": dec.compile_error, "why_not": compile_why,
                           "scope": "decoder layers" if compile_step == "layers" else "step",
+                          "graphs": dec.compile_graphs,
                           "how": "torch.compile(dynamic=False) of the whole decode step (scope step) or of each "
                                  "decoder layer (scope decoder layers): inductor, default mode (no CUDA graphs of "
                                  "its own); the compiled step is what the CUDA graph captures"},
