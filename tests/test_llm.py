@@ -154,6 +154,13 @@ print("ok")
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
 
 
+def test_kernel_tolerance_is_a_unit_roundoff_per_layer_and_at_least_the_placement_tolerance():
+    assert llm.kernel_tolerance("fp16", 48) == pytest.approx(48 * 2.0 ** -11)  # Code Llama 34B: 0.0234
+    assert llm.kernel_tolerance("fp16", 16) == pytest.approx(16 * 2.0 ** -11)
+    assert llm.kernel_tolerance("bf16", 16) == pytest.approx(16 * 2.0 ** -8)
+    assert llm.kernel_tolerance("fp16", 2) == llm.TOLERANCE == llm.kernel_tolerance("fp32", 80)
+
+
 def test_matvec_and_compile_choices():
     class A:
         matvec, batch, compile, precision = "auto", 1, "off", "fp16"
