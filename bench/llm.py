@@ -100,11 +100,11 @@ def run_row(name, a, timeout):
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        err = f"timed out after {timeout:.0f} s; {err[-400:]}"
+        err = f"timed out after {timeout:.0f} s; {err[-1200:]}"
     recs = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
     status = recs[-1] if recs and recs[-1].get("type") == "status" else {"status": "failed", "reason": err[-500:]}
     return {"row": name, "model": model, "mode": mode, "argv": " ".join(argv[1:]), "wall_s": round(time.time() - t0, 1),
-            "status": status, "stderr_tail": err[-600:], "decode": next((r for r in recs if r.get("op") == "decode"), None),
+            "status": status, "stderr_tail": err[-1200:], "decode": next((r for r in recs if r.get("op") == "decode"), None),
             "profile": next((r for r in recs if r.get("op") == "profile"), None)}
 
 
@@ -284,6 +284,7 @@ def main():
     out = open(a.out, "a", encoding="utf-8") if a.out else None
     if out:
         out.write(json.dumps(meta) + "\n")
+        out.flush()
     rows, t_end = [], time.time() + a.budget if a.budget else None
     for n in names:
         left = t_end - time.time() if t_end else None
