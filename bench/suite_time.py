@@ -5,6 +5,7 @@ per case, and the wall time of the whole command (probe, plan, report included).
 nvidia-h100-x1: `umscope run` <= 180 s, `--quick` <= 60 s.
 
     python3 bench/suite_time.py --out DIR [--only full|quick] [--stop-after SECONDS] [--resume-from DIR0]
+                                [--kind nvidia-h100-x1] [--note TEXT]
                                 [-- extra umscope args]
 
 --stop-after sends SIGTERM to a run still going after that many seconds (a shared GPU's time limit): the
@@ -25,6 +26,19 @@ from _commit import commit
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"full": 180.0, "quick": 60.0}
+
+
+# What made the default suite cheaper, stated with each table (the suite's code is what the commit says).
+CUTS = ("Where the time was cut without changing a figure: untimed preparation of large host arrays (pattern "
+        "fills and checks, latency chains) runs on every allowed CPU instead of one; a latency chain's random cycle "
+        "is built once per process (a batch of latency cases shares it) and staged to the GPU in 64 MiB pieces; "
+        "syr2k's CPU loop keeps four partial sums (its check against the CPU reference took 4 s on the H100 host; "
+        "the same loop is `app run syr2k --processor cpu`, a figure that changes with it: 0.68-0.80 s against "
+        "1.03-1.49 s at 12 MiB on 2 CPUs of a development host, same checksum). Where fewer "
+        "repetitions are timed, with the evidence that "
+        "the figure does not change (the first repetitions' median against all 20, beside the spread and the "
+        "change from run to run): the single-thread CPU stream (8 instead of 20) and copies slower than 15 ms a "
+        "repetition (as many as fill 0.3 s, at least 8) in docs/suite-reps.md (bench/first_reps.py).\n\n")
 
 
 def family_of(benchmark: str) -> str:
@@ -114,6 +128,8 @@ def main():
     ap.add_argument("--stop-after", type=float, help="SIGTERM a run still going after this many seconds")
     ap.add_argument("--resume-from", metavar="DIR", help="finish the runs of an earlier --out DIR that --stop-after "
                     "ended (a shared machine's time limit), adding the wall time they had taken")
+    ap.add_argument("--kind", help="the machine kind it runs on (e.g. nvidia-h100-x1), stated in the document")
+    ap.add_argument("--note", help="a paragraph to add under the header (e.g. the time before a change)")
     ap.add_argument("extra", nargs="*", help="more umscope run arguments (after --)")
     a = ap.parse_args()
     out = Path(a.out)
@@ -121,10 +137,12 @@ def main():
     runs = [w for w in ("quick", "full") if a.only in (None, w)] if a.only or not a.bench else []
     results = [time_run(w, out, a.stop_after, a.extra, a.resume_from) for w in runs]
     results += [time_run("bench:" + f, out, a.stop_after, a.extra) for f in a.bench]
-    doc = (f"# umscope suite time\n\ncommit {commit(ROOT)}, host {os.uname().nodename}, "
+    doc = (f"# umscope suite time\n\ncommit {commit(ROOT)}, "
+           + (f"machine kind {a.kind}, " if a.kind else "") + f"host {os.uname().nodename}, "
            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; written by bench/suite_time.py. Seconds per "
            "family are the cases' own elapsed times as the runner stored them (a batch's process start falls in "
-           "its first case).\n\n" + "\n".join(table(r) for r in results))
+           "its first case).\n\n" + (a.note + "\n\n" if a.note else "") + CUTS
+           + "\n".join(table(r) for r in results))
     (out / "suite_time.md").write_text(doc)
     (out / "suite_time.json").write_text(json.dumps(results, indent=1))
     print(doc)

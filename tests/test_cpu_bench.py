@@ -103,6 +103,30 @@ def test_latency_bad_input():
         assert res.returncode == 2 and needle in res.stdout, res.stdout
 
 
+def test_latency_cases_in_one_batch_share_a_cycle_and_still_verify():
+    """The cycle of a footprint is built once per process (a batch of latency cases reuses it); each case still
+    ends its chase on the slot its own walk of the cycle predicts, whatever its steps and seed."""
+    import subprocess
+    line = "latency\t--processor\tcpu\t--kind\tsystem\t--bytes\t4K,80M\t--reps\t2\t--steps\t5000"
+    lines = [line, line.replace("5000", "7001"), line + "\t--seed\t7"]
+    res = subprocess.run([native.umbench_path(), "batch"], input="\n".join(lines) + "\n", capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    statuses = [json.loads(l)["status"] for l in res.stdout.splitlines() if '"type":"status"' in l]
+    assert statuses == ["ok", "ok", "ok"]
+    recs = _records(res)
+    assert len(recs) == 6 and all(r["verified"] == "invariant" for r in recs)
+
+
+def test_large_arrays_are_filled_and_checked_on_every_cpu():
+    """From 64 MiB on the pattern is written and compared by every allowed CPU (untimed preparation): the
+    figures are still verified element by element, on one thread and on all."""
+    res = umbench("run", "cpu-stream", "--kind", "system", "--bytes", "80M", "--reps", "2", "--threads", "1,all")
+    assert res.returncode == 0, res.stdout
+    recs = _records(res)
+    assert len(recs) == 6 and all(r["verified"] == "cpu-reference" and r["n"] == 2 for r in recs)
+
+
 def test_cpu_cpu_pingpong_checks_atomics_then_times_round_trips():
     if len(os.sched_getaffinity(0)) < 2:
         import pytest

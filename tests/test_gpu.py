@@ -124,6 +124,20 @@ def test_bidirectional_copy_reports_each_way_and_the_sum():
     assert routes["both"]["median"] > 1.2 * max(routes["forward"]["median"], routes["reverse"]["median"])
 
 
+def test_a_slow_copy_repeats_for_its_time_budget_unless_reps_are_given():
+    """Without --reps a size whose first timed repetition is slow repeats as many times as fill 0.3 s, at least 8
+    (copy.cu); a fast one keeps the default 20; --reps given is kept."""
+    import math
+    recs, status = _out(umbench("run", "copy", "--kind", "pinned", "--dst", "system", "--bytes", "1M,256M"))
+    assert status["status"] == "ok"
+    for r in recs:
+        first = r["bytes"] / (r["samples"][0] * 1e9)  # seconds of the first timed repetition
+        assert r["n"] == len(r["samples"]) == min(20, max(8, math.ceil(0.3 / first))), (r["bytes"], first)
+    assert recs[0]["n"] == 20  # 1 MiB: far under 15 ms a repetition
+    recs, _ = _out(umbench("run", "copy", "--kind", "pinned", "--dst", "system", "--bytes", "256M", "--reps", "20"))
+    assert recs[0]["n"] == 20
+
+
 @pytest.mark.parametrize("gpu_op", ["read", "write"])
 def test_contention_measures_both_sides_alone_and_together(gpu_op):
     res = umbench("run", "contention", "--kind", "pinned", "--bytes", "256M", "--gpu-op", gpu_op, "--reps", "5")

@@ -4,7 +4,7 @@ import json
 import re
 
 from conftest import run_cli, umbench
-from umscope import apps, registry, validate
+from umscope import apps, native, registry, validate
 from umscope.errors import UsageError
 from umscope.model import bounds
 
@@ -99,3 +99,20 @@ def test_a_missing_runner_is_one_clear_line(tmp_path):
     assert run_cli("--help", env=env).returncode == 0
     res = run_cli("app", "list", env=env)
     assert res.returncode == 2 and "no-umbench" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_only_the_app_command_starts_umbench_for_its_options(tmp_path):
+    """The app command's options come from `umbench list --json`: built when `app` is parsed or its help
+    asked, so report, compare and the rest start no umbench process to build their command line."""
+    log = tmp_path / "calls"
+    fake = tmp_path / "umbench"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {native.umbench_path()} \"$@\"\n")
+    fake.chmod(0o755)
+    env = {"UMSCOPE_UMBENCH": str(fake)}
+    for argv in (("report", "--help"), ("compare", "--help"), ("runs", "--store", str(tmp_path / "none.sqlite"))):
+        res = run_cli(*argv, env=env)
+        assert res.returncode == 0 or "no store" in res.stderr, res.stderr
+        assert not log.exists(), f"umscope {' '.join(argv)} started umbench: {log.read_text()}"
+    res = run_cli("app", "--help", env=env)  # the app command's help lists the applications' options
+    assert res.returncode == 0 and "--footprint" in res.stdout, res.stderr
+    assert log.read_text().splitlines() == ["list --json"]

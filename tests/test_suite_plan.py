@@ -69,6 +69,10 @@ def test_cpu_stream_arrays_are_sized_to_the_cache_the_threads_reach():
     assert {(c.params["bytes"], c.params["threads"]) for c in cs} == {("600MiB", "1"),
                                                                        (plans.size_arg(1200 << 20), "all")}
     assert len(cs) == 2 * len({c.kind for c in cs})
+    # One thread's pass repeats SINGLE_THREAD_REPS times (docs/suite-reps.md); the team keeps the default.
+    assert {c.params["threads"]: c.params.get("reps") for c in cs} == {"1": str(plans.SINGLE_THREAD_REPS),
+                                                                        "all": None}
+    assert plans.SINGLE_THREAD_REPS >= 8
     # One instance per 8 CPUs (an AMD CCD of 32 MiB): one thread reaches 32 MiB, all of them 64 MiB.
     ccds = dict(ONE_NODE, cpu={"caches": [], "llc_instances": [{"cpus": list(range(8)), "bytes": 32 << 20},
                                                                {"cpus": list(range(8, 16)), "bytes": 32 << 20}]})

@@ -23,6 +23,20 @@ def test_verdicts_compare_known_and_counted_within_two_percent():
     assert [v[3] for v in truth.verdicts(res, "driver")] == [True]
 
 
+def test_the_cases_are_named_once_for_the_option_the_records_and_the_help():
+    """--case's choices, the benchmark's operations (`umbench list --json`) and its help name the same cases."""
+    import json
+    import subprocess
+    umbench = native.umbench_path()
+    reg = json.loads(subprocess.run([umbench, "list", "--json"], capture_output=True, text=True, timeout=60).stdout)
+    b = next(x for x in reg["benchmarks"] if x["name"] == "um-truth")
+    assert set(CASES) < set(b["ops"]) and "thrash" in b["ops"]
+    res = subprocess.run([umbench, "run", "um-truth", "--case", "none-such"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 2 and f"({', '.join(b['ops'])})" in res.stdout
+    assert f"(--case {', '.join(b['ops'])})" in b["help"]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CASES)
 def test_um_truth_counted_bytes_match_the_known_bytes(case):

@@ -95,10 +95,18 @@ cudaMemLocation where(bool gpu, int device) {
   return loc;
 }
 
+// The cases, named once: --case's choices, the operations of the records and the help.
+const std::vector<std::string> kCases = {"read",           "writeback", "prefetch", "read-mostly", "pingpong",
+                                         "host-preferred", "gpu-first", "thrash"};
+
+std::string case_names() {
+  std::string out;
+  for (const std::string& c : kCases) out += (out.empty() ? "" : ", ") + c;
+  return out;
+}
+
 void run_umtruth(Context& ctx) {
-  const std::string c =
-      ctx.args.choices("case", "read", {"read", "writeback", "prefetch", "read-mostly", "pingpong", "host-preferred",
-                                        "gpu-first", "thrash"})[0];
+  const std::string c = ctx.args.choices("case", "read", kCases)[0];
   size_t bytes = ctx.args.bytes("bytes", size_t(1) << 30);
   if (bytes < kBlock || bytes % kBlock) throw UsageError("--bytes must be a whole number of 2 MiB blocks (e.g. 1G)");
   const long long iters = ctx.args.integer("iters", c == "thrash" ? 200 : 3);
@@ -206,11 +214,9 @@ void run_umtruth(Context& ctx) {
 }
 
 BenchRegistrar reg({"um-truth", "gpu",
-                    "managed-memory programs whose data movement is known exactly (--case read, writeback, "
-                    "prefetch, read-mostly, pingpong, host-preferred, gpu-first, thrash); each prints the bytes it "
-                    "must move each way, to check a unified-memory trace against",
-                    {"read", "writeback", "prefetch", "read-mostly", "pingpong", "host-preferred", "gpu-first",
-                     "thrash"},
+                    "managed-memory programs whose data movement is known exactly (--case " + case_names() +
+                        "); each prints the bytes it must move each way, to check a unified-memory trace against",
+                    kCases,
                     {"case", "bytes", "iters", "blocks"},
                     run_umtruth});
 

@@ -2,8 +2,14 @@
 #include "umscope/pattern.hpp"
 
 #include <cstring>
+#include <vector>
+
+#include "umscope/threads.hpp"
 
 namespace umscope {
+
+// From 64 MiB on, filling and checking run on every allowed CPU (threads.hpp: prepare_on_all_cpus).
+constexpr size_t kParallelElements = size_t(8) << 20;
 
 double pattern_sum(size_t n) {
   const size_t period = 1021;
@@ -15,13 +21,21 @@ double pattern_sum(size_t n) {
 }
 
 void cpu_fill_pattern(double* p, size_t n, double mul, double add) {
-  for (size_t i = 0; i < n; ++i) p[i] = pattern(i) * mul + add;
+  prepare_on_all_cpus(n, kParallelElements, [&](size_t lo, size_t hi, int) {
+    for (size_t i = lo; i < hi; ++i) p[i] = pattern(i) * mul + add;
+  });
 }
 
 size_t cpu_count_mismatch(const double* p, size_t n, double mul, double add) {
-  size_t bad = 0;
-  for (size_t i = 0; i < n; ++i) bad += p[i] != pattern(i) * mul + add;
-  return bad;
+  std::vector<size_t> bad(256 * 8, 0);  // one count per part, a cache line apart
+  prepare_on_all_cpus(n, kParallelElements, [&](size_t lo, size_t hi, int t) {
+    size_t k = 0;
+    for (size_t i = lo; i < hi; ++i) k += p[i] != pattern(i) * mul + add;
+    bad[t * 8] = k;
+  });
+  size_t total = 0;
+  for (size_t i = 0; i < bad.size(); i += 8) total += bad[i];
+  return total;
 }
 
 Initializer pattern_initializer(double mul, double add) {

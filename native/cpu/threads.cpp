@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "umscope/errors.hpp"
@@ -65,6 +66,20 @@ double ThreadTeam::run(const std::function<void(int, int)>& fn) {
   cv_done_.wait(lk, [&] { return remaining_ == 0; });
   auto t1 = std::chrono::steady_clock::now();
   return std::chrono::duration<double>(t1 - t0).count();
+}
+
+void prepare_on_all_cpus(size_t n, size_t serial_below, const std::function<void(size_t, size_t, int)>& body) {
+  const int cpus = static_cast<int>(os::allowed_cpus().size());
+  if (n < serial_below || cpus < 2) {
+    body(0, n, 0);
+    return;
+  }
+  ThreadTeam team(std::min(cpus, 256));
+  team.run([&](int t, int T) {
+    size_t lo, hi;
+    split_range(n, T, t, lo, hi);
+    body(lo, hi, t);
+  });
 }
 
 }  // namespace umscope

@@ -20,8 +20,18 @@ from umscope.suite import Case, Interrupted, handle_signals, plan_from_json, pla
 
 
 class _Parser(argparse.ArgumentParser):
+    # Adds options the first time this parser parses (its command was given, or its help asked): the app
+    # command's come from `umbench list --json`, a process that no other command should start.
+    lazy_options = None
+
     def error(self, message):
         raise UsageError(message)
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self.lazy_options:
+            add, self.lazy_options = self.lazy_options, None
+            add(self)
+        return super().parse_known_args(args, namespace)
 
 
 def _common_run_options(p):
@@ -87,7 +97,7 @@ def build_parser():
     s.add_argument("name", nargs="?", help="application (see 'umscope app list')")
     _common_run_options(s)
     from umscope import apps
-    apps.add_cli_options(s)  # every application's options, from the runner's registry
+    s.lazy_options = apps.add_cli_options  # every application's options, from the runner's registry
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
     s.add_argument("--period", default="100ms", help="sampling period, 1ms to 3600s (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")

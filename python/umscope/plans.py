@@ -342,15 +342,31 @@ def _team_cpus(allowed, instances, threads) -> list:
     return allowed[:max(1, threads)]
 
 
+# Repetitions of the single-thread CPU stream (after the usual 2 warm-up ones): one thread's pass over arrays of
+# twice the LLC takes 85-115 ms per operation, so 20 repetitions made it a quarter of the default suite. On the
+# H100 host (30 figures of two full-suite runs, bench/first_reps.py, docs/suite-reps.md) the median of the first
+# 8 of 20 repetitions was within 5.0% of the 20-repetition median, inside the samples' own spread (6-48%) and
+# the change of the same figure from one run to the other (up to 27%). A team's first 8 were up to 33% off its
+# 20: the team keeps 20.
+SINGLE_THREAD_REPS = 8
+
+
 def cpu_stream_cases(fingerprint, kinds, thread_counts=("1", "all")) -> list:
     """One case per kind over the thread counts, each count at arrays 4x the cache it reaches; where those
-    sizes differ (one thread reaches less cache than all), one case per size."""
+    sizes differ (one thread reaches less cache than all), one case per size; a single thread's case repeats
+    SINGLE_THREAD_REPS times."""
     by_size = {}
     for t in thread_counts:
         size = cpu_stream_size(fingerprint, None if t == "all" else int(t))
         by_size.setdefault(size, []).append(t)
-    return [c for k in kinds for size, ts in by_size.items()
-            for c in stream_cases("cpu-stream", [k], [size], {"threads": ",".join(ts)})]
+    cases = []
+    for k in kinds:
+        for size, ts in by_size.items():
+            extra = {"threads": ",".join(ts)}
+            if ts == ["1"]:
+                extra["reps"] = str(SINGLE_THREAD_REPS)
+            cases += stream_cases("cpu-stream", [k], [size], extra)
+    return cases
 
 
 def quick_plan(fingerprint) -> list:

@@ -96,6 +96,11 @@ MUTANTS = [
      "  if (ctx.args.has(\"check\")) return false;",
      ["tests/test_arithmetic.py::test_triad_application_traffic_flops_and_rate"], "CPU verification switched off",
      ["native/apps/app.cu"]),
+    ("cc-fill-piece-gap", "native/cpu/threads.cpp", "    split_range(n, T, t, lo, hi);\n    body(lo, hi, t);",
+     "    split_range(n, T, t, lo, hi);\n    body(lo, hi - (t == 0), t);",
+     ["tests/test_cpu_bench.py::test_large_arrays_are_filled_and_checked_on_every_cpu"],
+     "preparation on every CPU skips one element of the first piece (left unfilled and unchecked)",
+     ["native/cpu/threads.cpp"]),
 ]
 
 
