@@ -95,14 +95,18 @@ def run_row(name, a, timeout):
     t0 = time.time()
     # Its own process group, so that a case killed at its timeout takes its reference child with it.
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    why = ""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        err = f"timed out after {timeout:.0f} s; {err[-1200:]}"
+        why = f"timed out after {timeout:.0f} s; "
+    lines = [x for x in err.splitlines() if x.startswith("llm: [")]  # the progress lines, not the warnings
     recs = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
-    status = recs[-1] if recs and recs[-1].get("type") == "status" else {"status": "failed", "reason": err[-500:]}
+    status = recs[-1] if recs and recs[-1].get("type") == "status" else \
+        {"status": "failed", "reason": why + " / ".join(lines[-3:])[-400:]}
+    err = why + err[-1200:]
     return {"row": name, "model": model, "mode": mode, "argv": " ".join(argv[1:]), "wall_s": round(time.time() - t0, 1),
             "status": status, "stderr_tail": err[-1200:], "decode": next((r for r in recs if r.get("op") == "decode"), None),
             "profile": next((r for r in recs if r.get("op") == "profile"), None)}
