@@ -69,6 +69,54 @@ def test_model_prefetch_pinned_and_explicit_exact():
         calibrated.predict("triad", "system", CAL, FIG)
 
 
+def test_model_zero_copy_terms_exact():
+    # The first iteration's excess over the others' median is paid once, not per iteration: samples 25, 5, 5, 5
+    # -> 20 ms once + 4 x max(5 ms, 133 ms of link)
+    cal = dict(CAL, samples=[25.0, 5.0, 5.0, 5.0])
+    assert calibrated.kernel_times(cal) == (20.0, [5.0, 5.0, 5.0, 5.0])
+    link = 1e9 * 2 / 3 / 5e9 * 1e3
+    assert calibrated.predict("triad", "pinned", cal, FIG)["compute_ms"] == pytest.approx(20.0 + 4 * link)
+    # ... and where the kernel is longer than the link, the kernel's time
+    slow = dict(cal, samples=[225.0, 205.0, 205.0, 205.0])
+    assert calibrated.predict("triad", "pinned", slow, FIG)["compute_ms"] == pytest.approx(20.0 + 4 * 205.0)
+    # Declared link reads and writes replace the split of the traffic: 3 GB read at 5 GB/s per iteration
+    dec = dict(CAL, link_read_bytes=3e9, link_write_bytes=0.5e9)
+    q = calibrated.predict("triad", "pinned", dec, FIG)
+    assert q["compute_ms"] == pytest.approx(4 * 600.0) and q["link"]["bound"] == "read"
+    # Separate runs of bytes at the random-load rate: 4e9 runs at 2 G/s = 2 s per iteration beat 600 ms
+    runs = dict(dec, link_runs=4e9)
+    q = calibrated.predict("triad", "pinned", runs, dict(FIG, remote_gather_gops=2.0))
+    assert q["compute_ms"] == pytest.approx(4 * 2000.0) and q["link"]["bound"] == "runs"
+    # Random accesses counted over the run (bfs): 1e9 loads at 2 G/s and 1e9 stores at 4 G/s, added once
+    rnd = dict(CAL, gather_accesses=1e9, scatter_accesses=1e9)
+    q = calibrated.predict("triad", "pinned", rnd, dict(FIG, remote_gather_gops=2.0, remote_scatter_gops=4.0))
+    assert q["compute_ms"] == pytest.approx(4 * link + 500.0 + 250.0)
+    # ... and with the rate of both at once (1 G/s pairs), the 1e9 pairs overlap: 1 s instead of 750 ms
+    pair = dict(FIG, remote_gather_gops=2.0, remote_scatter_gops=4.0, remote_gather_scatter_gops=1.0)
+    assert calibrated.predict("triad", "pinned", rnd, pair)["compute_ms"] == pytest.approx(4 * link + 1000.0)
+    more = dict(rnd, gather_accesses=3e9)  # 1e9 pairs, 2e9 loads alone at 2 G/s
+    assert calibrated.predict("triad", "pinned", more, pair)["compute_ms"] == pytest.approx(4 * link + 2000.0)
+    # Without the gather figure the random terms are absent, not guessed
+    assert calibrated.predict("triad", "pinned", rnd, FIG)["compute_ms"] == pytest.approx(4 * link)
+
+
+def test_gpu_stream_pattern_records_give_the_random_access_figures():
+    recs = [{"benchmark": "gpu-stream", "op": "gather", "kind": "pinned", "bytes": 256 << 20, "median": 0.7},
+            {"benchmark": "gpu-stream", "op": "gather", "kind": "pinned", "bytes": 16 << 20, "median": 9.0},
+            {"benchmark": "gpu-stream", "op": "scatter", "kind": "pinned", "bytes": 256 << 20, "median": 1.5},
+            {"benchmark": "gpu-stream", "op": "reread", "kind": "pinned", "bytes": 256 << 20, "window": 16 << 20,
+             "median": 50.0},
+            {"benchmark": "gpu-stream", "op": "gather", "kind": "device", "bytes": 256 << 20, "median": 30.0}]
+    fig, src = calibrated.figures_from_records(recs)
+    # the 16 MiB gather fits the L2 and the device one is not over the link: neither is the remote figure
+    assert fig == {"remote_gather_gops": 0.7, "remote_scatter_gops": 1.5, "remote_reread_16m_gbps": 50.0}
+    assert "gather" in src["remote_gather_gops"]
+    # repeated trials of a microbenchmark: the figure is their median, and says so
+    more = [dict(recs[0], median=v) for v in (0.5, 0.9)]
+    fig, src = calibrated.figures_from_records(recs + more)
+    assert fig["remote_gather_gops"] == 0.7 and "median of 3" in src["remote_gather_gops"]
+
+
 def test_model_falls_back_to_the_access_table_and_calibrates_on_medians():
     old = {k: v for k, v in CAL.items() if k not in ("in_bytes", "out_bytes", "inout_bytes", "arrays")}
     p = calibrated.predict("triad", "managed", old, FIG)

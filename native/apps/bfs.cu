@@ -153,11 +153,31 @@ void run_bfs(Context& ctx) {
       ++reached;
       depth = std::max(depth, int(cost.host[v]));
     }
+  // The random accesses of the traversal (counted from its result, after the timed phases): each
+  // reached node's expansion reads its cost, its two offsets and its edge list (the 32-byte sectors
+  // the list spans) and clears its mask byte; each of its edges reads visited[u], and an edge to the
+  // next level (cost[u] = cost[v] + 1, u not yet visited when v expands) writes cost[u] and next[u].
+  // Over the link (pinned, registered) each is a sector-sized request at a random place (the
+  // calibrated model prices them with the gather and scatter rates of gpu-stream); mask and next are
+  // scanned whole every level (traffic_bytes).
+  double gather = 0, scatter = 0;
+  for (size_t v = 0; v < n; ++v) {
+    const int32_t cv = cost.host[v];
+    if (cv < 0) continue;
+    const int64_t b = offsets[v], e = offsets[v + 1];
+    gather += 2 + double((e * 4 + 31) / 32 - (b * 4) / 32) + double(e - b);
+    scatter += 1;
+    for (int64_t k = b; k < e; ++k) {
+      const int32_t u = static_cast<int32_t>(mix64((seed + 1) * 0x9e37 + static_cast<uint64_t>(k)) % n);
+      if (cost.host[u] == cv + 1) scatter += 2;
+    }
+  }
   JsonObject extra;
+  extra.set("gather_accesses", gather).set("scatter_accesses", scatter);
   extra.set("nodes", static_cast<unsigned long long>(n)).set("edges", static_cast<unsigned long long>(m));
   extra.set("degree", degree).set("levels", levels).set("depth", depth);
   extra.set("reached", static_cast<unsigned long long>(reached));
-  run.finish(extra, 0, 0);
+  run.finish(extra, 2.0 * n, 0);
 }
 
 AppRegistrar reg({"bfs", "gpu|cpu",

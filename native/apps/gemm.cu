@@ -206,6 +206,11 @@ void run_typed(Context& ctx, AppRun& run, const std::string& prec) {
   // picked); the calibrated model reads it as link_bytes.
   extra.set("link_bytes", (double(m * k) * ((n + 127) / 128) + double(k * n) * ((m + 127) / 128) + 2.0 * m * n) *
                               sizeof(T));
+  // ... as separate runs of contiguous bytes, with 32-deep k panels (again assumed): a panel of A is
+  // 128 rows of 32 elements, one of B 32 rows of 128 elements (each row in its own page where the
+  // rows are a page or more apart), C's tile rows are 128 elements, read and written.
+  const double tiles = double((m + 127) / 128) * double((n + 127) / 128), kp = double((k + 31) / 32);
+  extra.set("link_runs", tiles * kp * (128.0 + 32.0) + 2.0 * m * double((n + 127) / 128));
   // The least a GEMM moves: A and B read once, C written once.
   run.finish(extra, double(m * k + k * n + m * n) * sizeof(T), 2.0 * m * n * k);
 }

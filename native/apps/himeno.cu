@@ -185,6 +185,12 @@ void run_himeno(Context& ctx) {
   // Per interior point and iteration: 34 flops (Himeno's count); 13 arrays
   // read, wrk2 written, and the copy back (read wrk2, write p): 16 x 4 bytes.
   const double pts = double(g.I - 2) * (g.J - 2) * (g.K - 2);
+  // What crosses to memory when the arrays are remote (pinned, registered; read by the calibrated
+  // model): a block walks one (i, j) line of k at a time, so the 19-point stencil reads p from the
+  // nine lines (i-1..i+1, j-1..j+1) of which only the k neighbours share the block's cache lines: p
+  // is read nine times, the 12 coefficient arrays once, wrk2 once by the copy back (88 B a point);
+  // wrk2 and p are written once (8 B).
+  extra.set("link_read_bytes", 88.0 * pts).set("link_write_bytes", 8.0 * pts);
   run.finish(extra, 64.0 * pts, 34.0 * pts);
 }
 

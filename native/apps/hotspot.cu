@@ -132,6 +132,11 @@ void run_hotspot(Context& ctx) {
   extra.set("pyramid", pyr).set("steps", launches * pyr);
   extra.set("step_div_cap", double(m.step_div_cap)).set("rx1", double(m.rx1)).set("ry1", double(m.ry1));
   extra.set("rz1", double(m.rz1)).set("ambient", double(m.amb));
+  // What crosses to memory when the arrays are remote (pinned, registered; read by the calibrated
+  // model): each block loads a BS x BS tile of the temperature and the power to finish its
+  // small x small core, so the reads are (BS / small)^2 times the arrays; the core is written once.
+  const double halo = double(BS) * BS / (double(small) * small);
+  extra.set("link_read_bytes", 2.0 * n * sizeof(float) * halo).set("link_write_bytes", double(n) * sizeof(float));
   // One launch reads the temperature and the power and writes the temperature once.
   run.finish(extra, 3.0 * n * sizeof(float), 15.0 * n * pyr);
 }

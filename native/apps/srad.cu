@@ -168,6 +168,11 @@ void run_srad(Context& ctx) {
   // Per iteration: J read for the statistics and for the coefficients (4 B
   // each), five work arrays written (20) and read back (20), J read and
   // written by the update (8): 56 bytes per pixel at least.
+  // What crosses to memory when J is remote (pinned, registered; read by the calibrated model): the
+  // five work arrays are GPU scratch, so only J's passes do: read by the statistics, the coefficients
+  // (a band of 32 rows walks down each column, its neighbour rows already in the block's cache lines)
+  // and the update, written by the update.
+  extra.set("link_read_bytes", 12.0 * n).set("link_write_bytes", 4.0 * n);
   run.finish(extra, 56.0 * n, 35.0 * n);
 }
 

@@ -118,6 +118,10 @@ void run_syr2k(Context& ctx) {
   // TILE x m panels (rows of A and B for its i and j blocks), and C is read and written once.
   const double blocks = double((n + TILE - 1) / TILE) * double((n + TILE - 1) / TILE);
   extra.set("link_bytes", (blocks * 4.0 * TILE * m + 2.0 * n * n) * sizeof(float));
+  // ... as separate runs of contiguous bytes: each panel row of a k step is 16 floats (64 B), and a
+  // panel row lies in its own page (rows are m floats apart); C's tile rows are 64 floats, read and
+  // written. A remote access per run (the calibrated model prices runs at the gather rate).
+  extra.set("link_runs", blocks * 4.0 * TILE * double((m + T - 1) / T) + 2.0 * n * double((n + TILE - 1) / TILE));
   run.finish(extra, (2.0 * n * m + 2.0 * n * n) * sizeof(float), 4.0 * n * n * m + 3.0 * n * n);
 }
 

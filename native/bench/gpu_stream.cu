@@ -2,6 +2,15 @@
 // One kernel per operation; the kind only changes the pointers it is given.
 // 16-byte accesses (double2), four independent loads in flight per thread,
 // grid sized from the occupancy API; timed with CUDA events per repetition.
+//
+// Two access patterns beside the stream, for what a kernel re-reads and gathers over the link (the
+// calibrated model's zero-copy terms, python/umscope/model/calibrated.py):
+//   reread  the read kernel over the first --window bytes, --passes times back to back (a working-set
+//           sweep: a window the L2 holds is re-read from the L2 if the GPU caches the kind's lines, else
+//           from where it lives); one record per window.
+//   gather  --accesses independent 8-byte loads at random slots of the whole array (a resident grid, four
+//           loads in flight per thread): random sector reads; scatter: the same as 8-byte stores;
+//           gather-scatter: a random load and a random store (of another array) per access, both at once.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -19,19 +28,80 @@ namespace umscope {
 namespace {
 
 constexpr double kTriadScalar = 3.0;
+
+// The slot of access j (splitmix64's finaliser): the same on the GPU and on the CPU that verifies it.
+UMSCOPE_HOST_DEVICE inline size_t random_slot(unsigned long long j, size_t n) {
+  unsigned long long z = j + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<size_t>((z ^ (z >> 31)) % n);
+}
+
+constexpr unsigned long long kStoreSequence = 1ull << 60;  // gather-scatter: the stores' own sequence
+
+// Each thread loads `per` random slots, four independent loads in flight; sums into one word.
+__global__ void gather_kernel(const double* __restrict__ a, size_t n, size_t per, double* out) {
+  const unsigned long long t = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  size_t j = 0;
+  for (; j + 3 < per; j += 4) {
+    const unsigned long long b = t * per + j;
+    const double x0 = a[random_slot(b, n)], x1 = a[random_slot(b + 1, n)], x2 = a[random_slot(b + 2, n)],
+                 x3 = a[random_slot(b + 3, n)];
+    s0 += x0, s1 += x1, s2 += x2, s3 += x3;
+  }
+  for (; j < per; ++j) s0 += a[random_slot(t * per + j, n)];
+  double s = (s0 + s1) + (s2 + s3);
+  for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, s);
+}
+
+// Both at once: each thread loads `per` random slots of a and stores v to `per` other random slots of c
+// (the store's slot from a second sequence), the loads summed into one word.
+__global__ void gather_scatter_kernel(const double* __restrict__ a, double* __restrict__ c, size_t n, size_t per,
+                                      double v, double* out) {
+  const unsigned long long t = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  double s = 0;
+  for (size_t j = 0; j < per; ++j) {
+    s += a[random_slot(t * per + j, n)];
+    c[random_slot(kStoreSequence + t * per + j, n)] = v;
+  }
+  for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, s);
+}
+
+// Each thread stores v to `per` random slots.
+__global__ void scatter_kernel(double* __restrict__ c, size_t n, size_t per, double v) {
+  const unsigned long long t = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (size_t j = 0; j < per; ++j) c[random_slot(t * per + j, n)] = v;
+}
 constexpr double kWriteValue = 42.5;
 
 void run_gpu_stream(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "device"));
   // Whole 4 KiB pages, so every array is made of 16-byte elements.
   size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
-  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", stream_op_names());
+  std::vector<std::string> all_ops = stream_op_names();
+  for (const char* o : {"reread", "gather", "scatter", "gather-scatter"}) all_ops.push_back(o);
+  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", all_ops);
+  std::vector<size_t> windows;
+  for (const std::string& w : ctx.args.list("window", "4M,16M,32M,64M,128M,256M")) {
+    const size_t b = parse_bytes(w) / 4096 * 4096;
+    if (b < 4096) throw UsageError("--window '" + w + "' is under one 4 KiB page");
+    if (b <= bytes) windows.push_back(b);
+  }
+  const long long passes = ctx.args.integer("passes", 8);
+  if (passes < 1 || passes > 1000) throw UsageError("--passes takes 1 to 1000");
+  const long long accesses = ctx.args.integer("accesses", 1 << 24);
+  if (accesses < 1 || accesses > (1LL << 34)) throw UsageError("--accesses takes 1 to 2^34");
   ctx.use_gpu();
 
   auto needs = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
-  bool need_a = needs("read") || needs("copy") || needs("triad");
+  if (needs("reread") && windows.empty()) throw UsageError("no --window fits in --bytes");
+  bool need_a = needs("read") || needs("copy") || needs("triad") || needs("reread") || needs("gather") ||
+                needs("gather-scatter");
   bool need_b = needs("copy") || needs("triad");
-  bool need_c = needs("write") || needs("triad");
+  bool need_c = needs("write") || needs("triad") || needs("scatter") || needs("gather-scatter");
   // Managed arrays together must fit: the guard sees each one alone.
   if (kind.name == "managed") check_managed_memory(bytes * (need_a + need_b + need_c), ctx.alloc);
   std::unique_ptr<Buffer> A, B, C;
@@ -55,6 +125,88 @@ void run_gpu_stream(Context& ctx) {
   std::string proc = "gpu" + std::to_string(ctx.device);
 
   for (const std::string& op : ops) {
+    if (op == "reread") {
+      Launch L = launch_for(read_kernel, ctx);
+      for (size_t w : windows) {
+        const size_t wn2 = w / sizeof(double2);
+        std::vector<double> gbps;
+        for (double ms : repeat_ms(
+                 clock, ctx.warmup, ctx.reps,
+                 [&] {
+                   for (long long p = 0; p < passes; ++p) read_kernel<<<L.grid, L.block>>>(a, wn2, sum);
+                 },
+                 [&](int) { UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double))); }))
+          gbps.push_back(gb_per_s(double(w) * passes, ms * 1e-3));
+        double got = 0;
+        UM_CUDA(cudaMemcpy(&got, sum, sizeof got, cudaMemcpyDeviceToHost));
+        const double want = double(passes) * pattern_sum(w / sizeof(double));
+        if (got != want) throw VerifyError("reread sum " + json_number(got) + " != expected " + json_number(want));
+        JsonObject rec = ctx.record(op, proc, kind, bytes);
+        Context::put_summary(rec, "bandwidth", "GB/s", gbps);
+        rec.set("window", static_cast<unsigned long long>(w));
+        rec.set("passes", passes);
+        rec.set("traffic_bytes", static_cast<unsigned long long>(w * passes));
+        rec.set("grid", L.grid);
+        rec.set("block", L.block);
+        rec.set("verified", "cpu-reference");  // the sum of every pass equals the pattern's
+        rec.set("residency", A->residency());
+        ctx.emit(rec);
+      }
+      continue;
+    }
+    if (op == "gather" || op == "scatter" || op == "gather-scatter") {
+      const bool g = op == "gather", both = op == "gather-scatter";
+      Launch L = g ? launch_for(gather_kernel, ctx) : both ? launch_for(gather_scatter_kernel, ctx)
+                                                       : launch_for(scatter_kernel, ctx);
+      const size_t threads = size_t(L.grid) * L.block;
+      const size_t per = (static_cast<size_t>(accesses) + threads - 1) / threads;
+      const double done = double(per) * threads;
+      if (!g) gpu_poison(c, bytes);
+      std::vector<double> rate;
+      for (double ms : repeat_ms(
+               clock, ctx.warmup, ctx.reps,
+               [&] {
+                 if (g) gather_kernel<<<L.grid, L.block>>>(reinterpret_cast<const double*>(a), nd, per, sum);
+                 else if (both)
+                   gather_scatter_kernel<<<L.grid, L.block>>>(reinterpret_cast<const double*>(a),
+                                                              reinterpret_cast<double*>(c), nd, per, kWriteValue, sum);
+                 else scatter_kernel<<<L.grid, L.block>>>(reinterpret_cast<double*>(c), nd, per, kWriteValue);
+               },
+               [&](int) {
+                 if (g || both) UM_CUDA(cudaMemsetAsync(sum, 0, sizeof(double)));
+               }))
+        rate.push_back(done / (ms * 1e-3) / 1e9);
+      // Verify on the CPU: the gathered sum over the same slots; every scattered slot holds the value.
+      std::string verdict;
+      if (g || both) {
+        double got = 0, want = 0;
+        UM_CUDA(cudaMemcpy(&got, sum, sizeof got, cudaMemcpyDeviceToHost));
+        for (unsigned long long j = 0; j < static_cast<unsigned long long>(done); ++j) want += pattern(random_slot(j, nd));
+        if (got != want) verdict = "gather sum " + json_number(got) + " != expected " + json_number(want);
+      }
+      if (!g) {
+        std::vector<double> h(nd);
+        UM_CUDA(cudaMemcpy(h.data(), c, bytes, cudaMemcpyDefault));
+        const unsigned long long first = both ? kStoreSequence : 0;
+        size_t bad = 0;
+        for (unsigned long long j = 0; j < static_cast<unsigned long long>(done); ++j)
+          bad += h[random_slot(first + j, nd)] != kWriteValue;
+        if (bad) verdict += (verdict.empty() ? "" : "; ") + std::to_string(bad) + " scattered slots do not hold the value";
+      }
+      if (!verdict.empty()) throw VerifyError(verdict);
+      JsonObject rec = ctx.record(op, proc, kind, bytes);
+      Context::put_summary(rec, "access_rate", "G/s", rate);
+      rec.set("accesses", done);
+      rec.set("access_bytes", 8);
+      rec.set("traffic_bytes", done * 8);
+      rec.set("grid", L.grid);
+      rec.set("block", L.block);
+      rec.set("verified", "cpu-reference");
+      if (both) rec.set("pairs", "each access one random load and one random store");
+      rec.set("residency", (g ? A : C)->residency());
+      ctx.emit(rec);
+      continue;
+    }
     Launch L{};
     const int arrays = stream_arrays(op);
     std::function<void()> launch;
@@ -113,9 +265,15 @@ void run_gpu_stream(Context& ctx) {
 }
 
 BenchRegistrar reg({"gpu-stream", "gpu",
-                    "GPU kernels read, write, copy (b=a) and triad (c=a+s*b) over arrays of one memory kind",
-                    stream_op_names(),
-                    {"kind", "bytes", "ops", "block", "blocks"},
+                    "GPU kernels read, write, copy (b=a) and triad (c=a+s*b) over arrays of one memory kind; "
+                    "reread (a window read --passes times: the working-set sweep), gather, scatter and gather-scatter "
+                    "(random 8-byte loads, stores, and both at once; --accesses of them)",
+                    [] {
+                      std::vector<std::string> o = stream_op_names();
+                      for (const char* x : {"reread", "gather", "scatter", "gather-scatter"}) o.push_back(x);
+                      return o;
+                    }(),
+                    {"kind", "bytes", "ops", "block", "blocks", "window", "passes", "accesses"},
                     run_gpu_stream});
 
 }  // namespace

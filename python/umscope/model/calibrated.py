@@ -19,7 +19,7 @@ error where docs/model-validation.md gives one."""
 import json
 from pathlib import Path
 
-VERSION = "calibrated-2"
+VERSION = "calibrated-3"
 # The validated error, written by bench/model_validate.py (key "calibrated") and bench/sim_validate.py (key
 # "umsim") when they regenerate docs/model-validation.md and docs/simulator-validation.md.
 VALIDATED = Path(__file__).with_name("validated.json")
@@ -58,6 +58,14 @@ CALIBRATES = {
     "remote_write_gbps": "compute (pinned, registered): the GPU writing host memory over the link",
     "remote_copy_gbps": "compute (pinned, registered): reading one pinned array while writing another (both "
                         "directions of the link at once)",
+    "remote_gather_gops": "compute (pinned, registered): random 8-byte loads of pinned memory per second (gpu-stream "
+                          "gather): each separate run of bytes a kernel reads over the link (link_runs, bfs's "
+                          "gather_accesses) is one such remote access",
+    "remote_scatter_gops": "compute (pinned, registered): random 8-byte stores to pinned memory per second (gpu-stream "
+                           "scatter): bfs's scatter_accesses",
+    "remote_gather_scatter_gops": "compute (pinned, registered): a random load and a random store at once, pairs per "
+                                  "second (gpu-stream gather-scatter): loads and stores of the same run overlap at "
+                                  "this rate",
     "cpu_fault_us_4k": "back (managed, managed-advice): the CPU faulting the results back, per 4 KiB page",
     "checksum_gbps": "back (every mode): the CPU's checksum over the results",
     "pinned_alloc_ms_per_gib": "alloc (pinned)", "pinned_free_ms_per_gib": "free (pinned)",
@@ -106,8 +114,28 @@ def calibration(explicit_records) -> dict:
         v = sorted(float(r[k]) for r in recs if r.get(k) is not None)
         if v:
             out[k] = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    # The per-iteration kernel times of the run whose compute time is the median: the first iteration's
+    # excess over the others' median is a one-time cost (module loading, cuBLAS's first call), paid once
+    # in every mode and not per iteration.
+    with_samples = sorted((r for r in recs if r.get("samples") and r.get("compute_ms") is not None),
+                          key=lambda r: float(r["compute_ms"]))
+    if with_samples:
+        out["samples"] = list(with_samples[len(with_samples) // 2]["samples"])
     out["calibration_runs"] = len(recs)
     return out
+
+
+def kernel_times(calib: dict):
+    """(one-time cost of the first iteration, [each iteration's kernel time without it]) from the
+    explicit run's per-iteration samples; without samples, compute_ms spread evenly."""
+    K = int(calib["iterations"])
+    s = [float(x) for x in (calib.get("samples") or [])]
+    if len(s) != K or K < 2:
+        return 0.0, [calib["compute_ms"] / K] * K
+    rest = sorted(s[1:])
+    med = rest[len(rest) // 2] if len(rest) % 2 else (rest[len(rest) // 2 - 1] + rest[len(rest) // 2]) / 2
+    warm = max(0.0, s[0] - med)
+    return warm, [s[0] - warm] + s[1:]
 
 
 def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
@@ -164,23 +192,66 @@ def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
             p["alloc_ms"] = kind_phase(f"{mode}_alloc_ms_per_gib", "alloc_ms")
             p["free_ms"] = kind_phase(f"{mode}_free_ms_per_gib", "free_ms")
         p["transfer_ms"] = 0.0
-        # The kernels' traffic crosses the link: what the application declares as link_bytes (tiled kernels:
-        # what the tiles re-read), else its traffic_bytes; split as the arrays the GPU reads (in, inout) and
-        # writes (out, inout). A roofline of the link: reads at the GPU's read rate of host memory, writes at
-        # its write rate, and both together at the rate of a kernel reading one pinned array while writing
-        # another (remote_copy_gbps; PCIe is full duplex, how much of it a kernel gets is measured).
-        L = float(calib.get("link_bytes") or T)
-        rd, wr = a["in"] + a["inout"], a["out"] + a["inout"]
-        rf = rd / (rd + wr) if rd + wr else 1.0
-        link = max(_ms(L * rf, fig["remote_gbps"]), _ms(L * (1 - rf), fig.get("remote_write_gbps") or fig["remote_gbps"]),
-                   _ms(L, fig.get("remote_copy_gbps")))
-        p["compute_ms"] = K * max(kern, link)
+        lk = link_terms(calib, a, fig)
+        warm, kerns = kernel_times(calib)
+        # Each iteration takes the longer of its kernel time and the link's; the first call's one-time cost
+        # and the random accesses the application counts over its whole run (bfs) come on top.
+        p["compute_ms"] = warm + sum(max(k, lk["per_iteration_ms"]) for k in kerns) + lk["random_ms"]
+        p["link"] = lk
         p["back_ms"] = checksum
     else:
         raise ValueError(f"unknown mode {mode!r}")
     p["total_ms"] = sum(p[k] for k in PHASES)
     p["profile"] = a
     return p
+
+
+def link_terms(calib: dict, a: dict, fig: dict) -> dict:
+    """What the kernels move over the link when the arrays are remote (pinned, registered), per
+    iteration, and its time. Bytes: link_read_bytes and link_write_bytes where the application declares
+    them (what its kernels read and write of the remote arrays, re-reads included); else link_bytes
+    (tiled kernels: what the tiles re-read) or traffic_bytes, split as the arrays the GPU reads (in,
+    inout) and writes (out, inout). Time: a roofline of the link: reads at the GPU's read rate of host
+    memory, writes at its write rate, both together at the rate of a kernel reading one pinned array
+    while writing another (remote_copy_gbps), and the separate runs of bytes the kernels read
+    (link_runs: a tile's rows, each in its own page) at the rate of random remote loads
+    (remote_gather_gops). Random accesses counted over the whole run (gather_accesses,
+    scatter_accesses: bfs) at the gather and scatter rates, as many as pair up at the rate of both at
+    once (random_ms), added once."""
+    T = float(calib.get("traffic_bytes") or 0.0)
+    if calib.get("link_read_bytes") is not None and calib.get("link_write_bytes") is not None:
+        R, W = float(calib["link_read_bytes"]), float(calib["link_write_bytes"])
+        src = "link_read_bytes, link_write_bytes (declared)"
+    else:
+        L = float(calib.get("link_bytes") or T)
+        rd, wr = a["in"] + a["inout"], a["out"] + a["inout"]
+        rf = rd / (rd + wr) if rd + wr else 1.0
+        R, W = L * rf, L * (1 - rf)
+        src = ("link_bytes" if calib.get("link_bytes") else "traffic_bytes") + " split by the arrays' use"
+    runs = float(calib.get("link_runs") or 0.0)
+    g = fig.get("remote_gather_gops")
+    s = fig.get("remote_scatter_gops") or g
+    terms = {"read": _ms(R, fig["remote_gbps"]), "write": _ms(W, fig.get("remote_write_gbps") or fig["remote_gbps"]),
+             "both": _ms(R + W, fig.get("remote_copy_gbps")),
+             "runs": runs / (g * 1e9) * 1e3 if g and runs else 0.0}
+    bound = max(terms, key=terms.get)
+    ga, sa = float(calib.get("gather_accesses") or 0.0), float(calib.get("scatter_accesses") or 0.0)
+    rnd = random_ms(ga, sa, g, s, fig.get("remote_gather_scatter_gops"))
+    return {"read_bytes": R, "write_bytes": W, "runs": runs, "source": src, "terms_ms": terms, "bound": bound,
+            "per_iteration_ms": terms[bound], "gather_accesses": ga, "scatter_accesses": sa, "random_ms": rnd}
+
+
+def random_ms(loads, stores, g, s, pair):
+    """Time (ms) of `loads` random remote loads and `stores` random remote stores in one run: as many of
+    them as pair up at the rate of both at once (`pair`, loads and stores per second each), the rest at
+    their own rate (`g`, `s`, G/s); without the paired rate, one after the other. 0 without g."""
+    if not g:
+        return 0.0
+    s = s or g
+    if not pair:
+        return (loads / g + stores / s) * 1e-6
+    both = min(loads, stores)
+    return (both / pair + (loads - both) / g + (stores - both) / s) * 1e-6
 
 
 def validated(kind="calibrated", app=None, mode=None, version=None) -> dict:
@@ -238,6 +309,12 @@ def write_validated(kind: str, entry: dict, path=None):
     path.write_text(json.dumps(cur, indent=1, sort_keys=True) + "\n")
 
 
+def _median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
 def _flat(r) -> dict:
     d = dict(r.get("extra") or {})
     d.update({k: v for k, v in r.items() if k != "extra" and v is not None})
@@ -258,6 +335,7 @@ def figures_from_records(records) -> tuple:
     {name: which record}). Recognises the migration, firsttouch, faults, cpu-stream and copy benchmarks
     (bench/model_validate.py runs the set; CALIBRATES says which phase each figure predicts)."""
     fig, src = {}, {}
+    vals = {}  # every value of a figure: repeated trials and repetitions give their median
     best_threads = {}
     place = {}
     for r in map(_flat, records):
@@ -269,11 +347,13 @@ def figures_from_records(records) -> tuple:
 
         def put(k, v, note=""):
             if v is not None:
-                fig[k], src[k] = float(v), tag + note
+                vals.setdefault(k, []).append(float(v))
+                fig[k] = _median(vals[k])
+                src[k] = tag + note + (f" (median of {len(vals[k])})" if len(vals[k]) > 1 else "")
         if b == "migration" and not r.get("dos") and r.get("cpu_touch", "none") == "none":
             ft, pf, adv = pol.get("first_touch", "cpu"), pol.get("prefetch"), pol.get("advise")
             if kind == "managed" and ft == "cpu" and not pf:
-                if r.get("place_ms") is not None and gib and op == "read":
+                if r.get("place_ms") is not None and gib and op == "read" and (adv or "") not in place:
                     place[adv or ""] = (r["place_ms"] / gib, tag)
                 if adv in ("read_mostly", "preferred:gpu") and r.get("advise_ms") is not None and gib:
                     put("advise_" + adv.replace(":", "_") + "_ms_per_gib", r["advise_ms"] / gib, " (advise_ms)")
@@ -313,9 +393,19 @@ def figures_from_records(records) -> tuple:
             put("cpu_fault_us_4k", r["median"])
         elif b == "cpu-stream" and kind == "system" and op in ("read", "checksum") and r.get("median") is not None:
             key = "host_gbps" if op == "read" else "checksum_gbps"
-            if int(r.get("threads") or 0) > best_threads.get(key, -1):
-                best_threads[key] = int(r.get("threads") or 0)
+            th = int(r.get("threads") or 0)
+            if th > best_threads.get(key, -1):
+                best_threads[key] = th
+                vals.pop(key, None)
+            if th == best_threads[key]:
                 put(key, r["median"])
+        elif (b == "gpu-stream" and kind == "pinned" and op in ("gather", "scatter", "gather-scatter", "reread")
+              and r.get("median") is not None):
+            if op == "reread" and r.get("window"):
+                # the working-set sweep: re-reading a window of pinned memory (L2 reuse of host lines)
+                put(f"remote_reread_{int(r['window']) >> 20}m_gbps", r["median"])
+            elif op in ("gather", "scatter", "gather-scatter") and nb >= 64 * (1 << 20):
+                put(f"remote_{op.replace('-', '_')}_gops", r["median"])
         elif b == "copy" and op == "ce-copy" and r.get("direction") == "uni" and r.get("median") is not None:
             if kind == "system" and r.get("dst_kind") == "device":
                 put("h2d_gbps", r["median"])

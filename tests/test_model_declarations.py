@@ -1,0 +1,38 @@
+"""What the applications declare for the calibrated model's zero-copy terms (CPU runs, a second in all)."""
+import json
+
+import pytest
+
+from conftest import umbench
+
+
+def _rec(*args):
+    res = umbench("run", *args, "--processor", "cpu", "--check", "0")
+    recs = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
+    return next(r for r in recs if r["type"] == "record")
+
+
+def test_bfs_counts_its_random_accesses_from_its_traversal():
+    r = _rec("bfs", "--footprint", "4M")
+    n, m, reached = r["nodes"], r["edges"], r["reached"]
+    # every reached node: cost, two offsets and at least one sector of its list; each of its edges: visited[u]
+    assert r["gather_accesses"] >= 3 * reached + m * reached / n * 0.9
+    # a mask byte per reached node, and two stores (cost, next) per edge into the next level: at least one
+    # such edge per node reached after the source
+    assert 3 * reached - 2 <= r["scatter_accesses"] <= reached + 2 * m
+    assert r["traffic_bytes"] == 2 * n  # mask and next scanned every level
+
+
+def test_stencils_and_tiles_declare_what_crosses_the_link():
+    h = _rec("himeno", "--footprint", "4M")
+    # p over nine lines, 12 coefficient arrays, wrk2 in the copy back: 88 B a point read, 8 written
+    assert h["link_read_bytes"] == 11 * h["link_write_bytes"]
+    s = _rec("srad", "--footprint", "4M")
+    assert s["link_read_bytes"] == 3 * s["link_write_bytes"] == 3 * 4 * s["rows"] * s["cols"]
+    t = _rec("hotspot", "--footprint", "4M")
+    # pyramid 2: 32 x 32 tiles for 28 x 28 cores
+    assert t["link_read_bytes"] == pytest.approx(2 * t["link_write_bytes"] * (32 / 28) ** 2)
+    y = _rec("syr2k", "--footprint", "2M")
+    n, m = y["dim"], y["inner"]
+    blocks = ((n + 63) // 64) ** 2
+    assert y["link_runs"] == blocks * 4 * 64 * ((m + 15) // 16) + 2 * n * ((n + 63) // 64)
