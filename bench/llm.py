@@ -45,6 +45,11 @@ ROWS = {
     "gpt2-xl/mixed-fp32": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--profile"]),
     "gpt2-xl/pinned-fp32": ("gpt2-xl", "pinned", ["--precision", "fp32", "--reps", "1"]),
     "gpt2-xl/pinned-fp16-probe": ("gpt2-xl", "pinned", ["--tokens", "4", "--reps", "1", "--profile"]),
+    # Half precision read in place through umscope's Triton GEMV (--matvec auto at batch 1); Llama 3.1 8B's 15 GiB
+    # make the per-step work other than the weight reads a smaller share (24 tokens: ~0.3 s each).
+    "gpt2-xl/mixed-fp16": ("gpt2-xl", "mixed", ["--reps", "1", "--profile"]),
+    "llama-8b/mixed-fp16": ("llama-8b", "mixed", ["--tokens", "24", "--reps", "1", "--profile"]),
+    "gpt2-xl/mixed-fp32-triton": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--matvec", "triton"]),
     "llama-8b/torch": ("llama-8b", "torch", ["--profile"]),
     "llama-8b/explicit": ("llama-8b", "explicit", []),
     "llama-8b/managed-prefetch": ("llama-8b", "managed-prefetch", []),
@@ -85,20 +90,25 @@ def datasheet_bounds():
 def run_row(name, a, timeout):
     model, mode, extra = ROWS[name]
     argv = [sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode, "--tokens", str(a.tokens),
-            "--precision", a.precision, "--prompt", str(a.prompt), "--reps", str(a.reps), *extra]
+            "--precision", a.precision, "--prompt", str(a.prompt), "--reps", str(a.reps),
+            *(["--compile", a.compile] if a.compile else []), *extra]
     t0 = time.time()
     # Its own process group, so that a case killed at its timeout takes its reference child with it.
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    why = ""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        err = f"timed out after {timeout:.0f} s; {err[-400:]}"
+        why = f"timed out after {timeout:.0f} s; "
+    lines = [x for x in err.splitlines() if x.startswith("llm: [")]  # the progress lines, not the warnings
     recs = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
-    status = recs[-1] if recs and recs[-1].get("type") == "status" else {"status": "failed", "reason": err[-500:]}
+    status = recs[-1] if recs and recs[-1].get("type") == "status" else \
+        {"status": "failed", "reason": why + " / ".join(lines[-3:])[-400:]}
+    err = why + err[-1200:]
     return {"row": name, "model": model, "mode": mode, "argv": " ".join(argv[1:]), "wall_s": round(time.time() - t0, 1),
-            "status": status, "stderr_tail": err[-600:], "decode": next((r for r in recs if r.get("op") == "decode"), None),
+            "status": status, "stderr_tail": err[-1200:], "decode": next((r for r in recs if r.get("op") == "decode"), None),
             "profile": next((r for r in recs if r.get("op") == "profile"), None)}
 
 
@@ -106,10 +116,13 @@ def table(rows, metas):
     """Markdown lines of the per-model table; each row's bounds are those of its run (metas[row['run']])."""
     lines = ["| run | model | weights | placement | decode | ms/token (median) | spread (max-min)/median | "
              "p10-p90 ms | tokens/s | time for the tokens s | bound ms (measured) | % of measured bound | "
-             "% of datasheet bound | vs explicit | logits |",
+             "% of datasheet bound | vs device (explicit, else torch) | logits |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    explicit = {(r.get("run", 0), r["model"]): r["decode"]["median"] for r in rows
-                if r["decode"] and r["mode"] == "explicit" and r["decode"].get("graph")}
+    # managed-prefetch against the device placement of the same run and step kind: explicit, else torch
+    explicit = {}
+    for want in ("torch", "explicit"):
+        explicit.update({(r.get("run", 0), r["model"], step_id(r["decode"])): r["decode"]["median"] for r in rows
+                         if r["decode"] and r["mode"] == want and r["decode"].get("graph")})
     for r in rows:
         if r["row"].endswith("/profile"):  # its own run under the profiler: in the breakdown only
             continue
@@ -130,20 +143,50 @@ def table(rows, metas):
             bw = (meta["bounds"].get(src) or {}).get(where)
             pct[src] = (d["bytes"] / (bw[0] * 1e9), 100 * d["bytes"] / (bw[0] * 1e9) / d["median"]) if bw else None
         vs = ""
-        if r["mode"] == "managed-prefetch" and (run, r["model"]) in explicit:
-            vs = f"{100 * (d['median'] / explicit[(run, r['model'])] - 1):+.1f}%"
+        dkey = (run, r["model"], step_id(d))
+        if r["mode"] == "managed-prefetch" and dkey in explicit:
+            vs = f"{100 * (d['median'] / explicit[dkey] - 1):+.1f}%"
         place = r["mode"] if r["mode"] != "mixed" else f"mixed (weights {d['weights_kind']}, cache {d['cache_kind']})"
+        logits = f"{d['verified'].split(' ')[0]} ({d['max_rel_error']:.1g})"
+        if d.get("logits_compared") and "last" not in d["logits_compared"]:
+            logits += "; prefill and first step (greedy tokens diverge later)"
+        cc = d.get("compile_check")
+        if cc:
+            logits += (f"; compiled vs uncompiled step {cc['error']:.1g} (tolerance {cc['tolerance']:g}"
+                       f"{'' if cc['tokens_match'] else ', tokens part later'}), uncompiled "
+                       f"{1e3 * cc['uncompiled_s_per_token']:.3f} ms/token")
         m_ms = f"{1e3 * pct['measured'][0]:.3f}" if pct["measured"] else "-"
         tot = f"{d['total_s']:.3f}" + ("" if d.get("tokens", 100) == 100 else f" ({d['tokens']} tokens)")
         m_pct = f"{pct['measured'][1]:.1f}%" if pct["measured"] else "-"
         d_pct = f"{pct['datasheet'][1]:.1f}%" if pct["datasheet"] else "-"
         lines.append(
             f"| {run + 1} | {r['model']} | {d['bytes'] / 2**30:.2f} GiB {d['precision']} | {place} | "
-            f"{'graph' if d.get('graph') else 'eager'} | {1e3 * d['median']:.3f} | {100 * d['spread']:.1f}% | "
+            f"{step_kind(d)} | {1e3 * d['median']:.3f} | {100 * d['spread']:.1f}% | "
             f"{1e3 * d['p10']:.3f}-{1e3 * d['p90']:.3f} | {d['tokens_per_s']:.1f} | "
             f"{tot} | "
-            f"{m_ms} | {m_pct} | {d_pct} | {vs} | {d['verified'].split(' ')[0]} ({d['max_rel_error']:.1g}) |")
+            f"{m_ms} | {m_pct} | {d_pct} | {vs} | {logits} |")
     return lines
+
+
+def step_id(d):
+    """What makes two rows' steps the same computation: graph or eager, compiled or not, the matvec kernel."""
+    return (bool(d.get("graph")), bool((d.get("compile") or {}).get("used")), (d.get("matvec") or {}).get("used"))
+
+
+def step_kind(d):
+    """The decode column: graph or eager, compiled (with its compile seconds), the matvec kernel if not cuBLAS."""
+    parts = ["graph" if d.get("graph") else "eager"]
+    comp = d.get("compile") or {}
+    if comp.get("used"):
+        what = "compiled per layer" if comp.get("scope") == "decoder layers" else "compiled"
+        how = ([f"{comp['graphs']} graphs"] if comp.get("graphs") else []) + \
+              ([f"{comp['seconds']:.0f} s"] if comp.get("seconds") is not None else [])
+        parts.append(what + (f" ({', '.join(how)})" if how else ""))
+    elif comp.get("error"):
+        parts.append("not compiled: " + comp["error"][:80].replace("|", "/"))
+    if (d.get("matvec") or {}).get("used") == "triton":
+        parts.append("Triton GEMV")
+    return ", ".join(parts)
 
 
 def profile_lines(rows):
@@ -154,7 +197,7 @@ def profile_lines(rows):
             continue
         per = p["kernel_s_per_step"]
         parts = ", ".join(f"{k} {1e3 * v:.3f} ms" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
-        out.append(f"- run {r.get('run', 0) + 1}, {r['model']} {r['mode']} ({'graph' if p.get('graph') else 'eager'}): step "
+        out.append(f"- run {r.get('run', 0) + 1}, {r['model']} {r['mode']} ({step_kind(p)}): step "
                    f"{1e3 * p['step_s']:.3f} ms = kernels {1e3 * p['busy_s_per_step']:.3f} ms ({parts}; "
                    f"{p['kernels_per_step']:.0f} kernels per step) + {1e3 * p['gap_s_per_step']:.3f} ms between "
                    f"kernels; matmul kernels read the weights at {p['matmul_gbps']:.0f} GB/s. Top kernels: " +
@@ -200,6 +243,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="timed generations per case (rows may ask for fewer)")
     ap.add_argument("--precision", default="fp16", choices=llm.DTYPES, help="fp16 (fusco2024's torch.float16)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per case")
+    ap.add_argument("--compile", choices=["auto", "on", "layers", "off"],
+                    help="passed to every case (default: the application's, auto)")
     ap.add_argument("--budget", type=float, help="seconds for the whole run: a case gets at most what is left, "
                                                  "and none starts with less than 10 s left")
     ap.add_argument("--out", help="append the rows (JSON lines: a header, then one per case) to this file")
@@ -243,6 +288,7 @@ def main():
     out = open(a.out, "a", encoding="utf-8") if a.out else None
     if out:
         out.write(json.dumps(meta) + "\n")
+        out.flush()
     rows, t_end = [], time.time() + a.budget if a.budget else None
     for n in names:
         left = t_end - time.time() if t_end else None

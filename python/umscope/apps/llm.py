@@ -76,7 +76,18 @@ MODES = {
 DTYPES = ("fp16", "bf16", "fp32")
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 WEIGHTS_NOTE = "random (built from the configuration with transformers, nothing downloaded)"
-TOLERANCE = 1e-3  # max |logit - reference| / max |reference|
+TOLERANCE = 1e-3  # max |logit - reference| / max |reference|, the same kernels in another placement
+# Another kernel sequence for the same step (the compiled step against the uncompiled one, umscope's GEMV against
+# cuBLAS's) rounds differently, and the differences add up layer after layer (the worst-case forward error of a
+# sequence of rounded operations grows linearly with its length): one unit roundoff of the precision per layer,
+# and at least TOLERANCE. Measured on the H100 (docs/llm.md), compiled vs uncompiled in fp16: Llama 3.2 1B (16
+# layers) 2.8e-3 = 0.36 u per layer, Code Llama 34B (48 layers) 1.08e-2 = 0.46 u per layer (a first, flat 1e-2
+# failed it).
+UNIT_ROUNDOFF = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}
+
+
+def kernel_tolerance(precision, layers) -> float:
+    return max(TOLERANCE, UNIT_ROUNDOFF[precision] * max(int(layers), 1))
 
 
 def weights_kind(mode, weights=None):
@@ -152,6 +163,15 @@ def _parser():
                    help="pool (default): libumalloc serves torch.cuda.MemPools (weights; KV cache and "
                         "activations; the captured step's activations); current: libumalloc replaces PyTorch's "
                         "allocator (change_current_allocator), which gives graphs no private pool: eager only")
+    p.add_argument("--compile", choices=["auto", "on", "layers", "off"], default="auto",
+                   help="compile the decode step with torch.compile (inductor) before it is captured: fuses the "
+                        "small kernels around the matmuls; auto (default): on where Triton is available, with the "
+                        "eager step as the fallback if compiling or capturing fails (the record says which ran); "
+                        "layers: each decoder layer compiled on its own (less compile time, fewer fusions)")
+    p.add_argument("--matvec", choices=["auto", "cublas", "triton"], default="auto",
+                   help="the decode step's matrix-vector products: cublas (PyTorch's), triton (umscope's split-K "
+                        "kernel, apps/llm_gemv.py, batch 1); auto (default): triton where half-precision weights are "
+                        "read in place from host memory at batch 1, cublas elsewhere")
     p.add_argument("--profile", action="store_true",
                    help="also record where a decode step's time goes (torch.profiler over one generation)")
     p.add_argument("--allow-oversubscription", action="store_true")
@@ -173,6 +193,8 @@ def validate(a):
         return "--placement local/remote pins umbench; the llm application (PyTorch) is not pinned: use --placement none"
     if (a.weights or a.cache) and a.mode != "mixed":
         return "--weights and --cache go with --mode mixed"
+    if a.matvec == "triton" and a.batch != 1:
+        return "--matvec triton is the batch-1 decode kernel: use --batch 1"
     if a.allocator == "current" and a.graph:
         return ("--allocator current cannot capture CUDA graphs (PyTorch's pluggable allocator as the current "
                 "allocator gives a graph no private pool): add --no-graph")
@@ -194,8 +216,14 @@ def _status(status, reason=""):
     return 0 if status in ("ok", "skipped", "refused") else 1
 
 
-def _key(a, torch) -> str:
-    text = json.dumps([a.model, MODELS[a.model], a.precision, a.batch, a.prompt, a.tokens, a.seed, a.graph,
+def _compile_arg(compile_step) -> str:
+    return {False: "off", True: "on", "layers": "layers"}[compile_step]
+
+
+def _key(a, torch, compile_step=False) -> str:
+    # One reference per step kind (compiled or not); v2: it holds the first decode step's logits too.
+    text = json.dumps(["v2", a.model, MODELS[a.model], a.precision, a.batch, a.prompt, a.tokens, a.seed, a.graph,
+                       _compile_arg(compile_step),
                        torch.__version__,
                        torch.cuda.get_device_name(a.device)])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
@@ -226,6 +254,19 @@ def _build(a, torch, pool=None):
     return model, total, config
 
 
+def _dynamo_graphs(torch):
+    try:
+        return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
+def _decoder_layers(model):
+    """The repeated blocks of a transformers causal LM (Llama: model.layers, GPT-2: transformer.h)."""
+    base = getattr(model, "model", None) or getattr(model, "transformer", None)
+    return list(getattr(base, "layers", None) or getattr(base, "h", None) or [])
+
+
 def _in_pool(pool, torch):
     """Allocations of this thread go to `pool` (a torch.cuda.MemPool served by libumalloc); mode torch: none."""
     import contextlib
@@ -240,11 +281,35 @@ class Decoder:
     come from `pool`, a captured step's activations from `gpool` (both in the cache's kind), the weights
     were built in theirs before."""
 
-    def __init__(self, model, config, batch, prompt, tokens, torch, pool=None, gpool=None):
+    def __init__(self, model, config, batch, prompt, tokens, torch, pool=None, gpool=None, compile_step=False):
         from transformers import StaticCache
         self.model, self.torch, self.pool, self.gpool, self.graph = model, torch, pool, gpool, None
         self.graph_error = None
+        # compile_step: the step function compiled by torch.compile (inductor, mode default: no CUDA graphs of
+        # its own, so the capture below, its pools and the placement stay ours); it fuses the small kernels
+        # around the matmuls (RMSNorm, rotary embedding, SiLU * up, residual adds, cache updates, casts).
+        # compiled: whether the step that runs is the compiled one (False after a compile failure,
+        # compile_error says why); compile_s: wall seconds of the first compiled call (tracing, inductor,
+        # Triton), spent in the warm-up, outside every timed step.
+        self.compile_requested, self.compiled, self.compile_error, self.compile_s = compile_step, False, None, None
+        self.compile_graphs = None  # graphs dynamo compiled in this process (layers: one per decoder layer)
+        self.step_fn = self._step
+        if compile_step == "layers":
+            # Regional: each decoder layer's forward compiled on its own (one graph per layer index, the rest of
+            # the step eager), used only inside the decode step (the prefill keeps the layers' own forward): less
+            # to trace and lower than the whole step, no fusion across layers.
+            layers = _decoder_layers(model)
+            for name in ("recompile_limit", "cache_size_limit"):
+                if hasattr(torch._dynamo.config, name):
+                    setattr(torch._dynamo.config, name, max(getattr(torch._dynamo.config, name), 4 * len(layers) + 16))
+            self._layer_fns = [(layer, torch.compile(layer.forward, dynamic=False)) for layer in layers]
+            self.step_fn = self._step_layers
+            self.compiled = True
+        elif compile_step:
+            self.step_fn = torch.compile(self._step, dynamic=False)
+            self.compiled = True
         dev = next(model.parameters()).device
+        self.cuda = dev.type == "cuda"
         with _in_pool(pool, torch):
             self.cache = StaticCache(config=config, max_cache_len=prompt + tokens)
             self.ids = torch.zeros((batch, 1), dtype=torch.long, device=dev)
@@ -252,6 +317,7 @@ class Decoder:
             self.pos = torch.zeros((1,), dtype=torch.long, device=dev)
             self.logits = torch.zeros((batch, config.vocab_size), dtype=torch.float32, device=dev)
             self.first = torch.zeros_like(self.logits)
+            self.step1 = torch.zeros_like(self.logits)  # the first decode step's logits (its input = prefill's)
 
     def _emit_token(self, logits):
         nxt = logits.argmax(-1, keepdim=True)
@@ -277,30 +343,72 @@ class Decoder:
             self.graph.replay()
         else:
             with _in_pool(self.pool, self.torch):
-                self._step()
+                self.step_fn()
+
+    def _uncompile(self):
+        self.compiled, self.step_fn = False, self._step
+
+    def _step_layers(self):
+        """The decode step with each decoder layer's compiled forward (--compile layers)."""
+        for layer, fn in self._layer_fns:
+            layer.forward = fn
+        try:
+            self._step()
+        finally:
+            for layer, _ in self._layer_fns:
+                del layer.forward
+
+    def _sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def _warm(self, ids):
+        """Prefill and two steps (the cache is made, cuBLAS picks its kernels, a compiled step is compiled,
+        timed); a compile that fails falls back to the eager step, its reason kept."""
+        torch = self.torch
+        self.prefill(ids)
+        with _in_pool(self.gpool if self.gpool is not None else self.pool, torch):
+            if self.compiled and self.compile_s is None:
+                t0 = time.perf_counter()
+                try:
+                    self.step_fn()
+                    self._sync()
+                    self.compile_s = time.perf_counter() - t0
+                    self.compile_graphs = _dynamo_graphs(torch)
+                except Exception as e:  # noqa: BLE001 - any compiler failure: the eager step instead
+                    self._sync()
+                    self.compile_error = f"{type(e).__name__}: " + ((str(e).splitlines() or [""])[0][:300])
+                    self._uncompile()
+                    self.prefill(ids)
+            for _ in range(2):
+                self.step_fn()
 
     def capture(self, ids):
-        """Warm up (prefill and two steps on a side stream: the cache is made, cuBLAS picks its kernels),
-        then capture one step. On failure the reason is kept and decoding stays eager."""
+        """Warm up (prefill and two steps on a side stream: the cache is made, cuBLAS picks its kernels, a
+        compiled step is compiled), then capture one step. A compiled step whose capture fails is replaced by
+        the eager step (compile_error says why) and captured again; on failure the reason is kept and
+        decoding stays eager."""
         torch = self.torch
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         try:
             with torch.cuda.stream(s):
-                self.prefill(ids)
-                with _in_pool(self.gpool if self.gpool is not None else self.pool, torch):
-                    for _ in range(2):
-                        self._step()
+                self._warm(ids)
             torch.cuda.current_stream().wait_stream(s)
             torch.cuda.synchronize()
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g, pool=self.gpool.id if self.gpool is not None else None, stream=s):
-                self._step()
+                self.step_fn()
             torch.cuda.synchronize()
             self.graph = g
-        except RuntimeError as e:
+        except Exception as e:  # noqa: BLE001 - CUDA errors are RuntimeErrors; a compiled step may raise others
             torch.cuda.synchronize()
-            self.graph_error = (str(e).splitlines() or [type(e).__name__])[0][:300]
+            why = (str(e).splitlines() or [type(e).__name__])[0][:300]
+            if self.compiled:
+                self.compile_error = f"capturing the compiled step failed: {why}"
+                self._uncompile()
+                return self.capture(ids)
+            self.graph_error = why
 
     def generate(self, ids, steps):
         """Prefill then `steps` greedy decode steps; CUDA events between them. Returns (prefill s,
@@ -314,10 +422,17 @@ class Decoder:
         for t in range(steps):
             self.step()
             ev[t + 2].record()
+            if t == 0:
+                self.step1.copy_(self.logits)  # in step 2's time: one copy of batch x vocab floats
         torch.cuda.synchronize()
         prefill = ev[0].elapsed_time(ev[1]) / 1e3
         step_s = [ev[i].elapsed_time(ev[i + 1]) / 1e3 for i in range(1, steps + 1)]
         return prefill, step_s, self.first.cpu(), self.logits.cpu(), self.toks[:, :steps + 1].cpu()
+
+    def logits_seen(self):
+        """{'first': prefill logits, 'step1': the first decode step's, 'last': the last step's} of the last
+        generation, on the CPU."""
+        return {"first": self.first.cpu(), "step1": self.step1.cpu(), "last": self.logits.cpu()}
 
 
 PROFILE_STEPS = 10  # decode steps under the profiler (each step of an 8B model is ~1500 kernel records)
@@ -368,14 +483,16 @@ def _profile(dec, ids, steps, wbytes, torch):
                    "weight bytes / matmul kernel time per step"}
 
 
-def _reference(a, key, torch):
-    """The mode-`torch` logits of this configuration: from the reference file, computing it in a child first."""
+def _reference(a, key, torch, compile_step=False):
+    """The mode-`torch` logits of this configuration and step kind: from the reference file, computing it in a
+    child first."""
     import subprocess
     path = os.path.join(reference_dir(), key + ".pt")
     if not os.path.exists(path):
         argv = [sys.executable, "-m", "umscope.apps.llm", "--model", a.model, "--mode", "torch", "--batch",
                 str(a.batch), "--prompt", str(a.prompt), "--tokens", str(a.tokens), "--precision", a.precision,
-                "--seed", str(a.seed), "--device", str(a.device), "--reference-only", "--warmup", "0"]
+                "--seed", str(a.seed), "--device", str(a.device), "--reference-only", "--warmup", "0",
+                "--compile", _compile_arg(compile_step)]
         if not a.graph:
             argv.append("--no-graph")
         # Its progress lines go to this process's stderr; its records are not this run's.
@@ -383,6 +500,56 @@ def _reference(a, key, torch):
         if not os.path.exists(path):
             return None, f"the reference run (mode torch) failed: {res.stdout.strip()[-300:]}"
     return torch.load(path), None
+
+
+def _want_matvec(a, wkind, torch):
+    """('cublas' or 'triton', why): auto takes umscope's Triton GEMV where half-precision weights are read in place
+    from host memory at batch 1 (several of cuBLAS's half-precision choices read host memory at half the link's
+    speed or less), cuBLAS elsewhere."""
+    if a.matvec != "auto":
+        return a.matvec, f"--matvec {a.matvec}"
+    if not wkind or location(wkind) != "host":
+        return "cublas", "weights in GPU memory"
+    if a.batch != 1:
+        return "cublas", "batch > 1"
+    if a.precision == "fp32":
+        return "cublas", "fp32: cuBLAS's kernels read host memory as fast as umscope's (docs/llm.md)"
+    try:
+        from torch.utils._triton import has_triton
+        ok = has_triton()
+    except ImportError:
+        ok = False
+    return ("triton", "weights read in place from host memory, batch 1") if ok else \
+        ("cublas", "Triton is not available here")
+
+
+def _want_compile(a, torch):
+    """(compile the decode step?, why not): --compile on/off, or auto: on where Triton is available."""
+    if a.compile == "off":
+        return False, "--compile off"
+    if a.compile == "on":
+        return True, None
+    if a.compile == "layers":
+        return "layers", None
+    try:
+        from torch.utils._triton import has_triton
+        ok = has_triton()
+    except ImportError:
+        ok = False
+    return (True, None) if ok else (False, "Triton is not available to torch.compile here")
+
+
+def _compare(seen, ref, tol, other_kernels, torch) -> dict:
+    """Logits of a run against a reference: prefill ('first'), first decode step ('step1', the same input and
+    cache in both) and last step. Kernels that round differently (other_kernels) may part greedy tokens at a
+    near tie of random weights' logits; from there the inputs differ, so the last step is compared only if the
+    tokens are the same."""
+    tokens_match = bool(torch.equal(seen["tokens"], ref["tokens"]))
+    compared = ["first", "step1", "last"] if tokens_match or not other_kernels else ["first", "step1"]
+    errs = {k: _rel(seen[k], ref[k]) for k in compared}
+    err = max(errs.values())
+    return {"tokens_match": tokens_match, "compared": compared, "rel_error": errs, "error": err, "tolerance": tol,
+            "why": f"max relative error {err:.3g} > {tol} ({', '.join(f'{k} {v:.3g}' for k, v in errs.items())})"}
 
 
 def _rel(a, b) -> float:
@@ -448,11 +615,12 @@ def main(argv=None) -> int:
         if avail and need > avail:
             return _status("refused", f"{need / 2**30:.2f} GiB of host memory needed, {avail / 2**30:.2f} GiB "
                            "available (MemAvailable); pass --allow-host-overcommit to try anyway")
-    key = _key(a, torch)
+    compile_step, compile_why = _want_compile(a, torch)
+    key = _key(a, torch, compile_step)
     ref = None
     if a.mode != "torch":  # the reference first, so that two models never share the GPU
         _progress(f"reference (mode torch) of {a.model} {a.precision}")
-        ref, why = _reference(a, key, torch)
+        ref, why = _reference(a, key, torch, compile_step)
         if ref is None:
             return _status("failed", why)
     wpool = cpool = gpool = None
@@ -467,21 +635,31 @@ def main(argv=None) -> int:
         with torch.inference_mode():
             t0 = time.perf_counter()
             model, wbytes, config = _build(a, torch, wpool)
+            n_layers = len(_decoder_layers(model))
             torch.cuda.synchronize()
             build_s = time.perf_counter() - t0
             _progress(f"{a.model} built in {build_s:.1f} s ({wbytes / 2**30:.2f} GiB of weights in {wkind or 'device'})")
             if lib and ckind != wkind:
                 from umscope import place
                 place.set_kind(ckind, lib)
+            matvec, matvec_why = _want_matvec(a, wkind, torch)
+            if matvec == "triton":
+                from umscope.apps import llm_gemv
+                _progress(f"{llm_gemv.install(model, torch)} layers' one-row products through the Triton GEMV")
             g = torch.Generator().manual_seed(a.seed)
             ids = torch.randint(0, config.vocab_size, (a.batch, a.prompt), generator=g).to(f"cuda:{a.device}")
-            dec = Decoder(model, config, a.batch, a.prompt, a.tokens, torch, cpool, gpool)
+            dec = Decoder(model, config, a.batch, a.prompt, a.tokens, torch, cpool, gpool, compile_step)
             if a.graph:
                 dec.capture(ids)
-                _progress("decode step captured as a CUDA graph" if dec.graph is not None else "capture failed")
+                _progress(("compiled " if dec.compiled else "") +
+                          ("decode step captured as a CUDA graph" if dec.graph is not None else "capture failed") +
+                          (f" (compiled in {dec.compile_s:.1f} s)" if dec.compiled else "") +
+                          (f"; compile fell back to the eager step: {dec.compile_error}" if dec.compile_error else ""))
                 if dec.graph is None:
                     return _status("failed", f"CUDA graph capture failed ({dec.graph_error}); --no-graph decodes "
                                    "eagerly")
+            else:
+                dec._warm(ids)
             cold = None
             for _ in range(a.warmup):
                 cold = cold or dec.generate(ids, min(3, a.tokens - 1))[0]
@@ -490,8 +668,21 @@ def main(argv=None) -> int:
                 runs.append(dec.generate(ids, a.tokens - 1))
                 _progress(f"generation {i + 1}/{a.reps}: {1e3 * sorted(runs[-1][1])[len(runs[-1][1]) // 2]:.3f} "
                           "ms per token")
+            seen = dict(dec.logits_seen(), tokens=runs[-1][4], compiled=dec.compiled, matvec=matvec)
             if a.profile:
                 prof = _profile(dec, ids, min(a.tokens - 1, PROFILE_STEPS), wbytes, torch)
+            if a.mode == "torch" and dec.compiled and not a.reference_only:
+                # The compiled step checked against the uncompiled one: the same model, a second decoder.
+                _progress("check: the uncompiled step on the same model")
+                rdec = Decoder(model, config, a.batch, a.prompt, a.tokens, torch, cpool, gpool)
+                if a.graph:
+                    rdec.capture(ids)
+                else:
+                    rdec._warm(ids)
+                _, rsteps, _, _, rtoks = rdec.generate(ids, a.tokens - 1)
+                uncompiled = dict(rdec.logits_seen(), tokens=rtoks)
+                uncompiled_s = sorted(rsteps)[len(rsteps) // 2]
+                del rdec
             pools = {}
             for name, pool in (("weights", wpool), ("cache", cpool), ("graph", gpool)):
                 if pool is not None:
@@ -506,21 +697,34 @@ def main(argv=None) -> int:
         return _status("failed", msg.splitlines()[0][:500] if msg else type(e).__name__)
     prefill_s = sorted(r[0] for r in runs)[len(runs) // 2]
     steps = [s for r in runs for s in r[1]]
-    _, _, first, last, toks = runs[-1]
     verified = "cross-mode-logits"
-    if a.mode == "torch":  # this run is the reference of the other placements
+    compile_check = None
+    ktol = kernel_tolerance(a.precision, n_layers)
+    if a.mode == "torch":  # this run is the reference of the other placements (of the same step: compiled or not)
+        ref, verified = seen, "cross-mode-logits (the reference itself)"
         os.makedirs(reference_dir(), exist_ok=True)
         tmp = os.path.join(reference_dir(), f".{key}.{os.getpid()}")
-        torch.save({"first": first, "last": last, "tokens": toks}, tmp)
+        torch.save(ref, tmp)
         os.replace(tmp, os.path.join(reference_dir(), key + ".pt"))
         if a.reference_only:
             return _status("ok")
-        ref, verified = {"first": first, "last": last, "tokens": toks}, "cross-mode-logits (the reference itself)"
-    err = max(_rel(first, ref["first"]), _rel(last, ref["last"]))
-    tokens_match = bool(torch.equal(toks, ref["tokens"]))
-    if err > TOLERANCE:
-        return _status("failed", f"logits differ from the device placement's (PyTorch's allocator, same seed): "
-                       f"max relative error {err:.3g} > {TOLERANCE}")
+        if dec.compiled:
+            compile_check = dict(_compare(seen, uncompiled, ktol, True, torch),
+                                 uncompiled_s_per_token=uncompiled_s,
+                                 how="the uncompiled step on the same model and inputs, one generation, after the "
+                                     "compiled step's; time per token: its median step (CUDA events)")
+            if compile_check["error"] > compile_check["tolerance"]:
+                return _status("failed", "the compiled step's logits differ from the uncompiled step's: " +
+                               compile_check["why"])
+    # The same kernels (the placement alone differs) must give the reference's logits to TOLERANCE (in practice
+    # bit for bit); another kernel (a compiled step against an uncompiled reference after a fallback, umscope's
+    # GEMV against cuBLAS) rounds differently: kernel_tolerance (a unit roundoff of the precision per layer).
+    same = bool(ref.get("compiled", False)) == dec.compiled and ref.get("matvec", "cublas") == matvec
+    check = _compare(seen, ref, TOLERANCE if same else ktol, not same, torch)
+    tokens_match, compared, errs, err = check["tokens_match"], check["compared"], check["rel_error"], check["error"]
+    if err > check["tolerance"]:
+        return _status("failed", "logits differ from the device placement's (PyTorch's allocator, same seed): " +
+                       check["why"])
     steps_sorted = sorted(steps)
     med = steps_sorted[len(steps) // 2]
     total_s = prefill_s + sum(runs[len(runs) // 2][1])
@@ -538,9 +742,22 @@ def main(argv=None) -> int:
               "tokens_match": tokens_match, "reference": "mode torch (PyTorch's caching allocator, device memory)",
               "torch": torch.__version__, "transformers": transformers.__version__, "build_s": round(build_s, 3),
               "weights_kind_name": name[0], "graph": bool(a.graph),
-              "decode_step": "CUDA graph of one step (static KV cache), replayed" if a.graph else
-              "eager (static KV cache)", "allocator_mode": a.allocator if lib else "torch",
-              "pool_segment_bytes": pools or None}
+              "decode_step": ("CUDA graph of one " + ("compiled " if dec.compiled else "") +
+                              "step (static KV cache), replayed") if a.graph else
+              ("compiled" if dec.compiled else "eager") + " (static KV cache)", "allocator_mode": a.allocator if lib else "torch",
+              "pool_segment_bytes": pools or None, "logits_compared": compared,
+              "rel_error": errs, "tolerance": check["tolerance"],
+              "reference_step": {"compiled": bool(ref.get("compiled", False)), "matvec": ref.get("matvec", "cublas")},
+              "compile_check": compile_check,
+              "compile": {"requested": a.compile, "used": dec.compiled, "seconds": dec.compile_s,
+                          "error": dec.compile_error, "why_not": compile_why,
+                          "scope": "decoder layers" if compile_step == "layers" else "step",
+                          "graphs": dec.compile_graphs,
+                          "how": "torch.compile(dynamic=False) of the whole decode step (scope step) or of each "
+                                 "decoder layer (scope decoder layers): inductor, default mode (no CUDA graphs of "
+                                 "its own); the compiled step is what the CUDA graph captures"},
+              "compile_s": dec.compile_s,
+              "matvec": {"used": matvec, "requested": a.matvec, "why": matvec_why}}
     spread = (steps_sorted[-1] - steps_sorted[0]) / med if med else None
     _emit(dict(common, op="decode", metric="time_per_token", unit="s", n=len(steps), median=med,
                min=steps_sorted[0], max=steps_sorted[-1], spread=spread, value=med,

@@ -29,6 +29,10 @@ def section(recs, fp=None) -> str:
         place = r["kind"] if r["kind"] != "mixed" else f"mixed (weights {x.get('weights_kind')}, cache {x.get('cache_kind')})"
         if x.get("graph") is False:
             place += " (eager)"
+        if (x.get("compile") or {}).get("used"):
+            place += " (compiled)"
+        if (x.get("matvec") or {}).get("used") == "triton":
+            place += " (Triton GEMV)"
         g = gen.get(r["case_id"])
         if g:
             groups.setdefault(f"{x.get('model')} {x.get('precision')} ({size_tick(r['bytes'])})", []).append(
@@ -39,7 +43,9 @@ def section(recs, fp=None) -> str:
                        if b else f"<td>{e(path)}</td><td></td>")
         rows.append(f"<tr><td>{e(str(x.get('model')))}</td><td>{e(str(x.get('precision')))}</td>"
                     f"<td class=num>{e(size_tick(r['bytes']))}</td><td>{e(place)}</td>"
-                    f"<td class=num>{1e3 * (x.get('prefill_s') or 0):.3g}</td><td class=num>{1e3 * r['median']:.4g}</td>"
+                    f"<td class=num>{1e3 * (x.get('prefill_s') or 0):.3g}</td>"
+                    f"<td class=num>{'' if x.get('compile_s') is None else format(x['compile_s'], '.3g')}</td>"
+                    f"<td class=num>{1e3 * r['median']:.4g}</td>"
                     f"<td class=num>{100 * (r.get('spread') or 0):.0f}%</td>"
                     f"<td class=num>{x.get('tokens_per_s') or 0:.4g}</td>"
                     f"<td class=num>{g['median'] if g else 0:.4g}</td>{bound_cells}"
@@ -57,11 +63,15 @@ def section(recs, fp=None) -> str:
                           "min..max over the steps), with the bounds", "weight bytes", "ms per token",
                           x_log=True, y_log=True, x_fmt=size_tick))
     out.append("<table><tr><th>model</th><th>precision</th><th>weights</th><th>placement</th><th>prefill ms</th>"
+               "<th>compile s</th>"
                "<th>ms per token</th><th>spread</th><th>tokens/s</th><th>time for the tokens s</th>"
                "<th>bound ms per token (datapath)</th><th>of bound</th><th>verified</th></tr>" + "".join(rows) +
                "</table><p class=note>Weights are random (built from the published configurations with transformers; "
                "nothing was downloaded). Per-token time: CUDA events around each decode step (one step captured as a "
-               "CUDA graph and replayed, unless marked eager), median over the steps after a warm-up generation. "
+               "CUDA graph and replayed, unless marked eager; compiled: the step was compiled by torch.compile before "
+               "capture, its compile time spent in the warm-up, outside every timed step; Triton GEMV: the one-row "
+               "products of host-resident weights ran umscope's kernel), median over the steps after a warm-up "
+               "generation. "
                "The bound reads every weight once per step at the peak of where the "
                "weights live (bounds.describe); the KV cache and activations are not counted, so the bound is a "
                "floor. Verified: the logits equal those of PyTorch's own allocator in device memory (same seed).</p>")
