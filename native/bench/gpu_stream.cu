@@ -77,13 +77,19 @@ __global__ void scatter_kernel(double* __restrict__ c, size_t n, size_t per, dou
 }
 constexpr double kWriteValue = 42.5;
 
+// Every operation, named once: the stream ops (core/stream_ops.cpp) and the access patterns above; --ops's
+// choices and the registrar's list.
+std::vector<std::string> gpu_stream_ops() {
+  std::vector<std::string> o = stream_op_names();
+  for (const char* x : {"reread", "gather", "scatter", "gather-scatter"}) o.push_back(x);
+  return o;
+}
+
 void run_gpu_stream(Context& ctx) {
   KindSpec kind = parse_kind(ctx.args.str("kind", "device"));
   // Whole 4 KiB pages, so every array is made of 16-byte elements.
   size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
-  std::vector<std::string> all_ops = stream_op_names();
-  for (const char* o : {"reread", "gather", "scatter", "gather-scatter"}) all_ops.push_back(o);
-  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", all_ops);
+  std::vector<std::string> ops = ctx.args.choices("ops", "read,write,copy,triad", gpu_stream_ops());
   std::vector<size_t> windows;
   for (const std::string& w : ctx.args.list("window", "4M,16M,32M,64M,128M,256M")) {
     const size_t b = parse_bytes(w) / 4096 * 4096;
@@ -268,11 +274,7 @@ BenchRegistrar reg({"gpu-stream", "gpu",
                     "GPU kernels read, write, copy (b=a) and triad (c=a+s*b) over arrays of one memory kind; "
                     "reread (a window read --passes times: the working-set sweep), gather, scatter and gather-scatter "
                     "(random 8-byte loads, stores, and both at once; --accesses of them)",
-                    [] {
-                      std::vector<std::string> o = stream_op_names();
-                      for (const char* x : {"reread", "gather", "scatter", "gather-scatter"}) o.push_back(x);
-                      return o;
-                    }(),
+                    gpu_stream_ops(),
                     {"kind", "bytes", "ops", "block", "blocks", "window", "passes", "accesses"},
                     run_gpu_stream});
 
