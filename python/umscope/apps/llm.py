@@ -514,13 +514,17 @@ def _want_matvec(a, wkind, torch):
         return "cublas", "batch > 1"
     if a.precision == "fp32":
         return "cublas", "fp32: cuBLAS's kernels read host memory as fast as umscope's (docs/llm.md)"
+    return ("triton", "weights read in place from host memory, batch 1") if _has_triton() else \
+        ("cublas", "Triton is not available here")
+
+
+def _has_triton() -> bool:
+    """Whether PyTorch finds a working Triton (what torch.compile's inductor and the Triton GEMV need)."""
     try:
         from torch.utils._triton import has_triton
-        ok = has_triton()
     except ImportError:
-        ok = False
-    return ("triton", "weights read in place from host memory, batch 1") if ok else \
-        ("cublas", "Triton is not available here")
+        return False
+    return has_triton()
 
 
 def _want_compile(a, torch):
@@ -531,12 +535,7 @@ def _want_compile(a, torch):
         return True, None
     if a.compile == "layers":
         return "layers", None
-    try:
-        from torch.utils._triton import has_triton
-        ok = has_triton()
-    except ImportError:
-        ok = False
-    return (True, None) if ok else (False, "Triton is not available to torch.compile here")
+    return (True, None) if _has_triton() else (False, "Triton is not available to torch.compile here")
 
 
 def _compare(seen, ref, tol, other_kernels, torch) -> dict:
