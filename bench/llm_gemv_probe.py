@@ -1,7 +1,7 @@
 """h20 probe: batch-1 matrix-vector products reading their weights from pinned host memory (libumalloc
-pinned pool, as the llm app's mixed mode): cuBLAS paths vs a Triton split-K GEMV, GB/s = weight bytes / time
-(CUDA events, median of 20 after 3 warm-ups). GPT-2 XL shapes (Conv1D: W [K, N], y = x W + b) and its tied
-LM head (Linear layout)."""
+pinned pool, as the llm app's mixed mode): cuBLAS paths vs the app's Triton split-K GEMV (apps/llm_gemv.py) at
+several tile shapes, GB/s = weight bytes / time (CUDA events, median of 20 after 3 warm-ups). GPT-2 XL shapes
+(Conv1D: W [K, N], y = x W + b) and its tied LM head (Linear layout)."""
 import json
 import os
 import sys
@@ -9,9 +9,9 @@ import time
 
 import torch
 import triton
-import triton.language as tl
 
 from umscope import place
+from umscope.apps.llm_gemv import kernel
 
 OUT = os.environ.get("O", "/tmp")
 res = []
@@ -20,24 +20,6 @@ res = []
 def emit(**kw):
     res.append(kw)
     print(json.dumps(kw), flush=True)
-
-
-@triton.jit
-def gemv_kernel(x_ptr, w_ptr, y_ptr, K, N, swk, swn, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr,
-                SPLIT_K: tl.constexpr):
-    pid_n = tl.program_id(0)
-    pid_k = tl.program_id(1)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask_n = offs_n < N
-    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for k0 in range(pid_k * BLOCK_K, K, SPLIT_K * BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        mask_k = offs_k < K
-        w = tl.load(w_ptr + offs_k[:, None] * swk + offs_n[None, :] * swn,
-                    mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-        xv = tl.load(x_ptr + offs_k, mask=mask_k, other=0.0)
-        acc += tl.sum(w.to(tl.float32) * xv.to(tl.float32)[:, None], axis=0)
-    tl.atomic_add(y_ptr + offs_n, acc, mask=mask_n, sem="relaxed")
 
 
 def timeit(f, reps=20):
@@ -56,6 +38,7 @@ def timeit(f, reps=20):
 
 def main():
     t_start = time.time()
+    gemv_kernel = kernel()  # the llm application's own kernel, at the tile shapes swept below
     lib = place.library_path()
     place.configure("pinned,first_touch=none", "", 0, lib)
     alloc = torch.cuda.memory.CUDAPluggableAllocator(lib, "umscope_alloc", "umscope_free").allocator()

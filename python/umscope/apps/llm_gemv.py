@@ -25,12 +25,15 @@ def split_k(K, N, block_k, block_n, sms):
     return max(1, min(want, -(-K // block_k)))
 
 
-def _define(torch):
-    """The Triton kernel and the torch op (once per process)."""
-    global _op
-    if _op is not None:
-        return _op
-    from typing import Optional
+_kernel = None
+
+
+def kernel():
+    """The Triton kernel (built once per process): y[n] += x . W[:, n] over this program's K slices, fp32
+    accumulation; bench/llm_gemv_probe.py sweeps its tile shapes."""
+    global _kernel
+    if _kernel is not None:
+        return _kernel
     import triton
     import triton.language as tl
 
@@ -54,6 +57,19 @@ def _define(torch):
             tl.store(y_ptr + offs_n, acc, mask=mask_n)
         else:
             tl.atomic_add(y_ptr + offs_n, acc, mask=mask_n, sem="relaxed")
+
+    _kernel = gemv_kernel
+    return _kernel
+
+
+def _define(torch):
+    """The torch op over the Triton kernel (once per process)."""
+    global _op
+    if _op is not None:
+        return _op
+    from typing import Optional
+    import triton
+    gemv_kernel = kernel()
 
     from torch.library import triton_op, wrap_triton
 
