@@ -623,7 +623,7 @@ Sampler* sampler_for(int dev) {
   return s;
 }
 
-// The preload (UMSCOPE_COUNTER_PRELOAD=1): CUPTI's profiler loads its host and target libraries (libnvperf_host,
+// The preload (on by default with sampling; UMSCOPE_COUNTER_PRELOAD=0 turns it off): CUPTI's profiler loads its host and target libraries (libnvperf_host,
 // 32 MB, and libnvperf_target, beside libcupti) at its initialisation, in the program's path at the first
 // context (70-105 ms with them on the H100; loading them alone took 80 and 54 ms in a fresh process). A thread
 // started when the library is attached (at cuInit) loads them with dlopen while the driver creates the
@@ -729,11 +729,8 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
   }
   uint64_t t0 = 0;
   cuptiGetTimestamp(&t0);
-  timespec wall{};
-  clock_gettime(CLOCK_REALTIME, &wall);
   std::fprintf(g_out, "{\"k\":\"start\",\"t\":%llu,\"w\":%llu,\"kernel\":%s,\"sample\":%s}\n",
-               static_cast<unsigned long long>(t0),
-               static_cast<unsigned long long>(wall.tv_sec) * 1000000000ull + static_cast<unsigned long long>(wall.tv_nsec),
+               static_cast<unsigned long long>(t0), static_cast<unsigned long long>(wall_ns()),
                g_kernel ? "true" : "false", g_sample ? "true" : "false");
   std::fflush(g_out);
   if (!ok("subscribe", subscribed)) return false;  // another CUPTI tool holds the one subscriber

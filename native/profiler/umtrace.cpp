@@ -457,12 +457,10 @@ void setup() {
     g_out = open_trace(path && *path ? path : "umtrace.jsonl");
     if (!g_out) return;
     g_ok = true;
-    timespec wall{};
     unsigned long long t0 = now_ns();
-    clock_gettime(CLOCK_REALTIME, &wall);  // to put the trace on the sampler's clock
+    // w: wall-clock time, to put the trace on the sampler's clock
     std::fprintf(g_out, "{\"k\":\"start\",\"pid\":%d,\"t\":%llu,\"w\":%llu}\n", static_cast<int>(getpid()), t0,
-                 static_cast<unsigned long long>(wall.tv_sec) * 1000000000ull +
-                     static_cast<unsigned long long>(wall.tv_nsec));
+                 static_cast<unsigned long long>(wall_ns()));
     note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
     // CUPTI's worker thread delivers buffers every period (ms); UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's
