@@ -27,7 +27,7 @@ void cpu_fill_pattern(double* p, size_t n, double mul, double add) {
 }
 
 size_t cpu_count_mismatch(const double* p, size_t n, double mul, double add) {
-  std::vector<size_t> bad(256 * 8, 0);  // one count per part, a cache line apart
+  std::vector<size_t> bad(kMaxPrepareParts * 8, 0);  // one count per part, a cache line apart
   prepare_on_all_cpus(n, kParallelElements, [&](size_t lo, size_t hi, int t) {
     size_t k = 0;
     for (size_t i = lo; i < hi; ++i) k += p[i] != pattern(i) * mul + add;

@@ -74,7 +74,7 @@ void prepare_on_all_cpus(size_t n, size_t serial_below, const std::function<void
     body(0, n, 0);
     return;
   }
-  ThreadTeam team(std::min(cpus, 256));
+  ThreadTeam team(std::min(cpus, kMaxPrepareParts));
   team.run([&](int t, int T) {
     size_t lo, hi;
     split_range(n, T, t, lo, hi);

@@ -40,8 +40,11 @@ inline void split_range(size_t n, int parts, int i, size_t& begin, size_t& end) 
   end = begin + chunk + (static_cast<size_t>(i) < rem ? 1 : 0);
 }
 
+// The most pieces prepare_on_all_cpus splits into (a caller may keep one slot per piece).
+constexpr int kMaxPrepareParts = 256;
+
 // Untimed preparation of a large array (filling it, checking it, writing a chain into it) on every CPU the
-// process may use: body(begin, end, part) on contiguous pieces of [0, n), part < 256, on one thread where n is
+// process may use: body(begin, end, part) on contiguous pieces of [0, n), part < kMaxPrepareParts, on one thread where n is
 // below `serial_below` items or one CPU is allowed. On the H100 host a 1 GiB managed gpu-stream case (three
 // arrays filled by the CPU) took 3.4 s with one thread filling, 0.9 s with all 16. The pages are first touched
 // by the process's own CPUs under its memory policy: with umbench's default placement (placement.hpp) bound to
