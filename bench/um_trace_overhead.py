@@ -81,14 +81,11 @@ def injected_env(variant, tmp, extra_env=()):
     env = dict(os.environ)
     files = {}
     if "trace" in variant:
-        lib = tracer.tracer_path()
-        env.update(CUDA_INJECTION64_PATH=lib, NVTX_INJECTION64_PATH=lib)
-        files["trace"] = env["UMSCOPE_TRACE_FILE"] = os.path.join(tmp, "trace.jsonl")
+        files["trace"] = os.path.join(tmp, "trace.jsonl")
+        tracer.inject(env, files["trace"], tracer.tracer_path())
     if "counters" in variant:
         files["counters"] = os.path.join(tmp, "counters.jsonl")
-        env.update(hwcounters.environment(files["counters"], ("sample",)))
-        if "trace" not in variant:
-            env["CUDA_INJECTION64_PATH"] = hwcounters.library_path()
+        hwcounters.inject(env, files["counters"], ("sample",), tracer_injected="trace" in variant)
     env.update(dict(extra_env))
     return env, files
 

@@ -19,8 +19,8 @@ from umscope.profile.analyses import migration_ratios, nvtx_ranges  # noqa: F401
 from umscope.profile.output import UNITS, _records, _summary, print_summary, trace_records  # noqa: F401
 from umscope.profile.sampler import (PAGE, Sampler, host_energy_j, numa_bytes, parse_period,  # noqa: F401
                                      process_tree, rss_bytes)
-from umscope.profile.tracer import (ACCESS, CAUSES, COUNTERS, cupti_path, parse_trace, read_trace_lines,  # noqa: F401
-                                    shift_trace, trace_files, tracer_path)
+from umscope.profile.tracer import (ACCESS, CAUSES, COUNTERS, cupti_path, inject, parse_trace,  # noqa: F401
+                                    read_trace_lines, shift_trace, trace_files, tracer_path)
 
 
 def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None):
@@ -40,13 +40,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             import tempfile
             fd, trace_file = tempfile.mkstemp(prefix="umtrace-", suffix=".jsonl")
             os.close(fd)
-            env["CUDA_INJECTION64_PATH"] = lib
-            env["UMSCOPE_TRACE_FILE"] = trace_file
-            # NVTX ranges the program emits reach CUPTI through NVTX's injection: libumtrace itself, which
-            # starts the trace at the first NVTX call (a range opened before any CUDA call is kept) and hands
-            # NVTX on to CUPTI.
-            if "NVTX_INJECTION64_PATH" not in env:
-                env["NVTX_INJECTION64_PATH"] = lib
+            inject(env, trace_file, lib)
     hw = None
     if counters:
         from umscope.profile import hwcounters

@@ -81,6 +81,21 @@ def environment(path, modes, counter_set="link", period_us=1000):
             "UMSCOPE_COUNTER_SET": counter_set, "UMSCOPE_COUNTER_PERIOD_US": str(int(period_us))}
 
 
+def inject(env, path, modes, counter_set="link", period_us=1000, tracer_injected=False) -> bool:
+    """Sets env (a dict: the program's environment) so that the program's counters are written to `path`: by
+    libumtrace where the tracer is injected (it reads UMSCOPE_COUNTERS_FILE and runs the counters itself: CUPTI
+    allows one subscriber per process), else by libumcounters injected. False where neither can count (this
+    build has no libumcounters)."""
+    env.update(environment(path, modes, counter_set, period_us))
+    if tracer_injected:
+        return True
+    lib = library_path()
+    if lib is None:
+        return False
+    env["CUDA_INJECTION64_PATH"] = lib
+    return True
+
+
 def value_bytes(metric, v):
     return v * SECTOR if "sectors" in metric else v
 
@@ -304,15 +319,9 @@ class Session:
 
     def prepare(self, env, tracer_injected=False):
         """Adds the counters' variables to env (a dict) and says what it did in self.notes."""
-        env.update(environment(self.path, self.modes, self.counter_set, self.period_us))
-        if tracer_injected:
-            return  # libumtrace reads UMSCOPE_COUNTERS_FILE and runs the counters itself
-        lib = library_path()
-        if lib is None:
+        if not inject(env, self.path, self.modes, self.counter_set, self.period_us, tracer_injected):
             self.notes.append("--counters: this umscope was built without libumcounters (CUPTI); only NVML's "
                               "PCIe counters are read")
-            return
-        env["CUDA_INJECTION64_PATH"] = lib
 
     def start(self):
         if self.nvml is not None:

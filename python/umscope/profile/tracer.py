@@ -16,6 +16,17 @@ def tracer_path():
     return str(lib) if lib.exists() else None
 
 
+def inject(env, trace_file, lib):
+    """Sets env (a dict: the program's environment) so that libumtrace (lib) traces the program into trace_file.
+    NVTX ranges the program emits reach CUPTI through NVTX's injection: libumtrace itself, which starts the
+    trace at the first NVTX call (a range opened before any CUDA call is kept) and hands NVTX on to CUPTI;
+    an NVTX injection the environment already names is kept."""
+    env["CUDA_INJECTION64_PATH"] = lib
+    env["UMSCOPE_TRACE_FILE"] = str(trace_file)
+    if "NVTX_INJECTION64_PATH" not in env:
+        env["NVTX_INJECTION64_PATH"] = lib
+
+
 def cupti_path(lib):
     """The libcupti that libumtrace links (for NVTX_INJECTION64_PATH), found by loading it here."""
     import ctypes
