@@ -9,35 +9,33 @@ budget).
                                 [--kind nvidia-h100-x1] [--out docs/suite-reps.md]
 """
 import argparse
-import json
-import sqlite3
 import statistics
+import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+from umscope.store import Store  # noqa: E402
+
 KS = (5, 8, 10)
-# (section title, SQL filter on records, K the default now uses, why the filter)
+# (section title, which records, K the default now uses, the slowest repetition kept out: seconds or None)
 FIGURES = [
     ("cpu-stream, one thread (the default now: 8 repetitions)",
-     "benchmark='cpu-stream' AND threads=1", 8, None),
+     lambda r: r["benchmark"] == "cpu-stream" and r["threads"] == 1, 8, None),
     ("cpu-stream, every CPU (the default keeps 20 repetitions)",
-     "benchmark='cpu-stream' AND threads>1", 20, None),
+     lambda r: r["benchmark"] == "cpu-stream" and (r["threads"] or 0) > 1, 20, None),
     ("copy, sizes whose repetition takes 10 ms or more (the default now: as many as fill 0.3 s, at least 8)",
-     "benchmark='copy'", 8, 0.010),
+     lambda r: r["benchmark"] == "copy", 8, 0.010),
 ]
 
 
-def samples(extra) -> list:
-    return (json.loads(extra or "{}").get("samples") or [])
-
-
-def rows(path, where, slow):
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+def rows(path, which, slow):
     out = []
-    for case_id, op, nbytes, route, extra in db.execute(
-            f"SELECT case_id, op, bytes, json_extract(extra, '$.route'), extra FROM records WHERE {where} "
-            "AND median IS NOT NULL ORDER BY id"):
-        s = samples(extra)
+    for r in Store(path, readonly=True).records():
+        if r["median"] is None or not which(r):
+            continue
+        case_id, op, nbytes, route = r["case_id"], r["op"], r["bytes"], r["extra"].get("route")
+        s = r["extra"].get("samples") or []
         if len(s) < 20:
             continue
         med = statistics.median(s)
@@ -49,8 +47,8 @@ def rows(path, where, slow):
 
 
 def run_info(path) -> str:
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    started, command, gpu = db.execute("SELECT started, command, gpu FROM runs ORDER BY id LIMIT 1").fetchone()
+    first = Store(path, readonly=True).runs()[0]
+    started, command, gpu = first["started"], first["command"], first["gpu"]
     return f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, GPU {gpu}, `{command}`"
 
 
@@ -71,8 +69,8 @@ def main():
              "and the run-to-run change.\n"]
     for i, (path, sha) in enumerate(zip(a.store, a.commit), 1):
         lines.append(f"Provenance: run {i}: commit `{sha}`, {a.kind}, {run_info(path)}.\n")
-    for title, where, k_now, slow in FIGURES:
-        per_run = [rows(p, where, slow) for p in a.store]
+    for title, which, k_now, slow in FIGURES:
+        per_run = [rows(p, which, slow) for p in a.store]
         medians = [{r["key"]: r["median"] for r in rr} for rr in per_run]
         lines.append(f"## {title}\n")
         lines.append("| run | case | op | bytes | median | " + " | ".join(f"first {k}" for k in KS)
