@@ -4,7 +4,7 @@ application (the study's Fig. 3), the phases of each run, per-iteration times, a
 from collections import OrderedDict
 
 from umscope import verify
-from umscope.report.common import SPREAD_FLAG, e, num
+from umscope.report.common import SPREAD_FLAG, cell, e, html_table, num, num_cell
 from umscope.report.registry import family_section
 from umscope.report.svg import heatmap, line_chart, size_tick
 
@@ -58,23 +58,22 @@ def charts(recs) -> str:
             if xr.get("edges") and xr.get("compute_ms"):
                 rate = f"{xr['edges'] / (xr['compute_ms'] * 1e-3) / 1e9:.3g} GTEPS"
             check = verify.method(r)
-            rows.append(f"<tr><td>{e(label)}</td><td>{e(m)}</td><td class=num>{e(size_tick(r['bytes']))}</td>"
-                        + "".join(f"<td class=num>{num(xr.get(p))}</td>" for p in APP_PHASES)
-                        + f"<td class=num>{num(xr.get('total_ms'))}</td><td class=num>{num(xr.get('total_excl_init_ms'))}"
-                        f"</td><td class=num>{e(xr.get('iterations'))}</td><td class=num>{r['median']:.4g}"
-                        f"{' ⚠' if (r.get('spread') or 0) > SPREAD_FLAG else ''}</td><td>{e(rate.strip())}</td>"
-                        f"<td>{e(check)} <code>{e(xr.get('checksum', ''))}</code></td></tr>")
-    out.append("<table><tr><th>application</th><th>mode</th><th>arrays</th>" + "".join(
-        f"<th>{p[:-3]} ms</th>" for p in APP_PHASES) + "<th>total ms</th><th>total without init ms</th>"
-        "<th>iterations</th><th>ms per iteration</th><th>rate</th><th>verified by</th></tr>" + "".join(rows) +
-        "</table><p class=note>Phases: context = the first CUDA call; transfer = explicit copies, prefetch or "
+            rows.append([label, m, num_cell(size_tick(r["bytes"]))] + [num_cell(num(xr.get(p))) for p in APP_PHASES]
+                        + [num_cell(num(xr.get("total_ms"))), num_cell(num(xr.get("total_excl_init_ms"))),
+                           num_cell(xr.get("iterations")),
+                           num_cell(f"{r['median']:.4g}{' ⚠' if (r.get('spread') or 0) > SPREAD_FLAG else ''}"),
+                           rate.strip(), cell(html=f"{e(check)} <code>{e(xr.get('checksum', ''))}</code>")])
+    out.append(html_table(
+        ["application", "mode", "arrays"] + [f"{p[:-3]} ms" for p in APP_PHASES]
+        + ["total ms", "total without init ms", "iterations", "ms per iteration", "rate", "verified by"], rows,
+        "Phases: context = the first CUDA call; transfer = explicit copies, prefetch or "
         "advice; back = copies to the host and the CPU reading every result (the checksum). Speedups follow "
         "the studies' convention of leaving out the CPU's initialisation of the inputs. Rates use the least "
         "traffic (or the operation count) of one iteration over its median time. A run whose result differed "
         "from the CPU reference is a failed case (see the end of the report). After the cases ran, the suite "
         "compares every mode's checksum with the explicit mode's of the same application and parameters: a "
         "disagreeing case is failed; agreeing records are verified 'cross-mode-checksum'. Each application "
-        "is also checked against its CPU reference once per run at a small footprint ('cpu-reference').</p>")
+        "is also checked against its CPU reference once per run at a small footprint ('cpu-reference')."))
     charts = []
     for label, d in by.items():
         series = [(m, list(enumerate(x(r).get("samples") or r.get("samples") or [], 1))) for m, r in d.items()]
@@ -87,16 +86,13 @@ def charts(recs) -> str:
                    "show migration and first-touch costs)</summary>" + "".join(charts) + "</details>")
     gemm = [r for r in recs if x(r).get("app") == "gemm"]
     if gemm:
-        grow = "".join(
-            f"<tr><td>{e(x(r).get('precision'))}</td><td>{e(x(r).get('mode'))}</td>"
-            + "".join(f"<td>{e(x(r).get('place_' + m))}</td>" for m in "abc")
-            + f"<td class=num>{e(x(r).get('m'))}×{e(x(r).get('n_cols'))}×{e(x(r).get('k'))}</td>"
-            f"<td class=num>{r['median']:.4g}</td><td class=num>{(x(r).get('gflops') or 0) / 1e3:.4g}</td></tr>"
-            for r in gemm)
-        out.append("<h3>GEMM placement</h3><table><tr><th>precision</th><th>mode</th><th>A</th><th>B</th><th>C</th>"
-                   "<th>m×n×k</th><th>ms per GEMM</th><th>TFLOP/s</th></tr>" + grow + "</table><p class=note>"
-                   "\"mode\": the matrix follows the run's memory mode. Bytes crossing the link are measured by "
-                   "<code>umscope profile --um-trace</code> for managed placements.</p>")
+        out.append("<h3>GEMM placement</h3>" + html_table(
+            ["precision", "mode", "A", "B", "C", "m×n×k", "ms per GEMM", "TFLOP/s"],
+            [[x(r).get("precision"), x(r).get("mode")] + [x(r).get("place_" + m) for m in "abc"]
+             + [num_cell("", html="×".join(e(x(r).get(k)) for k in ("m", "n_cols", "k"))),
+                num_cell(f"{r['median']:.4g}"), num_cell(f"{(x(r).get('gflops') or 0) / 1e3:.4g}")] for r in gemm],
+            "\"mode\": the matrix follows the run's memory mode. Bytes crossing the link are measured by "
+            "<code>umscope profile --um-trace</code> for managed placements."))
     return "".join(out)
 
 

@@ -1,7 +1,8 @@
-"""What every section of the run report shares: escaping, the labels of a memory kind, number formats,
-the table of records with their bounds, and the default chart of a family. Charts themselves are drawn
-by report/svg.py."""
+"""What every section of the run report shares: escaping, HTML tables (html_table and its cells), the labels
+of a memory kind, number formats, the table of records with their bounds, and the default chart of a family.
+Charts themselves are drawn by report/svg.py."""
 
+import re
 from collections import OrderedDict
 from html import escape
 
@@ -14,6 +15,84 @@ SPREAD_FLAG = 0.05  # (max - min) / median above this is flagged
 def e(x) -> str:
     """Escaped text of any value; None is empty."""
     return escape("" if x is None else str(x))
+
+
+class Cell:
+    """One table cell: text (escaped when drawn) or html (drawn as it is), its class, its spans, and whether
+    it is a header cell. Made by cell(), num_cell() and th()."""
+    __slots__ = ("text", "html", "cls", "colspan", "rowspan", "header")
+
+    def __init__(self, text="", cls=None, html=None, colspan=None, rowspan=None, header=False):
+        self.text, self.html, self.cls = text, html, cls
+        self.colspan, self.rowspan, self.header = colspan, rowspan, header
+
+    def render(self, header=False) -> str:
+        tag = "th" if header or self.header else "td"
+        attrs = _attrs(colspan=self.colspan, rowspan=self.rowspan, cls=self.cls)
+        return f"<{tag}{attrs}>{e(self.text) if self.html is None else self.html}</{tag}>"
+
+
+class Row(list):
+    """A table row with attributes of its own (a class): Row(cells, cls='pub')."""
+
+    def __init__(self, cells, cls=None):
+        super().__init__(cells)
+        self.cls = cls
+
+
+_BARE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _attrs(colspan=None, rowspan=None, cls=None) -> str:
+    """' colspan=2 rowspan=2 class=num': spans first, values unquoted where HTML allows it, else quoted."""
+    out = ""
+    for name, v in (("colspan", colspan), ("rowspan", rowspan), ("class", cls)):
+        if v is None or v == "":
+            continue
+        v = str(v)
+        out += f" {name}={v}" if _BARE.match(v) else f' {name}="{e(v)}"'
+    return out
+
+
+def cell(text="", cls=None, *, html=None, colspan=None, rowspan=None) -> Cell:
+    """A <td>: text is escaped; html (already escaped markup, e.g. with a <br> or <code>) is drawn as it is."""
+    return Cell(text, cls, html, colspan, rowspan)
+
+
+def num_cell(text, flag=False, *, html=None, colspan=None) -> Cell:
+    """A right-aligned number cell (class num), flagged (class 'num flag', red) where flag is true."""
+    return Cell(text, "num flag" if flag else "num", html, colspan)
+
+
+def th(text="", cls=None, *, html=None, colspan=None, rowspan=None) -> Cell:
+    """A <th>: a column heading, or a row's heading among its <td> cells."""
+    return Cell(text, cls, html, colspan, rowspan, header=True)
+
+
+def html_table(headers, rows, note=None, *, empty="") -> str:
+    """An HTML table. headers: the heading cells (plain values are escaped, or th()/Cell for spans and
+    classes), or a list of such lists for several heading rows, or None for no heading row. rows: lists of
+    cells, a Row for a row with a class; a plain value is escaped into a <td>, a Cell is drawn as it says.
+    note: HTML written by the caller (store values in it escaped), drawn after the table as <p class=note>.
+    Without rows, the table and its note are left out and `empty` (HTML, '' by default) is returned."""
+    rows = list(rows)
+    if not rows:
+        return empty
+    if headers and isinstance(headers[0], (list, tuple)):
+        head_rows = headers
+    else:
+        head_rows = [headers] if headers else []
+
+    def draw(cells, header, cls=None):
+        return f"<tr{_attrs(cls=cls)}>" + "".join(
+            (c if isinstance(c, Cell) else Cell(c)).render(header) for c in cells) + "</tr>"
+
+    out = ["<table>"] + [draw(h, True) for h in head_rows]
+    out += [draw(r, False, getattr(r, "cls", None)) for r in rows]
+    out.append("</table>")
+    if note:
+        out.append(f"<p class=note>{note}</p>")
+    return "".join(out)
 
 
 def extra(r) -> dict:
@@ -57,33 +136,28 @@ def g(v) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def bound_cells(r) -> str:
+def bound_cells(r) -> list:
     """Three cells: the bound, the fraction of it reached, and the limiting datapath with its source."""
     x = r.get("extra") or {}
     if not x.get("bound"):
-        return f"<td colspan=3 class=note>{e(x.get('bound_note', ''))}</td>"
+        return [cell(x.get("bound_note", ""), "note", colspan=3)]
     src = x.get("bound_source") or "source not recorded (older store)"
-    return (f"<td class=num>{x['bound']:.4g}</td><td class=num>{100 * x.get('efficiency', 0):.0f}%</td>"
-            f"<td>{e(x.get('datapath'))} <span class=note>({e(src)})</span></td>")
+    return [num_cell(f"{x['bound']:.4g}"), num_cell(f"{100 * x.get('efficiency', 0):.0f}%"),
+            cell(html=f"{e(x.get('datapath'))} <span class=note>({e(src)})</span>")]
 
 
 def records_table(recs) -> str:
     """Every record: its statistics, spread (flagged above SPREAD_FLAG) and bound."""
-    head = ("<tr><th>op</th><th>processor</th><th>kind [policy]</th><th>size</th><th>threads</th>"
-            "<th>median</th><th>min</th><th>max</th><th>unit</th><th>n</th><th>spread</th><th>bound</th>"
-            "<th>of bound</th><th>limit</th></tr>")
     rows = []
     for r in recs:
         spread = r.get("spread") or 0
         flag = spread > SPREAD_FLAG
-        rows.append(
-            f"<tr><td>{e(r['op'])}</td><td>{e(r['processor'])}</td><td>{e(kind_label(r))}</td>"
-            f"<td class=num>{e(format_size(r['bytes']) if r['bytes'] else '')}</td>"
-            f"<td class=num>{e(r['threads'] or '')}</td><td class=num>{r['median']:.4g}</td>"
-            f"<td class=num>{r['min']:.4g}</td><td class=num>{r['max']:.4g}</td><td>{e(r['unit'])}</td>"
-            f"<td class=num>{e(r['n'])}</td><td class=\"num{' flag' if flag else ''}\">{spread * 100:.1f}%"
-            f"{' ⚠' if flag else ''}</td>{bound_cells(r)}</tr>")
-    return "<table>" + head + "".join(rows) + "</table>"
+        rows.append([r["op"], r["processor"], kind_label(r), num_cell(format_size(r["bytes"]) if r["bytes"] else ""),
+                     num_cell(r["threads"] or ""), num_cell(f"{r['median']:.4g}"), num_cell(f"{r['min']:.4g}"),
+                     num_cell(f"{r['max']:.4g}"), r["unit"], num_cell(r["n"]),
+                     num_cell(f"{spread * 100:.1f}%{' ⚠' if flag else ''}", flag)] + bound_cells(r))
+    return html_table(["op", "processor", "kind [policy]", "size", "threads", "median", "min", "max", "unit", "n",
+                       "spread", "bound", "of bound", "limit"], rows)
 
 
 def chart(bench, recs) -> str:

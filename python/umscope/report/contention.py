@@ -2,7 +2,7 @@
 
 from collections import OrderedDict
 
-from umscope.report.common import e, kind_label, records_table
+from umscope.report.common import html_table, kind_label, num_cell, records_table, th
 from umscope.report.registry import family_section
 
 
@@ -28,22 +28,18 @@ def table(recs) -> str:
         if not (g0 and g1 and c0 and c1 and s):
             continue
 
-        def cell(a, b):
+        def pair(a, b):
             change = (b["median"] / a["median"] - 1) * 100 if a["median"] else 0
-            return (f"<td class=num>{a['median']:.4g}</td><td class=num>{b['median']:.4g}</td>"
-                    f"<td class=\"num{' flag' if change < -10 else ''}\">{change:+.0f}%</td>")
+            return [num_cell(f"{a['median']:.4g}"), num_cell(f"{b['median']:.4g}"), num_cell(f"{change:+.0f}%", change < -10)]
         alone_sum = (s.get("extra") or {}).get("alone_median") or 0
-        rows.append(f"<tr><td>{e(g0['op'])} of {e(kind_label(g0))}</td><td>{e(c0['op'])} of {e(kind_label(c0))}, "
-                    f"{e(c0['threads'])} thr</td>{cell(g0, g1)}{cell(c0, c1)}"
-                    f"<td class=num>{alone_sum:.4g}</td><td class=num>{s['median']:.4g}</td></tr>")
-    if not rows:
-        return ""
-    return ("<table><tr><th rowspan=2>GPU load</th><th rowspan=2>CPU load</th><th colspan=3>GPU GB/s</th>"
-            "<th colspan=3>CPU GB/s</th><th colspan=2>sum GB/s</th></tr><tr><th>alone</th><th>with CPU</th>"
-            "<th>change</th><th>alone</th><th>with GPU</th><th>change</th><th>alone</th><th>together</th></tr>"
-            + "".join(rows) + "</table><p class=note>Medians. “with CPU” is the GPU measured while the CPU "
-            "threads stream at the same time, and the reverse; the sum adds the two sides' medians measured "
-            "together. A fall of more than 10% is flagged.</p>")
+        rows.append([f"{g0['op']} of {kind_label(g0)}", f"{c0['op']} of {kind_label(c0)}, {c0['threads']} thr"]
+                    + pair(g0, g1) + pair(c0, c1) + [num_cell(f"{alone_sum:.4g}"), num_cell(f"{s['median']:.4g}")])
+    return html_table(
+        [[th("GPU load", rowspan=2), th("CPU load", rowspan=2), th("GPU GB/s", colspan=3), th("CPU GB/s", colspan=3),
+          th("sum GB/s", colspan=2)],
+         ["alone", "with CPU", "change", "alone", "with GPU", "change", "alone", "together"]], rows,
+        "Medians. “with CPU” is the GPU measured while the CPU threads stream at the same time, and the reverse; "
+        "the sum adds the two sides' medians measured together. A fall of more than 10% is flagged.")
 
 
 @family_section("contention")

@@ -9,7 +9,7 @@ a line whose records are missing is left out, never filled in."""
 
 from collections import OrderedDict
 
-from umscope.report.common import e
+from umscope.report.common import e, html_table, th
 from umscope.report.registry import page_section
 from umscope.sizes import format_size
 
@@ -156,7 +156,7 @@ def section(records, findings_html="") -> str:
         return ""
     parts = [f"<h2 id=headline>{TITLE}</h2>"]
     if rows:
-        parts.append("<table>" + "".join(f"<tr><th>{e(w)}</th><td>{e(f)}</td></tr>" for w, f in rows) + "</table>")
+        parts.append(html_table(None, [[th(w), f] for w, f in rows]))
     if wins:
         li = []
         for cls, app, best, t0, second, margin, vs_exp in wins:

@@ -3,7 +3,7 @@ caches marked from the machine's own description, the GPU's clocks, and every re
 
 from collections import OrderedDict
 
-from umscope.report.common import SPREAD_FLAG, e, kind_label, num
+from umscope.report.common import SPREAD_FLAG, e, html_table, kind_label, num, num_cell
 from umscope.report.registry import family_section
 from umscope.report.svg import line_chart, size_tick
 
@@ -50,14 +50,13 @@ def charts(recs, fp) -> str:
                    f"{e(x.get('clock_rate_attr_mhz'))} MHz clock); the global timer advanced in steps of "
                    f"{e(x.get('globaltimer_step_ns'))} ns. Cache marks come from the device properties (the "
                    f"L1 mark is the shared-memory capacity of an SM, the most its L1 can be) and from sysfs.</p>")
-    rows = "".join(
-        f"<tr><td>{e(r['processor'])}</td><td>{e(kind_label(r))}</td><td class=num>{e(size_tick(r['bytes']))}</td>"
-        f"<td class=num>{r['median']:.4g}</td><td class=num>{r['min']:.4g}</td><td class=num>{r['max']:.4g}</td>"
-        f"<td class=\"num{' flag' if (r.get('spread') or 0) > SPREAD_FLAG else ''}\">{100 * (r.get('spread') or 0):.1f}%</td>"
-        f"<td class=num>{e(num((r.get('extra') or {}).get('cycles')))}</td><td>{e((r.get('extra') or {}).get('residency', ''))}"
-        f"</td></tr>" for r in chase)
-    out.append("<table><tr><th>processor</th><th>kind [policy]</th><th>footprint</th><th>ns median</th><th>min</th>"
-               "<th>max</th><th>spread</th><th>cycles</th><th>residency</th></tr>" + rows + "</table>")
+    out.append(html_table(
+        ["processor", "kind [policy]", "footprint", "ns median", "min", "max", "spread", "cycles", "residency"],
+        [[r["processor"], kind_label(r), num_cell(size_tick(r["bytes"])), num_cell(f"{r['median']:.4g}"),
+          num_cell(f"{r['min']:.4g}"), num_cell(f"{r['max']:.4g}"),
+          num_cell(f"{100 * (r.get('spread') or 0):.1f}%", (r.get("spread") or 0) > SPREAD_FLAG),
+          num_cell(num((r.get("extra") or {}).get("cycles"))), (r.get("extra") or {}).get("residency", "")]
+         for r in chase]))
     return "".join(out)
 
 

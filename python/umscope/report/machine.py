@@ -2,7 +2,7 @@
 attributes, as the probe found them when the run started."""
 
 from umscope.probe import cuda_version_text
-from umscope.report.common import e
+from umscope.report.common import html_table, th
 from umscope.report.registry import page_section
 from umscope.sizes import format_size
 
@@ -40,7 +40,7 @@ def table(fp) -> str:
                      + f", numa_id={g.get('numa_id')}"))
     if not fp.get("gpus"):
         rows.append(("GPU", f"none: {cuda.get('why_no_gpu')}"))
-    return "<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows) + "</table>"
+    return html_table(None, [[th(k), v] for k, v in rows])
 
 
 @page_section("machine", TITLE, order=20)

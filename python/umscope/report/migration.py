@@ -3,7 +3,7 @@ studies' migration plots), first and steady passes against the bound, and oversu
 
 from collections import OrderedDict
 
-from umscope.report.common import bound_cells, e, kind_label, num
+from umscope.report.common import bound_cells, html_table, kind_label, num, num_cell
 from umscope.report.registry import family_section
 from umscope.report.svg import line_chart, size_tick
 
@@ -31,16 +31,13 @@ def charts(recs) -> str:
     for r in plain:
         x = r.get("extra") or {}
         touch = x.get("cpu_touch") if x.get("cpu_touch") not in (None, "none") else ""
-        rows.append(f"<tr><td>{e(r['op'])}</td><td>{e(kind_label(r))}</td><td>{e(touch)}</td>"
-                    f"<td class=num>{e(size_tick(r['bytes']))}</td><td class=num>{e(x.get('trial', 0))}</td>"
-                    f"<td class=num>{num(x.get('first'))}</td><td class=num>{num(x.get('steady'))}</td>"
-                    f"<td class=num>{r['min']:.4g}</td><td class=num>{r['max']:.4g}</td>"
-                    f"<td class=num>{e(x.get('iterations'))}</td><td>{e(x.get('residency', ''))}</td>{bound_cells(r)}</tr>")
-    if rows:
-        out.append("<table><tr><th>op</th><th>kind [policy]</th><th>CPU writes between</th><th>size</th><th>trial</th>"
-                   "<th>first GB/s</th><th>steady GB/s</th><th>min</th><th>max</th><th>iterations</th><th>residency</th>"
-                   "<th>bound</th><th>of bound</th><th>limit</th></tr>" + "".join(rows) + "</table><p class=note>"
-                   "first = the first iteration; steady = median of the second half of the iterations.</p>")
+        rows.append([r["op"], kind_label(r), touch, num_cell(size_tick(r["bytes"])), num_cell(x.get("trial", 0)),
+                     num_cell(num(x.get("first"))), num_cell(num(x.get("steady"))), num_cell(f"{r['min']:.4g}"),
+                     num_cell(f"{r['max']:.4g}"), num_cell(x.get("iterations")), x.get("residency", "")]
+                    + bound_cells(r))
+    out.append(html_table(["op", "kind [policy]", "CPU writes between", "size", "trial", "first GB/s", "steady GB/s",
+                           "min", "max", "iterations", "residency", "bound", "of bound", "limit"], rows,
+                          "first = the first iteration; steady = median of the second half of the iterations."))
     if over:
         out.append("<h3>Oversubscription</h3>")
         series = OrderedDict()

@@ -5,7 +5,7 @@ pair of kinds, and MPI throughput against the processes per node."""
 from collections import OrderedDict
 
 from umscope import verify
-from umscope.report.common import e, extra, records_table, short_kind
+from umscope.report.common import e, extra, html_table, num_cell, records_table, short_kind
 from umscope.report.registry import family_section
 from umscope.report.svg import line_chart, size_tick
 
@@ -55,14 +55,12 @@ def nccl_section(recs, fp=None) -> str:
                f"NCCL {e(first.get('nccl_version'))} from <code>{e(first.get('nccl_library'))}</code>, "
                f"NCCL_NVLS_ENABLE={e(first.get('nccl_nvls_enable'))}."
                + ("" if bound else " No peer-link bound: the probe found no GPU pair link.") + "</p>")
-    rows = "".join(
-        f"<tr><td>{e(r['op'])}</td><td>{e(short_kind(r['kind'], r.get('policy')))}</td><td>{e(extra(r).get('ranks'))}</td>"
-        f"<td>{e(extra(r).get('launch'))}</td><td class=num>{e(size_tick(r['bytes']))}</td>"
-        f"<td class=num>{extra(r).get('time_us', 0):.4g}</td><td class=num>{extra(r).get('algbw', 0):.4g}</td>"
-        f"<td class=num>{r['median']:.4g}</td><td class=num>{100 * (r.get('spread') or 0):.1f}%</td>"
-        f"<td>{e(verify.method(r))}</td></tr>" for r in recs)
-    out.append("<table><tr><th>op</th><th>kind</th><th>ranks</th><th>launch</th><th>size</th><th>time µs</th>"
-               "<th>algbw GB/s</th><th>busbw GB/s</th><th>spread</th><th>verified</th></tr>" + rows + "</table>")
+    out.append(html_table(
+        ["op", "kind", "ranks", "launch", "size", "time µs", "algbw GB/s", "busbw GB/s", "spread", "verified"],
+        [[r["op"], short_kind(r["kind"], r.get("policy")), extra(r).get("ranks"), extra(r).get("launch"),
+          num_cell(size_tick(r["bytes"])), num_cell(f"{extra(r).get('time_us', 0):.4g}"),
+          num_cell(f"{extra(r).get('algbw', 0):.4g}"), num_cell(f"{r['median']:.4g}"),
+          num_cell(f"{100 * (r.get('spread') or 0):.1f}%"), verify.method(r)] for r in recs]))
     return "".join(out)
 
 

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from html import escape
 
 from umscope.model import bounds
+from umscope.report.common import cell, html_table, num_cell, th
 from umscope.report.registry import page_section
 from umscope.sizes import format_size
 
@@ -137,13 +138,12 @@ def section(fp, records) -> str:
     out = [f"<h2 id=topology>{TITLE}</h2>"]
     if len(gpus) >= 2:
         devs = [g["device"] for g in gpus]
-        head = "<tr><th>from \\ to</th>" + "".join(f"<th>GPU {d}</th>" for d in devs) + "</tr>"
         rows = []
         for a in devs:
             cells = []
             for b in devs:
                 if a == b:
-                    cells.append("<td>—</td>")
+                    cells.append("—")
                     continue
                 p = pairs.get((a, b))
                 bound = bounds.peer_link(fp, a, b)
@@ -151,23 +151,22 @@ def section(fp, records) -> str:
                 eff = ""
                 if bound and (a, b, "CE") in best:
                     eff = f" ({100 * best[(a, b, 'CE')] / bound[0]:.0f}% of {bound[0]:g})"
-                cells.append(f"<td>{e(link_text(p))}<br><span class=note>{e(p2p_text(p or {}))}</span><br>"
-                             f"{e(', '.join(got) or 'not measured in this run')}{e(eff)}</td>")
-            rows.append(f"<tr><th>GPU {a}</th>{''.join(cells)}</tr>")
-        out.append("<table>" + head + "".join(rows) + "</table>")
+                cells.append(cell(html=f"{e(link_text(p))}<br><span class=note>{e(p2p_text(p or {}))}</span><br>"
+                                       f"{e(', '.join(got) or 'not measured in this run')}{e(eff)}"))
+            rows.append([th(f"GPU {a}")] + cells)
+        out.append(html_table(["from \\ to"] + [f"GPU {d}" for d in devs], rows))
         srcs = sorted({bounds.peer_link(fp, a, b)[1] for (a, b) in pairs if bounds.peer_link(fp, a, b)})
         out.append("<p class=note>Link type and count from NVML (NVLink state and remote device per link, "
                    "or the PCIe common ancestor); measured: the best one-way copy of this run from the row GPU's "
                    "memory into the column GPU's, by copy engines (CE) and by SMs. Bound per direction: "
                    + e("; ".join(srcs) or "unknown") + ".</p>")
     if gpus:
-        out.append("<h3>GPU ↔ CPU locality</h3><table><tr><th>GPU</th><th>PCI bus</th><th>NUMA node</th>"
-                   "<th>local CPUs</th><th>NVLinks</th><th>source</th></tr>" + "".join(
-                       f"<tr><td>{e(g['device'])}</td><td>{e(g.get('pci_bus_id'))}</td>"
-                       f"<td>{e(g.get('numa_node') if g.get('numa_node') is not None else 'unknown')}</td>"
-                       f"<td>{e(ranges(g.get('cpus')) if g.get('cpus') else 'unknown')}</td>"
-                       f"<td class=num>{e(g.get('nvlinks', 0))}</td><td>{e(g.get('source') or '')}</td></tr>"
-                       for g in gpus) + "</table>")
+        out.append("<h3>GPU ↔ CPU locality</h3>" + html_table(
+            ["GPU", "PCI bus", "NUMA node", "local CPUs", "NVLinks", "source"],
+            [[str(g["device"]), str(g.get("pci_bus_id")),
+              str(g.get("numa_node") if g.get("numa_node") is not None else "unknown"),
+              ranges(g.get("cpus")) if g.get("cpus") else "unknown", num_cell(str(g.get("nvlinks", 0))),
+              g.get("source") or ""] for g in gpus]))
     if placed:
         rows = []
         for (bench, op, proc, kind, dst, nbytes, route), by in placed.items():
@@ -176,16 +175,16 @@ def section(fp, records) -> str:
             for pl in ("none", "local", "remote"):
                 if pl in by:
                     med, unit, cpus, node = by[pl]
-                    cells.append(f"<td class=num>{med:.4g} {e(unit)}</td><td>{e(cpus)}</td>"
-                                 f"<td>{e(node if node is not None and node >= 0 else 'default')}</td>")
+                    cells += [num_cell(f"{med:.4g} {unit}"), str(cpus),
+                              str(node if node is not None and node >= 0 else "default")]
                 else:
-                    cells.append("<td colspan=3 class=note>not run or skipped</td>")
-            rows.append(f"<tr><td>{e(what)} {e(format_size(nbytes) if nbytes else '')}</td>{''.join(cells)}</tr>")
-        out.append("<h3>Placement</h3><table><tr><th>measurement</th>" + "".join(
-            f"<th>{p}</th><th>CPUs</th><th>node</th>" for p in ("none", "local", "remote")) + "</tr>"
-            + "".join(rows) + "</table><p class=note>The same case with the process unpinned (none), pinned to "
-            "the GPU's local CPUs with host memory bound to its NUMA node (local), and on another socket "
-            "(remote; skipped, with the reason, on a one-socket host).</p>")
+                    cells.append(cell("not run or skipped", "note", colspan=3))
+            rows.append([f"{what} {format_size(nbytes) if nbytes else ''}"] + cells)
+        out.append("<h3>Placement</h3>" + html_table(
+            ["measurement"] + [h for p in ("none", "local", "remote") for h in (p, "CPUs", "node")], rows,
+            "The same case with the process unpinned (none), pinned to the GPU's local CPUs with host memory "
+            "bound to its NUMA node (local), and on another socket (remote; skipped, with the reason, on a "
+            "one-socket host)."))
     return "\n".join(out)
 
 

@@ -7,8 +7,7 @@ sections (HTML, for `umscope profile --counters`) and as Markdown tables (bench/
 Iterations are found in the kernel sequence: an iteration starts at each launch of the kernel that opens
 the repeating pattern (the first kernel launched as often as the most frequent one)."""
 
-from html import escape
-
+from umscope.report.common import html_table, num_cell
 from umscope.report.svg import line_chart
 
 TIERS = (("L1 <-> L2", ("l1_l2",)), ("GPU memory", ("dram_read", "dram_write")),
@@ -100,18 +99,16 @@ def fig10_markdown(label, rows) -> str:
 def fig10_html(label, rows) -> str:
     if not rows:
         return ""
-    head = ("<table><tr><th>" + escape(label) + ": iteration</th><th>time ms</th><th>local read GB</th>"
-            "<th>local write GB</th><th>remote read GB</th><th>remote write GB</th></tr>")
-    body = "".join(f"<tr><td>{r['iteration']}</td><td class=num>{_g(r['ms'], 1, '{:.2f}')}</td>"
-                   f"<td class=num>{_g(r['local_read'])}</td><td class=num>{_g(r['local_write'])}</td>"
-                   f"<td class=num>{_g(r['remote_read'])}</td><td class=num>{_g(r['remote_write'])}</td></tr>"
-                   for r in rows)
+    table = html_table(
+        [f"{label}: iteration", "time ms", "local read GB", "local write GB", "remote read GB", "remote write GB"],
+        [[r["iteration"], num_cell(_g(r["ms"], 1, "{:.2f}"))]
+         + [num_cell(_g(r[k])) for k in ("local_read", "local_write", "remote_read", "remote_write")] for r in rows])
     chart = line_chart([(f"{label}: local read (GB)", [(r["iteration"], (r["local_read"] or 0) / 1e9) for r in rows]),
                         (f"{label}: remote read (GB)", [(r["iteration"], (r["remote_read"] or 0) / 1e9)
                                                         for r in rows])],
                        f"{label}: traffic per iteration (cf. schieffer2024 Fig. 10, bottom)", "iteration", "GB",
                        x_log=False, x_fmt=lambda v: f"{v:.0f}", height=260)
-    return head + body + "</table>" + chart
+    return table + chart
 
 
 def fig12_html(label, tier_series) -> str:
