@@ -2,19 +2,14 @@
 ratio (strays highlighted), the list of flagged figures, and published reference values in a
 column and a table of their own, each with its citation."""
 
-import html
 from pathlib import Path
 
-from umscope.report.common import Row, cell, html_table, th
+from umscope.report.common import Row, cell, e, html_table, th
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
 td.c,th.c{text-align:left}tr:nth-child(even){background:#f7f7f7}.bad{background:#f8d0d0}.good{background:#d6efd6}
 .pub{background:#eef3fb;font-style:italic}.note{color:#555;font-size:12px}"""
-
-
-def _e(x) -> str:
-    return html.escape(str(x))
 
 
 def render(result) -> str:
@@ -23,7 +18,7 @@ def render(result) -> str:
     against = "the median of the runs that measured the case" if base == "median" else f"baseline run {base}"
     h = [f"<!doctype html><html><head><meta charset='utf-8'><title>umscope compare</title><style>{_CSS}</style>"
          "</head><body><h1>umscope compare</h1>",
-         f"<p>{len(runs)} run(s); ratios are to {_e(against)}; a figure is flagged when it differs by more than "
+         f"<p>{len(runs)} run(s); ratios are to {e(against)}; a figure is flagged when it differs by more than "
          f"{result['threshold'] * 100:g}% and by more than its own spread. Published values are in their own "
          "column (blue, italic), are not measurements of these machines and are never part of the median.</p>",
          "<h2>Runs</h2>"]
@@ -33,7 +28,7 @@ def render(result) -> str:
                                 r["store"], r["command"])] for r in runs]))
     flags = result["flags"]
     h.append(f"<h2>Flagged ({len(flags)})</h2>")
-    h.append("<ul>" + "".join(f"<li class={'bad' if f['worse'] else 'good'}>{_e(f['text'])}</li>" for f in flags)
+    h.append("<ul>" + "".join(f"<li class={'bad' if f['worse'] else 'good'}>{e(f['text'])}</li>" for f in flags)
              + "</ul>" if flags else "<p>No figure strays beyond the threshold and its own spread.</p>")
     rows = []
     for row in result["rows"]:
@@ -41,7 +36,7 @@ def render(result) -> str:
                 if v is not None else "-" for v, s in zip(row["values"], row["spreads"])]
         ratios = [cell(f"{r:.3f}", "bad" if i in row["flagged"] else None) if r is not None else "-"
                   for i, r in enumerate(row["ratios"])]
-        pub = "<br>".join(f"{p['value']:g} {_e(p['unit'])} ({_e(p['machine'])}; {_e(p['cite'])})"
+        pub = "<br>".join(f"{p['value']:g} {e(p['unit'])} ({e(p['machine'])}; {e(p['cite'])})"
                           for p in row["published"])
         rows.append([cell(str(row["case"]), "c"), str(row["unit"])] + vals + ratios + [cell(html=pub, cls="c pub")])
     h.append("<h2>Cases</h2>" + html_table(

@@ -4,18 +4,13 @@ each GPU's local CPUs and NUMA node, and what GPU-local placement changed. Used 
 `umscope info` (text) and the HTML report (a section)."""
 
 from collections import OrderedDict
-from html import escape
 
 from umscope.model import bounds
-from umscope.report.common import cell, html_table, num_cell, th
+from umscope.report.common import cell, e, html_table, num_cell, th
 from umscope.report.registry import page_section
 from umscope.sizes import format_size
 
 TITLE = "Topology"
-
-
-def e(x) -> str:
-    return escape(str(x), quote=True)
 
 
 def ranges(cpus) -> str:
