@@ -6,6 +6,7 @@ plus the copies the program made: zero-copy accesses and unreported migrations a
 from html import escape
 
 from umscope.report import traffic_figs
+from umscope.report.common import cell, html_table, num_cell
 from umscope.report.svg import line_chart
 
 FLAG = 0.05  # relative disagreement flagged
@@ -103,21 +104,18 @@ def section(recs) -> str:
     out = ["<h3>Link and memory traffic (hardware counters)</h3>"]
     rows = comparison(recs)
     if rows:
-        def cell(r):
+        def verdict(r):
             if r["disagreement"] is None:
-                return "<td class=num>no trace</td>"
+                return num_cell("no trace")
             text = ("within" if r["disagreement"] == 0 else f"{100 * r['disagreement']:+.1f}%") + (
                 " — more than 5% apart" if r["flag"] else "")
-            return f"<td class=num{' flag' if r['flag'] else ''}>{e(text)}</td>"
-        body = "".join(
-            f"<tr><td>{e(r['gpu'])}</td><td>{e(NAMES[r['direction']])}</td><td class=num>{_mib(r['link'])}</td>"
-            f"<td class=num>{_mib(r['payload'][0])} – {_mib(r['payload'][1])}</td>"
-            f"<td class=num>{_mib(r['migrated'])}</td><td class=num>{_mib(r['copies'])}</td>{cell(r)}"
-            f"<td class=note>{e(r['source'])}</td></tr>" for r in rows)
-        out.append("<table><tr><th>GPU</th><th>direction</th><th>link bytes, counters (MiB, TLP headers included)"
-                   "</th><th>data in them (MiB)</th>"
-                   "<th>migrations, CUPTI (MiB)</th><th>copies, CUPTI (MiB)</th><th>traced vs the data range</th>"
-                   "<th>counter source</th></tr>" + body + "</table>")
+            return num_cell(text, r["flag"])
+        out.append(html_table(
+            ["GPU", "direction", "link bytes, counters (MiB, TLP headers included)", "data in them (MiB)",
+             "migrations, CUPTI (MiB)", "copies, CUPTI (MiB)", "traced vs the data range", "counter source"],
+            [[str(r["gpu"]), NAMES[r["direction"]], num_cell(_mib(r["link"])),
+              num_cell(f"{_mib(r['payload'][0])} – {_mib(r['payload'][1])}"), num_cell(_mib(r["migrated"])),
+              num_cell(_mib(r["copies"])), verdict(r), cell(str(r["source"]), "note")] for r in rows]))
         out.append("<p class=note>Counters see every byte that crossed the host link in the run; the tracer sees "
                    "the migrations the driver reported and the program's copies. A flagged difference is zero-copy "
                    "traffic (pinned, registered or host-resident managed memory read in place), migrations the "
@@ -147,11 +145,11 @@ def section(recs) -> str:
         rx = x(r)
         table = rx.get("kernels") or []
         cols = sorted({k for row in table for k in row["bytes"]})
-        body = "".join(f"<tr><td>{e(row['kernel'][:80])}</td><td class=num>{row['launches']}</td>" + "".join(
-            f"<td class=num>{_mib(row['bytes'].get(c))}</td>" for c in cols) + "</tr>" for row in table[:30])
-        out.append(f"<table><tr><th>kernel ({e(r['processor'])}, {e(rx.get('source'))}; "
-                   f"{e(rx.get('launches'))} launches, {e(rx.get('passes'))} pass(es))</th><th>launches</th>"
-                   + "".join(f"<th>{e(c)} MiB</th>" for c in cols) + "</tr>" + body + "</table>")
+        out.append(html_table(
+            [f"kernel ({r['processor']}, {rx.get('source')}; {rx.get('launches')} launches, {rx.get('passes')} "
+             "pass(es))", "launches"] + [f"{c} MiB" for c in cols],
+            [[row["kernel"][:80], num_cell(row["launches"])] + [num_cell(_mib(row["bytes"].get(c))) for c in cols]
+             for row in table[:30]]))
         launches = [(b.get("kernel", "?"), {k: v for k, v in b.items() if k != "kernel"})
                     for b in rx.get("launch_bytes") or []]
         rows = traffic_figs.fig10_rows(None, launches, launches)

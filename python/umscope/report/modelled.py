@@ -7,6 +7,7 @@ from collections import OrderedDict
 from html import escape
 
 from umscope.errors import UsageError
+from umscope.report.common import html_table, num_cell
 from umscope.report.registry import page_section
 
 _STYLE = ("border:2px dashed #8a6d00;background:repeating-linear-gradient(45deg,#fffbea,#fffbea 10px,#fff6d5 10px,"
@@ -56,10 +57,8 @@ def section(records, fp) -> str:
     out = [head + f"Calibrated model {e(calibrated.VERSION)}: each application's explicit-mode case of this run is "
            f"the calibration (kernel time, fixed phases); machine figures: {e(src)}. The error column compares "
            "the prediction with this run's measurement of the same case. "
-           f"{e(calibrated.validated_text(calibrated.validated('calibrated')))}.</p>",
-           "<table><tr><th>application</th><th>footprint</th><th>mode</th><th>predicted ms</th><th>measured ms</th>"
-           "<th>error</th></tr>"]
-    errs = []
+           f"{e(calibrated.validated_text(calibrated.validated('calibrated')))}.</p>"]
+    errs, rows = [], []
     for (app, nbytes), modes in apps.items():
         cal = modes.get("explicit")
         if not cal:
@@ -75,10 +74,9 @@ def section(records, fp) -> str:
             err = (p["total_ms"] - meas) / meas if meas else None
             if err is not None:
                 errs.append(abs(err))
-            out.append(f"<tr><td>{e(app)}</td><td class=num>{e(round((nbytes or 0) / 2 ** 20))} MiB</td><td>{e(m)}</td>"
-                       f"<td class=num>{p['total_ms']:.1f}</td><td class=num>{'' if meas is None else f'{meas:.1f}'}"
-                       f"</td><td class=num>{'' if err is None else f'{err:+.1%}'}</td></tr>")
-    out.append("</table>")
+            rows.append([app, num_cell(f"{round((nbytes or 0) / 2 ** 20)} MiB"), m, num_cell(f"{p['total_ms']:.1f}"),
+                         num_cell("" if meas is None else f"{meas:.1f}"), num_cell("" if err is None else f"{err:+.1%}")])
+    out.append(html_table(["application", "footprint", "mode", "predicted ms", "measured ms", "error"], rows))
     if errs:
         errs.sort()
         out.append(f"<p class=note>|error| over {len(errs)} cases of this run: median {errs[len(errs) // 2]:.1%}, "

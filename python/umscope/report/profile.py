@@ -1,7 +1,7 @@
 """The profile family (`umscope profile`): the memory-use timeline (the GH200 study's Figs. 4-5), utilisation
 and power, unified memory moved (CUPTI) with what the driver's counts leave out, NVTX ranges, and the run."""
 
-from umscope.report.common import e, num
+from umscope.report.common import cell, e, html_table, num, num_cell, th
 from umscope.report.registry import family_section
 from umscope.report.svg import line_chart, size_tick
 
@@ -47,10 +47,9 @@ def charts(recs) -> str:
                               "MiB", axis, "MiB", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=320,
                               marks=marks))
     if ux.get("ranges"):
-        out.append("<table><tr><th>NVTX range</th><th>start s</th><th>end s</th><th>seconds</th></tr>" + "".join(
-            f"<tr><td>{e(n)}</td><td class=num>{num(a)}</td><td class=num>{num(b)}</td>"
-            f"<td class=num>{num(b - a) if a is not None and b is not None else 'not closed'}</td></tr>"
-            for n, a, b in ux["ranges"]) + "</table>")
+        out.append(html_table(["NVTX range", "start s", "end s", "seconds"], [
+            [n, num_cell(num(a)), num_cell(num(b)), num_cell(num(b - a) if a is not None and b is not None else "not closed")]
+            for n, a, b in ux["ranges"]]))
     if um:
         tot, ev = ux.get("totals") or {}, ux.get("events") or {}
         cause = lambda d: ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in (ux.get("by_cause") or {}).get(d, {}).items())  # noqa: E731
@@ -77,20 +76,16 @@ def charts(recs) -> str:
                           "migrations the driver reports for this allocation (see host → device)"))
         if not ux.get("trace_complete"):
             items.append(("trace", "ended early: the program died before CUPTI's last flush", ""))
-        out.append("<table><tr><th>unified memory (CUPTI)</th><th>total</th><th>what the driver reports, and what "
-                   "it does not</th></tr>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td><td class=note>{e(c)}</td></tr>"
-                                                      for k, v, c in items) + "</table>")
+        out.append(html_table(["unified memory (CUPTI)", "total", "what the driver reports, and what it does not"],
+                              [[th(k), v, cell(c, "note")] for k, v, c in items]))
     from umscope.report.link_traffic import section as counter_section  # hardware counters beside the trace
     out.append(counter_section(recs))
-    rows = "".join(
-        f"<tr><td>{e(r['op'])}</td><td>{e(r['processor'])}</td><td class=num>"
-        f"{(r['max'] / 2**20 if r['unit'] == 'bytes' else r['max']):.4g}</td><td class=num>"
-        f"{(r['median'] / 2**20 if r['unit'] == 'bytes' else r['median']):.4g}</td>"
-        f"<td>{'MiB' if r['unit'] == 'bytes' else e(r['unit'])}</td><td class=num>{e(r['n'])}</td>"
-        f"<td class=note>{e(x(r).get('source', ''))}</td></tr>" for r in recs if r["op"] not in ("run", "um_trace")
-        and r["unit"] != "B")
-    out.append("<table><tr><th>series</th><th>processor</th><th>peak (total for energy)</th><th>median</th><th>unit</th>"
-               "<th>samples</th><th>source</th></tr>" + rows + "</table>")
+    scale = lambda r, v: v / 2**20 if r["unit"] == "bytes" else v  # noqa: E731
+    out.append(html_table(
+        ["series", "processor", "peak (total for energy)", "median", "unit", "samples", "source"],
+        [[r["op"], r["processor"], num_cell(f"{scale(r, r['max']):.4g}"), num_cell(f"{scale(r, r['median']):.4g}"),
+          "MiB" if r["unit"] == "bytes" else r["unit"], num_cell(r["n"]), cell(x(r).get("source", ""), "note")]
+         for r in recs if r["op"] not in ("run", "um_trace") and r["unit"] != "B"]))
     if run:
         rx = x(run)
         out.append(f"<p class=note>Command <code>{e(rx.get('command'))}</code>: exit status {e(rx.get('exit_status'))}"
