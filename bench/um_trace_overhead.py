@@ -109,8 +109,9 @@ def phases_of(path, t0):
         elif e.get("k") == "start" and e.get("w"):
             out.append({"what": "start record", "at_s": round(e["w"] / 1e9 - t0, 4)})
         elif e.get("k") == "config" and e.get("profiler"):
-            out.append({"what": f"config {e['profiler']}: cache {e.get('config_cache')}, hw buffer {e.get('hw_buffer')}, "
-                                f"max samples {e.get('max_samples')}, metrics {len(e.get('metrics') or [])}"})
+            out.append({"what": f"config {e['profiler']}: set up {e.get('setup')}, availability {e.get('availability')}, "
+                                f"hw buffer {e.get('hw_buffer')}, max samples {e.get('max_samples')}, "
+                                f"metrics {len(e.get('metrics') or [])}"})
         elif e.get("k") == "error":
             out.append({"what": f"ERROR {e.get('what')}: {e.get('cupti')}"})
         elif e.get("k") == "dropped":

@@ -464,13 +464,19 @@ struct Sampler {
       chip = chip_of(dev);
     }
     if (!chip) return false;
+    // UMSCOPE_COUNTER_AVAILABILITY=0: no availability query; CUPTI's host API takes a null image for the chips
+    // it knew at its release ("required for future chip support", cupti_profiler_host.h).
+    const char* av = std::getenv("UMSCOPE_COUNTER_AVAILABILITY");
+    const bool query = !(av && *av == '0');
     std::vector<uint8_t> avail;
-    if (!availability(avail)) return false;
+    if (query && !availability(avail)) return false;
     metrics = env_list("UMSCOPE_SAMPLE_METRICS", kSampled);
-    if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) return false;
-    char extra[200];
-    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"setup\":\"%s\"",
-                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, setup_where);
+    if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, query ? avail.data() : nullptr, metrics, dev)) return false;
+    char extra[240];
+    std::snprintf(extra, sizeof extra,
+                  ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"setup\":\"%s\",\"availability\":\"%s\"",
+                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, setup_where,
+                  query ? "queried" : "not queried");
     write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
     return true;
   }
