@@ -437,9 +437,11 @@ struct Sampler {
     if (ms && std::atoll(ms) > 0) max_samples = static_cast<size_t>(std::atoll(ms));
   }
 
-  // The device's counter availability image (two calls: the size, then the image; 121-251 ms in all on the H100,
-  // the first profiler call on the device). It cannot be skipped: with an image saved from an earlier run and no
-  // query the program died of SIGSEGV (H100, CUDA 13.0).
+  // The device's counter availability image (two calls: the size, then the image: 0.02 ms and 145-185 ms on the
+  // H100, the first profiler call on the device). It cannot be skipped: with an image saved from an earlier run
+  // and no query the program died of SIGSEGV, and so it did with no image at all (which CUPTI's host API takes for
+  // the chips it knew at release; the hardware buffer's set-up then took 104-134 ms instead of 65-75) (H100, CUDA
+  // 13.0; docs/counters.md).
   bool availability(std::vector<uint8_t>& avail) {
     Timed whole("counter availability", dev);
     auto ap = params<CUpti_PmSampling_GetCounterAvailability_Params>(CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
@@ -464,19 +466,13 @@ struct Sampler {
       chip = chip_of(dev);
     }
     if (!chip) return false;
-    // UMSCOPE_COUNTER_AVAILABILITY=0: no availability query; CUPTI's host API takes a null image for the chips
-    // it knew at its release ("required for future chip support", cupti_profiler_host.h).
-    const char* av = std::getenv("UMSCOPE_COUNTER_AVAILABILITY");
-    const bool query = !(av && *av == '0');
     std::vector<uint8_t> avail;
-    if (query && !availability(avail)) return false;
+    if (!availability(avail)) return false;
     metrics = env_list("UMSCOPE_SAMPLE_METRICS", kSampled);
-    if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, query ? avail.data() : nullptr, metrics, dev)) return false;
-    char extra[240];
-    std::snprintf(extra, sizeof extra,
-                  ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"setup\":\"%s\",\"availability\":\"%s\"",
-                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, setup_where,
-                  query ? "queried" : "not queried");
+    if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) return false;
+    char extra[200];
+    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"setup\":\"%s\"",
+                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, setup_where);
     write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
     return true;
   }
