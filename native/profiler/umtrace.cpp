@@ -432,6 +432,17 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   }
 }
 
+// The exit's later steps, on the trace's clock: after the exit handlers, the loader finalises the libraries in the
+// reverse order of their loading (those loaded after this one, such as CUPTI's profiler libraries, first), then the
+// process ends and the kernel closes the driver's files. A phase of no length marks when this library's turn came.
+__attribute__((destructor)) void on_unload() {
+  if (!g_out || !g_mu.try_lock()) return;  // never wait at exit for a lock another thread may keep
+  const uint64_t w = wall_ns();
+  umprofiler::write_phase(g_out, "exit: libumtrace finalised", -1, w, w);
+  std::fflush(g_out);
+  g_mu.unlock();
+}
+
 void on_fatal(int sig) {
   finish();  // not async-signal-safe: best effort, the program is dying anyway
   std::signal(sig, SIG_DFL);
