@@ -21,6 +21,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -906,6 +907,8 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
   g_sub = sub;
   const char* async = std::getenv("UMSCOPE_COUNTER_ASYNC");
   g_async = g_sample && !g_kernel && !(async && *async == '0');
+  // A child forked while a set-up was under way has no set-up thread: its driver calls must not wait for one.
+  if (g_async) pthread_atfork(nullptr, nullptr, [] { g_gate_on.store(false); });
   ok("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
   ok("watch context destruction",
      cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
