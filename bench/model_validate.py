@@ -54,6 +54,33 @@ def figures(size, dev, tag):
     return calibrated.figures_from_records(figure_records(size, dev, tag))
 
 
+SIZES = ("16M", "32M", "64M", "128M")  # the costs that do not scale with the allocation, measured by size
+
+
+def sized_records(dev, tag="figsize"):
+    """Pinned and registered allocation and free, and the read-mostly and preferred-location advice, at the
+    sizes of the applications' arrays (calibrated.sized interpolates between them per array)."""
+    global TAG
+    TAG = tag
+    recs = []
+    for b in SIZES:
+        for kind in ("pinned", "registered"):
+            recs += umbench("firsttouch", "--kind", kind, "--by", "cpu", "--bytes", b, "--reps", "3", *dev)
+        for adv in ("read_mostly", "preferred:gpu"):
+            recs += umbench("migration", "--op", "read", "--kind", f"managed,first_touch=cpu,advise={adv}", "--bytes", b,
+                            "--iterations", 2, "--trials", 3, *dev)
+    return recs
+
+
+def with_sized(fig, src, recs):
+    """fig plus the by-size figures (key_<MiB>m) of `recs`."""
+    f2, s2 = calibrated.figures_from_records(recs)
+    for k, v in f2.items():
+        if k.rsplit("_", 1)[-1][:-1].isdigit() and k.endswith("m"):
+            fig[k], src[k] = v, s2[k]
+    return fig, src
+
+
 def figure_records(size, dev, tag):
     """The microbenchmarks that calibrate the model (calibrated.figures_from_records says which record
     gives which figure)."""
@@ -244,7 +271,8 @@ def from_raw(a):
     through the current model."""
     recs = [json.loads(x) for x in Path(a.from_raw).read_text().splitlines() if x.strip()]
     meta = next((r for r in recs if r.get("_tag") == "meta"), {})
-    fig, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig256"])
+    fig, src = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig256"])
+    fig, src = with_sized(fig, src, [r for r in recs if r.get("_tag") == "figsize"])
     fig, missing = with_packaged(fig)
     big, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig1g"])
     rows = compare([r for r in recs if r.get("_tag") == "app"], fig)
@@ -290,6 +318,7 @@ def main():
     dev = ["--device", a.device]
     print(f"{g['name']}: measuring the machine's figures (256 MiB)", flush=True)
     fig, src = figures(256 << 20, dev, "fig256")
+    fig, src = with_sized(fig, src, sized_records(dev))
     fig, missing = with_packaged(fig)
     if missing:
         print(f"  not measured now, taken from the packaged H100 figures: {', '.join(sorted(missing))}", flush=True)

@@ -84,9 +84,17 @@ def counted(keep, name) -> dict:
     drv = [e for e in lines if e.get("k") == "uvm_counters" and e.get("dev", -1) >= 0]
     end = next((e for e in lines if e.get("k") == "end"), {})
     fault_recs = sum(1 for e in lines if e.get("k") == "um" and e.get("c") == 4)
+    # each distinct launch shape (the tracer's kernel records carry grid, block, registers, shared memory)
+    launches = {}
+    for e in lines:
+        if e.get("k") == "kernel" and "g" in e:
+            key = (e.get("n", "?")[:60], tuple(e["g"]), tuple(e.get("bl") or ()), e.get("rg"), e.get("sh"))
+            launches[key] = launches.get(key, 0) + 1
     return {"cupti_htod": tr["totals"]["htod"], "cupti_dtoh": tr["totals"]["dtoh"],
             "cupti_faults": tr["totals"]["gpu_fault"], "cupti_fault_records": fault_recs,
             "cupti_by_cause": tr["by_cause"]["htod"], "cupti_dropped": end.get("dropped", tr.get("dropped")),
+            "launches": [{"kernel": k[0], "grid": list(k[1]), "block": list(k[2]), "regs": k[3], "shared": k[4],
+                          "count": n} for k, n in launches.items()],
             "driver": ({k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
                        if drv else None)}
 
@@ -127,7 +135,11 @@ def main():
             print(f"no GPU: {fp.get('why_no_gpu', 'none found')}", file=sys.stderr)
             return 2
         keep = a.keep or tempfile.mkdtemp(prefix="simval-")
-        meta = {"gpu": fp["gpus"][0]["name"], "free_mem": int(fp["gpus"][0]["free_mem"]), "bytes": a.bytes,
+        g = fp["gpus"][0]
+        meta = {"gpu": g["name"], "free_mem": int(g["free_mem"]), "bytes": a.bytes,
+                # what bounds the blocks resident per SM (the faults a launch has outstanding at once)
+                "props": {k: g.get(k) for k in ("sms", "max_threads_per_sm", "regs_per_sm", "max_blocks_per_sm",
+                                                "shared_per_sm")},
                 "uvm": probe.uvm_params(), "commit": _commit.commit(ROOT),
                 "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         for n, (label, margs, *_) in enumerate(CASES):
