@@ -54,33 +54,6 @@ def figures(size, dev, tag):
     return calibrated.figures_from_records(figure_records(size, dev, tag))
 
 
-SIZES = ("16M", "32M", "64M", "128M")  # the costs that do not scale with the allocation, measured by size
-
-
-def sized_records(dev, tag="figsize"):
-    """Pinned and registered allocation and free, and the read-mostly and preferred-location advice, at the
-    sizes of the applications' arrays (calibrated.sized interpolates between them per array)."""
-    global TAG
-    TAG = tag
-    recs = []
-    for b in SIZES:
-        for kind in ("pinned", "registered"):
-            recs += umbench("firsttouch", "--kind", kind, "--by", "cpu", "--bytes", b, "--reps", "3", *dev)
-        for adv in ("read_mostly", "preferred:gpu"):
-            recs += umbench("migration", "--op", "read", "--kind", f"managed,first_touch=cpu,advise={adv}", "--bytes", b,
-                            "--iterations", 2, "--trials", 3, *dev)
-    return recs
-
-
-def with_sized(fig, src, recs):
-    """fig plus the by-size figures (key_<MiB>m) of `recs`."""
-    f2, s2 = calibrated.figures_from_records(recs)
-    for k, v in f2.items():
-        if k.rsplit("_", 1)[-1][:-1].isdigit() and k.endswith("m"):
-            fig[k], src[k] = v, s2[k]
-    return fig, src
-
-
 def figure_records(size, dev, tag):
     """The microbenchmarks that calibrate the model (calibrated.figures_from_records says which record
     gives which figure)."""
@@ -191,7 +164,13 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
               "as the application declares it (stencils: link_read_bytes and link_write_bytes, their neighbours' "
               "re-reads included; tiled kernels: link_bytes and the separate runs of bytes their tiles read, "
               "link_runs; else traffic_bytes): reads, writes and both at once at the measured rates, and the runs "
-              "at the rate of random remote loads (gpu-stream gather). The first iteration's one-time cost (module "
+              "at the rate of random remote loads (gpu-stream gather). gemm declares the traffic cuBLAS's kernel "
+              "was measured to make (bench/model_linkbytes.py: the L2's sysmem sectors and the PCIe bytes of "
+              "sm80_xmma_gemm_..._tilesize256x128x8, fp32, 3344^3): A read once per 256 columns of C, B once per "
+              "128 rows, C written once, as 45.0 M link requests per call, one per 40.7 bytes read (a streaming "
+              "kernel makes one per 256), each costing what a random remote load costs (link_runs). The CPU's "
+              "initialisation of pinned and registered arrays writes resident pages: it costs the kind's first "
+              "write (firsttouch) instead of the pageable first touch. The first iteration's one-time cost (module "
               "loading, cuBLAS's first call) is paid once. bfs counts its random loads and stores from its "
               "traversal; they cost the measured gather and scatter rates, overlapping at the gather-scatter rate. "
               + sweep_text,
@@ -201,7 +180,11 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
               "the medians of the runs only damp; the managed modes' fault and migration costs come from streaming "
               "microbenchmarks, while cuBLAS's tiles fault in a scattered order; kernels too small to fill the link "
               "(needle launches one small grid per diagonal of tiles, pathfinder a few rows per launch) wait on the "
-              "link's latency rather than its rate; cuBLAS's tile shape is assumed (named in gemm.cu)."]
+              "link's latency rather than its rate; the stencils' kernels get 20-35% less from the link than the "
+              "read and copy streams they are priced at, which the access width does not explain (gpu-stream "
+              "read-words and copy-words: 51 GB/s read and 81-84 GB/s copy with 4, 8 and 16-byte accesses alike); "
+              "the applications' pinned allocations cost about 25% less per GiB than the firsttouch benchmark's "
+              "(which is linear in the size: 520 ms/GiB at 32 MiB to 256 MiB)."]
     if micro:
         lines += ["", "Microbenchmarks: the 1 GiB figure predicted (linearly) from the 256 MiB one.", "",
                   "| figure | 256 MiB | 1 GiB | error |", "| --- | ---: | ---: | ---: |"]
@@ -271,8 +254,7 @@ def from_raw(a):
     through the current model."""
     recs = [json.loads(x) for x in Path(a.from_raw).read_text().splitlines() if x.strip()]
     meta = next((r for r in recs if r.get("_tag") == "meta"), {})
-    fig, src = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig256"])
-    fig, src = with_sized(fig, src, [r for r in recs if r.get("_tag") == "figsize"])
+    fig, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig256"])
     fig, missing = with_packaged(fig)
     big, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig1g"])
     rows = compare([r for r in recs if r.get("_tag") == "app"], fig)
@@ -318,7 +300,6 @@ def main():
     dev = ["--device", a.device]
     print(f"{g['name']}: measuring the machine's figures (256 MiB)", flush=True)
     fig, src = figures(256 << 20, dev, "fig256")
-    fig, src = with_sized(fig, src, sized_records(dev))
     fig, missing = with_packaged(fig)
     if missing:
         print(f"  not measured now, taken from the packaged H100 figures: {', '.join(sorted(missing))}", flush=True)

@@ -100,6 +100,17 @@ def test_model_zero_copy_terms_exact():
     assert calibrated.predict("triad", "pinned", rnd, FIG)["compute_ms"] == pytest.approx(4 * link)
 
 
+def test_pinned_and_registered_initialisation_writes_resident_pages():
+    # explicit's init less its pageable first touch (2 GB at 10 ms/GiB), plus the kind's own first write of
+    # the 2 GB it initialises (pages resident since allocation): 30 - 2e9/GIB*10 + 2e9/GIB*4
+    fig = dict(FIG, pinned_first_touch_ms_per_gib=4.0)
+    assert calibrated.predict("triad", "pinned", CAL, fig)["init_ms"] == pytest.approx(30.0 - 2e9 / GIB * 6.0)
+    recs = [{"benchmark": "firsttouch", "op": "first-touch", "processor": "host", "by": "cpu", "kind": k,
+             "bytes": GIB, "median": v} for k, v in (("pinned", 20.0), ("registered", 15.0))]
+    fig, _ = calibrated.figures_from_records(recs)
+    assert fig == {"pinned_first_touch_ms_per_gib": 20.0, "registered_first_touch_ms_per_gib": 15.0}
+
+
 def test_gpu_stream_pattern_records_give_the_random_access_figures():
     recs = [{"benchmark": "gpu-stream", "op": "gather", "kind": "pinned", "bytes": 256 << 20, "median": 0.7},
             {"benchmark": "gpu-stream", "op": "gather", "kind": "pinned", "bytes": 16 << 20, "median": 9.0},
@@ -255,36 +266,10 @@ def test_figures_from_records_reads_the_microbenchmarks():
                    "migrate_d2h_gbps": 30.0, "remote_gbps": 51.0, "remote_write_gbps": 52.0,
                    "gpu_first_touch_ms_per_gib": 65.0, "managed_free_gpu_ms_per_gib": 10.0,
                    "pinned_alloc_ms_per_gib": 500.0, "cpu_fault_us_4k": 0.3, "host_gbps": 80.0, "checksum_gbps": 30.0,
-                   "h2d_gbps": 20.0, "d2h_gbps": 15.0,
-                   # the costs that need not scale with the size, also keyed by the size they were measured at
-                   "first_pass_gbps_1024m": 6.5, "read_mostly_first_pass_gbps_1024m": 6.0,
-                   "advise_preferred_gpu_ms_per_gib_1024m": 30.0, "pinned_alloc_ms_per_gib_2048m": 500.0}
+                   "h2d_gbps": 20.0, "d2h_gbps": 15.0}
     assert src["first_pass_gbps"].startswith("migration read managed first_touch=cpu")
     assert "minus" in src["advise_read_mostly_ms_per_gib"]
-    assert {k.rsplit("_", 1)[0] if k.endswith("m") and k.rsplit("_", 1)[1][:-1].isdigit() else k for k in fig} <= \
-        set(calibrated.CALIBRATES) | {"h2d_gbps", "d2h_gbps", "host_gbps", "first_pass_gbps"}
-
-
-def test_costs_measured_by_size_are_interpolated_per_array():
-    # pinned allocation measured at 16 MiB (2000 ms/GiB: a fixed cost dominates) and 256 MiB (500 ms/GiB)
-    recs = [{"benchmark": "firsttouch", "op": "alloc", "processor": "host", "by": "cpu", "kind": "pinned",
-             "bytes": b << 20, "median": ms} for b, ms in ((16, 31.25), (256, 125.0))]
-    fig, src = calibrated.figures_from_records(recs)
-    assert fig["pinned_alloc_ms_per_gib_16m"] == 2000.0 and fig["pinned_alloc_ms_per_gib_256m"] == 500.0
-    assert "16 MiB" in src["pinned_alloc_ms_per_gib_16m"]
-    # halfway in log2(size) between 16 and 256 MiB (64 MiB): the mean; outside: the nearest measured size
-    assert calibrated.sized(fig, "pinned_alloc_ms_per_gib", 64 << 20) == pytest.approx(1250.0)
-    assert calibrated.sized(fig, "pinned_alloc_ms_per_gib", 1 << 20) == 2000.0
-    assert calibrated.sized(fig, "pinned_alloc_ms_per_gib", GIB) == 500.0
-    assert calibrated.sized({"x": 3.0}, "x", 5) == 3.0 and calibrated.sized({}, "x", 5) is None
-    # pinned mode allocates each of triad's three arrays on its own: 3 x 64 MiB at 1250 ms/GiB
-    cal = dict(CAL, data_bytes=3 * (64 << 20), in_bytes=2 * (64 << 20), out_bytes=64 << 20,
-               arrays=",".join(f"{n}:{u}:{64 << 20}" for n, u in (("a", "out"), ("b", "in"), ("c", "in"))))
-    p = calibrated.predict("triad", "pinned", cal, dict(FIG, **fig))
-    assert p["alloc_ms"] == pytest.approx(3 * 1250.0 / 16)
-    # without figures by size, the one per-GiB figure over the footprint, as before
-    p = calibrated.predict("triad", "pinned", cal, FIG)
-    assert p["alloc_ms"] == pytest.approx(500.0 * 3 / 16)
+    assert set(fig) <= set(calibrated.CALIBRATES) | {"h2d_gbps", "d2h_gbps", "host_gbps", "first_pass_gbps"}
 
 
 def test_validated_error_travels_with_modelled_figures(tmp_path, monkeypatch, capsys):

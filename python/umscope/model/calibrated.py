@@ -17,7 +17,6 @@ Output: a `modelled` record per phase and mode, with the model version, every in
 error where docs/model-validation.md gives one."""
 
 import json
-import math
 from pathlib import Path
 
 VERSION = "calibrated-3"
@@ -43,6 +42,8 @@ PHASES = ("context_ms", "alloc_ms", "init_ms", "transfer_ms", "compute_ms", "bac
 CALIBRATES = {
     "system_first_touch_ms_per_gib": "init: what explicit's CPU initialisation pays for first-touching pageable pages",
     "cpu_first_touch_ms_per_gib": "init (managed modes): the CPU first-touching managed pages instead",
+    "pinned_first_touch_ms_per_gib": "init (pinned): the CPU's first write of pinned pages (resident since allocation)",
+    "registered_first_touch_ms_per_gib": "init (registered): the same for registered pages",
     "first_pass_gbps": "compute (managed): demand migration of one CPU-initialised array on the GPU's first pass",
     "first_pass2_gbps": "compute (managed): the same with two arrays migrating at once (kernels streaming several "
                         "inputs)",
@@ -93,7 +94,6 @@ def profile(app: str, calib: dict) -> dict:
                 arrays.append((parts[1], int(parts[2])))
         big_in = sum(1 for u, b in arrays if u != "out" and b >= 0.1 * D) if arrays else 1
         src = "declared by the application (in_bytes, out_bytes, inout_bytes, arrays)"
-        arrays = [(u, b) for u, b in arrays if b > 0]
     else:
         if app not in ACCESS:
             raise KeyError(f"no access profile for {app!r}")
@@ -101,46 +101,8 @@ def profile(app: str, calib: dict) -> dict:
         i, o, x = fin * D, fout * D, 0.0
         big_in = 1
         src = "calibrated.ACCESS (fractions of the footprint)"
-        arrays = [(u, b) for u, b in (("in", i), ("out", o)) if b > 0]
     return {"D": D, "in": i, "out": o, "inout": x, "cpu_init": i + x, "results": o + x, "untouched": o,
-            "concurrent_inputs": big_in, "arrays": arrays, "source": src}
-
-
-def sized(fig: dict, key: str, nbytes: float):
-    """Figure `key` at an allocation of `nbytes`: where the figures hold it measured at several sizes
-    (key_<MiB>m, figures_from_records), interpolated linearly in log2(size) between the two nearest
-    sizes (the nearest one outside them); else the figure itself (None if missing)."""
-    pts = []
-    for k, v in fig.items():
-        if k.startswith(key + "_") and k.endswith("m") and k[len(key) + 1:-1].isdigit() and v is not None:
-            pts.append((int(k[len(key) + 1:-1]) << 20, float(v)))
-    if len(pts) < 2 or nbytes <= 0:
-        return fig.get(key)
-    pts.sort()
-    if nbytes <= pts[0][0]:
-        return pts[0][1]
-    if nbytes >= pts[-1][0]:
-        return pts[-1][1]
-    for (s0, v0), (s1, v1) in zip(pts, pts[1:]):
-        if s0 <= nbytes <= s1:
-            w = (math.log2(nbytes) - math.log2(s0)) / (math.log2(s1) - math.log2(s0))
-            return v0 + w * (v1 - v0)
-    return fig.get(key)
-
-
-def per_array_ms(fig: dict, key: str, arrays, uses=None):
-    """Sum over the arrays (use, bytes) whose use is in `uses` (all without) of the per-GiB cost `key` at
-    each array's own size (sized()); None where the figure is missing."""
-    tot, any_ = 0.0, False
-    for u, b in arrays:
-        if uses is not None and u not in uses:
-            continue
-        v = sized(fig, key, b)
-        if v is None:
-            return None
-        tot += v * b / GIB
-        any_ = True
-    return tot if any_ else 0.0
+            "concurrent_inputs": big_in, "source": src}
 
 
 def calibration(explicit_records) -> dict:
@@ -200,11 +162,7 @@ def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
     # cudaMalloc/cudaFree and pageable host copies are not part of any other mode); without the figure,
     # explicit's own phase.
     def kind_phase(key, phase):
-        # each array allocated (freed) on its own: the cost per GiB at its size where measured by size
-        if not fig.get(key):
-            return calib[phase]
-        v = per_array_ms(fig, key, a["arrays"]) if a["arrays"] else None
-        return ft(key, D) if v is None else v
+        return ft(key, D) if fig.get(key) else calib[phase]
     if mode.startswith("managed"):
         p["init_ms"] = max(0.0, calib["init_ms"] - sys_ft) + ft("cpu_first_touch_ms_per_gib", init_b)
         p["transfer_ms"] = 0.0
@@ -221,10 +179,8 @@ def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
                 else ft("gpu_first_touch_ms_per_gib", untouched))
             p["back_ms"] = _ms(res_b, fig.get("migrate_d2h_gbps") or fig["migrate_gbps"]) + checksum
         else:  # managed-advice: inputs read-mostly, outputs and in/out arrays preferred on the GPU
-            rm = per_array_ms(fig, "advise_read_mostly_ms_per_gib", a["arrays"], ("in",)) if a["arrays"] else None
-            pg = per_array_ms(fig, "advise_preferred_gpu_ms_per_gib", a["arrays"], ("inout",)) if a["arrays"] else None
-            p["transfer_ms"] = (ft("advise_read_mostly_ms_per_gib", a["in"]) if rm is None else rm) + \
-                (ft("advise_preferred_gpu_ms_per_gib", a["inout"]) if pg is None else pg)
+            p["transfer_ms"] = ft("advise_read_mostly_ms_per_gib", a["in"]) + \
+                ft("advise_preferred_gpu_ms_per_gib", a["inout"])
             p["compute_ms"] = K * kern + _ms(a["in"], fig.get("read_mostly_first_pass_gbps") or fp) + \
                 _ms(a["inout"], fig.get("preferred_gpu_first_pass_gbps") or fp) + \
                 ft("gpu_first_touch_ms_per_gib", untouched)
@@ -233,8 +189,9 @@ def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
         if mode == "system" and not ats and not fig.get("ats"):
             raise ValueError("system mode needs HMM or ATS: not modelled on this machine")
         if mode != "system":
-            # pinned and registered pages are resident from allocation: no first touch in the initialisation
-            p["init_ms"] = max(0.0, calib["init_ms"] - sys_ft)
+            # pinned and registered pages are resident from allocation: the initialisation writes them without
+            # faulting, at the rate the CPU writes that kind the first time after allocation (firsttouch)
+            p["init_ms"] = max(0.0, calib["init_ms"] - sys_ft) + ft(f"{mode}_first_touch_ms_per_gib", init_b)
             p["alloc_ms"] = kind_phase(f"{mode}_alloc_ms_per_gib", "alloc_ms")
             p["free_ms"] = kind_phase(f"{mode}_free_ms_per_gib", "free_ms")
         p["transfer_ms"] = 0.0
@@ -391,27 +348,24 @@ def figures_from_records(records) -> tuple:
         gib = nb / GIB if nb else 0
         tag = f"{b} {op} {kind} {r.get('policy') or ''} {int(nb) >> 20} MiB".replace("  ", " ")
 
-        def put(k, v, note="", by_size=False):
-            if v is None:
-                return
-            for key in ((k, f"{k}_{int(nb) >> 20}m") if by_size and nb >= 1 << 20 else (k,)):
-                vals.setdefault(key, []).append(float(v))
-                fig[key] = _median(vals[key])
-                src[key] = tag + note + (f" (median of {len(vals[key])})" if len(vals[key]) > 1 else "")
+        def put(k, v, note=""):
+            if v is not None:
+                vals.setdefault(k, []).append(float(v))
+                fig[k] = _median(vals[k])
+                src[k] = tag + note + (f" (median of {len(vals[k])})" if len(vals[k]) > 1 else "")
         if b == "migration" and not r.get("dos") and r.get("cpu_touch", "none") == "none":
             ft, pf, adv = pol.get("first_touch", "cpu"), pol.get("prefetch"), pol.get("advise")
             if kind == "managed" and ft == "cpu" and not pf:
                 if r.get("place_ms") is not None and gib and op == "read" and (adv or "") not in place:
                     place[adv or ""] = (r["place_ms"] / gib, tag)
                 if adv in ("read_mostly", "preferred:gpu") and r.get("advise_ms") is not None and gib:
-                    put("advise_" + adv.replace(":", "_") + "_ms_per_gib", r["advise_ms"] / gib, " (advise_ms)",
-                        by_size=True)
+                    put("advise_" + adv.replace(":", "_") + "_ms_per_gib", r["advise_ms"] / gib, " (advise_ms)")
                 if op == "read" and not adv:
-                    put("first_pass_gbps", r.get("first"), by_size=True)
+                    put("first_pass_gbps", r.get("first"))
                 elif op == "copy" and not adv:
                     put("first_pass2_gbps", r.get("first"))
                 elif op == "read" and adv == "read_mostly":
-                    put("read_mostly_first_pass_gbps", r.get("first"), by_size=True)
+                    put("read_mostly_first_pass_gbps", r.get("first"))
                 elif op == "read" and adv == "preferred:gpu":
                     put("preferred_gpu_first_pass_gbps", r.get("first"))
             elif kind == "managed" and pf == "gpu" and ft == "cpu" and not adv:
@@ -431,10 +385,10 @@ def figures_from_records(records) -> tuple:
             thp = pol.get("page") == "thp"
             if op == "first-touch" and kind == "managed":
                 put("gpu_first_touch_ms_per_gib" if by_gpu else "cpu_first_touch_ms_per_gib", r["median"] / gib)
-            elif op == "first-touch" and kind == "system" and not by_gpu and not thp:
-                put("system_first_touch_ms_per_gib", r["median"] / gib)
+            elif op == "first-touch" and kind in ("system", "pinned", "registered") and not by_gpu and not thp:
+                put(f"{kind}_first_touch_ms_per_gib", r["median"] / gib)
             elif op in ("alloc", "free") and kind in ("pinned", "registered", "system") and not thp:
-                put(f"{kind}_{op}_ms_per_gib", r["median"] / gib, by_size=True)
+                put(f"{kind}_{op}_ms_per_gib", r["median"] / gib)
             elif op == "free" and kind == "managed" and by_gpu:
                 put("managed_free_gpu_ms_per_gib", r["median"] / gib)
         elif (b == "faults" and op == "touch-parallel" and str(r.get("processor")) == "cpu" and kind == "managed"
