@@ -164,7 +164,13 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
               "as the application declares it (stencils: link_read_bytes and link_write_bytes, their neighbours' "
               "re-reads included; tiled kernels: link_bytes and the separate runs of bytes their tiles read, "
               "link_runs; else traffic_bytes): reads, writes and both at once at the measured rates, and the runs "
-              "at the rate of random remote loads (gpu-stream gather). The first iteration's one-time cost (module "
+              "at the rate of random remote loads (gpu-stream gather). gemm declares the traffic cuBLAS's kernel "
+              "was measured to make (bench/model_linkbytes.py: the L2's sysmem sectors and the PCIe bytes of "
+              "sm80_xmma_gemm_..._tilesize256x128x8, fp32, 3344^3): A read once per 256 columns of C, B once per "
+              "128 rows, C written once, as 45.0 M link requests per call, one per 40.7 bytes read (a streaming "
+              "kernel makes one per 256), each costing what a random remote load costs (link_runs). The CPU's "
+              "initialisation of pinned and registered arrays writes resident pages: it costs the kind's first "
+              "write (firsttouch) instead of the pageable first touch. The first iteration's one-time cost (module "
               "loading, cuBLAS's first call) is paid once. bfs counts its random loads and stores from its "
               "traversal; they cost the measured gather and scatter rates, overlapping at the gather-scatter rate. "
               + sweep_text,
@@ -174,7 +180,11 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
               "the medians of the runs only damp; the managed modes' fault and migration costs come from streaming "
               "microbenchmarks, while cuBLAS's tiles fault in a scattered order; kernels too small to fill the link "
               "(needle launches one small grid per diagonal of tiles, pathfinder a few rows per launch) wait on the "
-              "link's latency rather than its rate; cuBLAS's tile shape is assumed (named in gemm.cu)."]
+              "link's latency rather than its rate; the stencils' kernels get 20-35% less from the link than the "
+              "read and copy streams they are priced at, which the access width does not explain (gpu-stream "
+              "read-words and copy-words: 51 GB/s read and 81-84 GB/s copy with 4, 8 and 16-byte accesses alike); "
+              "the applications' pinned allocations cost about 25% less per GiB than the firsttouch benchmark's "
+              "(which is linear in the size: 520 ms/GiB at 32 MiB to 256 MiB)."]
     if micro:
         lines += ["", "Microbenchmarks: the 1 GiB figure predicted (linearly) from the 256 MiB one.", "",
                   "| figure | 256 MiB | 1 GiB | error |", "| --- | ---: | ---: | ---: |"]

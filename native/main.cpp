@@ -78,7 +78,7 @@ std::string gpu_json(const GpuCaps& c, int count = 0) {
   o.set("free_mem", static_cast<unsigned long long>(c.free_mem)).set("l2_bytes", c.l2_bytes);
   o.set("clock_khz", c.clock_khz).set("mem_clock_khz", c.mem_clock_khz).set("mem_bus_bits", c.mem_bus_bits);
   o.set("pci_bus_id", c.pci_bus_id).set("max_threads_per_sm", c.max_threads_per_sm);
-  o.set("shared_per_sm", c.shared_per_sm);
+  o.set("shared_per_sm", c.shared_per_sm).set("regs_per_sm", c.regs_per_sm).set("max_blocks_per_sm", c.max_blocks_per_sm);
   o.set("managed_memory", c.managed_memory).set("concurrent_managed_access", c.concurrent_managed_access);
   o.set("pageable_memory_access", c.pageable_memory_access);
   o.set("pageable_memory_access_uses_host_page_tables", c.pageable_uses_host_page_tables);

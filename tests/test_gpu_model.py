@@ -43,3 +43,36 @@ def test_bfs_declares_its_random_accesses_on_the_gpu():
     assert st["status"] == "ok", st
     r = recs[0]
     assert r["gather_accesses"] > r["edges"] and r["scatter_accesses"] > r["reached"]
+
+
+def test_access_width_streams_verified_and_counted():
+    recs, st = _out(umbench("run", "gpu-stream", "--kind", "pinned", "--bytes", "32M", "--ops", "read-words,copy-words",
+                            "--width", "4,16", "--reps", "3"))
+    assert st["status"] == "ok", st
+    got = sorted((r["op"], r["access_bytes"]) for r in recs)
+    assert got == [("copy-words", 4), ("copy-words", 16), ("read-words", 4), ("read-words", 16)]
+    for r in recs:
+        assert r["verified"] == "cpu-reference" and r["median"] > 0
+        assert r["traffic_bytes"] == (2 if r["op"] == "copy-words" else 1) * (32 << 20)
+    # Over the link both widths move the same bytes: neither rate is a tenth of the other (H100: 51 GB/s both)
+    rd = {r["access_bytes"]: r["median"] for r in recs if r["op"] == "read-words"}
+    assert rd[4] > rd[16] / 10 and rd[16] > rd[4] / 10
+
+
+def test_tracer_kernel_records_carry_the_launch_grid(tmp_path):
+    import os
+    import subprocess
+
+    from umscope import native
+    from umscope.profile import tracer
+    lib = tracer.tracer_path()
+    if lib is None:
+        pytest.skip("built without CUPTI (no libumtrace)")
+    tf = tmp_path / "t.jsonl"
+    env = dict(os.environ, CUDA_INJECTION64_PATH=lib, UMSCOPE_TRACE_FILE=str(tf))
+    res = subprocess.run([native.umbench_path(), "run", "migration", "--kind", "managed,first_touch=cpu", "--bytes",
+                          "16M", "--iterations", "1", "--blocks", "7", "--block", "256"], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert '"status":"ok"' in res.stdout.replace(" ", ""), res.stdout[-500:]
+    ks = [json.loads(l) for l in tf.read_text().splitlines() if '"k":"kernel"' in l]
+    assert any(k["g"] == [7, 1, 1] and k["bl"] == [256, 1, 1] and k["rg"] > 0 for k in ks), ks[:3]

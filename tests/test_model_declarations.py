@@ -36,3 +36,13 @@ def test_stencils_and_tiles_declare_what_crosses_the_link():
     n, m = y["dim"], y["inner"]
     blocks = ((n + 63) // 64) ** 2
     assert y["link_runs"] == blocks * 4 * 64 * ((m + 15) // 16) + 2 * n * ((n + 63) // 64)
+
+
+def test_gemm_declares_cublas_tiles_and_its_link_requests():
+    g = _rec("gemm", "--footprint", "2M")
+    m, n, k = g["m"], g["n_cols"], g["k"]
+    # cuBLAS's 256 x 128 tiles (measured): A read once per 256 columns of C, B once per 128 rows; C written once
+    reads = (m * k * -(-n // 256) + k * n * -(-m // 128)) * 4
+    assert g["link_read_bytes"] == reads and g["link_write_bytes"] == m * n * 4
+    # one link request per 40.7 bytes read (the counters' request count)
+    assert g["link_runs"] == pytest.approx(reads / 40.7)

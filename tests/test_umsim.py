@@ -135,7 +135,42 @@ def test_generated_app_is_deterministic_and_in_memory_migrates_once(tmp_path):
     assert a["h2d_fault_pages"] + a["h2d_prefetch_pages"] == a["footprint_pages"]
 
 
+def test_launch_concurrency_forms_batches_from_the_sms_first_faults(tmp_path):
+    # 8 pages read once by 2 resident blocks on 2 SMs, each block covering one page per grid-stride step:
+    # SM 0 reaches pages 0,2,4,6 and SM 1 pages 1,3,5,7; each stops at its first fault, so every batch
+    # holds one fault of each SM (granule of one page, no prefetch): 4 batches of 2 faults.
+    one = dict(capacity=64 * PB, unit=8 * PB, granule=PB, prefetch="off")
+    s = replay(tmp_path, [(0, 8)], list(range(8)), resident_blocks=2, sms=2, block_bytes=PB, **one)
+    assert (s["faults"], s["dup_faults"], s["batches"], s["h2d_fault_pages"], s["hits"]) == (8, 0, 4, 8, 0)
+    assert (s["resident_blocks"], s["sms"], s["block_bytes"]) == (2, 2, PB)
+    # Blocks covering half a page: both SMs fault on the same page in one batch (a duplicate entry)
+    s = replay(tmp_path, [(0, 8)], [0, 1], resident_blocks=2, sms=2, block_bytes=PB // 2, **one)
+    assert (s["faults"], s["dup_faults"], s["batches"]) == (2, 2, 2)
+    # One SM holding both blocks: one fault per batch, the page replay at window 1
+    s = replay(tmp_path, [(0, 8)], list(range(8)), resident_blocks=2, sms=1, block_bytes=PB, **one)
+    w = replay(tmp_path, [(0, 8)], list(range(8)), fault_window=1, **one)
+    assert (s["faults"], s["batches"]) == (w["faults"], w["batches"]) == (8, 8)
+    # A second pass finds every page resident: hits, no faults; a CPU access between kernels ends the launch
+    s = replay(tmp_path, [(0, 8)], list(range(8)) + [B] + list(range(8)) + [3 | C | W, B, 3],
+               resident_blocks=2, sms=2, block_bytes=PB, **one)
+    assert (s["faults"], s["hits"], s["cpu_faults"], s["batches"]) == (9, 8, 1, 5)
+
+
+def test_resident_blocks_follow_the_device_limits():
+    h100 = {"sms": 132, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32, "regs_per_sm": 65536,
+            "shared_per_sm": 233472}
+    r = sim.resident([1 << 20, 1, 1], [1024, 1, 1], 32, 0, h100)  # threads: 2 blocks of 1024 per SM
+    assert (r["blocks_per_sm"], r["blocks"], r["warps"], r["limited_by"]) == (2, 264, 2 * 132 * 32, "threads")
+    assert sim.resident(4, 1024, 32, 0, h100)["blocks"] == 4  # the grid itself
+    assert sim.resident(1 << 20, 256, 64, 0, h100)["blocks_per_sm"] == 4  # 64 regs x 256 threads: registers
+    assert sim.resident(1 << 20, 256, 16, 100000, h100)["limited_by"] == "shared memory"  # 2 per SM
+    with pytest.raises(ValueError):
+        sim.resident(4, 1024, 0, 0, {})
+
+
 def test_bad_options_are_refused():
+    with pytest.raises(UsageError, match="block-bytes"):
+        sim.run({"app": "triad", "footprint": "1M", "capacity": "1M", "resident_blocks": 4})
     with pytest.raises(UsageError, match="policy"):
         sim.run({"app": "triad", "footprint": "1M", "capacity": "1M", "policy": "magic"})
     with pytest.raises(UsageError, match="capacity"):

@@ -100,6 +100,17 @@ def test_model_zero_copy_terms_exact():
     assert calibrated.predict("triad", "pinned", rnd, FIG)["compute_ms"] == pytest.approx(4 * link)
 
 
+def test_pinned_and_registered_initialisation_writes_resident_pages():
+    # explicit's init less its pageable first touch (2 GB at 10 ms/GiB), plus the kind's own first write of
+    # the 2 GB it initialises (pages resident since allocation): 30 - 2e9/GIB*10 + 2e9/GIB*4
+    fig = dict(FIG, pinned_first_touch_ms_per_gib=4.0)
+    assert calibrated.predict("triad", "pinned", CAL, fig)["init_ms"] == pytest.approx(30.0 - 2e9 / GIB * 6.0)
+    recs = [{"benchmark": "firsttouch", "op": "first-touch", "processor": "host", "by": "cpu", "kind": k,
+             "bytes": GIB, "median": v} for k, v in (("pinned", 20.0), ("registered", 15.0))]
+    fig, _ = calibrated.figures_from_records(recs)
+    assert fig == {"pinned_first_touch_ms_per_gib": 20.0, "registered_first_touch_ms_per_gib": 15.0}
+
+
 def test_gpu_stream_pattern_records_give_the_random_access_figures():
     recs = [{"benchmark": "gpu-stream", "op": "gather", "kind": "pinned", "bytes": 256 << 20, "median": 0.7},
             {"benchmark": "gpu-stream", "op": "gather", "kind": "pinned", "bytes": 16 << 20, "median": 9.0},

@@ -200,17 +200,20 @@ void run_typed(Context& ctx, AppRun& run, const std::string& prec) {
   const std::string pa = ctx.args.str("place-a", ""), pb = ctx.args.str("place-b", ""), pc = ctx.args.str("place-c", "");
   extra.set("place_a", pa.empty() ? "mode" : pa).set("place_b", pb.empty() ? "mode" : pb);
   extra.set("place_c", pc.empty() ? "mode" : pc);
-  // What crosses to memory when the matrices are remote (pinned, registered): with C computed in
-  // 128 x 128 tiles, each tile reads its k-panels of A and B once, so A is read n/128 times and B m/128
-  // times. The 128 x 128 tile is an assumption (cuBLAS's usual SGEMM tile; cuBLAS does not say which it
-  // picked); the calibrated model reads it as link_bytes.
-  extra.set("link_bytes", (double(m * k) * ((n + 127) / 128) + double(k * n) * ((m + 127) / 128) + 2.0 * m * n) *
-                              sizeof(T));
-  // ... as separate runs of contiguous bytes, with 32-deep k panels (again assumed): a panel of A is
-  // 128 rows of 32 elements, one of B 32 rows of 128 elements (each row in its own page where the
-  // rows are a page or more apart), C's tile rows are 128 elements, read and written.
-  const double tiles = double((m + 127) / 128) * double((n + 127) / 128), kp = double((k + 31) / 32);
-  extra.set("link_runs", tiles * kp * (128.0 + 32.0) + 2.0 * m * double((n + 127) / 128));
+  // What crosses the link when the matrices are remote (pinned, registered), a traffic model measured with
+  // the GPU's counters (bench/model_linkbytes.py, H100, fp32, 3344 x 3344, docs/model-validation.md):
+  // cuBLAS runs sm80_xmma_gemm_f32f32_..._tilesize256x128x8_..._aligna4 (the profiler's kernel name), C'
+  // = B'A' in cuBLAS's column-major terms (the call below) in tiles of 256 (along n) x 128 (along m): A
+  // is read once per tile of 256 columns of C, B once per tile of 128 rows; C written once (beta = 0).
+  // The counters: L2 sysmem read sectors = exactly that (41 x 44.7 MB per call), writes = C.
+  const double reads = (double(m * k) * double((n + 255) / 256) + double(k * n) * double((m + 127) / 128)) * sizeof(T);
+  extra.set("link_read_bytes", reads).set("link_write_bytes", double(m * n) * sizeof(T));
+  // Those reads cross as small requests, each costing what a random remote load costs: the counters give
+  // 45.0 M read requests per call (the PCIe bytes in beyond the sectors read, 12 bytes of completion
+  // header each; the request headers the GPU sends, 16 bytes each, give the same count): one per 40.7
+  // bytes read, where a streaming kernel sends one per 256. The calibrated model prices each request at
+  // the rate of random 8-byte loads of pinned memory (gpu-stream gather: one request each), as link_runs.
+  extra.set("link_runs", reads / 40.7);
   // The least a GEMM moves: A and B read once, C written once.
   run.finish(extra, double(m * k + k * n + m * n) * sizeof(T), 2.0 * m * n * k);
 }

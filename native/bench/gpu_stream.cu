@@ -11,8 +11,13 @@
 //   gather  --accesses independent 8-byte loads at random slots of the whole array (a resident grid, four
 //           loads in flight per thread): random sector reads; scatter: the same as 8-byte stores;
 //           gather-scatter: a random load and a random store (of another array) per access, both at once.
+//   read-words  the stream read with loads of --width bytes (4, 8, 16; one record per width): what a kernel
+//           of 4-byte (float, int) loads gets from the memory beside one of 16-byte loads (the model's link
+//           rate by access width); the 32-bit words summed as integers, checked against the pattern's.
+//   copy-words  the stream copy (b = a) in loads and stores of --width bytes; b checked element by element.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 
@@ -77,11 +82,57 @@ __global__ void scatter_kernel(double* __restrict__ c, size_t n, size_t per, dou
 }
 constexpr double kWriteValue = 42.5;
 
+// read-words: each thread sums the 32-bit words of its loads of type W (4, 8 or 16 bytes), four loads in
+// flight, grid-stride; the sums (integers: exact in any order) into one word.
+__device__ __forceinline__ unsigned long long word_sum(unsigned int w) { return w; }
+__device__ __forceinline__ unsigned long long word_sum(unsigned long long w) { return (w & 0xffffffffull) + (w >> 32); }
+__device__ __forceinline__ unsigned long long word_sum(uint4 w) {
+  return static_cast<unsigned long long>(w.x) + w.y + w.z + w.w;
+}
+template <typename W>
+__global__ void read_words_kernel(const W* __restrict__ a, size_t n, unsigned long long* out) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  unsigned long long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const W x0 = a[i], x1 = a[i + stride], x2 = a[i + 2 * stride], x3 = a[i + 3 * stride];
+    s0 += word_sum(x0), s1 += word_sum(x1), s2 += word_sum(x2), s3 += word_sum(x3);
+  }
+  for (; i < n; i += stride) s0 += word_sum(a[i]);
+  unsigned long long s = (s0 + s1) + (s2 + s3);
+  for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, s);
+}
+
+// copy-words: b[i] = a[i] in loads and stores of type W, four in flight, grid-stride.
+template <typename W>
+__global__ void copy_words_kernel(const W* __restrict__ a, W* __restrict__ b, size_t n) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const W x0 = a[i], x1 = a[i + stride], x2 = a[i + 2 * stride], x3 = a[i + 3 * stride];
+    b[i] = x0, b[i + stride] = x1, b[i + 2 * stride] = x2, b[i + 3 * stride] = x3;
+  }
+  for (; i < n; i += stride) b[i] = a[i];
+}
+
+// The sum of the 32-bit words of pattern(0..nd-1), as read-words computes it.
+unsigned long long pattern_word_sum(size_t nd) {
+  unsigned long long want = 0;
+  for (size_t i = 0; i < nd; ++i) {
+    const double v = pattern(i);
+    unsigned int w[2];
+    std::memcpy(w, &v, sizeof v);
+    want += static_cast<unsigned long long>(w[0]) + w[1];
+  }
+  return want;
+}
+
 // Every operation, named once: the stream ops (core/stream_ops.cpp) and the access patterns above; --ops's
 // choices and the registrar's list.
 std::vector<std::string> gpu_stream_ops() {
   std::vector<std::string> o = stream_op_names();
-  for (const char* x : {"reread", "gather", "scatter", "gather-scatter"}) o.push_back(x);
+  for (const char* x : {"reread", "gather", "scatter", "gather-scatter", "read-words", "copy-words"}) o.push_back(x);
   return o;
 }
 
@@ -100,13 +151,18 @@ void run_gpu_stream(Context& ctx) {
   if (passes < 1 || passes > 1000) throw UsageError("--passes takes 1 to 1000");
   const long long accesses = ctx.args.integer("accesses", 1 << 24);
   if (accesses < 1 || accesses > (1LL << 34)) throw UsageError("--accesses takes 1 to 2^34");
+  std::vector<int> widths;
+  for (const std::string& w : ctx.args.list("width", "4,8,16")) {
+    if (w != "4" && w != "8" && w != "16") throw UsageError("--width takes 4, 8 or 16 (bytes per load), not '" + w + "'");
+    widths.push_back(std::stoi(w));
+  }
   ctx.use_gpu();
 
   auto needs = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
   if (needs("reread") && windows.empty()) throw UsageError("no --window fits in --bytes");
   bool need_a = needs("read") || needs("copy") || needs("triad") || needs("reread") || needs("gather") ||
-                needs("gather-scatter");
-  bool need_b = needs("copy") || needs("triad");
+                needs("gather-scatter") || needs("read-words") || needs("copy-words");
+  bool need_b = needs("copy") || needs("triad") || needs("copy-words");
   bool need_c = needs("write") || needs("triad") || needs("scatter") || needs("gather-scatter");
   // Managed arrays together must fit: the guard sees each one alone.
   if (kind.name == "managed") check_managed_memory(bytes * (need_a + need_b + need_c), ctx.alloc);
@@ -155,6 +211,90 @@ void run_gpu_stream(Context& ctx) {
         rec.set("grid", L.grid);
         rec.set("block", L.block);
         rec.set("verified", "cpu-reference");  // the sum of every pass equals the pattern's
+        rec.set("residency", A->residency());
+        ctx.emit(rec);
+      }
+      continue;
+    }
+    if (op == "read-words") {
+      unsigned long long* wsum = nullptr;
+      UM_CUDA(cudaMalloc(&wsum, sizeof *wsum));
+      const unsigned long long want = pattern_word_sum(nd);
+      for (int width : widths) {
+        Launch L{};
+        std::function<void()> launch;
+        if (width == 4) {
+          L = launch_for(read_words_kernel<unsigned int>, ctx);
+          launch = [&] { read_words_kernel<<<L.grid, L.block>>>(static_cast<const unsigned int*>(A->gpu()), bytes / 4, wsum); };
+        } else if (width == 8) {
+          L = launch_for(read_words_kernel<unsigned long long>, ctx);
+          launch = [&] {
+            read_words_kernel<<<L.grid, L.block>>>(static_cast<const unsigned long long*>(A->gpu()), bytes / 8, wsum);
+          };
+        } else {
+          L = launch_for(read_words_kernel<uint4>, ctx);
+          launch = [&] { read_words_kernel<<<L.grid, L.block>>>(static_cast<const uint4*>(A->gpu()), bytes / 16, wsum); };
+        }
+        std::vector<double> gbps;
+        for (double ms : repeat_ms(clock, ctx.warmup, ctx.reps, launch,
+                                   [&](int) { UM_CUDA(cudaMemsetAsync(wsum, 0, sizeof *wsum)); }))
+          gbps.push_back(gb_per_s(double(bytes), ms * 1e-3));
+        unsigned long long got = 0;
+        UM_CUDA(cudaMemcpy(&got, wsum, sizeof got, cudaMemcpyDeviceToHost));
+        if (got != want)
+          throw VerifyError("read-words width " + std::to_string(width) + ": word sum " + std::to_string(got) +
+                            " != expected " + std::to_string(want));
+        JsonObject rec = ctx.record(op, proc, kind, bytes);
+        Context::put_summary(rec, "bandwidth", "GB/s", gbps);
+        rec.set("access_bytes", width);
+        rec.set("traffic_bytes", static_cast<unsigned long long>(bytes));
+        rec.set("grid", L.grid);
+        rec.set("block", L.block);
+        rec.set("verified", "cpu-reference");  // the words' sum equals the pattern's
+        rec.set("residency", A->residency());
+        ctx.emit(rec);
+      }
+      cudaFree(wsum);
+      continue;
+    }
+    if (op == "copy-words") {
+      for (int width : widths) {
+        Launch L{};
+        std::function<void()> launch;
+        if (width == 4) {
+          L = launch_for(copy_words_kernel<unsigned int>, ctx);
+          launch = [&] {
+            copy_words_kernel<<<L.grid, L.block>>>(static_cast<const unsigned int*>(A->gpu()),
+                                                   static_cast<unsigned int*>(B->gpu()), bytes / 4);
+          };
+        } else if (width == 8) {
+          L = launch_for(copy_words_kernel<unsigned long long>, ctx);
+          launch = [&] {
+            copy_words_kernel<<<L.grid, L.block>>>(static_cast<const unsigned long long*>(A->gpu()),
+                                                   static_cast<unsigned long long*>(B->gpu()), bytes / 8);
+          };
+        } else {
+          L = launch_for(copy_words_kernel<uint4>, ctx);
+          launch = [&] {
+            copy_words_kernel<<<L.grid, L.block>>>(static_cast<const uint4*>(A->gpu()), static_cast<uint4*>(B->gpu()),
+                                                   bytes / 16);
+          };
+        }
+        gpu_poison(b, bytes);
+        std::vector<double> gbps;
+        for (double ms : repeat_ms(clock, ctx.warmup, ctx.reps, launch, [&](int) {}))
+          gbps.push_back(gb_per_s(2.0 * double(bytes), ms * 1e-3));
+        const size_t bad = gpu_count_mismatch(reinterpret_cast<double*>(b), nd, 1, 0);
+        if (bad)
+          throw VerifyError(std::to_string(bad) + " of " + std::to_string(nd) + " elements wrong after copy-words width " +
+                            std::to_string(width));
+        JsonObject rec = ctx.record(op, proc, kind, bytes);
+        Context::put_summary(rec, "bandwidth", "GB/s", gbps);
+        rec.set("access_bytes", width);
+        rec.set("traffic_bytes", static_cast<unsigned long long>(2 * bytes));
+        rec.set("grid", L.grid);
+        rec.set("block", L.block);
+        rec.set("verified", "cpu-reference");  // every element compared with its expected value
         rec.set("residency", A->residency());
         ctx.emit(rec);
       }
@@ -273,9 +413,10 @@ void run_gpu_stream(Context& ctx) {
 BenchRegistrar reg({"gpu-stream", "gpu",
                     "GPU kernels read, write, copy (b=a) and triad (c=a+s*b) over arrays of one memory kind; "
                     "reread (a window read --passes times: the working-set sweep), gather, scatter and gather-scatter "
-                    "(random 8-byte loads, stores, and both at once; --accesses of them)",
+                    "(random 8-byte loads, stores, and both at once; --accesses of them), read-words and copy-words (the read and "
+                    "the copy with loads and stores of --width 4, 8, 16 bytes)",
                     gpu_stream_ops(),
-                    {"kind", "bytes", "ops", "block", "blocks", "window", "passes", "accesses"},
+                    {"kind", "bytes", "ops", "block", "blocks", "window", "passes", "accesses", "width"},
                     run_gpu_stream});
 
 }  // namespace

@@ -53,6 +53,8 @@ static GpuCaps probe(int dev) {
   c.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
   c.max_threads_per_block = p.maxThreadsPerBlock;
   c.shared_per_sm = static_cast<int>(p.sharedMemPerMultiprocessor);
+  c.regs_per_sm = p.regsPerMultiprocessor;
+  c.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
   char bus[32] = {0};
   if (cudaDeviceGetPCIBusId(bus, sizeof bus, dev) == cudaSuccess) c.pci_bus_id = bus;
   auto attr = [&](cudaDeviceAttr a) {

@@ -86,8 +86,15 @@ void write_record(FILE* f, CUpti_Activity* rec) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
-      std::fprintf(f, "{\"k\":\"kernel\",\"d\":%u,\"s\":%llu,\"e\":%llu,\"n\":", r->deviceId,
-                   static_cast<unsigned long long>(r->start), static_cast<unsigned long long>(r->end));
+      // g, bl: the launch grid and block; rg, sh: registers per thread and shared memory per block (static +
+      // dynamic, bytes): what the blocks resident per SM follow from (umsim's fault concurrency).
+      std::fprintf(f,
+                   "{\"k\":\"kernel\",\"d\":%u,\"s\":%llu,\"e\":%llu,\"g\":[%d,%d,%d],\"bl\":[%d,%d,%d],"
+                   "\"rg\":%u,\"sh\":%llu,\"n\":",
+                   r->deviceId, static_cast<unsigned long long>(r->start), static_cast<unsigned long long>(r->end),
+                   r->gridX, r->gridY, r->gridZ, r->blockX, r->blockY, r->blockZ,
+                   static_cast<unsigned>(r->registersPerThread),
+                   static_cast<unsigned long long>(r->staticSharedMemory) + r->dynamicSharedMemory);
       json_string(f, r->name);
       std::fprintf(f, "}\n");
       break;

@@ -330,6 +330,15 @@ struct Params {
   // access per page in program order; a GPU running few warps stalls on its first fault, one running many
   // fills the fault buffer: the window is that concurrency, which a page trace does not carry.
   uint32_t fault_window = 0;
+  // The launch's concurrency (uvm), from its grid on the traced GPU: blocks resident at once, the SMs they
+  // spread over, and the bytes one block covers per step of a grid-stride sweep (its threads x the bytes
+  // each accesses). With resident_blocks > 0 a kernel's pages (the events between two barriers, a linear
+  // sweep) are dealt out in chunks of block_bytes to the resident blocks in turn (chunk c to block c mod
+  // blocks, block b on SM b mod sms), and each SM stops at its first fault until the batch holding it is
+  // serviced (a replayable fault stalls the SM's translations): the batch is formed by the SMs' faults
+  // at once, several SMs faulting on one page (chunks smaller than a page) being duplicate entries.
+  uint32_t resident_blocks = 0, sms = 0;
+  uint64_t block_bytes = 0;
   uint32_t thrash_threshold = 3;  // 0: off
   uint64_t thrash_lapse = 0;      // events; 0: capacity_pages
   std::string thrash_action = "remote";
@@ -387,15 +396,22 @@ class Sim {
     int mode = pol == "uvm" ? 0 : pol == "svm" ? 1 : pol == "ats" ? 2 : 3;
     lru_ = p_.eviction == "lru";
     clock_ = p_.eviction == "clock";
+    const bool launch = mode == 0 && p_.resident_blocks > 0;
     for (uint32_t e : t_.ev) {
       ++now_;
       if (e == BARRIER) {
         ++s_.barriers;
+        if (launch) replay_kernel();
         if (mode == 0) flush();
         continue;
       }
       uint32_t pg = e & PAGE_MASK;
-      if (e & CPU) { cpu_access(pg, mode); continue; }
+      if (e & CPU) {
+        if (launch) replay_kernel();
+        cpu_access(pg, mode);
+        continue;
+      }
+      if (launch) { kernel_.push_back(pg); continue; }
       ++s_.gpu_events;
       uint8_t w = where_[pg];
       uint32_t u = unit_[pg];
@@ -413,6 +429,7 @@ class Sim {
         default: ++s_.remote_gpu; break;
       }
     }
+    if (launch) replay_kernel();
     if (mode == 0) flush();
     s_.events = t_.ev.size();
     s_.cpu_events = s_.events - s_.gpu_events - s_.barriers;
@@ -532,6 +549,56 @@ class Sim {
       return true;
     }
     return false;  // "none": detection only
+  }
+
+  // ----- UVM, one launch at the concurrency of its grid (Params::resident_blocks)
+  void replay_kernel() {
+    if (kernel_.empty()) return;
+    const std::vector<uint32_t>& K = kernel_;
+    const uint64_t pb = t_.page_bytes, total = uint64_t(K.size()) * pb, C = std::max<uint64_t>(1, p_.block_bytes);
+    const uint32_t B = p_.resident_blocks, S = std::max<uint32_t>(1, std::min(p_.sms ? p_.sms : B, B));
+    // Each SM's pages (indices into K) in the order its blocks reach them.
+    std::vector<std::vector<uint32_t>> src(S);
+    for (uint64_t c = 0, n = (total + C - 1) / C; c < n; ++c) {
+      std::vector<uint32_t>& l = src[uint32_t((c % B) % S)];
+      for (uint64_t k = c * C / pb, last = (std::min(total, (c + 1) * C) - 1) / pb; k <= last; ++k)
+        if (l.empty() || l.back() != uint32_t(k)) l.push_back(uint32_t(k));
+    }
+    std::vector<size_t> at(S, 0);
+    std::vector<uint8_t> seen(K.size(), 0);
+    std::vector<uint32_t> stalled;
+    for (;;) {
+      stalled.clear();
+      bool left = false;
+      for (uint32_t sm = 0; sm < S; ++sm) {
+        std::vector<uint32_t>& l = src[sm];
+        while (at[sm] < l.size()) {
+          const uint32_t k = l[at[sm]], pg = K[k], u = unit_[pg];
+          const bool first = !seen[k];
+          seen[k] = 1;
+          if (where_[pg] == ON_GPU) {
+            if (first) ++s_.hits;
+            if (lru_ && u != lastu_) touch(u);
+            else if (clock_) ref_[u] = 1;
+            lastu_ = u;
+            ++at[sm];
+            continue;
+          }
+          if (flags_[u] & REMOTE) { ++s_.remote_gpu; ++at[sm]; continue; }
+          uvm_fault(pg, u);
+          stalled.push_back(sm);
+          break;
+        }
+        left = left || at[sm] < l.size();
+      }
+      if (!left) break;
+      flush();
+      // A stalled SM whose page could not be brought (no room) reads it remotely and goes on.
+      for (uint32_t sm : stalled)
+        if (at[sm] < src[sm].size() && where_[K[src[sm][at[sm]]]] != ON_GPU) { ++s_.remote_gpu; ++at[sm]; }
+    }
+    s_.gpu_events += K.size();
+    kernel_.clear();
   }
 
   // ----- UVM
@@ -671,7 +738,7 @@ class Sim {
     if (--res_[u] == 0) unlink(u);
   }
 
-  std::vector<uint32_t> want_, gran_;
+  std::vector<uint32_t> want_, gran_, kernel_;
   std::vector<uint8_t> mark_;
 };
 
@@ -720,7 +787,8 @@ void usage() {
       "usage: umsim (--app NAME --footprint BYTES [--iterations N] [--reverse] | --trace FILE)\n"
       "             --capacity BYTES [--policy uvm|svm|ats|zerocopy] [--page BYTES] [--eviction lrf|lru|clock]\n"
       "             [--unit BYTES] [--granule BYTES] [--prefetch on|off] [--prefetch-threshold PCT]\n"
-      "             [--batch N] [--fault-window N] [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
+      "             [--batch N] [--fault-window N] [--resident-blocks N --sms N --block-bytes BYTES]\n"
+      "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
       "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
       stderr);
@@ -762,6 +830,9 @@ int main(int argc, char** argv) {
     else if (a == "--prefetch-threshold") p.prefetch_threshold = uint32_t(num(val()));
     else if (a == "--batch") p.batch_size = uint32_t(num(val()));
     else if (a == "--fault-window") p.fault_window = uint32_t(num(val()));
+    else if (a == "--resident-blocks") p.resident_blocks = uint32_t(num(val()));
+    else if (a == "--sms") p.sms = uint32_t(num(val()));
+    else if (a == "--block-bytes") p.block_bytes = parse_bytes(val());
     else if (a == "--thrash-threshold") p.thrash_threshold = uint32_t(num(val()));
     else if (a == "--thrash-lapse") p.thrash_lapse = num(val());
     else if (a == "--thrash-action") p.thrash_action = val();
@@ -789,6 +860,8 @@ int main(int argc, char** argv) {
     t.page_bytes = page;
   }
   if (cap == 0) die("--capacity is required (GPU memory available to the program)");
+  if (p.resident_blocks && (p.block_bytes == 0 || p.policy != "uvm"))
+    die("--resident-blocks needs --block-bytes and --policy uvm");
   if (unit == 0) unit = p.policy == "svm" ? (64ull << 20) : (2ull << 20);
   if (unit < t.page_bytes || unit / t.page_bytes > 65535) die("--unit must be 1 to 65535 pages");
   if (granule < t.page_bytes) granule = t.page_bytes;
@@ -838,7 +911,8 @@ int main(int argc, char** argv) {
       "\"h2d_fault_pages\":%llu,\"h2d_prefetch_pages\":%llu,\"h2d_counter_pages\":%llu,\"populate_gpu_pages\":%llu,"
       "\"evictions\":%llu,\"d2h_evict_pages\":%llu,\"cpu_faults\":%llu,\"d2h_cpu_fault_pages\":%llu,"
       "\"remote_gpu_pages\":%llu,\"remote_cpu_pages\":%llu,\"thrash_units\":%llu,\"counter_migrations\":%llu,\"counter_refused\":%llu,"
-      "\"peak_gpu_pages\":%llu,\"h2d_bytes\":%.0f,\"d2h_bytes\":%.0f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
+      "\"peak_gpu_pages\":%llu,\"fault_window\":%u,\"resident_blocks\":%u,\"sms\":%u,\"block_bytes\":%llu,"
+      "\"h2d_bytes\":%.0f,\"d2h_bytes\":%.0f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
       p.policy.c_str(), p.eviction.c_str(), app.empty() ? "trace" : app.c_str(), (unsigned long long)t.page_bytes,
       p.unit_pages, p.granule_pages, p.prefetch ? "true" : "false", p.prefetch_threshold, p.batch_size,
       p.thrash_threshold, p.counter_threshold, (unsigned long long)p.capacity_pages,
@@ -850,6 +924,7 @@ int main(int argc, char** argv) {
       (unsigned long long)s.evictions, (unsigned long long)s.d2h_evict, (unsigned long long)s.cpu_faults,
       (unsigned long long)s.d2h_cpu_fault, (unsigned long long)s.remote_gpu, (unsigned long long)s.remote_cpu,
       (unsigned long long)s.thrash_units, (unsigned long long)s.counter_migrations, (unsigned long long)s.counter_refused, (unsigned long long)s.peak_gpu,
+      p.fault_window, p.resident_blocks, p.sms, (unsigned long long)p.block_bytes,
       double(s.h2d_fault + s.h2d_prefetch + s.h2d_counter) * pb, double(s.d2h_evict + s.d2h_cpu_fault) * pb, best,
       best > 0 ? double(s.events) / best : 0.0);
   return 0;

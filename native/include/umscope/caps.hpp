@@ -19,6 +19,7 @@ struct GpuCaps {
   std::string pci_bus_id;
   int max_threads_per_sm = 0, max_threads_per_block = 0;
   int shared_per_sm = 0;
+  int regs_per_sm = 0, max_blocks_per_sm = 0;  // what bounds the blocks resident per SM, with the two above
   // Unified-memory attributes.
   bool managed_memory = false;
   bool concurrent_managed_access = false;

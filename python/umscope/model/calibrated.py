@@ -19,7 +19,7 @@ error where docs/model-validation.md gives one."""
 import json
 from pathlib import Path
 
-VERSION = "calibrated-3"
+VERSION = "calibrated-4"
 # The validated error, written by bench/model_validate.py (key "calibrated") and bench/sim_validate.py (key
 # "umsim") when they regenerate docs/model-validation.md and docs/simulator-validation.md.
 VALIDATED = Path(__file__).with_name("validated.json")
@@ -42,6 +42,8 @@ PHASES = ("context_ms", "alloc_ms", "init_ms", "transfer_ms", "compute_ms", "bac
 CALIBRATES = {
     "system_first_touch_ms_per_gib": "init: what explicit's CPU initialisation pays for first-touching pageable pages",
     "cpu_first_touch_ms_per_gib": "init (managed modes): the CPU first-touching managed pages instead",
+    "pinned_first_touch_ms_per_gib": "init (pinned): the CPU's first write of pinned pages (resident since allocation)",
+    "registered_first_touch_ms_per_gib": "init (registered): the same for registered pages",
     "first_pass_gbps": "compute (managed): demand migration of one CPU-initialised array on the GPU's first pass",
     "first_pass2_gbps": "compute (managed): the same with two arrays migrating at once (kernels streaming several "
                         "inputs)",
@@ -187,8 +189,9 @@ def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
         if mode == "system" and not ats and not fig.get("ats"):
             raise ValueError("system mode needs HMM or ATS: not modelled on this machine")
         if mode != "system":
-            # pinned and registered pages are resident from allocation: no first touch in the initialisation
-            p["init_ms"] = max(0.0, calib["init_ms"] - sys_ft)
+            # pinned and registered pages are resident from allocation: the initialisation writes them without
+            # faulting, at the rate the CPU writes that kind the first time after allocation (firsttouch)
+            p["init_ms"] = max(0.0, calib["init_ms"] - sys_ft) + ft(f"{mode}_first_touch_ms_per_gib", init_b)
             p["alloc_ms"] = kind_phase(f"{mode}_alloc_ms_per_gib", "alloc_ms")
             p["free_ms"] = kind_phase(f"{mode}_free_ms_per_gib", "free_ms")
         p["transfer_ms"] = 0.0
@@ -382,8 +385,8 @@ def figures_from_records(records) -> tuple:
             thp = pol.get("page") == "thp"
             if op == "first-touch" and kind == "managed":
                 put("gpu_first_touch_ms_per_gib" if by_gpu else "cpu_first_touch_ms_per_gib", r["median"] / gib)
-            elif op == "first-touch" and kind == "system" and not by_gpu and not thp:
-                put("system_first_touch_ms_per_gib", r["median"] / gib)
+            elif op == "first-touch" and kind in ("system", "pinned", "registered") and not by_gpu and not thp:
+                put(f"{kind}_first_touch_ms_per_gib", r["median"] / gib)
             elif op in ("alloc", "free") and kind in ("pinned", "registered", "system") and not thp:
                 put(f"{kind}_{op}_ms_per_gib", r["median"] / gib)
             elif op == "free" and kind == "managed" and by_gpu:

@@ -9,6 +9,7 @@ produces is a model output: records carry status `modelled`, the model
 version and their inputs."""
 
 import json
+import math
 import struct
 import subprocess
 from array import array
@@ -16,7 +17,7 @@ from array import array
 from umscope import native
 from umscope.errors import UsageError
 
-VERSION = "umsim-1"
+VERSION = "umsim-2"
 POLICIES = ("uvm", "svm", "ats", "zerocopy")
 EVICTIONS = ("lrf", "lru", "clock")
 SIM_APPS = ("triad", "conv2d", "jacobi2d", "mvt", "gesummv", "sgemm", "bfs", "hotspot", "srad", "pathfinder",
@@ -133,3 +134,29 @@ def record(stats: dict, fig: dict, fig_source: str, extra=None) -> dict:
     rec["validated_error"] = calibrated.validated("umsim", version=VERSION)
     rec.update(extra or {})
     return rec
+
+
+# ------------------------------------------------------------------ launch concurrency
+def resident(grid, block, regs=0, shared=0, props=None) -> dict:
+    """The blocks and warps of a launch resident on the GPU at once: blocks per SM bounded by the SM's
+    threads, blocks, registers (allocated per warp in units of 256) and shared memory (props: the device's
+    sms, max_threads_per_sm, max_blocks_per_sm, regs_per_sm, shared_per_sm, as `umscope info` reads them),
+    times the SMs, at most the grid's blocks. grid, block: [x, y, z] or a number."""
+    prod = lambda v: v if isinstance(v, int) else math.prod(int(x) for x in v)  # noqa: E731
+    nb, nt = prod(grid), prod(block)
+    p = props or {}
+    if nb <= 0 or nt <= 0 or not p.get("sms") or not p.get("max_threads_per_sm"):
+        raise ValueError("resident() needs a grid, a block and the device's sms and max_threads_per_sm")
+    warps = (nt + 31) // 32
+    per_sm = [("threads", p["max_threads_per_sm"] // (warps * 32))]
+    if p.get("max_blocks_per_sm"):
+        per_sm.append(("blocks", p["max_blocks_per_sm"]))
+    if regs and p.get("regs_per_sm"):
+        per_sm.append(("registers", p["regs_per_sm"] // (warps * ((int(regs) * 32 + 255) // 256 * 256))))
+    if shared and p.get("shared_per_sm"):
+        per_sm.append(("shared memory", p["shared_per_sm"] // int(shared)))
+    limit, bps = min(per_sm, key=lambda x: x[1])
+    bps = max(0, bps)
+    blocks = min(nb, bps * p["sms"])
+    return {"blocks_per_sm": bps, "blocks": blocks, "warps": blocks * warps, "threads": blocks * nt,
+            "limited_by": limit if nb > bps * p["sms"] else "grid"}
