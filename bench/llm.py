@@ -38,6 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # they are checked against, and its run is profiled (after the timed generations).
 ROWS = {
     "codellama-34b/torch": ("codellama-34b", "torch", ["--profile"]),
+    # Mode torch's compiled-vs-uncompiled check alone (one timed generation, no profile): with a cold inductor
+    # cache the per-layer compile takes ~46 s of the row (run 5 ran out of time in the check).
+    "codellama-34b/torch-check": ("codellama-34b", "torch", ["--reps", "1"]),
     "codellama-34b/explicit": ("codellama-34b", "explicit", []),
     "codellama-34b/managed-prefetch": ("codellama-34b", "managed-prefetch", []),
     # Weights read in place over the link, in fp32: cuBLAS's fp16 kernels on sm90 (nvjet, TMA) read host
@@ -271,7 +274,7 @@ def main():
                                                  "and none starts with less than 10 s left")
     ap.add_argument("--out", help="append the rows (JSON lines: a header, then one per case) to this file")
     ap.add_argument("--link-counters", help="PCIe split file for the rows (default: measured at the start; "
-                                              "see python -m umscope.apps.llm_link)")
+                                              "see python -m umscope.apps.llm_link), or none")
     ap.add_argument("--render", nargs="+", metavar="ROWS_JSONL", help="print the table of saved rows; no GPU")
     ap.add_argument("--markdown", help="write the table into this Markdown file between its markers")
     a = ap.parse_args()
@@ -306,7 +309,9 @@ def main():
             "prompt": a.prompt, "tokens": a.tokens, "reps": a.reps,
             "command": "python3 bench/llm.py " + " ".join(sys.argv[1:]),
             "bounds": {"measured": measured_bounds(), "datasheet": datasheet_bounds()}}
-    if a.link_counters:  # a split measured before (python -m umscope.apps.llm_link --out FILE)
+    if a.link_counters == "none":
+        meta["bounds"]["protocol"], meta["link"] = {"gpu": None, "host": None}, None
+    elif a.link_counters:  # a split measured before (python -m umscope.apps.llm_link --out FILE)
         from umscope.apps import llm_link
         meta["link"] = llm_link.load(a.link_counters)
         host = meta["bounds"]["datasheet"].get("host")

@@ -319,9 +319,12 @@ def test_token_bounds_say_why_a_bound_is_missing(monkeypatch):
 
 
 def _llm_many(*argvs):
-    """Runs llm processes at once (tiny models: the GPU holds them all), each as (records, status, stderr)."""
+    """Runs llm processes at once (tiny models: the GPU holds them all), each as (records, status, stderr).
+    The PCIe split of the protocol bound is not measured in each (--link-counters none unless given)."""
+    import os
+    env = dict(os.environ, UMSCOPE_LLM_LINK=os.environ.get("UMSCOPE_LLM_LINK", "none"))
     procs = [subprocess.Popen([sys.executable, "-m", "umscope.apps.llm", *a], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for a in argvs]
+                              stderr=subprocess.PIPE, text=True, env=env) for a in argvs]
     out = []
     for p in procs:
         o, e = p.communicate(timeout=600)
@@ -370,15 +373,32 @@ def test_every_placement_gives_the_device_placements_logits(model, modes):
 
 
 @pytest.mark.gpu
-def test_host_resident_weights_at_batch_1_take_the_triton_gemv_with_the_device_logits():
+def test_host_resident_weights_at_batch_1_take_the_triton_gemv_with_the_device_logits(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    from umscope.apps import llm_link
+    # The PCIe split of SM zero-copy reads, measured here (umbench linkbytes under libumcounters): a read asks
+    # for at most a few hundred bytes per request, and every completion has a header.
+    m = llm_link.measure()
+    assert 32 <= m["completion_payload"] <= 512 and 0 < m["completion_header"] < 32, m
+    split = tmp_path / "link.json"
+    split.write_text(json.dumps(m))
     base = ["--model", "gpt2-tiny", "--tokens", "8", "--prompt", "8"]
     _llm(*base, "--mode", "torch")
-    modes = (["--mode", "pinned"], ["--mode", "mixed"], ["--mode", "explicit"], ["--mode", "pinned", "--compile", "off"])
+    modes = (["--mode", "pinned"], ["--mode", "mixed", "--link-counters", str(split)], ["--mode", "explicit"],
+             ["--mode", "pinned", "--compile", "off"])
     for extra, (lines, status, err) in zip(modes, _llm_many(*[base + m for m in modes])):
         assert status["status"] == "ok", (extra, status, err[-2000:])
         dec = next(r for r in lines if r.get("op") == "decode")
+        b = dec["bounds"]
+        assert b["where"] == ("gpu" if "explicit" in extra else "host") and b["datasheet"][0] > 0, extra
+        if "--link-counters" in extra:  # the protocol bound: below the datasheet's by the measured packet overhead
+            assert b["protocol"][0] == pytest.approx(llm_link.protocol_bound(b["datasheet"][0], m)[0])
+            assert b["protocol"][0] < b["datasheet"][0] and "LCRC" in b["protocol"][1]
+        else:
+            assert b["protocol"] is None and b["protocol_why"], extra
+        if "triton" == dec["matvec"]["used"]:
+            assert dec["matvec"]["jit_s"] > 0, extra
         assert dec["matvec"]["used"] == ("cublas" if "explicit" in extra else "triton"), extra
         assert dec["compile"]["used"] == ("off" not in extra), extra
         assert dec["max_rel_error"] <= llm.TOLERANCE
