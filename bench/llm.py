@@ -108,6 +108,19 @@ def protocol_bounds(datasheet, path):
     return {"gpu": None, "host": llm_link.protocol_bound(host[0], m) if host else None}, m
 
 
+def stored_protocol(metas, path):
+    """Runs saved without a protocol bound get the one of a stored PCIe split (`path`, written by
+    python -m umscope.apps.llm_link --out), applied to their own datasheet link rate and named as stored."""
+    from umscope.apps import llm_link
+    m = llm_link.load(path)
+    for meta in metas:
+        host = (meta["bounds"].get("datasheet") or {}).get("host")
+        if (meta["bounds"].get("protocol") or {}).get("host") or not host:
+            continue
+        gbps, src = llm_link.protocol_bound(host[0], dict(m, source=f"stored split {Path(path).name}: {m['source']}"))
+        meta["bounds"]["protocol"] = {"gpu": None, "host": (gbps, src + "; applied after the run")}
+
+
 def run_row(name, a, timeout):
     model, mode, extra = ROWS[name]
     argv = [sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode, "--tokens", str(a.tokens),
@@ -239,7 +252,7 @@ def render(rows, metas, markdown=None):
             for where in ("gpu", "host"):
                 v = (meta["bounds"].get(src) or {}).get(where)
                 if src == "protocol" and (where == "gpu" or "protocol" not in meta["bounds"]):
-                    continue  # the HBM bound has no protocol term; runs before it had no protocol bound
+                    continue  # the HBM bound has no protocol term; a run without one (and no stored split)
                 head.append(f"  - {src}, weights in "
                             f"{'GPU memory' if where == 'gpu' else 'host memory (read in place over the link)'}: "
                             + (f"{v[0]:.1f} GB/s ({v[1]})" if v else "unknown"))
@@ -274,7 +287,8 @@ def main():
                                                  "and none starts with less than 10 s left")
     ap.add_argument("--out", help="append the rows (JSON lines: a header, then one per case) to this file")
     ap.add_argument("--link-counters", help="PCIe split file for the rows (default: measured at the start; "
-                                              "see python -m umscope.apps.llm_link), or none")
+                                              "see python -m umscope.apps.llm_link), or none; with --render: the "
+                                              "protocol bound of runs saved without one")
     ap.add_argument("--render", nargs="+", metavar="ROWS_JSONL", help="print the table of saved rows; no GPU")
     ap.add_argument("--markdown", help="write the table into this Markdown file between its markers")
     a = ap.parse_args()
@@ -290,6 +304,8 @@ def main():
         if not metas:
             sys.stderr.write("bench/llm.py: error: no header line in the rows given\n")
             sys.exit(2)
+        if a.link_counters and a.link_counters != "none":
+            stored_protocol(metas, a.link_counters)
         render(rows, metas, a.markdown)
         return
     names = list(ROWS) if a.rows == "all" else a.rows.split(",")

@@ -478,6 +478,18 @@ def test_bench_renders_the_table_against_both_bounds_into_its_markers(tmp_path):
     assert (f"| {hb / 50e9 * 1e3:.3f} | {100 * hb / 50e9 / 0.065:.1f}% | {100 * hb / 54.5e9 / 0.065:.1f}% | "
             f"{100 * hb / 63e9 / 0.065:.1f}% |") in host
     assert "protocol, weights in host memory (read in place over the link): 54.5 GB/s (protocol: 63.0" in text
+    # A run saved without a protocol bound gets the one of a stored split (--link-counters), said to be stored.
+    old = dict(rows[0], bounds={k: v for k, v in rows[0]["bounds"].items() if k != "protocol"})
+    src.write_text("\n".join(json.dumps(r) for r in [old] + rows[1:]) + "\n")
+    split = tmp_path / "link.json"
+    split.write_text(json.dumps({"payload_bytes": 1 << 30, "pcie_read_bytes": (1 << 30) * 140 // 128,
+                                 "pcie_write_bytes": (1 << 30) // 8, "source": "run X"}))
+    res = subprocess.run([sys.executable, str(root / "bench" / "llm.py"), "--render", str(src), "--link-counters",
+                          str(split)], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    host = next(x for x in res.stdout.splitlines() if "| gpt2-xl |" in x and "Triton GEMV" in x)
+    assert f"| {100 * hb / (63e9 * 128 / 148) / 0.065:.1f}% | {100 * hb / 63e9 / 0.065:.1f}% |" in host
+    assert "stored split link.json: run X)" in res.stdout and "per TLP); applied after the run" in res.stdout
     assert line.startswith("| 1 | llama-8b")
     mp = next(x for x in text.splitlines() if "| managed-prefetch |" in x)
     assert "+1.0%" in mp  # against explicit's median

@@ -94,10 +94,10 @@ def measure(nbytes=MEASURE_BYTES, timeout=120) -> dict:
 
 
 def load(path) -> dict:
+    """A split saved by `--out` (or any JSON with the three counters): the per-TLP split recomputed from them."""
     with open(path, encoding="utf-8") as f:
         m = json.load(f)
-    from_counters(m["payload_bytes"], m["pcie_read_bytes"], m["pcie_write_bytes"])  # checks it
-    return m
+    return dict(m, **from_counters(m["payload_bytes"], m["pcie_read_bytes"], m["pcie_write_bytes"]))
 
 
 def main(argv=None) -> int:
