@@ -498,3 +498,15 @@ def test_bench_renders_the_table_against_both_bounds_into_its_markers(tmp_path):
     tc = next(x for x in text.splitlines() if "| torch |" in x)
     assert "compiled vs uncompiled step 0.004 (tolerance 0.01, tokens part later), uncompiled 7.010 ms/token" in tc
     assert "failed: timed out" in text and "abc1234" in text and "measured: umbench" in text
+
+
+def test_compare_says_whether_the_error_is_within_the_tolerance():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    ref = {k: torch.tensor([[1.0, 2.0]]) for k in ("first", "step1", "last")}
+    ref["tokens"] = torch.tensor([[1, 2]])
+    seen = dict(ref, step1=torch.tensor([[1.0, 2.02]]), tokens=torch.tensor([[1, 3]]))
+    ok = llm._compare(seen, ref, 0.0234, True, torch)  # the tokens part: prefill and first step compared
+    assert ok["compared"] == ["first", "step1"] and ok["error"] == pytest.approx(0.01)
+    assert "0.01 <= 0.0234" in ok["why"]
+    bad = llm._compare(seen, ref, 0.005, True, torch)
+    assert "0.01 > 0.005" in bad["why"]

@@ -586,7 +586,8 @@ def _compare(seen, ref, tol, other_kernels, torch) -> dict:
     errs = {k: _rel(seen[k], ref[k]) for k in compared}
     err = max(errs.values())
     return {"tokens_match": tokens_match, "compared": compared, "rel_error": errs, "error": err, "tolerance": tol,
-            "why": f"max relative error {err:.3g} > {tol} ({', '.join(f'{k} {v:.3g}' for k, v in errs.items())})"}
+            "why": f"max relative error {err:.3g} {'>' if err > tol else '<='} {tol} "
+                   f"({', '.join(f'{k} {v:.3g}' for k, v in errs.items())})"}
 
 
 def _rel(a, b) -> float:
