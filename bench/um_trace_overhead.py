@@ -109,8 +109,9 @@ def phases_of(path, t0):
         elif e.get("k") == "start" and e.get("w"):
             out.append({"what": "start record", "at_s": round(e["w"] / 1e9 - t0, 4)})
         elif e.get("k") == "config" and e.get("profiler"):
-            out.append({"what": f"config {e['profiler']}: cache {e.get('config_cache')}, hw buffer {e.get('hw_buffer')}, "
-                                f"max samples {e.get('max_samples')}, metrics {len(e.get('metrics') or [])}"})
+            out.append({"what": f"config {e['profiler']}: set up {e.get('setup')}, "
+                                f"hw buffer {e.get('hw_buffer')}, max samples {e.get('max_samples')}, "
+                                f"metrics {len(e.get('metrics') or [])}"})
         elif e.get("k") == "error":
             out.append({"what": f"ERROR {e.get('what')}: {e.get('cupti')}"})
         elif e.get("k") == "dropped":
@@ -122,18 +123,35 @@ def phases_of(path, t0):
     return out, end
 
 
+# A --phase-env pseudo-variable: read NVML's PCIe byte counters beside the program, as `umscope profile --counters`
+# does, to see whether those reads slow it (they are not the program's environment).
+NVML_PCIE = "BENCH_NVML_PCIE"
+
+
 def one_phased(cmd, variant, extra_env=()):
     import tempfile
+    extra_env = list(extra_env)
+    nvml_on = (NVML_PCIE, "1") in extra_env
     with tempfile.TemporaryDirectory(prefix="umphases-") as tmp:
-        env, files = injected_env(variant, tmp, extra_env)
+        env, files = injected_env(variant, tmp, [kv for kv in extra_env if kv[0] != NVML_PCIE])
         import resource
+        link = None
+        if nvml_on:
+            from umscope import probe as probe_mod
+            from umscope.profile import hwcounters
+            link = hwcounters.NvmlLink([g["pci_bus_id"] for g in probe_mod.probe().get("gpus", [])], 0.1)
+            link.start()
         u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out, err = p.communicate(timeout=600)
         t1 = time.time()
+        if link is not None:
+            link.stop.set()
+            link.join()
         u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         res = {"variant": variant, "env": dict(extra_env), "rc": p.returncode, "wall_s": round(t1 - t0, 4),
+               **({"nvml_pcie_reads": len(link.points.get(0, []))} if link is not None else {}),
                "app_ms": app_ms(out), "compute_ms": app_ms(out, "compute_ms"), "cpu_user_s": round(u1.ru_utime - u0.ru_utime, 3),
                "cpu_sys_s": round(u1.ru_stime - u0.ru_stime, 3)}
         if p.returncode != 0:

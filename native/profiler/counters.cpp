@@ -21,6 +21,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -170,12 +171,15 @@ struct HostConfig {
   bool build(CUpti_ProfilerType type, const char* chip, const uint8_t* avail, std::vector<std::string>& metrics,
              int dev) {
     Timed t("host config", dev);
-    uint64_t w0 = wall_ns();
-    if (!init(type, chip, avail, dev)) return false;
-    phase("host initialise", dev, w0, wall_ns());
-    w0 = wall_ns();
-    CUptiResult added = add(metrics);
-    phase("add metrics", dev, w0, wall_ns());
+    CUptiResult added;
+    {
+      Timed ti("host initialise", dev);
+      if (!init(type, chip, avail, dev)) return false;
+    }
+    {
+      Timed ta("add metrics", dev);
+      added = add(metrics);
+    }
     if (added != CUPTI_SUCCESS) {
       std::vector<std::string> taken;
       for (auto& m : metrics) {
@@ -191,7 +195,7 @@ struct HostConfig {
       if (taken.empty() || !ok("add metrics", add(taken), dev)) return false;
       metrics = taken;
     }
-    w0 = wall_ns();
+    Timed tc("config image", dev);
     auto sp = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
     sp.pHostObject = host;
     if (!ok("config image size", cuptiProfilerHostGetConfigImageSize(&sp), dev)) return false;
@@ -205,7 +209,6 @@ struct HostConfig {
     np.configImageSize = image.size();
     np.pConfigImage = image.data();
     if (ok("passes", cuptiProfilerHostGetNumOfPasses(&np), dev)) passes = np.numOfPasses;
-    phase("config image", dev, w0, wall_ns());
     return true;
   }
   bool evaluate(const std::vector<uint8_t>& data, size_t index, const std::vector<std::string>& metrics,
@@ -387,6 +390,9 @@ struct KernelProfiler {
 };
 
 // ---- PM sampling: the device's byte counters over time --------------------------------------------
+struct Sampler;
+void settle_setup(Sampler* s);
+
 struct Sampler {
   int dev = -1;
   std::vector<std::string> metrics;
@@ -411,6 +417,13 @@ struct Sampler {
   // recorded ("dropped").
   size_t hw_buffer = size_t(16) << 20;
   bool tried = false;
+  const char* setup_where = "context";  // "thread": set up beside the program (UMSCOPE_COUNTER_ASYNC)
+  // Set-up beside the program (UMSCOPE_COUNTER_ASYNC, the gate below); state under g_gate_mu.
+  enum class Setup { none, pending, running, done, abandoned } setup_state = Setup::none;
+  CUcontext setup_ctx = nullptr;
+  std::thread::id creator;  // the thread that created the context
+  std::thread setup_thread;
+  pid_t setup_pid = 0;
   // The decoding thread's own work, summed (written as phases at the end): CUPTI's decode, the metrics'
   // evaluation, and the whole of each round.
   uint64_t decode_ns = 0, eval_ns = 0, round_ns = 0;
@@ -425,77 +438,87 @@ struct Sampler {
     if (ms && std::atoll(ms) > 0) max_samples = static_cast<size_t>(std::atoll(ms));
   }
 
-  // The device's counter availability image (two calls: 121-251 ms in the program's path on the H100, the first
-  // profiler call on the device). It cannot be skipped: with an image saved from an earlier run and no query
-  // the program died of SIGSEGV (H100, CUDA 13.0).
+  // The device's counter availability image (two calls: the size, then the image: 0.02 ms and 145-185 ms on the
+  // H100, the first profiler call on the device). It cannot be skipped: with an image saved from an earlier run
+  // and no query the program died of SIGSEGV, and so it did with no image at all (which CUPTI's host API takes for
+  // the chips it knew at release; the hardware buffer's set-up then took 104-134 ms instead of 65-75) (H100, CUDA
+  // 13.0; docs/counters.md).
   bool availability(std::vector<uint8_t>& avail) {
-    uint64_t w0 = wall_ns();
+    Timed whole("counter availability", dev);
     auto ap = params<CUpti_PmSampling_GetCounterAvailability_Params>(CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
     ap.deviceIndex = static_cast<size_t>(dev);
-    if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
+    {
+      Timed t("counter availability: size", dev);
+      if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
+    }
     avail.assign(ap.counterAvailabilityImageSize, 0);
     ap.pCounterAvailabilityImage = avail.data();
-    if (!ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev)) return false;
-    phase("counter availability", dev, w0, wall_ns());
-    return true;
+    Timed t("counter availability: image", dev);
+    return ok("PM sampling counter availability", cuptiPmSamplingGetCounterAvailability(&ap), dev);
   }
 
   // Everything before the device's sampler is enabled: chip, counter availability, the configuration image and
   // the host object that evaluates the samples (6-20 ms).
   bool prepare() {
     Timed whole("PM sampling prepare", dev);
-    uint64_t w0 = wall_ns();
-    const char* chip = chip_of(dev);
-    phase("chip name", dev, w0, wall_ns());
+    const char* chip;
+    {
+      Timed t("chip name", dev);
+      chip = chip_of(dev);
+    }
     if (!chip) return false;
     std::vector<uint8_t> avail;
     if (!availability(avail)) return false;
     metrics = env_list("UMSCOPE_SAMPLE_METRICS", kSampled);
     if (!cfg.build(CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, avail.data(), metrics, dev)) return false;
-    char extra[160];
-    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu",
-                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples);
+    char extra[200];
+    std::snprintf(extra, sizeof extra, ",\"period_ns\":%llu,\"hw_buffer\":%zu,\"max_samples\":%zu,\"setup\":\"%s\"",
+                  static_cast<unsigned long long>(period_ns), hw_buffer, max_samples, setup_where);
     write_config("pm_sampling", dev, chip, metrics, cfg.passes, extra, cfg.skipped);
     return true;
   }
 
-  // Enables PM sampling on the device and starts it with the prepared configuration (on the context's
-  // creation, before the program's first work on the device).
+  // Enables PM sampling on the device and starts it with the prepared configuration (before the program's first
+  // work on the device).
   bool start() {
     Timed whole("PM sampling start (all)", dev);
-    uint64_t w0 = wall_ns();
-    auto ep = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
-    ep.deviceIndex = static_cast<size_t>(dev);
-    if (!ok("PM sampling enable", cuptiPmSamplingEnable(&ep), dev)) return false;
-    obj = ep.pPmSamplingObject;
-    phase("PM sampling enable", dev, w0, wall_ns());
-    w0 = wall_ns();
-    auto sp = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
-    sp.pPmSamplingObject = obj;
-    sp.configSize = cfg.image.size();
-    sp.pConfig = cfg.image.data();
-    sp.hardwareBufferSize = hw_buffer;
-    sp.samplingInterval = period_ns;
-    sp.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
-    sp.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
-    if (!ok("PM sampling set config", cuptiPmSamplingSetConfig(&sp), dev)) return false;
-    phase("PM sampling set config", dev, w0, wall_ns());
-    w0 = wall_ns();
-    auto names = c_names(metrics);
-    auto cp = params<CUpti_PmSampling_GetCounterDataSize_Params>(CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE);
-    cp.pPmSamplingObject = obj;
-    cp.pMetricNames = names.data();
-    cp.numMetrics = names.size();
-    cp.maxSamples = static_cast<uint32_t>(max_samples);
-    if (!ok("PM sampling counter data size", cuptiPmSamplingGetCounterDataSize(&cp), dev)) return false;
-    data.resize(cp.counterDataSize);
-    if (!init_data()) return false;
-    phase("counter data image", dev, w0, wall_ns());
-    w0 = wall_ns();
-    auto st = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
-    st.pPmSamplingObject = obj;
-    if (!ok("PM sampling start", cuptiPmSamplingStart(&st), dev)) return false;
-    phase("PM sampling start", dev, w0, wall_ns());
+    {
+      Timed t("PM sampling enable", dev);
+      auto ep = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
+      ep.deviceIndex = static_cast<size_t>(dev);
+      if (!ok("PM sampling enable", cuptiPmSamplingEnable(&ep), dev)) return false;
+      obj = ep.pPmSamplingObject;
+    }
+    {
+      Timed t("PM sampling set config", dev);
+      auto sp = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
+      sp.pPmSamplingObject = obj;
+      sp.configSize = cfg.image.size();
+      sp.pConfig = cfg.image.data();
+      sp.hardwareBufferSize = hw_buffer;
+      sp.samplingInterval = period_ns;
+      sp.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
+      sp.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+      if (!ok("PM sampling set config", cuptiPmSamplingSetConfig(&sp), dev)) return false;
+    }
+    {
+      Timed t("counter data image", dev);
+      auto names = c_names(metrics);
+      auto cp = params<CUpti_PmSampling_GetCounterDataSize_Params>(CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE);
+      cp.pPmSamplingObject = obj;
+      cp.pMetricNames = names.data();
+      cp.numMetrics = names.size();
+      cp.maxSamples = static_cast<uint32_t>(max_samples);
+      if (!ok("PM sampling counter data size", cuptiPmSamplingGetCounterDataSize(&cp), dev)) return false;
+      data.resize(cp.counterDataSize);
+      if (!init_data()) return false;
+    }
+    {
+      Timed t("PM sampling start", dev);
+      auto st = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
+      st.pPmSamplingObject = obj;
+      if (!ok("PM sampling start", cuptiPmSamplingStart(&st), dev)) return false;
+    }
     thread_pid = getpid();
     thread = std::thread([this] {
       std::unique_lock<std::mutex> lk(mu);
@@ -566,22 +589,25 @@ struct Sampler {
   }
 
   void finish() {
+    settle_setup(this);
     if (!obj) return;
     Timed whole("PM sampling finish", dev);
-    uint64_t w0 = wall_ns();
     {
-      std::lock_guard<std::mutex> lk(mu);
-      stop = true;
+      Timed t("decoding thread stop", dev);
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        stop = true;
+      }
+      wake.notify_all();
+      join_here(thread, thread_pid);
     }
-    wake.notify_all();
-    join_here(thread, thread_pid);
-    phase("decoding thread stop", dev, w0, wall_ns());
-    w0 = wall_ns();
-    auto st = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
-    st.pPmSamplingObject = obj;
-    ok("PM sampling stop", cuptiPmSamplingStop(&st), dev);
-    phase("PM sampling stop", dev, w0, wall_ns());
-    w0 = wall_ns();
+    {
+      Timed t("PM sampling stop", dev);
+      auto st = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
+      st.pPmSamplingObject = obj;
+      ok("PM sampling stop", cuptiPmSamplingStop(&st), dev);
+    }
+    const uint64_t w0 = wall_ns();
     const uint64_t d0 = decode_ns, e0 = eval_ns;
     const long long n0 = evals;
     decode();
@@ -651,13 +677,157 @@ void join_preload() {
   join_here(g_preload, g_preload_pid);
 }
 
+// ---- The set-up beside the program (UMSCOPE_COUNTER_ASYNC; on by default with PM sampling alone) --------------
+// Setting up PM sampling (the device's counter availability, the configuration, the hardware buffer: 230-250 ms on
+// the H100) need not hold up the program's start: the program's own host work after its context exists
+// (allocating, reading input, initialising data on the CPU) can go on beside it. Only the GPU's work must wait, so
+// that no byte goes uncounted. So: at the context's creation nothing of CUPTI's profiler is called (profiler calls
+// made while the driver was creating the context corrupted the heap, docs/counters.md); the driver-API callbacks
+// are switched on; the set-up thread starts at the first driver call the creating thread makes after that (the
+// context's creation has returned by then), or at the first GPU work of any thread; every driver call that puts
+// work or data movement on the GPU (launches, copies, sets, prefetches, graph launches, stream memory operations)
+// waits at its entry until every pending set-up has finished. Then the driver-API callbacks go off again.
+// A context that ends before any GPU work was asked of it gets no sampler (nothing was there to count).
+CUpti_SubscriberHandle g_sub = nullptr;
+bool g_async = false;
+std::mutex g_gate_mu;
+std::condition_variable g_gate_cv;
+int g_unfinished = 0;              // set-ups pending or running (under g_gate_mu)
+std::vector<Sampler*> g_pending;   // samplers whose set-up is to run beside the program (under g_gate_mu)
+std::atomic<bool> g_gate_on{false};
+std::mutex g_setup_mu;             // one set-up at a time (each device's CUPTI calls, never two at once)
+thread_local bool t_setup_thread = false;
+constexpr int kGateTimeoutS = 20;  // never hang a program on the counters: after this, its work goes ahead
+
+bool gpu_work(const char* fn) {
+  if (!fn) return false;
+  for (const char* p : {"cuLaunch", "cuMemcpy", "cuMemset", "cuMemPrefetch", "cuMemDiscard", "cuMemBatch",
+                        "cuGraphLaunch", "cuStreamWriteValue", "cuStreamWaitValue", "cuStreamBatchMemOp",
+                        "cuGraphicsMap"})
+    if (std::strncmp(fn, p, std::strlen(p)) == 0) return true;
+  return false;
+}
+
+// Done with a set-up (under g_gate_mu): when none is left, the gate opens.
+void setup_finished_locked() {
+  if (--g_unfinished == 0) g_gate_on.store(false);
+  g_gate_cv.notify_all();
+}
+
+// The driver-API callbacks off again once no set-up is left (and no range profiler needs them). CUPTI is never
+// called with g_gate_mu held: a thread waiting at the gate is inside one of CUPTI's callbacks.
+void gate_quiet() {
+  if (g_kernel || !g_sub) return;
+  {
+    std::lock_guard<std::mutex> lk(g_gate_mu);
+    if (g_unfinished) return;
+  }
+  cuptiEnableDomain(0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+  bool again;
+  {
+    std::lock_guard<std::mutex> lk(g_gate_mu);
+    again = g_unfinished > 0;  // another device's context came meanwhile: its gate stays
+  }
+  if (again) cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+}
+
+void set_up(Sampler* s) {
+  t_setup_thread = true;
+  {
+    Timed t("set-up thread (beside the program)", s->dev);
+    // The context current here too, as on the thread that created it.
+    using SetFn = int (*)(CUcontext);
+    void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    auto set = cuda ? reinterpret_cast<SetFn>(dlsym(cuda, "cuCtxSetCurrent")) : nullptr;
+    if (set) set(s->setup_ctx);
+    if (cuda) dlclose(cuda);
+    join_preload();
+    std::lock_guard<std::mutex> one(g_setup_mu);
+    if (!profiler_init() || !s->prepare() || !s->start()) s->obj = nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lk(g_gate_mu);
+    s->setup_state = Sampler::Setup::done;
+    setup_finished_locked();
+  }
+  gate_quiet();
+}
+
+// Starts, on their own thread, the pending set-ups that may start now (under g_gate_mu): those whose context's
+// creating thread is the caller (its creation has returned), or all where the caller is about to use the GPU.
+void spawn_locked(bool all) {
+  const auto me = std::this_thread::get_id();
+  for (Sampler* s : g_pending) {
+    if (s->setup_state != Sampler::Setup::pending || !(all || s->creator == me)) continue;
+    s->setup_state = Sampler::Setup::running;
+    s->setup_pid = getpid();
+    s->setup_thread = std::thread(set_up, s);
+  }
+}
+
+// At the entry of every driver call while a set-up is unfinished.
+void gate(const char* fn) {
+  const bool work = gpu_work(fn);
+  std::unique_lock<std::mutex> lk(g_gate_mu);
+  if (g_unfinished == 0) return;
+  spawn_locked(work);
+  if (!work) return;
+  const uint64_t w0 = wall_ns();
+  const bool done = g_gate_cv.wait_for(lk, std::chrono::seconds(kGateTimeoutS), [] { return g_unfinished == 0; });
+  lk.unlock();
+  phase(done ? "GPU work waited for the set-up" : "GPU work waited for the set-up: gave up", -1, w0, wall_ns());
+  if (!done) g_gate_on.store(false);  // never wait again: the error record says the counters may have started late
+  if (!done && g_out) {
+    std::lock_guard<std::mutex> io(g_io);
+    std::fprintf(g_out, "{\"k\":\"error\",\"what\":\"start the counters before the GPU's first work\",\"dev\":-1,"
+                 "\"code\":-1,\"cupti\":\"the set-up took over %d s; GPU work (%s) went ahead, perhaps uncounted\"}\n",
+                 kGateTimeoutS, fn);
+    std::fflush(g_out);
+  }
+}
+
+// Before a sampler is finished (its context ending, or the exit): a set-up never started is dropped (no GPU work was
+// asked for), one under way is waited for.
+void settle_setup(Sampler* s) {
+  std::unique_lock<std::mutex> lk(g_gate_mu);
+  if (s->setup_state == Sampler::Setup::pending) {
+    s->setup_state = Sampler::Setup::abandoned;
+    setup_finished_locked();
+    lk.unlock();
+    gate_quiet();
+    return;
+  }
+  lk.unlock();
+  if (s->setup_thread.joinable()) {
+    Timed t("set-up thread join", s->dev);
+    join_here(s->setup_thread, s->setup_pid);
+  }
+}
+
 void on_context(CUcontext ctx) {
   Timed t("context created: counters");
   if (!g_sample) return;
   int dev = device_of(ctx);
   if (dev < 0) return;
-  join_preload();
   Sampler* s = sampler_for(dev);
+  if (g_async) {
+    {
+      std::lock_guard<std::mutex> st(g_state);
+      if (s->tried) return;  // started (or to be started) for another context on the device
+      s->tried = true;
+      std::lock_guard<std::mutex> lk(g_gate_mu);
+      s->setup_where = "thread";
+      s->setup_ctx = ctx;
+      s->creator = std::this_thread::get_id();
+      s->setup_state = Sampler::Setup::pending;
+      g_pending.push_back(s);
+      ++g_unfinished;
+      g_gate_on.store(true);
+    }
+    ok("watch the program's first GPU work", cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API), dev);
+    return;
+  }
+  join_preload();
   std::lock_guard<std::mutex> lk(g_state);
   if (s->tried) return;  // started (or failed to) for another context on the device
   s->tried = true;
@@ -734,6 +904,11 @@ bool attach(CUpti_SubscriberHandle sub, CUptiResult subscribed) {
                g_kernel ? "true" : "false", g_sample ? "true" : "false");
   std::fflush(g_out);
   if (!ok("subscribe", subscribed)) return false;  // another CUPTI tool holds the one subscriber
+  g_sub = sub;
+  const char* async = std::getenv("UMSCOPE_COUNTER_ASYNC");
+  g_async = g_sample && !g_kernel && !(async && *async == '0');
+  // A child forked while a set-up was under way has no set-up thread: its driver calls must not wait for one.
+  if (g_async) pthread_atfork(nullptr, nullptr, [] { g_gate_on.store(false); });
   ok("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
   ok("watch context destruction",
      cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
@@ -763,6 +938,8 @@ void callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* da
     else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) on_context_end(r->context);
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     auto* c = static_cast<const CUpti_CallbackData*>(data);
+    if (g_gate_on.load(std::memory_order_acquire) && c->callbackSite == CUPTI_API_ENTER && !t_setup_thread)
+      gate(c->functionName);
     on_launch(c->context, c->callbackSite == CUPTI_API_ENTER, c->symbolName);
   }
 }
@@ -774,6 +951,15 @@ void callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* da
 namespace {
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   umcounters::callback(domain, cbid, data);
+}
+
+// When the loader finalises this library at exit (docs/counters.md, "The set-up beside the program": the teardown).
+__attribute__((destructor)) void on_unload() {
+  if (!g_out || !g_io.try_lock()) return;  // never wait at exit for a lock another thread may keep
+  const uint64_t w = wall_ns();
+  umprofiler::write_phase(g_out, "exit: libumcounters finalised", -1, w, w);
+  std::fflush(g_out);
+  g_io.unlock();
 }
 }  // namespace
 

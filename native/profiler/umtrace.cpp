@@ -409,10 +409,14 @@ void enable_um() {
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  umcounters::callback(domain, cbid, data);  // the hardware counters' callbacks (counters.cpp)
+  // The hardware counters' callbacks (counters.cpp); at a context's creation after the tracer's own work, which
+  // calls the driver: the counters' set-up beside the program starts at the creating thread's next driver call.
+  const bool created = domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
+  if (!created) umcounters::callback(domain, cbid, data);
   if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
-  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+  if (created) {
     enable_um();
+    umcounters::callback(domain, cbid, data);
   } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     // The runtime destroys its contexts at exit, possibly before our atexit handler runs: the trace
     // says when, and (UMSCOPE_UMTRACE_FLUSH_ON_DESTROY=1) takes what the driver has queued while the
@@ -426,6 +430,17 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
                    static_cast<unsigned long long>(wall_ns()));
     }
   }
+}
+
+// The exit's later steps, on the trace's clock: after the exit handlers, the loader finalises the libraries in the
+// reverse order of their loading (those loaded after this one, such as CUPTI's profiler libraries, first), then the
+// process ends and the kernel closes the driver's files. A phase of no length marks when this library's turn came.
+__attribute__((destructor)) void on_unload() {
+  if (!g_out || !g_mu.try_lock()) return;  // never wait at exit for a lock another thread may keep
+  const uint64_t w = wall_ns();
+  umprofiler::write_phase(g_out, "exit: libumtrace finalised", -1, w, w);
+  std::fflush(g_out);
+  g_mu.unlock();
 }
 
 void on_fatal(int sig) {

@@ -82,10 +82,13 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
     except ChildProcessError:
         rc = proc.wait()
     finally:
+        ended = time.time()  # the program's end: what follows is umscope's own work
         signal.signal(signal.SIGINT, old)
         sampler.stop.set()
+        if hw:
+            hw.stop()  # NVML's last reading runs while the sampler stops and the trace is read
         sampler.join()
-    wall = time.time() - start
+    wall = ended - start
     status = rc if rc >= 0 else 128 - rc
     energy = {}
     if power:

@@ -327,6 +327,12 @@ class Session:
         if self.nvml is not None:
             self.nvml.start()
 
+    def stop(self):
+        """Once the program has ended: NVML's last reading starts (about 90 ms on the H100 machine) and runs
+        while the caller reads the trace; finish() waits for it."""
+        if self.nvml is not None:
+            self.nvml.stop.set()
+
     def finish(self, t0_wall=None):
         """(records, notes) once the program has ended."""
         if self.nvml is not None:
