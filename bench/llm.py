@@ -38,6 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # they are checked against, and its run is profiled (after the timed generations).
 ROWS = {
     "codellama-34b/torch": ("codellama-34b", "torch", ["--profile"]),
+    # Mode torch's compiled-vs-uncompiled check alone (one timed generation, no profile): with a cold inductor
+    # cache the per-layer compile takes ~46 s of the row (run 5 ran out of time in the check).
+    "codellama-34b/torch-check": ("codellama-34b", "torch", ["--reps", "1"]),
     "codellama-34b/explicit": ("codellama-34b", "explicit", []),
     "codellama-34b/managed-prefetch": ("codellama-34b", "managed-prefetch", []),
     # Weights read in place over the link, in fp32: cuBLAS's fp16 kernels on sm90 (nvjet, TMA) read host
@@ -47,7 +50,9 @@ ROWS = {
     "gpt2-xl/pinned-fp16-probe": ("gpt2-xl", "pinned", ["--tokens", "4", "--reps", "1", "--profile"]),
     # Half precision read in place through umscope's Triton GEMV (--matvec auto at batch 1); Llama 3.1 8B's 15 GiB
     # make the per-step work other than the weight reads a smaller share (24 tokens: ~0.3 s each).
-    "gpt2-xl/mixed-fp16": ("gpt2-xl", "mixed", ["--reps", "1", "--profile"]),
+    # Uncompiled (cuBLAS elsewhere): compiling the step around the Triton op cold took the row past its time
+    # (run 6); the GEMV's own compile is timed apart (matvec.jit_s), outside every timed step.
+    "gpt2-xl/mixed-fp16": ("gpt2-xl", "mixed", ["--reps", "1", "--profile", "--compile", "off"]),
     "llama-8b/mixed-fp16": ("llama-8b", "mixed", ["--tokens", "24", "--reps", "1", "--profile"]),
     "gpt2-xl/mixed-fp32-triton": ("gpt2-xl", "mixed", ["--precision", "fp32", "--reps", "1", "--matvec", "triton"]),
     "llama-8b/torch": ("llama-8b", "torch", ["--profile"]),
@@ -87,11 +92,41 @@ def datasheet_bounds():
     return {"gpu": desc["datapaths"].get("gpu_memory"), "host": desc["datapaths"].get("h2d")}
 
 
+def protocol_bounds(datasheet, path):
+    """{'host': (GB/s, source)}: the datasheet link's payload rate in the completions SM reads get, from the
+    PCIe counters of a zero-copy read measured now (apps/llm_link.py); the split is written to `path` for the
+    rows (--link-counters). The HBM bound has no such term here ({'gpu': None})."""
+    from umscope.apps import llm_link
+    try:
+        m = llm_link.measure()
+    except Exception as e:  # noqa: BLE001 - counters unavailable: the bound is left out, with the reason
+        print(f"bound protocol host: not measured ({str(e)[:300]})", flush=True)
+        return {"gpu": None, "host": None}, None
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(m, f)
+    host = datasheet.get("host")
+    return {"gpu": None, "host": llm_link.protocol_bound(host[0], m) if host else None}, m
+
+
+def stored_protocol(metas, path):
+    """Runs saved without a protocol bound get the one of a stored PCIe split (`path`, written by
+    python -m umscope.apps.llm_link --out), applied to their own datasheet link rate and named as stored."""
+    from umscope.apps import llm_link
+    m = llm_link.load(path)
+    for meta in metas:
+        host = (meta["bounds"].get("datasheet") or {}).get("host")
+        if (meta["bounds"].get("protocol") or {}).get("host") or not host:
+            continue
+        gbps, src = llm_link.protocol_bound(host[0], dict(m, source=f"stored split {Path(path).name}: {m['source']}"))
+        meta["bounds"]["protocol"] = {"gpu": None, "host": (gbps, src + "; applied after the run")}
+
+
 def run_row(name, a, timeout):
     model, mode, extra = ROWS[name]
     argv = [sys.executable, "-m", "umscope.apps.llm", "--model", model, "--mode", mode, "--tokens", str(a.tokens),
             "--precision", a.precision, "--prompt", str(a.prompt), "--reps", str(a.reps),
-            *(["--compile", a.compile] if a.compile else []), *extra]
+            *(["--compile", a.compile] if a.compile else []),
+            *(["--link-counters", a.link_counters] if getattr(a, "link_counters", None) else []), *extra]
     t0 = time.time()
     # Its own process group, so that a case killed at its timeout takes its reference child with it.
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -116,8 +151,8 @@ def table(rows, metas):
     """Markdown lines of the per-model table; each row's bounds are those of its run (metas[row['run']])."""
     lines = ["| run | model | weights | placement | decode | ms/token (median) | spread (max-min)/median | "
              "p10-p90 ms | tokens/s | time for the tokens s | bound ms (measured) | % of measured bound | "
-             "% of datasheet bound | vs device (explicit, else torch) | logits |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "% of protocol bound | % of datasheet bound | vs device (explicit, else torch) | logits |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     # managed-prefetch against the device placement of the same run and step kind: explicit, else torch
     explicit = {}
     for want in ("torch", "explicit"):
@@ -135,11 +170,11 @@ def table(rows, metas):
             why = " / ".join(x.strip() for x in r["status"].get("reason", "").splitlines() if x.strip())
             why = why if len(why) <= 300 else why[:120] + " ... " + why[-170:]
             lines.append(f"| {run + 1} | {r['model']} | {gib:.2f} GiB {prec} | {r['mode']} | | {r['status'].get('status')}: "
-                         f"{why.replace('|', '/')} | | | | | | | | | |")
+                         f"{why.replace('|', '/')} | | | | | | | | | | |")
             continue
         where = llm.location(d.get("weights_kind"))
         pct = {}
-        for src in ("measured", "datasheet"):
+        for src in ("measured", "protocol", "datasheet"):
             bw = (meta["bounds"].get(src) or {}).get(where)
             pct[src] = (d["bytes"] / (bw[0] * 1e9), 100 * d["bytes"] / (bw[0] * 1e9) / d["median"]) if bw else None
         vs = ""
@@ -159,12 +194,13 @@ def table(rows, metas):
         tot = f"{d['total_s']:.3f}" + ("" if d.get("tokens", 100) == 100 else f" ({d['tokens']} tokens)")
         m_pct = f"{pct['measured'][1]:.1f}%" if pct["measured"] else "-"
         d_pct = f"{pct['datasheet'][1]:.1f}%" if pct["datasheet"] else "-"
+        p_pct = f"{pct['protocol'][1]:.1f}%" if pct["protocol"] else "-"
         lines.append(
             f"| {run + 1} | {r['model']} | {d['bytes'] / 2**30:.2f} GiB {d['precision']} | {place} | "
             f"{step_kind(d)} | {1e3 * d['median']:.3f} | {100 * d['spread']:.1f}% | "
             f"{1e3 * d['p10']:.3f}-{1e3 * d['p90']:.3f} | {d['tokens_per_s']:.1f} | "
             f"{tot} | "
-            f"{m_ms} | {m_pct} | {d_pct} | {vs} | {logits} |")
+            f"{m_ms} | {m_pct} | {p_pct} | {d_pct} | {vs} | {logits} |")
     return lines
 
 
@@ -212,9 +248,11 @@ def render(rows, metas, markdown=None):
                  f"{meta['transformers']}), {meta['precision']}, prompt {meta['prompt']}, {meta['tokens']} tokens, "
                  f"{meta['reps']} timed generations per case unless the row asks for fewer, random weights; "
                  f"`{meta['command']}`. Bounds per token = weight bytes / bandwidth of where the weights live:"]
-        for src in ("measured", "datasheet"):
+        for src in ("measured", "protocol", "datasheet"):
             for where in ("gpu", "host"):
                 v = (meta["bounds"].get(src) or {}).get(where)
+                if src == "protocol" and (where == "gpu" or "protocol" not in meta["bounds"]):
+                    continue  # the HBM bound has no protocol term; a run without one (and no stored split)
                 head.append(f"  - {src}, weights in "
                             f"{'GPU memory' if where == 'gpu' else 'host memory (read in place over the link)'}: "
                             + (f"{v[0]:.1f} GB/s ({v[1]})" if v else "unknown"))
@@ -248,6 +286,9 @@ def main():
     ap.add_argument("--budget", type=float, help="seconds for the whole run: a case gets at most what is left, "
                                                  "and none starts with less than 10 s left")
     ap.add_argument("--out", help="append the rows (JSON lines: a header, then one per case) to this file")
+    ap.add_argument("--link-counters", help="PCIe split file for the rows (default: measured at the start; "
+                                              "see python -m umscope.apps.llm_link), or none; with --render: the "
+                                              "protocol bound of runs saved without one")
     ap.add_argument("--render", nargs="+", metavar="ROWS_JSONL", help="print the table of saved rows; no GPU")
     ap.add_argument("--markdown", help="write the table into this Markdown file between its markers")
     a = ap.parse_args()
@@ -263,6 +304,8 @@ def main():
         if not metas:
             sys.stderr.write("bench/llm.py: error: no header line in the rows given\n")
             sys.exit(2)
+        if a.link_counters and a.link_counters != "none":
+            stored_protocol(metas, a.link_counters)
         render(rows, metas, a.markdown)
         return
     names = list(ROWS) if a.rows == "all" else a.rows.split(",")
@@ -282,6 +325,18 @@ def main():
             "prompt": a.prompt, "tokens": a.tokens, "reps": a.reps,
             "command": "python3 bench/llm.py " + " ".join(sys.argv[1:]),
             "bounds": {"measured": measured_bounds(), "datasheet": datasheet_bounds()}}
+    if a.link_counters == "none":
+        meta["bounds"]["protocol"], meta["link"] = {"gpu": None, "host": None}, None
+    elif a.link_counters:  # a split measured before (python -m umscope.apps.llm_link --out FILE)
+        from umscope.apps import llm_link
+        meta["link"] = llm_link.load(a.link_counters)
+        host = meta["bounds"]["datasheet"].get("host")
+        meta["bounds"]["protocol"] = {"gpu": None, "host": llm_link.protocol_bound(host[0], meta["link"]) if host
+                                      else None}
+    else:
+        link_file = os.path.abspath((a.out or "llm-rows") + ".link.json")
+        meta["bounds"]["protocol"], meta["link"] = protocol_bounds(meta["bounds"]["datasheet"], link_file)
+        a.link_counters = link_file if meta["link"] else "none"
     for src, b in meta["bounds"].items():
         for where, v in b.items():
             print(f"bound {src} {where}: " + (f"{v[0]:.1f} GB/s ({v[1]})" if v else "unknown"), flush=True)

@@ -88,12 +88,13 @@ def main():
                 grid = (triton.cdiv(N, bn), split)
                 try:
                     y.zero_()
-                    gemv_kernel[grid](x, W, y, K, N, swk, swn, BLOCK_K=bk, BLOCK_N=bn, SPLIT_K=split, num_warps=warps)
+                    gemv_kernel[grid](x, W, y, y, K, N, swk, swn, BLOCK_K=bk, BLOCK_N=bn, SPLIT_K=split,
+                                      HAS_BIAS=False, num_warps=warps)
                     torch.cuda.synchronize()
                     err = float((y + (b.float() if layout == "conv1d" else 0) - ref[0]).abs().max() /
                                 ref.abs().max())
-                    med, sp = timeit(lambda: gemv_kernel[grid](x, W, y, K, N, swk, swn, BLOCK_K=bk, BLOCK_N=bn,
-                                                               SPLIT_K=split, num_warps=warps))
+                    med, sp = timeit(lambda: gemv_kernel[grid](x, W, y, y, K, N, swk, swn, BLOCK_K=bk, BLOCK_N=bn,
+                                                               SPLIT_K=split, HAS_BIAS=False, num_warps=warps))
                     emit(shape=name, K=K, N=N, dtype=str(dt), path=f"triton bk{bk} bn{bn} split{split} w{warps}",
                          grid=list(grid), s=med, spread=sp, gbps=nbytes / med / 1e9, rel_err_vs_cublas=err)
                 except Exception as e:  # noqa: BLE001

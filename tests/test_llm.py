@@ -264,21 +264,67 @@ def test_report_section_draws_the_bounds():
         extra = {"model": "gpt2-xl", "precision": "fp16", "weights_kind": kind, "cache_kind": kind, "tokens": 100,
                  "prefill_s": 0.01, "tokens_per_s": 1e3 / ms, "verified": "cross-mode-logits", "max_rel_error": 0}
         if mode == "pinned":  # the compiled step with umscope's GEMV: both said, and the compile seconds
-            extra.update(compile={"used": True}, compile_s=41.25, matvec={"used": "triton"})
+            extra.update(compile={"used": True, "seconds": 41.25}, matvec={"used": "triton"},
+                         bounds={"where": "host", "protocol": [54.5, "protocol: datasheet x 128 / (128 + 12 + 8)"]})
         base = {"case_id": mode, "kind": mode, "bytes": 3_115_222_400, "extra": extra}
         recs.append(dict(base, op="decode", median=ms / 1e3, min=ms / 1e3, max=ms / 1e3, spread=0.01))
         recs.append(dict(base, op="generate", median=ms / 10, min=ms / 10, max=ms / 10))
     html = section(recs, {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]})
     assert "HBM bound" in html and "host-link bound" in html and "Time for 100 tokens" in html
-    assert "<svg" in html and "of bound" in html
+    assert "<svg" in html and "of datasheet bound" in html and "of protocol bound" in html
     assert "pinned (compiled) (Triton GEMV)" in html and "<td class=num>41.2</td>" in html
     assert "explicit (compiled)" not in html
+    # the protocol bound the pinned record carries: its ms per token and % beside the datasheet's, and its source
+    tb = 3_115_222_400 / 54.5e9
+    assert f"<td class=num>{1e3 * tb:.4g} (54.5 GB/s)</td><td class=num>{100 * tb / 0.060:.1f}%</td>" in html
+    assert "host-link protocol bound 1: 54.5 GB/s" in html and "protocol: datasheet x 128 / (128 + 12 + 8)" in html
+
+
+def test_report_reads_the_compile_seconds_of_older_records():
+    from umscope.report.llm import compile_seconds
+    assert compile_seconds({"compile": {"used": True, "seconds": 12.5}}) == 12.5
+    assert compile_seconds({"compile": {"used": True}, "compile_s": 41.25}) == 41.25  # before compile.seconds
+    assert compile_seconds({"compile": {"used": False, "seconds": None}}) is None
+
+
+def test_protocol_bound_from_the_pcie_counters_of_a_zero_copy_read():
+    from umscope.apps import llm_link
+    # The H100's counters for 1 GiB read by SMs (docs/counters.md): 128-byte completions with 12-byte headers.
+    m = llm_link.from_counters(1 << 30, 1_174_407_168, 134_218_240)
+    assert m["completion_payload"] == pytest.approx(128, abs=0.01) and m["completion_header"] == pytest.approx(12, abs=0.01)
+    gbps, src = llm_link.protocol_bound(63.0, m)
+    assert gbps == pytest.approx(63.0 * 128 / (128 + 12 + 8), rel=1e-4)
+    assert "128-byte completions with 12.0-byte headers" in src and "LCRC" in src
+    # 256-byte completions (a copy engine's) carry more per header
+    m2 = llm_link.from_counters(1 << 30, (1 << 30) * 268 // 256, (1 << 30) // 256 * 16)
+    assert llm_link.protocol_bound(63.0, m2)[0] == pytest.approx(63.0 * 256 / (256 + 12 + 8), rel=1e-4)
+    with pytest.raises(ValueError):
+        llm_link.from_counters(1 << 30, 1 << 29, 1 << 20)  # fewer bytes received than read: not a read's counters
+
+
+def test_token_bounds_say_why_a_bound_is_missing(monkeypatch):
+    from umscope import probe
+    from umscope.apps import llm_link
+    fp = {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}
+    monkeypatch.setattr(probe, "probe", lambda *a, **k: fp)
+    b = llm.token_bounds(None, "measure")
+    assert b["where"] == "gpu" and b["protocol"] is None and "GPU memory" in b["protocol_why"]
+    assert llm.token_bounds("pinned,first_touch=none", "none")["protocol_why"].startswith("not asked")
+
+    def no_counters(*a, **k):
+        raise RuntimeError("libumcounters is not built")
+    monkeypatch.setattr(llm_link, "measure", no_counters)
+    b = llm.token_bounds("pinned,first_touch=none", "measure")
+    assert b["where"] == "host" and b["protocol"] is None and "libumcounters is not built" in b["protocol_why"]
 
 
 def _llm_many(*argvs):
-    """Runs llm processes at once (tiny models: the GPU holds them all), each as (records, status, stderr)."""
+    """Runs llm processes at once (tiny models: the GPU holds them all), each as (records, status, stderr).
+    The PCIe split of the protocol bound is not measured in each (--link-counters none unless given)."""
+    import os
+    env = dict(os.environ, UMSCOPE_LLM_LINK=os.environ.get("UMSCOPE_LLM_LINK", "none"))
     procs = [subprocess.Popen([sys.executable, "-m", "umscope.apps.llm", *a], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for a in argvs]
+                              stderr=subprocess.PIPE, text=True, env=env) for a in argvs]
     out = []
     for p in procs:
         o, e = p.communicate(timeout=600)
@@ -310,7 +356,7 @@ def test_every_placement_gives_the_device_placements_logits(model, modes):
         # The step is compiled by default where Triton is (the GPU machine); compiled kernels round differently
         # from the reference's uncompiled step, so greedy tokens may part at a near tie, and then the prefill and
         # the first step (same inputs) are what is compared.
-        assert dec["compile"]["used"] and dec["compile_s"] > 0, (mode, dec["compile"])
+        assert dec["compile"]["used"] and dec["compile"]["seconds"] > 0 and "compile_s" not in dec, (mode, dec["compile"])
         assert dec["tokens_match"] or dec["logits_compared"] == ["first", "step1"], mode
         assert dec["matvec"]["used"] == "cublas"  # batch 2
         assert dec["n"] == 7 and dec["median"] > 0 and dec["weight_bytes"] == llm.weight_bytes(model, "fp16")
@@ -327,15 +373,32 @@ def test_every_placement_gives_the_device_placements_logits(model, modes):
 
 
 @pytest.mark.gpu
-def test_host_resident_weights_at_batch_1_take_the_triton_gemv_with_the_device_logits():
+def test_host_resident_weights_at_batch_1_take_the_triton_gemv_with_the_device_logits(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    from umscope.apps import llm_link
+    # The PCIe split of SM zero-copy reads, measured here (umbench linkbytes under libumcounters): a read asks
+    # for at most a few hundred bytes per request, and every completion has a header.
+    m = llm_link.measure()
+    assert 32 <= m["completion_payload"] <= 512 and 0 < m["completion_header"] < 32, m
+    split = tmp_path / "link.json"
+    split.write_text(json.dumps(m))
     base = ["--model", "gpt2-tiny", "--tokens", "8", "--prompt", "8"]
     _llm(*base, "--mode", "torch")
-    modes = (["--mode", "pinned"], ["--mode", "mixed"], ["--mode", "explicit"], ["--mode", "pinned", "--compile", "off"])
+    modes = (["--mode", "pinned"], ["--mode", "mixed", "--link-counters", str(split)], ["--mode", "explicit"],
+             ["--mode", "pinned", "--compile", "off"])
     for extra, (lines, status, err) in zip(modes, _llm_many(*[base + m for m in modes])):
         assert status["status"] == "ok", (extra, status, err[-2000:])
         dec = next(r for r in lines if r.get("op") == "decode")
+        b = dec["bounds"]
+        assert b["where"] == ("gpu" if "explicit" in extra else "host") and b["datasheet"][0] > 0, extra
+        if "--link-counters" in extra:  # the protocol bound: below the datasheet's by the measured packet overhead
+            assert b["protocol"][0] == pytest.approx(llm_link.protocol_bound(b["datasheet"][0], m)[0])
+            assert b["protocol"][0] < b["datasheet"][0] and "LCRC" in b["protocol"][1]
+        else:
+            assert b["protocol"] is None and b["protocol_why"], extra
+        if "triton" == dec["matvec"]["used"]:
+            assert dec["matvec"]["jit_s"] > 0, extra
         assert dec["matvec"]["used"] == ("cublas" if "explicit" in extra else "triton"), extra
         assert dec["compile"]["used"] == ("off" not in extra), extra
         assert dec["max_rel_error"] <= llm.TOLERANCE
@@ -375,7 +438,11 @@ def test_bench_renders_the_table_against_both_bounds_into_its_markers(tmp_path):
     rows = [{"type": "header", "commit": "abc1234", "device": "GPU X", "torch": "t", "transformers": "tf",
              "precision": "fp16", "prompt": 32, "tokens": 100, "reps": 3, "command": "python3 bench/llm.py",
              "bounds": {"measured": {"gpu": [3000.0, "measured: umbench"], "host": [50.0, "measured: pinned"]},
-                        "datasheet": {"gpu": [3350.0, "datasheet"], "host": None}}},
+                        "datasheet": {"gpu": [3350.0, "datasheet"], "host": [63.0, "PCIe gen 5 x16"]},
+                        "protocol": {"gpu": None, "host": [54.5, "protocol: 63.0 x 128 / (128 + 12 + 8)"]}}},
+            {"row": "gpt2-xl/mixed-fp16", "model": "gpt2-xl", "mode": "mixed", "status": {"status": "ok"},
+             "decode": dict(dec, median=0.065, bytes=llm.weight_bytes("gpt2-xl", "fp16"),
+                            weights_kind="pinned,first_touch=none", matvec={"used": "triton"})},
             {"row": "llama-8b/explicit", "model": "llama-8b", "mode": "explicit", "status": {"status": "ok"},
              "decode": dict(dec, weights_kind="device")},
             {"row": "llama-8b/managed-prefetch", "model": "llama-8b", "mode": "managed-prefetch",
@@ -405,7 +472,24 @@ def test_bench_renders_the_table_against_both_bounds_into_its_markers(tmp_path):
     assert text.startswith("# LLM\n\ntext kept\n") and text.count("bench/llm.py table: begin") == 1
     line = next(x for x in text.splitlines() if "| llama-8b |" in x and "| explicit |" in x)
     bound_ms = wb / 3000e9 * 1e3
-    assert f"| {bound_ms:.3f} | {100 * bound_ms / 7.0:.1f}% | {100 * wb / 3350e9 / 0.007:.1f}% |" in line
+    assert f"| {bound_ms:.3f} | {100 * bound_ms / 7.0:.1f}% | - | {100 * wb / 3350e9 / 0.007:.1f}% |" in line
+    hb = llm.weight_bytes("gpt2-xl", "fp16")
+    host = next(x for x in text.splitlines() if "| gpt2-xl |" in x and "Triton GEMV" in x)
+    assert (f"| {hb / 50e9 * 1e3:.3f} | {100 * hb / 50e9 / 0.065:.1f}% | {100 * hb / 54.5e9 / 0.065:.1f}% | "
+            f"{100 * hb / 63e9 / 0.065:.1f}% |") in host
+    assert "protocol, weights in host memory (read in place over the link): 54.5 GB/s (protocol: 63.0" in text
+    # A run saved without a protocol bound gets the one of a stored split (--link-counters), said to be stored.
+    old = dict(rows[0], bounds={k: v for k, v in rows[0]["bounds"].items() if k != "protocol"})
+    src.write_text("\n".join(json.dumps(r) for r in [old] + rows[1:]) + "\n")
+    split = tmp_path / "link.json"
+    split.write_text(json.dumps({"payload_bytes": 1 << 30, "pcie_read_bytes": (1 << 30) * 140 // 128,
+                                 "pcie_write_bytes": (1 << 30) // 8, "source": "run X"}))
+    res = subprocess.run([sys.executable, str(root / "bench" / "llm.py"), "--render", str(src), "--link-counters",
+                          str(split)], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    host = next(x for x in res.stdout.splitlines() if "| gpt2-xl |" in x and "Triton GEMV" in x)
+    assert f"| {100 * hb / (63e9 * 128 / 148) / 0.065:.1f}% | {100 * hb / 63e9 / 0.065:.1f}% |" in host
+    assert "stored split link.json: run X)" in res.stdout and "per TLP); applied after the run" in res.stdout
     assert line.startswith("| 1 | llama-8b")
     mp = next(x for x in text.splitlines() if "| managed-prefetch |" in x)
     assert "+1.0%" in mp  # against explicit's median
@@ -414,3 +498,15 @@ def test_bench_renders_the_table_against_both_bounds_into_its_markers(tmp_path):
     tc = next(x for x in text.splitlines() if "| torch |" in x)
     assert "compiled vs uncompiled step 0.004 (tolerance 0.01, tokens part later), uncompiled 7.010 ms/token" in tc
     assert "failed: timed out" in text and "abc1234" in text and "measured: umbench" in text
+
+
+def test_compare_says_whether_the_error_is_within_the_tolerance():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    ref = {k: torch.tensor([[1.0, 2.0]]) for k in ("first", "step1", "last")}
+    ref["tokens"] = torch.tensor([[1, 2]])
+    seen = dict(ref, step1=torch.tensor([[1.0, 2.02]]), tokens=torch.tensor([[1, 3]]))
+    ok = llm._compare(seen, ref, 0.0234, True, torch)  # the tokens part: prefill and first step compared
+    assert ok["compared"] == ["first", "step1"] and ok["error"] == pytest.approx(0.01)
+    assert "0.01 <= 0.0234" in ok["why"]
+    bad = llm._compare(seen, ref, 0.005, True, torch)
+    assert "0.01 > 0.005" in bad["why"]

@@ -138,6 +138,39 @@ def token_bound(rec, desc):
     return rec["bytes"] / (peak[0] * 1e9), path
 
 
+def token_bounds(wkind, link_counters="none") -> dict:
+    """The bandwidths a decode step's weight reads are held to, each with its source: {'where': 'gpu' or
+    'host', 'datasheet': [GB/s, source], 'protocol': [GB/s, source] or None, 'protocol_why': ...,
+    'link': the PCIe split (host only)}. Host-resident weights: the datasheet rate of the probed link and the
+    payload rate of that link in the completions SM reads get (apps/llm_link.py)."""
+    from umscope import probe
+    from umscope.model import bounds
+    where = location(wkind)
+    try:
+        ds = bounds.describe(probe.probe())["datapaths"].get("gpu_memory" if where == "gpu" else "h2d")
+    except Exception as e:  # noqa: BLE001 - no probe here (no umbench, no GPU): the bounds say why
+        return {"where": where, "datasheet": None, "protocol": None, "protocol_why": f"probe failed: {str(e)[:200]}"}
+    out = {"where": where, "datasheet": list(ds) if ds else None, "protocol": None, "protocol_why": None}
+    if where == "gpu":
+        out["protocol_why"] = "weights in GPU memory: no host-link protocol"
+        return out
+    if link_counters == "none":
+        out["protocol_why"] = "not asked (--link-counters none)"
+        return out
+    from umscope.apps import llm_link
+    try:
+        m = llm_link.measure() if link_counters == "measure" else llm_link.load(link_counters)
+    except Exception as e:  # noqa: BLE001 - no counters here (no GPU, profiling refused, a bad file): said why
+        out["protocol_why"] = f"PCIe split not measured: {str(e)[:300]}"
+        return out
+    out["link"] = m
+    if ds:
+        out["protocol"] = list(llm_link.protocol_bound(ds[0], m))
+    else:
+        out["protocol_why"] = "datasheet rate of the host link unknown (probe)"
+    return out
+
+
 def reference_dir() -> str:
     return os.environ.get("UMSCOPE_LLM_REFS") or os.path.join(tempfile.gettempdir(),
                                                               f"umscope-llm-refs-{os.getuid()}")
@@ -172,6 +205,11 @@ def _parser():
                    help="the decode step's matrix-vector products: cublas (PyTorch's), triton (umscope's split-K "
                         "kernel, apps/llm_gemv.py, batch 1); auto (default): triton where half-precision weights are "
                         "read in place from host memory at batch 1, cublas elsewhere")
+    p.add_argument("--link-counters", default=os.environ.get("UMSCOPE_LLM_LINK", "measure"),
+                   help="host-resident weights: the PCIe completion payload/header split for the protocol bound of "
+                        "the host link (apps/llm_link.py): a JSON file written by `python -m umscope.apps.llm_link "
+                        "--out FILE` (bench/llm.py passes the one it measured), 'measure' (default; "
+                        "$UMSCOPE_LLM_LINK overrides) to measure it here, 'none' to leave the bound out")
     p.add_argument("--profile", action="store_true",
                    help="also record where a decode step's time goes (torch.profiler over one generation)")
     p.add_argument("--allow-oversubscription", action="store_true")
@@ -548,7 +586,8 @@ def _compare(seen, ref, tol, other_kernels, torch) -> dict:
     errs = {k: _rel(seen[k], ref[k]) for k in compared}
     err = max(errs.values())
     return {"tokens_match": tokens_match, "compared": compared, "rel_error": errs, "error": err, "tolerance": tol,
-            "why": f"max relative error {err:.3g} > {tol} ({', '.join(f'{k} {v:.3g}' for k, v in errs.items())})"}
+            "why": f"max relative error {err:.3g} {'>' if err > tol else '<='} {tol} "
+                   f"({', '.join(f'{k} {v:.3g}' for k, v in errs.items())})"}
 
 
 def _rel(a, b) -> float:
@@ -615,6 +654,7 @@ def main(argv=None) -> int:
             return _status("refused", f"{need / 2**30:.2f} GiB of host memory needed, {avail / 2**30:.2f} GiB "
                            "available (MemAvailable); pass --allow-host-overcommit to try anyway")
     compile_step, compile_why = _want_compile(a, torch)
+    link_bounds = None if a.reference_only else token_bounds(wkind, a.link_counters)
     key = _key(a, torch, compile_step)
     ref = None
     if a.mode != "torch":  # the reference first, so that two models never share the GPU
@@ -642,9 +682,12 @@ def main(argv=None) -> int:
                 from umscope import place
                 place.set_kind(ckind, lib)
             matvec, matvec_why = _want_matvec(a, wkind, torch)
+            matvec_jit_s = None
             if matvec == "triton":
                 from umscope.apps import llm_gemv
                 _progress(f"{llm_gemv.install(model, torch)} layers' one-row products through the Triton GEMV")
+                matvec_jit_s = llm_gemv.warm(model, torch)
+                _progress(f"Triton GEMV compiled for the model's shapes in {matvec_jit_s:.1f} s (untimed)")
             g = torch.Generator().manual_seed(a.seed)
             ids = torch.randint(0, config.vocab_size, (a.batch, a.prompt), generator=g).to(f"cuda:{a.device}")
             dec = Decoder(model, config, a.batch, a.prompt, a.tokens, torch, cpool, gpool, compile_step)
@@ -755,8 +798,9 @@ def main(argv=None) -> int:
                           "how": "torch.compile(dynamic=False) of the whole decode step (scope step) or of each "
                                  "decoder layer (scope decoder layers): inductor, default mode (no CUDA graphs of "
                                  "its own); the compiled step is what the CUDA graph captures"},
-              "compile_s": dec.compile_s,
-              "matvec": {"used": matvec, "requested": a.matvec, "why": matvec_why}}
+              "matvec": {"used": matvec, "requested": a.matvec, "why": matvec_why,
+                         "jit_s": None if matvec_jit_s is None else round(matvec_jit_s, 3)},
+              "bounds": link_bounds}
     spread = (steps_sorted[-1] - steps_sorted[0]) / med if med else None
     _emit(dict(common, op="decode", metric="time_per_token", unit="s", n=len(steps), median=med,
                min=steps_sorted[0], max=steps_sorted[-1], spread=spread, value=med,

@@ -1,7 +1,9 @@
 """Report section of the llm application (fusco2024 Fig. 17 on this machine): the time for the generated
 tokens per model and placement, and the time per decode step against the weights' bytes with the bounds
 drawn: a decode step reads every weight once, so its floor is weight bytes / the peak bandwidth of where
-the weights live (GPU memory, or the host link for host-resident kinds), the peaks of bounds.describe."""
+the weights live (GPU memory, or the host link for host-resident kinds). Two peaks for the host link: the
+datasheet rate (bounds.describe) and the protocol bound, the payload rate of that link in the completions SM
+reads get, which each record of a host-resident decode carries with its source (apps/llm_link.py)."""
 
 from collections import OrderedDict
 
@@ -16,6 +18,18 @@ def _x(r) -> dict:
     return r.get("extra") or {}
 
 
+def compile_seconds(x):
+    """The compile seconds of a decode record: compile.seconds (records before it had a top-level compile_s)."""
+    comp = x.get("compile") or {}
+    return comp["seconds"] if comp.get("seconds") is not None else x.get("compile_s")
+
+
+def protocol(x):
+    """(GB/s, source) of the record's protocol bound, or None."""
+    p = (x.get("bounds") or {}).get("protocol")
+    return (p[0], p[1]) if p else None
+
+
 def section(recs, fp=None) -> str:
     fp = fp or {}
     desc = bounds.describe(fp)
@@ -23,7 +37,7 @@ def section(recs, fp=None) -> str:
     gen = {r["case_id"]: r for r in recs if r["op"] == "generate"}
     if not decode:
         return ""
-    groups, rows, series = OrderedDict(), [], OrderedDict()
+    groups, rows, series, protos = OrderedDict(), [], OrderedDict(), OrderedDict()
     for r in sorted(decode, key=lambda r: (r["bytes"] or 0, r["kind"] or "")):
         x = _x(r)
         place = r["kind"] if r["kind"] != "mixed" else f"mixed (weights {x.get('weights_kind')}, cache {x.get('cache_kind')})"
@@ -39,12 +53,22 @@ def section(recs, fp=None) -> str:
                 (place, g["median"], None, None))
         b, path = token_bound(r, desc)
         series.setdefault(place, []).append((r["bytes"], r["median"] * 1e3, r["min"] * 1e3, r["max"] * 1e3))
-        bound_cells = (f"<td class=num>{1e3 * b:.4g} ({e(path)})</td><td class=num>{100 * b / r['median']:.0f}%</td>"
+        bound_cells = (f"<td class=num>{1e3 * b:.4g} ({e(path)})</td><td class=num>{100 * b / r['median']:.1f}%</td>"
                        if b else f"<td>{e(path)}</td><td></td>")
+        pb = protocol(x)
+        if pb and r["bytes"]:
+            protos.setdefault(pb[1], pb[0])
+            tb = r["bytes"] / (pb[0] * 1e9)
+            bound_cells += (f"<td class=num>{1e3 * tb:.4g} ({pb[0]:.1f} GB/s)</td>"
+                            f"<td class=num>{100 * tb / r['median']:.1f}%</td>")
+        else:
+            why = (x.get("bounds") or {}).get("protocol_why") or ""
+            bound_cells += f"<td>{e(why[:80])}</td><td></td>"
+        comp_s = compile_seconds(x)
         rows.append(f"<tr><td>{e(str(x.get('model')))}</td><td>{e(str(x.get('precision')))}</td>"
                     f"<td class=num>{e(size_tick(r['bytes']))}</td><td>{e(place)}</td>"
                     f"<td class=num>{1e3 * (x.get('prefill_s') or 0):.3g}</td>"
-                    f"<td class=num>{'' if x.get('compile_s') is None else format(x['compile_s'], '.3g')}</td>"
+                    f"<td class=num>{'' if comp_s is None else format(comp_s, '.3g')}</td>"
                     f"<td class=num>{1e3 * r['median']:.4g}</td>"
                     f"<td class=num>{100 * (r.get('spread') or 0):.0f}%</td>"
                     f"<td class=num>{x.get('tokens_per_s') or 0:.4g}</td>"
@@ -55,6 +79,8 @@ def section(recs, fp=None) -> str:
         peak = desc["datapaths"].get(path)
         if peak and xs:
             series[f"{label}: {peak[0]:g} GB/s ({peak[1]})"] = [(b, b / (peak[0] * 1e9) * 1e3) for b in xs]
+    for i, (src, gbps) in enumerate(protos.items()):
+        series[f"host-link protocol bound {i + 1}: {gbps:.1f} GB/s"] = [(b, b / (gbps * 1e9) * 1e3) for b in xs]
     out = []
     if groups:
         tokens = _x(decode[0]).get("tokens")
@@ -65,7 +91,9 @@ def section(recs, fp=None) -> str:
     out.append("<table><tr><th>model</th><th>precision</th><th>weights</th><th>placement</th><th>prefill ms</th>"
                "<th>compile s</th>"
                "<th>ms per token</th><th>spread</th><th>tokens/s</th><th>time for the tokens s</th>"
-               "<th>bound ms per token (datapath)</th><th>of bound</th><th>verified</th></tr>" + "".join(rows) +
+               "<th>datasheet bound ms per token (datapath)</th><th>of datasheet bound</th>"
+               "<th>protocol bound ms per token (GB/s)</th><th>of protocol bound</th><th>verified</th></tr>" +
+               "".join(rows) +
                "</table><p class=note>Weights are random (built from the published configurations with transformers; "
                "nothing was downloaded). Per-token time: CUDA events around each decode step (one step captured as a "
                "CUDA graph and replayed, unless marked eager; compiled: the step was compiled by torch.compile before "
@@ -73,8 +101,13 @@ def section(recs, fp=None) -> str:
                "products of host-resident weights ran umscope's kernel), median over the steps after a warm-up "
                "generation. "
                "The bound reads every weight once per step at the peak of where the "
-               "weights live (bounds.describe); the KV cache and activations are not counted, so the bound is a "
-               "floor. Verified: the logits equal those of PyTorch's own allocator in device memory (same seed).</p>")
+               "weights live; the KV cache and activations are not counted, so the bound is a "
+               "floor. Datasheet bound: bounds.describe's peak (HBM: memory clock x bus width; host link: PCIe "
+               "generation x lanes, 128b/130b). Protocol bound (host-resident weights): the datasheet link's payload "
+               "rate in the completion packets SM reads get, payload / (payload + header + framing and LCRC), the "
+               "header measured with the PCIe counters: " +
+               ("; ".join(f"{i + 1}: {e(src)}" for i, src in enumerate(protos)) or "no record carries one") + ". "
+               "Verified: the logits equal those of PyTorch's own allocator in device memory (same seed).</p>")
     return "".join(out)
 
 
