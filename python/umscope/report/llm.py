@@ -9,7 +9,7 @@ from collections import OrderedDict
 
 from umscope.apps.llm import token_bound
 from umscope.model import bounds
-from umscope.report.common import e, records_table
+from umscope.report.common import e, html_table, num_cell, records_table
 from umscope.report.registry import family_section
 from umscope.report.svg import hbar_chart, line_chart, size_tick
 
@@ -53,27 +53,22 @@ def section(recs, fp=None) -> str:
                 (place, g["median"], None, None))
         b, path = token_bound(r, desc)
         series.setdefault(place, []).append((r["bytes"], r["median"] * 1e3, r["min"] * 1e3, r["max"] * 1e3))
-        bound_cells = (f"<td class=num>{1e3 * b:.4g} ({e(path)})</td><td class=num>{100 * b / r['median']:.1f}%</td>"
-                       if b else f"<td>{e(path)}</td><td></td>")
+        bound = ([num_cell(f"{1e3 * b:.4g} ({path})"), num_cell(f"{100 * b / r['median']:.1f}%")]
+                 if b else [path, ""])
         pb = protocol(x)
         if pb and r["bytes"]:
             protos.setdefault(pb[1], pb[0])
             tb = r["bytes"] / (pb[0] * 1e9)
-            bound_cells += (f"<td class=num>{1e3 * tb:.4g} ({pb[0]:.1f} GB/s)</td>"
-                            f"<td class=num>{100 * tb / r['median']:.1f}%</td>")
+            bound += [num_cell(f"{1e3 * tb:.4g} ({pb[0]:.1f} GB/s)"), num_cell(f"{100 * tb / r['median']:.1f}%")]
         else:
-            why = (x.get("bounds") or {}).get("protocol_why") or ""
-            bound_cells += f"<td>{e(why[:80])}</td><td></td>"
+            bound += [((x.get("bounds") or {}).get("protocol_why") or "")[:80], ""]
         comp_s = compile_seconds(x)
-        rows.append(f"<tr><td>{e(str(x.get('model')))}</td><td>{e(str(x.get('precision')))}</td>"
-                    f"<td class=num>{e(size_tick(r['bytes']))}</td><td>{e(place)}</td>"
-                    f"<td class=num>{1e3 * (x.get('prefill_s') or 0):.3g}</td>"
-                    f"<td class=num>{'' if comp_s is None else format(comp_s, '.3g')}</td>"
-                    f"<td class=num>{1e3 * r['median']:.4g}</td>"
-                    f"<td class=num>{100 * (r.get('spread') or 0):.0f}%</td>"
-                    f"<td class=num>{x.get('tokens_per_s') or 0:.4g}</td>"
-                    f"<td class=num>{g['median'] if g else 0:.4g}</td>{bound_cells}"
-                    f"<td>{e(str(x.get('verified')))} (max rel. error {x.get('max_rel_error') or 0:.2g})</td></tr>")
+        rows.append([str(x.get("model")), str(x.get("precision")), num_cell(size_tick(r["bytes"])), place,
+                     num_cell(f"{1e3 * (x.get('prefill_s') or 0):.3g}"),
+                     num_cell("" if comp_s is None else format(comp_s, ".3g")), num_cell(f"{1e3 * r['median']:.4g}"),
+                     num_cell(f"{100 * (r.get('spread') or 0):.0f}%"), num_cell(f"{x.get('tokens_per_s') or 0:.4g}"),
+                     num_cell(f"{g['median'] if g else 0:.4g}")] + bound
+                    + [f"{x.get('verified')} (max rel. error {x.get('max_rel_error') or 0:.2g})"])
     xs = sorted({r["bytes"] for r in decode if r["bytes"]})
     for path, label in (("gpu_memory", "HBM bound"), ("h2d", "host-link bound")):
         peak = desc["datapaths"].get(path)
@@ -88,26 +83,24 @@ def section(recs, fp=None) -> str:
     out.append(line_chart(list(series.items()), "Time per decode step against the weights' bytes (whiskers: "
                           "min..max over the steps), with the bounds", "weight bytes", "ms per token",
                           x_log=True, y_log=True, x_fmt=size_tick))
-    out.append("<table><tr><th>model</th><th>precision</th><th>weights</th><th>placement</th><th>prefill ms</th>"
-               "<th>compile s</th>"
-               "<th>ms per token</th><th>spread</th><th>tokens/s</th><th>time for the tokens s</th>"
-               "<th>datasheet bound ms per token (datapath)</th><th>of datasheet bound</th>"
-               "<th>protocol bound ms per token (GB/s)</th><th>of protocol bound</th><th>verified</th></tr>" +
-               "".join(rows) +
-               "</table><p class=note>Weights are random (built from the published configurations with transformers; "
-               "nothing was downloaded). Per-token time: CUDA events around each decode step (one step captured as a "
-               "CUDA graph and replayed, unless marked eager; compiled: the step was compiled by torch.compile before "
-               "capture, its compile time spent in the warm-up, outside every timed step; Triton GEMV: the one-row "
-               "products of host-resident weights ran umscope's kernel), median over the steps after a warm-up "
-               "generation. "
-               "The bound reads every weight once per step at the peak of where the "
-               "weights live; the KV cache and activations are not counted, so the bound is a "
-               "floor. Datasheet bound: bounds.describe's peak (HBM: memory clock x bus width; host link: PCIe "
-               "generation x lanes, 128b/130b). Protocol bound (host-resident weights): the datasheet link's payload "
-               "rate in the completion packets SM reads get, payload / (payload + header + framing and LCRC), the "
-               "header measured with the PCIe counters: " +
-               ("; ".join(f"{i + 1}: {e(src)}" for i, src in enumerate(protos)) or "no record carries one") + ". "
-               "Verified: the logits equal those of PyTorch's own allocator in device memory (same seed).</p>")
+    out.append(html_table(
+        ["model", "precision", "weights", "placement", "prefill ms", "compile s", "ms per token", "spread", "tokens/s",
+         "time for the tokens s", "datasheet bound ms per token (datapath)", "of datasheet bound",
+         "protocol bound ms per token (GB/s)", "of protocol bound", "verified"], rows,
+        "Weights are random (built from the published configurations with transformers; "
+        "nothing was downloaded). Per-token time: CUDA events around each decode step (one step captured as a "
+        "CUDA graph and replayed, unless marked eager; compiled: the step was compiled by torch.compile before "
+        "capture, its compile time spent in the warm-up, outside every timed step; Triton GEMV: the one-row "
+        "products of host-resident weights ran umscope's kernel), median over the steps after a warm-up "
+        "generation. "
+        "The bound reads every weight once per step at the peak of where the "
+        "weights live; the KV cache and activations are not counted, so the bound is a "
+        "floor. Datasheet bound: bounds.describe's peak (HBM: memory clock x bus width; host link: PCIe "
+        "generation x lanes, 128b/130b). Protocol bound (host-resident weights): the datasheet link's payload "
+        "rate in the completion packets SM reads get, payload / (payload + header + framing and LCRC), the "
+        "header measured with the PCIe counters: " +
+        ("; ".join(f"{i + 1}: {e(src)}" for i, src in enumerate(protos)) or "no record carries one") + ". "
+        "Verified: the logits equal those of PyTorch's own allocator in device memory (same seed)."))
     return "".join(out)
 
 
