@@ -72,3 +72,52 @@ def test_two_concurrent_writers_lose_nothing(tmp_path):
     for r in runs:
         assert len(s.records(r["id"])) == 120
         assert len(s.cases(r["id"])) == 60
+
+
+class _SignalAfter:
+    """The store's connection, raising KeyboardInterrupt (as a signal handler would) just after one
+    statement has taken effect."""
+
+    def __init__(self, db, statement):
+        self._db, self._statement = db, statement
+
+    @property
+    def in_transaction(self):
+        return self._db.in_transaction
+
+    def execute(self, sql, *args):
+        cur = self._db.execute(sql, *args)
+        if sql == self._statement:
+            self._statement = None
+            raise KeyboardInterrupt
+        return cur
+
+
+def test_a_signal_after_commit_keeps_the_write_and_propagates(tmp_path):
+    s = Store(tmp_path / "s.sqlite")
+    real = s.db
+    s.db = _SignalAfter(real, "COMMIT")
+    try:
+        s.create_run("bench", "umscope bench x", [], {}, {})
+        raise AssertionError("the signal was swallowed")
+    except KeyboardInterrupt:
+        pass  # the signal itself, not "cannot rollback - no transaction is active"
+    s.db = real
+    assert not real.in_transaction
+    assert [r["command"] for r in s.runs()] == ["umscope bench x"]
+
+
+def test_a_signal_after_begin_undoes_the_transaction(tmp_path):
+    s = Store(tmp_path / "s.sqlite")
+    real = s.db
+    s.db = _SignalAfter(real, "BEGIN IMMEDIATE")
+    try:
+        s.create_run("bench", "umscope bench x", [], {}, {})
+        raise AssertionError("the signal was swallowed")
+    except KeyboardInterrupt:
+        pass
+    s.db = real
+    assert not real.in_transaction  # no transaction left open to block the next writer
+    assert s.runs() == []
+    s.create_run("bench", "umscope bench y", [], {}, {})
+    assert [r["command"] for r in s.runs()] == ["umscope bench y"]

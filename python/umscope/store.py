@@ -132,21 +132,23 @@ class Store:
         self.db.close()
 
     def _write(self, fn):
-        """Runs fn(db) in one immediate transaction, retrying while another writer holds the lock."""
+        """Runs fn(db) in one immediate transaction, retrying while another writer holds the lock.
+
+        A signal (SIGINT/SIGTERM/SIGHUP raise Interrupted) can arrive at any point, also just after BEGIN or
+        COMMIT has taken effect: what is undone is decided by whether a transaction is open, so a committed
+        write stays and the signal, not a failed ROLLBACK, is what propagates."""
         for attempt in range(200):
             try:
                 self.db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as e:
-                if "locked" in str(e) or "busy" in str(e):
-                    time.sleep(0.05 * (1 + attempt % 10))
-                    continue
-                raise
-            try:
                 out = fn(self.db)
                 self.db.execute("COMMIT")
                 return out
-            except BaseException:
-                self.db.execute("ROLLBACK")
+            except BaseException as e:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                elif isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e)):
+                    time.sleep(0.05 * (1 + attempt % 10))  # BEGIN found another writer: wait and try again
+                    continue
                 raise
         raise sqlite3.OperationalError(f"store {self.path} stayed locked")
 
