@@ -953,13 +953,9 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   umcounters::callback(domain, cbid, data);
 }
 
-// When the loader finalises this library at exit (docs/counters.md, "The set-up beside the program": the teardown).
+// When the loader finalises this library at exit.
 __attribute__((destructor)) void on_unload() {
-  if (!g_out || !g_io.try_lock()) return;  // never wait at exit for a lock another thread may keep
-  const uint64_t w = wall_ns();
-  umprofiler::write_phase(g_out, "exit: libumcounters finalised", -1, w, w);
-  std::fflush(g_out);
-  g_io.unlock();
+  umprofiler::write_finalised(g_out, g_io, "exit: libumcounters finalised");
 }
 }  // namespace
 

@@ -39,4 +39,15 @@ inline void write_phase(FILE* f, const char* what, int dev, uint64_t w0, uint64_
   std::fputs("}\n", f);
 }
 
+// A phase of no length when the loader finalises a profiler library at exit (docs/counters.md, "The set-up beside
+// the program": the teardown). Never waits at exit for the file's lock, which another thread may keep.
+template <typename Mutex>
+inline void write_finalised(FILE* f, Mutex& mu, const char* what) {
+  if (!f || !mu.try_lock()) return;
+  const uint64_t w = wall_ns();
+  write_phase(f, what, -1, w, w);
+  std::fflush(f);
+  mu.unlock();
+}
+
 }  // namespace umprofiler

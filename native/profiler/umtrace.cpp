@@ -443,11 +443,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 // reverse order of their loading (those loaded after this one, such as CUPTI's profiler libraries, first), then the
 // process ends and the kernel closes the driver's files. A phase of no length marks when this library's turn came.
 __attribute__((destructor)) void on_unload() {
-  if (!g_out || !g_mu.try_lock()) return;  // never wait at exit for a lock another thread may keep
-  const uint64_t w = wall_ns();
-  umprofiler::write_phase(g_out, "exit: libumtrace finalised", -1, w, w);
-  std::fflush(g_out);
-  g_mu.unlock();
+  umprofiler::write_finalised(g_out, g_mu, "exit: libumtrace finalised");
 }
 
 void on_fatal(int sig) {
