@@ -116,6 +116,15 @@ __global__ void copy_words_kernel(const W* __restrict__ a, W* __restrict__ b, si
   for (; i < n; i += stride) b[i] = a[i];
 }
 
+// Calls f with a value of the unsigned word type of `width` bytes (4, 8 or 16): read-words' and copy-words'
+// kernels for that width.
+template <typename F>
+void with_word(int width, F&& f) {
+  if (width == 4) f(0u);
+  else if (width == 8) f(0ull);
+  else f(uint4{});
+}
+
 // The sum of the 32-bit words of pattern(0..nd-1), as read-words computes it.
 unsigned long long pattern_word_sum(size_t nd) {
   unsigned long long want = 0;
@@ -216,88 +225,56 @@ void run_gpu_stream(Context& ctx) {
       }
       continue;
     }
-    if (op == "read-words") {
+    if (op == "read-words" || op == "copy-words") {
+      const bool rd = op == "read-words";
       unsigned long long* wsum = nullptr;
-      UM_CUDA(cudaMalloc(&wsum, sizeof *wsum));
-      const unsigned long long want = pattern_word_sum(nd);
+      if (rd) UM_CUDA(cudaMalloc(&wsum, sizeof *wsum));
+      const unsigned long long want = rd ? pattern_word_sum(nd) : 0;
       for (int width : widths) {
         Launch L{};
         std::function<void()> launch;
-        if (width == 4) {
-          L = launch_for(read_words_kernel<unsigned int>, ctx);
-          launch = [&] { read_words_kernel<<<L.grid, L.block>>>(static_cast<const unsigned int*>(A->gpu()), bytes / 4, wsum); };
-        } else if (width == 8) {
-          L = launch_for(read_words_kernel<unsigned long long>, ctx);
-          launch = [&] {
-            read_words_kernel<<<L.grid, L.block>>>(static_cast<const unsigned long long*>(A->gpu()), bytes / 8, wsum);
-          };
-        } else {
-          L = launch_for(read_words_kernel<uint4>, ctx);
-          launch = [&] { read_words_kernel<<<L.grid, L.block>>>(static_cast<const uint4*>(A->gpu()), bytes / 16, wsum); };
-        }
+        with_word(width, [&](auto word) {
+          using W = decltype(word);
+          const size_t n = bytes / sizeof(W);
+          const W* src = static_cast<const W*>(A->gpu());
+          if (rd) {
+            L = launch_for(read_words_kernel<W>, ctx);
+            launch = [&, n, src] { read_words_kernel<W><<<L.grid, L.block>>>(src, n, wsum); };
+          } else {
+            L = launch_for(copy_words_kernel<W>, ctx);
+            W* dst = static_cast<W*>(B->gpu());
+            launch = [&, n, src, dst] { copy_words_kernel<W><<<L.grid, L.block>>>(src, dst, n); };
+          }
+        });
+        if (!rd) gpu_poison(b, bytes);
+        const size_t traffic = rd ? bytes : 2 * bytes;
         std::vector<double> gbps;
-        for (double ms : repeat_ms(clock, ctx.warmup, ctx.reps, launch,
-                                   [&](int) { UM_CUDA(cudaMemsetAsync(wsum, 0, sizeof *wsum)); }))
-          gbps.push_back(gb_per_s(double(bytes), ms * 1e-3));
-        unsigned long long got = 0;
-        UM_CUDA(cudaMemcpy(&got, wsum, sizeof got, cudaMemcpyDeviceToHost));
-        if (got != want)
-          throw VerifyError("read-words width " + std::to_string(width) + ": word sum " + std::to_string(got) +
-                            " != expected " + std::to_string(want));
+        for (double ms : repeat_ms(clock, ctx.warmup, ctx.reps, launch, [&](int) {
+               if (rd) UM_CUDA(cudaMemsetAsync(wsum, 0, sizeof *wsum));
+             }))
+          gbps.push_back(gb_per_s(double(traffic), ms * 1e-3));
+        if (rd) {
+          unsigned long long got = 0;
+          UM_CUDA(cudaMemcpy(&got, wsum, sizeof got, cudaMemcpyDeviceToHost));
+          if (got != want)
+            throw VerifyError("read-words width " + std::to_string(width) + ": word sum " + std::to_string(got) +
+                              " != expected " + std::to_string(want));
+        } else if (const size_t bad = gpu_count_mismatch(reinterpret_cast<double*>(b), nd, 1, 0)) {
+          throw VerifyError(std::to_string(bad) + " of " + std::to_string(nd) +
+                            " elements wrong after copy-words width " + std::to_string(width));
+        }
         JsonObject rec = ctx.record(op, proc, kind, bytes);
         Context::put_summary(rec, "bandwidth", "GB/s", gbps);
         rec.set("access_bytes", width);
-        rec.set("traffic_bytes", static_cast<unsigned long long>(bytes));
+        rec.set("traffic_bytes", static_cast<unsigned long long>(traffic));
         rec.set("grid", L.grid);
         rec.set("block", L.block);
-        rec.set("verified", "cpu-reference");  // the words' sum equals the pattern's
+        // read-words: the words' sum equals the pattern's; copy-words: every element compared with its expected value
+        rec.set("verified", "cpu-reference");
         rec.set("residency", A->residency());
         ctx.emit(rec);
       }
-      cudaFree(wsum);
-      continue;
-    }
-    if (op == "copy-words") {
-      for (int width : widths) {
-        Launch L{};
-        std::function<void()> launch;
-        if (width == 4) {
-          L = launch_for(copy_words_kernel<unsigned int>, ctx);
-          launch = [&] {
-            copy_words_kernel<<<L.grid, L.block>>>(static_cast<const unsigned int*>(A->gpu()),
-                                                   static_cast<unsigned int*>(B->gpu()), bytes / 4);
-          };
-        } else if (width == 8) {
-          L = launch_for(copy_words_kernel<unsigned long long>, ctx);
-          launch = [&] {
-            copy_words_kernel<<<L.grid, L.block>>>(static_cast<const unsigned long long*>(A->gpu()),
-                                                   static_cast<unsigned long long*>(B->gpu()), bytes / 8);
-          };
-        } else {
-          L = launch_for(copy_words_kernel<uint4>, ctx);
-          launch = [&] {
-            copy_words_kernel<<<L.grid, L.block>>>(static_cast<const uint4*>(A->gpu()), static_cast<uint4*>(B->gpu()),
-                                                   bytes / 16);
-          };
-        }
-        gpu_poison(b, bytes);
-        std::vector<double> gbps;
-        for (double ms : repeat_ms(clock, ctx.warmup, ctx.reps, launch, [&](int) {}))
-          gbps.push_back(gb_per_s(2.0 * double(bytes), ms * 1e-3));
-        const size_t bad = gpu_count_mismatch(reinterpret_cast<double*>(b), nd, 1, 0);
-        if (bad)
-          throw VerifyError(std::to_string(bad) + " of " + std::to_string(nd) + " elements wrong after copy-words width " +
-                            std::to_string(width));
-        JsonObject rec = ctx.record(op, proc, kind, bytes);
-        Context::put_summary(rec, "bandwidth", "GB/s", gbps);
-        rec.set("access_bytes", width);
-        rec.set("traffic_bytes", static_cast<unsigned long long>(2 * bytes));
-        rec.set("grid", L.grid);
-        rec.set("block", L.block);
-        rec.set("verified", "cpu-reference");  // every element compared with its expected value
-        rec.set("residency", A->residency());
-        ctx.emit(rec);
-      }
+      if (wsum) cudaFree(wsum);
       continue;
     }
     if (op == "gather" || op == "scatter" || op == "gather-scatter") {
