@@ -47,28 +47,32 @@ PAGE = 4096
 # words: with the launch's block, the bytes a block covers per grid-stride step) and the fault window of
 # the older page replay (0: the driver's batch; 1: one fault at a time).
 MIG = ["--kind", "managed,first_touch=cpu"]
+
+
+def case(label, prog, args, passes=1, touch=False, cpu_read=False, htod=1, dtoh=0, access=16, window=0):
+    return dict(label=label, prog=prog, args=args, passes=passes, touch=touch, cpu_read=cpu_read, htod=htod,
+                dtoh=dtoh, access=access, window=window)
+
+
+def read_on(blocks, window):
+    """The migration read of case 0 on a given number of blocks."""
+    return case(f"GPU reads CPU-initialised managed memory on {blocks} blocks, 2 passes", "migration",
+                MIG + ["--iterations", "2", "--blocks", str(blocks)], passes=2, window=window)
+
+
 CASES = [
-    dict(label="GPU reads CPU-initialised managed memory, 2 passes", prog="migration", args=MIG + ["--iterations", "2"],
-         passes=2, touch=False, cpu_read=False, htod=1, dtoh=0, access=16, window=0),
-    dict(label="GPU writes CPU-initialised managed memory, 2 passes", prog="migration",
-         args=MIG + ["--op", "write", "--iterations", "2"], passes=2, touch=False, cpu_read=False, htod=1, dtoh=0,
-         access=16, window=0),
-    dict(label="GPU reads, CPU writes one element per page between passes, 3 passes", prog="migration",
-         args=MIG + ["--cpu-touch", "stride", "--iterations", "3"], passes=3, touch=True, cpu_read=False, htod=3, dtoh=2,
-         access=16, window=0),
-    dict(label="GPU reads CPU-initialised managed memory on 4 blocks, 2 passes", prog="migration",
-         args=MIG + ["--iterations", "2", "--blocks", "4"], passes=2, touch=False, cpu_read=False, htod=1, dtoh=0,
-         access=16, window=1),
-    dict(label="GPU reads CPU-initialised managed memory on 16 blocks, 2 passes", prog="migration",
-         args=MIG + ["--iterations", "2", "--blocks", "16"], passes=2, touch=False, cpu_read=False, htod=1, dtoh=0,
-         access=16, window=1),
-    dict(label="GPU reads CPU-initialised managed memory on 132 blocks, 2 passes", prog="migration",
-         args=MIG + ["--iterations", "2", "--blocks", "132"], passes=2, touch=False, cpu_read=False, htod=1, dtoh=0,
-         access=16, window=0),
-    dict(label="um-truth read: the CPU writes 32-bit words, one GPU pass reads them", prog="um-truth",
-         args=["--case", "read"], passes=1, touch=False, cpu_read=False, htod=1, dtoh=0, access=4, window=0),
-    dict(label="um-truth writeback: the GPU increments the CPU's words, the CPU reads them", prog="um-truth",
-         args=["--case", "writeback"], passes=1, touch=False, cpu_read=True, htod=1, dtoh=1, access=4, window=0),
+    case("GPU reads CPU-initialised managed memory, 2 passes", "migration", MIG + ["--iterations", "2"], passes=2),
+    case("GPU writes CPU-initialised managed memory, 2 passes", "migration",
+         MIG + ["--op", "write", "--iterations", "2"], passes=2),
+    case("GPU reads, CPU writes one element per page between passes, 3 passes", "migration",
+         MIG + ["--cpu-touch", "stride", "--iterations", "3"], passes=3, touch=True, htod=3, dtoh=2),
+    read_on(4, window=1),
+    read_on(16, window=1),
+    read_on(132, window=0),
+    case("um-truth read: the CPU writes 32-bit words, one GPU pass reads them", "um-truth", ["--case", "read"],
+         access=4),
+    case("um-truth writeback: the GPU increments the CPU's words, the CPU reads them", "um-truth",
+         ["--case", "writeback"], cpu_read=True, dtoh=1, access=4),
 ]
 
 
