@@ -35,13 +35,69 @@ RAW = None  # --raw-out: every record measured, as JSON lines, written as it com
 TAG = ""
 
 
+VMSTAT_KEYS = ("thp_fault_alloc", "thp_fault_fallback", "thp_collapse_alloc", "compact_stall", "pgfault")
+
+
+def vmstat():
+    """The kernel's counters of huge-page allocation at first touch (a 2 MiB page given, or refused and 4 KiB
+    pages used instead) and compaction stalls: read around every run, their difference says which pages
+    the run's first touches got."""
+    try:
+        d = dict(line.split() for line in Path("/proc/vmstat").read_text().splitlines())
+        return {k: int(d[k]) for k in VMSTAT_KEYS if k in d}
+    except (OSError, ValueError):
+        return {}
+
+
+def environment():
+    """The facts the CPU-side phases depend on: the THP settings, the huge pages in use and the free 2 MiB
+    blocks (order >= 9 in /proc/buddyinfo: what a huge page at first touch needs), free memory, load."""
+    def read(p):
+        try:
+            return Path(p).read_text().strip()
+        except OSError:
+            return None
+    out = {k: read(f"/sys/kernel/mm/transparent_hugepage/{k}") for k in ("enabled", "defrag", "shmem_enabled")}
+    out["khugepaged_defrag"] = read("/sys/kernel/mm/transparent_hugepage/khugepaged/defrag")
+    mi = {}
+    for line in (read("/proc/meminfo") or "").splitlines():
+        k, _, v = line.partition(":")
+        if k in ("MemTotal", "MemFree", "MemAvailable", "AnonHugePages", "HugePages_Total", "Hugetlb"):
+            mi[k] = v.strip()
+    out["meminfo"] = mi
+    free2m = 0
+    for line in (read("/proc/buddyinfo") or "").splitlines():
+        f = line.split()
+        if "Normal" in f or "DMA32" in f:
+            counts = [int(x) for x in f[4:]]
+            free2m += sum(c << (o - 9) for o, c in enumerate(counts) if o >= 9)
+    out["free_2m_blocks"] = free2m
+    out["loadavg"] = read("/proc/loadavg")
+    out["vmstat"] = vmstat()
+    uvm = Path("/sys/module/nvidia_uvm/parameters")
+    if uvm.is_dir():
+        out["nvidia_uvm"] = {p.name: read(p) for p in sorted(uvm.iterdir())
+                             if p.name.startswith(("uvm_cpu_chunk", "uvm_perf_prefetch", "uvm_page_table"))}
+    return out
+
+
+def note_env(tag):
+    if RAW is not None:
+        RAW.write(json.dumps({"_tag": "env", "_at": tag, "_time": time.time(), **environment()}) + "\n")
+        RAW.flush()
+
+
 def umbench(bench, *args, timeout=300, tag=None):
     tag = tag or TAG
     t = time.time()
+    v0 = vmstat()
     recs, status = native.run_case(bench, *[str(a) for a in args], timeout=timeout)
+    v1 = vmstat()
+    dv = {k: v1[k] - v0[k] for k in v0 if k in v1}
     if RAW is not None:
         for r in recs:
-            RAW.write(json.dumps(dict(r, _tag=tag, _argv=[bench, *map(str, args)], _wall_s=time.time() - t)) + "\n")
+            RAW.write(json.dumps(dict(r, _tag=tag, _argv=[bench, *map(str, args)], _wall_s=time.time() - t,
+                                      _vmstat=dv)) + "\n")
         RAW.flush()
     if status.get("status") != "ok":
         print(f"  {bench} {' '.join(map(str, args))}: {status.get('status')}: {status.get('reason')}", flush=True)
@@ -73,9 +129,8 @@ def figure_records(size, dev, tag):
     for op, kind, it in mig:  # managed: three trials, each on a fresh allocation: the figure is their median
         recs += umbench("migration", "--op", op, "--kind", kind, "--bytes", size, "--iterations", it,
                         "--trials", 3 if kind.startswith("managed") else 1, *dev)
-    for kind, by in (("managed", "gpu"), ("managed", "cpu"), ("system", "cpu"), ("pinned", "cpu"),
-                     ("registered", "cpu")):
-        recs += umbench("firsttouch", "--kind", kind, "--by", by, "--bytes", size, "--reps", "3", *dev)
+    recs += umbench("firsttouch", "--kind", "managed", "--by", "gpu", "--bytes", size, "--reps", "3", *dev)
+    recs += touch_records(dev, tag)
     recs += umbench("faults", "--kind", "managed,first_touch=gpu", "--processor", "cpu", "--mode", "parallel",
                     "--bytes", size, "--stride", "4K", "--reps", "3", *dev)
     recs += umbench("cpu-stream", "--kind", "system", "--bytes", size, "--threads", "all", "--ops", "read,checksum",
@@ -86,10 +141,27 @@ def figure_records(size, dev, tag):
     # The GPU's access patterns over pinned memory beside the stream: random 8-byte loads and stores (each
     # a separate remote access: the rate of bfs's gathers and of a tile's rows), and the working-set sweep
     # (a window re-read back to back: whether the L2 keeps host lines, by the window's size).
-    recs += umbench("gpu-stream", "--kind", "pinned", "--bytes", size, "--ops", "gather,scatter,gather-scatter,reread",
-                    "--accesses", 1 << 24, "--window", "4M,16M,32M,64M,256M", "--passes", 8, "--reps", 3, *dev)
-    recs += umbench("gpu-stream", "--kind", "pinned", "--bytes", "16M", "--ops", "gather", "--accesses", 1 << 24,
-                    "--reps", 3, *dev)  # random loads within what the L2 holds
+    recs += umbench("gpu-stream", "--kind", "pinned", "--bytes", size, "--ops", "gather,scatter,gather-scatter",
+                    "--accesses", 1 << 24, "--reps", 3, *dev)
+    return recs
+
+
+TOUCH_BYTES = "64M"  # the applications' size class: their arrays are 20-128 MiB at the validation's footprint
+
+
+def touch_records(dev, tag):
+    """The CPU-side phases' figures, measured as the applications meet them: allocation, first write and free
+    of each kind the CPU initialises (pageable for explicit, managed, pinned, registered), one array of the
+    applications' size class, written by all the CPU's threads with the applications' own values
+    (--values hash: their generator), 5 repetitions. Taken before and again after the applications (the
+    figure: the median of both), since the pages a first touch gets (2 MiB or 4 KiB: the free 2 MiB blocks
+    of the moment) change during a session."""
+    global TAG
+    TAG = tag
+    recs = []
+    for kind in ("system", "managed", "pinned", "registered"):
+        recs += umbench("firsttouch", "--kind", kind, "--by", "cpu", "--values", "hash", "--bytes", TOUCH_BYTES,
+                        "--reps", "5", *dev)
     return recs
 
 
@@ -139,12 +211,15 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
         "Figures (what calibrates what is in python/umscope/model/calibrated.py): "
         + ", ".join(f"{k} {v:.4g}" for k, v in sorted(fig.items())) + ". Not measured in this session (packaged "
         "H100 figures): " + (", ".join(sorted(missing)) or "none") + ".", "",
-        "| application | mode | measured ms | predicted ms | error | largest phase error (ms, predicted - measured) |",
-        "| --- | --- | ---: | ---: | ---: | --- |"]
+        "The measured side's own spread: each case's runs differ by (max - min) / median of their totals (the "
+        "spread column); a case whose spread is near its error is within the machine's run-to-run variation.", "",
+        "| application | mode | measured ms | spread | predicted ms | error | largest phase error (ms, predicted - measured) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
         d = {k: (r["phases_pred"][k] or 0) - (r["phases_meas"].get(k) or 0) for k in calibrated.PHASES}
         k = max(d, key=lambda k: abs(d[k]))
-        lines.append(f"| {r['app']} | {r['mode']} | {r['measured_ms']:.1f} | {r['predicted_ms']:.1f} | "
+        sp = f"{r['spread']:.0%}" if r.get("spread") is not None else "-"
+        lines.append(f"| {r['app']} | {r['mode']} | {r['measured_ms']:.1f} | {sp} | {r['predicted_ms']:.1f} | "
                      f"{r['error']:+.1%} | {k[:-3]} {d[k]:+.1f} |")
     sweep = sorted((int(k.split("_")[2][:-1]), v) for k, v in fig.items() if k.startswith("remote_reread_"))
     if sweep and fig.get("remote_gbps"):
@@ -226,7 +301,10 @@ def compare(app_recs, fig):
                 continue
             p = calibrated.predict(name, m, cal, fig)
             err = (p["total_ms"] - r["total_ms"]) / r["total_ms"]
+            tot = [float(x["total_ms"]) for x in runs[m]]
+            spread = (max(tot) - min(tot)) / r["total_ms"] if len(tot) > 1 else None
             rows.append({"app": name, "mode": m, "measured_ms": r["total_ms"], "predicted_ms": p["total_ms"],
+                         "spread": spread,
                          "runs": r.get("calibration_runs", 1), "calibration_runs": cal.get("calibration_runs", 1),
                          "error": err, "phases_pred": {k: p[k] for k in calibrated.PHASES},
                          "phases_meas": {k: r.get(k) for k in calibrated.PHASES}})
@@ -254,7 +332,7 @@ def from_raw(a):
     through the current model."""
     recs = [json.loads(x) for x in Path(a.from_raw).read_text().splitlines() if x.strip()]
     meta = next((r for r in recs if r.get("_tag") == "meta"), {})
-    fig, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig256"])
+    fig, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") in ("fig256", "touch-after")])
     fig, missing = with_packaged(fig)
     big, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig1g"])
     rows = compare([r for r in recs if r.get("_tag") == "app"], fig)
@@ -298,8 +376,10 @@ def main():
     if a.raw_out:
         RAW = open(a.raw_out, "w")
     dev = ["--device", a.device]
-    print(f"{g['name']}: measuring the machine's figures (256 MiB)", flush=True)
-    fig, src = figures(256 << 20, dev, "fig256")
+    note_env("start")
+    print(f"{g['name']}: measuring the machine's figures (256 MiB; the CPU-side ones at {TOUCH_BYTES})", flush=True)
+    fig_recs = figure_records(256 << 20, dev, "fig256")
+    fig, src = calibrated.figures_from_records(fig_recs)
     fig, missing = with_packaged(fig)
     if missing:
         print(f"  not measured now, taken from the packaged H100 figures: {', '.join(sorted(missing))}", flush=True)
@@ -310,11 +390,21 @@ def main():
         if a.budget and time.time() - t0 > a.budget:
             print(f"budget of {a.budget:.0f} s spent: {name} and later applications not run", flush=True)
             break
-        for m in MODES:
-            for _ in range(a.calibration_runs if m == "explicit" else a.mode_runs):
-                r = run_app(name, a.footprint, m, dev)
-                if r:
-                    app_recs.append(r)
+        # Rounds over the modes (explicit, managed, ..., registered, then again), not each mode's runs back to
+        # back: every mode's runs sample the same stretch of the session (the free 2 MiB blocks a first touch
+        # finds drift as the session goes on).
+        for rnd in range(max(a.calibration_runs, a.mode_runs)):
+            for m in MODES:
+                if rnd < (a.calibration_runs if m == "explicit" else a.mode_runs):
+                    r = run_app(name, a.footprint, m, dev)
+                    if r:
+                        app_recs.append(r)
+    note_env("after-apps")
+    # The CPU-side figures again, now the applications have run: the figure is the median of before and after.
+    fig, src = calibrated.figures_from_records(fig_recs + touch_records(dev, "touch-after"))
+    fig, missing = with_packaged(fig)
+    print("  after the applications: " + ", ".join(f"{k} {fig[k]:.3g}" for k in sorted(fig) if "touch" in k or
+                                                    "alloc" in k or "free" in k), flush=True)
     rows = compare(app_recs, fig)
     micro = []
     if not a.no_micro:

@@ -89,6 +89,16 @@ void run_jacobi2d(Context& ctx) {
   JsonObject extra;
   extra.set("rows", static_cast<unsigned long long>(rows)).set("cols", static_cast<unsigned long long>(cols));
   extra.set("reverse", reverse);
+  // What crosses the link when the arrays are remote (pinned, registered; read by the calibrated model),
+  // from the kernel's access pattern in 32-byte sectors: a band of BAND rows reads BAND + 2 (its halo rows),
+  // and a block's 256 columns start one float past a sector boundary and read one column beyond each edge,
+  // 34 sectors for 32 sectors' worth (272 / 256); a warp's 32 floats (128 bytes) written at a 4-byte offset
+  // touch 5 sectors, at offset 0 (one row in 8 on average) 4: 39 / 32 of the array. Checked against the
+  // GPU's counters (bench/model_linkbytes.py: 148 MB read, 165 MB written per step at 128 MiB, against
+  // 151 and 164 MB from these factors).
+  const double sweep = double(n) * sizeof(float);
+  extra.set("link_read_bytes", 2.0 * sweep * (BAND + 2.0) / BAND * (272.0 / 256.0))
+      .set("link_write_bytes", 2.0 * sweep * (39.0 / 32.0));
   // Two sweeps per step, each reading one array and writing the other.
   run.finish(extra, 4.0 * n * sizeof(float), 10.0 * (rows - 2) * (cols - 2));
 }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 
+#include "umscope/app.hpp"
 #include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/cpu_kernels.hpp"
@@ -31,6 +32,11 @@ void run_firsttouch(Context& ctx) {
   if (kind.get("prefetch", "none") != "none") throw UsageError("firsttouch takes no prefetch policy: drop it from --kind");
   const std::string by = ctx.args.choices("by", "cpu", {"cpu", "gpu"})[0];
   const std::string pretouch = ctx.args.choices("pretouch", "none", {"none", "cpu"})[0];
+  // What the touching processor writes: one constant (a memory-bound stream of stores), or the suite
+  // applications' inputs (--values hash: uniform01(seed, i), the generator their CPU initialisation runs),
+  // which spaces the page faults out as the applications' initialisation does. CPU only.
+  const std::string values = ctx.args.choices("values", "const", {"const", "hash"})[0];
+  if (values == "hash" && by == "gpu") throw UsageError("--values hash is the CPU's initialisation: use it with --by cpu");
   const size_t bytes = ctx.args.page_bytes("bytes", size_t(1) << 30);
   const int nthreads = ctx.args.thread_counts("threads", "all")[0];
   const bool has_touch_policy = kind.policy.count("first_touch") != 0;
@@ -75,11 +81,16 @@ void run_firsttouch(Context& ctx) {
         team.run([&](int i, int T) {
           size_t lo, hi;
           split_range(nd, T, i, lo, hi);
-          cpu_write(d, lo, hi, kValue);
+          if (values == "hash" && pass == 0) {
+            for (size_t k = lo; k < hi; ++k) d[k] = uniform01(1, k);
+          } else {
+            cpu_write(d, lo, hi, kValue);
+          }
         });
       }
       (pass == 0 ? first_ms : second_ms).push_back(ms_since(t));
     }
+    // (the second pass wrote kValue everywhere, whatever the first wrote)
     size_t bad = on_gpu ? gpu_count_mismatch(static_cast<double*>(mine), nd, 0, kValue)
                         : cpu_count_mismatch(static_cast<double*>(mine), nd, 0, kValue);
     if (bad) throw VerifyError(std::to_string(bad) + " elements wrong after the first touch");
@@ -98,6 +109,7 @@ void run_firsttouch(Context& ctx) {
     if (op != "alloc" && op != "free" && med > 0) rec.set("gbps", gb_per_s(bytes, med * 1e-3));
     rec.set("by", by);
     rec.set("pretouch", pretouch);
+    if (who == "cpu" && op != "alloc" && op != "free") rec.set("values", values);
     rec.set("page", kind.get("page", "default"));
     rec.set("os_page_bytes", static_cast<unsigned long long>(page));
     if (who == "cpu") rec.set("threads", nthreads);
@@ -115,7 +127,7 @@ BenchRegistrar reg({"firsttouch", "gpu|cpu",
                     "allocation, first touch, second touch and free of one kind by one processor (--by), with an "
                     "optional CPU pre-touch; page size from the kind's page policy",
                     {"alloc", "pretouch", "first-touch", "second-touch", "free"},
-                    {"kind", "by", "pretouch", "bytes", "threads", "block", "blocks"},
+                    {"kind", "by", "pretouch", "values", "bytes", "threads", "block", "blocks"},
                     run_firsttouch});
 
 }  // namespace
