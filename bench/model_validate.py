@@ -107,10 +107,10 @@ def umbench(bench, *args, timeout=300, tag=None):
 
 def figures(size, dev, tag):
     """Machine figures measured now at `size` bytes (calibrated.figures_from_records reads the records)."""
-    return calibrated.figures_from_records(figure_records(size, dev, tag))
+    return calibrated.figures_from_records(figure_records(size, dev, tag, size))
 
 
-def figure_records(size, dev, tag):
+def figure_records(size, dev, tag, touch_bytes=None):
     """The microbenchmarks that calibrate the model (calibrated.figures_from_records says which record
     gives which figure)."""
     global TAG
@@ -130,7 +130,7 @@ def figure_records(size, dev, tag):
         recs += umbench("migration", "--op", op, "--kind", kind, "--bytes", size, "--iterations", it,
                         "--trials", 3 if kind.startswith("managed") else 1, *dev)
     recs += umbench("firsttouch", "--kind", "managed", "--by", "gpu", "--bytes", size, "--reps", "3", *dev)
-    recs += touch_records(dev, tag)
+    recs += touch_records(dev, tag, touch_bytes)
     recs += umbench("faults", "--kind", "managed,first_touch=gpu", "--processor", "cpu", "--mode", "parallel",
                     "--bytes", size, "--stride", "4K", "--reps", "3", *dev)
     recs += umbench("cpu-stream", "--kind", "system", "--bytes", size, "--threads", "all", "--ops", "read,checksum",
@@ -146,22 +146,23 @@ def figure_records(size, dev, tag):
     return recs
 
 
-TOUCH_BYTES = "64M"  # the applications' size class: their arrays are 20-128 MiB at the validation's footprint
+TOUCH_BYTES = "128M"  # the applications' footprint when --footprint does not name one
 
 
-def touch_records(dev, tag):
+def touch_records(dev, tag, nbytes=None):
     """The CPU-side phases' figures, measured as the applications meet them: allocation, first write and free
-    of each kind the CPU initialises (pageable for explicit, managed, pinned, registered), one array of the
-    applications' size class, written by all the CPU's threads with the applications' own values
-    (--values hash: their generator), 5 repetitions. Taken before and again after the applications (the
-    figure: the median of both), since the pages a first touch gets (2 MiB or 4 KiB: the free 2 MiB blocks
-    of the moment) change during a session."""
+    of each kind the CPU initialises (pageable for explicit, managed, pinned, registered), as much memory as
+    one application run takes (its footprint: whether a first touch or a pinning gets 2 MiB pages or falls
+    back to 4 KiB ones depends on how many free 2 MiB blocks the request needs against how many the kernel
+    has at the moment), written by all the CPU's threads with the applications' own values (--values hash:
+    their generator), 5 repetitions. Taken before and again after the applications (the figure: the median
+    of both), since the free 2 MiB blocks change during a session."""
     global TAG
     TAG = tag
     recs = []
     for kind in ("system", "managed", "pinned", "registered"):
-        recs += umbench("firsttouch", "--kind", kind, "--by", "cpu", "--values", "hash", "--bytes", TOUCH_BYTES,
-                        "--reps", "5", *dev)
+        recs += umbench("firsttouch", "--kind", kind, "--by", "cpu", "--values", "hash", "--bytes",
+                        nbytes or TOUCH_BYTES, "--reps", "5", *dev)
     return recs
 
 
@@ -377,8 +378,9 @@ def main():
         RAW = open(a.raw_out, "w")
     dev = ["--device", a.device]
     note_env("start")
-    print(f"{g['name']}: measuring the machine's figures (256 MiB; the CPU-side ones at {TOUCH_BYTES})", flush=True)
-    fig_recs = figure_records(256 << 20, dev, "fig256")
+    print(f"{g['name']}: measuring the machine's figures (256 MiB; the CPU-side ones at the footprint)", flush=True)
+    touch = a.footprint or TOUCH_BYTES
+    fig_recs = figure_records(256 << 20, dev, "fig256", touch)
     fig, src = calibrated.figures_from_records(fig_recs)
     fig, missing = with_packaged(fig)
     if missing:
@@ -401,7 +403,7 @@ def main():
                         app_recs.append(r)
     note_env("after-apps")
     # The CPU-side figures again, now the applications have run: the figure is the median of before and after.
-    fig, src = calibrated.figures_from_records(fig_recs + touch_records(dev, "touch-after"))
+    fig, src = calibrated.figures_from_records(fig_recs + touch_records(dev, "touch-after", touch))
     fig, missing = with_packaged(fig)
     print("  after the applications: " + ", ".join(f"{k} {fig[k]:.3g}" for k in sorted(fig) if "touch" in k or
                                                     "alloc" in k or "free" in k), flush=True)

@@ -46,3 +46,24 @@ def test_gemm_declares_cublas_tiles_and_its_link_requests():
     assert g["link_read_bytes"] == reads and g["link_write_bytes"] == m * n * 4
     # one link request per 40.7 bytes read (the counters' request count)
     assert g["link_runs"] == pytest.approx(reads / 40.7)
+
+
+def test_jacobi2d_declares_halo_rows_and_misaligned_sectors():
+    j = _rec("jacobi2d", "--footprint", "4M")
+    sweep = 4 * j["rows"] * j["cols"]  # one array of floats: two sweeps a step, each reads one and writes the other
+    # bands of 32 rows read 34; a block's 256 columns, one float past a sector boundary plus one column beyond
+    # each edge, read 34 sectors for 32; a warp's write at a 4-byte offset touches 5 sectors (4 in one row of 8)
+    assert j["link_read_bytes"] == pytest.approx(2 * sweep * 34 / 32 * 272 / 256)
+    assert j["link_write_bytes"] == pytest.approx(2 * sweep * 39 / 32)
+    assert j["traffic_bytes"] == 4 * sweep  # the ideal (each sweep reads one array and writes one) stays the HBM traffic
+
+
+def test_firsttouch_writes_the_applications_values_when_asked():
+    res = umbench("run", "firsttouch", "--kind", "system", "--by", "cpu", "--values", "hash", "--bytes", "4M",
+                  "--reps", "1", "--threads", "2")
+    recs = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
+    first = next(r for r in recs if r.get("op") == "first-touch")
+    assert first["values"] == "hash" and first["threads"] == 2 and first["verified"] == "cpu-reference"
+    assert "values" not in next(r for r in recs if r.get("op") == "alloc")
+    bad = umbench("run", "firsttouch", "--kind", "managed", "--by", "gpu", "--values", "hash", "--bytes", "4M")
+    assert bad.returncode == 2 and "--values hash" in bad.stderr
