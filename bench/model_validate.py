@@ -163,6 +163,9 @@ def touch_records(dev, tag, nbytes=None):
     for kind in ("system", "managed", "pinned", "registered"):
         recs += umbench("firsttouch", "--kind", kind, "--by", "cpu", "--values", "hash", "--bytes",
                         nbytes or TOUCH_BYTES, "--reps", "5", *dev)
+    # managed pages the CPU wrote, migrated by the GPU's first pass, then freed: the managed modes' free
+    recs += umbench("firsttouch", "--kind", "managed", "--by", "gpu", "--pretouch", "cpu", "--bytes",
+                    nbytes or TOUCH_BYTES, "--reps", "3", *dev)
     return recs
 
 

@@ -82,3 +82,13 @@ def test_modes_run_in_rounds_and_the_spread_is_reported(mv, monkeypatch, tmp_pat
     text = out.read_text()
     # managed measured 110 and 120 ms: median 115, spread (120 - 110) / 115
     assert "| triad | managed | 115.0 | 9% |" in text
+
+
+def test_managed_free_is_read_from_migrated_pages_where_measured():
+    gpu = dict(_touch("managed", 1.0, op="free"), by="gpu", processor="gpu0", values=None)
+    migrated = dict(gpu, median=2.0, pretouch="cpu")
+    first = dict(gpu, op="first-touch", median=30.0, pretouch="cpu")  # a migration, not a GPU first touch
+    fig, src = calibrated.figures_from_records([gpu, migrated, first])
+    assert fig["managed_free_gpu_ms_per_gib"] == pytest.approx(16)
+    assert "migrated" in src["managed_free_gpu_ms_per_gib"]
+    assert "gpu_first_touch_ms_per_gib" not in fig
