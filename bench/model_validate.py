@@ -127,9 +127,13 @@ def figure_records(size, dev, tag, touch_bytes=None):
            ("write", "pinned", 3),  # and writing it
            ("copy", "pinned", 3))  # both at once
     for op, kind, it in mig:  # managed: three trials, each on a fresh allocation: the figure is their median
-        recs += umbench("migration", "--op", op, "--kind", kind, "--bytes", size, "--iterations", it,
-                        "--trials", 3 if kind.startswith("managed") else 1, *dev)
-    recs += umbench("firsttouch", "--kind", "managed", "--by", "gpu", "--bytes", size, "--reps", "3", *dev)
+        # Managed memory at the applications' footprint (the pages the CPU initialised, 2 MiB or 4 KiB, and the
+        # per-call costs are the applications' own); the steady remote rates at `size`.
+        managed = kind.startswith("managed")
+        recs += umbench("migration", "--op", op, "--kind", kind, "--bytes", (touch_bytes or size) if managed else size,
+                        "--iterations", it, "--trials", 3 if managed else 1, *dev)
+    recs += umbench("firsttouch", "--kind", "managed", "--by", "gpu", "--bytes", touch_bytes or size, "--reps", "3",
+                    *dev)
     recs += touch_records(dev, tag, touch_bytes)
     recs += umbench("faults", "--kind", "managed,first_touch=gpu", "--processor", "cpu", "--mode", "parallel",
                     "--bytes", size, "--stride", "4K", "--reps", "3", *dev)
@@ -381,7 +385,8 @@ def main():
         RAW = open(a.raw_out, "w")
     dev = ["--device", a.device]
     note_env("start")
-    print(f"{g['name']}: measuring the machine's figures (256 MiB; the CPU-side ones at the footprint)", flush=True)
+    print(f"{g['name']}: measuring the machine's figures (managed memory and the CPU side at the footprint, the "
+          "remote rates at 256 MiB)", flush=True)
     touch = a.footprint or TOUCH_BYTES
     fig_recs = figure_records(256 << 20, dev, "fig256", touch)
     fig, src = calibrated.figures_from_records(fig_recs)
