@@ -208,8 +208,11 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
         f"{calibrated.VERSION}.", "",
         "Each application's explicit-mode run in the same session is the calibration (kernel time per "
         "iteration, context, CPU initialisation): it is not a prediction and is not in the table. Every other "
-        "mode is predicted from it and the machine figures measured at the start of the session by the "
-        "microbenchmarks listed below (256 MiB), then measured. No measured application time enters a figure. "
+        "mode is predicted from it and the machine figures measured in the same session by the "
+        "microbenchmarks listed below (managed memory and the CPU side at the applications' footprint, the CPU "
+        "side before and after the applications, pooled; the remote rates at 256 MiB), then measured. No "
+        "measured application time enters a figure. The applications' modes run in rounds (explicit, managed, "
+        "..., registered, then again). "
         f"Explicit runs per application: {span('calibration_runs')}; runs per predicted mode: {span('runs')} "
         "(each phase the median of the runs, the mean of two).",
         "",
