@@ -81,9 +81,14 @@ def environment():
     return out
 
 
+ENVS = []  # the environment notes of this run
+
+
 def note_env(tag):
+    e = {"_tag": "env", "_at": tag, "_time": time.time(), **environment()}
+    ENVS.append(e)
     if RAW is not None:
-        RAW.write(json.dumps({"_tag": "env", "_at": tag, "_time": time.time(), **environment()}) + "\n")
+        RAW.write(json.dumps(e) + "\n")
         RAW.flush()
 
 
@@ -94,10 +99,11 @@ def umbench(bench, *args, timeout=300, tag=None):
     recs, status = native.run_case(bench, *[str(a) for a in args], timeout=timeout)
     v1 = vmstat()
     dv = {k: v1[k] - v0[k] for k in v0 if k in v1}
+    for r in recs:
+        r["_vmstat"] = dv
     if RAW is not None:
         for r in recs:
-            RAW.write(json.dumps(dict(r, _tag=tag, _argv=[bench, *map(str, args)], _wall_s=time.time() - t,
-                                      _vmstat=dv)) + "\n")
+            RAW.write(json.dumps(dict(r, _tag=tag, _argv=[bench, *map(str, args)], _wall_s=time.time() - t)) + "\n")
         RAW.flush()
     if status.get("status") != "ok":
         print(f"  {bench} {' '.join(map(str, args))}: {status.get('status')}: {status.get('reason')}", flush=True)
@@ -198,7 +204,35 @@ def pct(v, q):
     return v[lo] + (v[hi] - v[lo]) * (k - lo)
 
 
-def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
+def env_text(envs, app_recs):
+    """One paragraph for the table: the THP settings, the free 2 MiB blocks at each note, and what the kernel
+    counted during the applications' runs (huge pages given at first touch, and refused), by mode."""
+    if not envs:
+        return ""
+    e0 = envs[0]
+    parts = [f"THP enabled `{e0.get('enabled')}`, defrag `{e0.get('defrag')}`"]
+    parts.append("free 2 MiB blocks " + ", ".join(f"{e.get('free_2m_blocks')} ({e.get('_at')})" for e in envs))
+    parts.append("AnonHugePages " + ", ".join(f"{(e.get('meminfo') or {}).get('AnonHugePages')} ({e.get('_at')})"
+                                              for e in envs))
+    by = {}
+    for r in app_recs:
+        v = r.get("_vmstat") or {}
+        if v:
+            d = by.setdefault(r.get("mode"), [0, 0, 0])
+            d[0] += v.get("thp_fault_alloc", 0)
+            d[1] += v.get("thp_fault_fallback", 0)
+            d[2] += 1
+    if by:
+        parts.append("during the applications' runs, huge pages given / refused at first touch (thp_fault_alloc / "
+                     "thp_fault_fallback of /proc/vmstat, summed over the runs): " +
+                     ", ".join(f"{m} {d[0]} / {d[1]} ({d[2]} runs)" for m, d in by.items()))
+    uvm = e0.get("nvidia_uvm")
+    if uvm:
+        parts.append("nvidia_uvm " + ", ".join(f"{k}={v}" for k, v in uvm.items()))
+    return "Environment (recorded by the run; the CPU-side phases depend on it): " + "; ".join(parts) + "."
+
+
+def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out, env=""):
     errs = [abs(r["error"]) for r in rows]
     med, p90 = statistics.median(errs) if errs else float("nan"), pct(errs, 0.9)
     span = lambda k: "-".join(sorted({str(r[k]) for r in rows}, key=int)) if rows else "0"  # noqa: E731
@@ -222,6 +256,7 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out):
         "Figures (what calibrates what is in python/umscope/model/calibrated.py): "
         + ", ".join(f"{k} {v:.4g}" for k, v in sorted(fig.items())) + ". Not measured in this session (packaged "
         "H100 figures): " + (", ".join(sorted(missing)) or "none") + ".", "",
+        *([env, ""] if env else []),
         "The measured side's own spread: each case's runs differ by (max - min) / median of their totals (the "
         "spread column); a case whose spread is near its error is within the machine's run-to-run variation.", "",
         "| application | mode | measured ms | spread | predicted ms | error | largest phase error (ms, predicted - measured) |",
@@ -349,9 +384,10 @@ def from_raw(a):
     rows = compare([r for r in recs if r.get("_tag") == "app"], fig)
     micro = micro_rows(fig, big) if big else []
     cmd = f"python3 bench/model_validate.py --from-raw {a.from_raw}"
+    env = env_text([r for r in recs if r.get("_tag") == "env"], [r for r in recs if r.get("_tag") == "app"])
     med, p90, n = table(rows, micro, fig, missing, meta.get("gpu", "?") + f" (measured at commit "
                         f"{meta.get('commit', '?')}, {meta.get('when', '?')}; recomputed)", _commit.commit(ROOT), cmd,
-                        meta.get("wall_s", 0), a.out)
+                        meta.get("wall_s", 0), a.out, env)
     store_validated(a, rows, med, p90, meta.get("gpu", "?"), meta.get("commit", "?"), meta.get("when", "?"))
     print(f"median |error| {med:.1%}, p90 {p90:.1%} over {n} cases; wrote {a.out}")
     return 0
@@ -415,6 +451,7 @@ def main():
     note_env("after-apps")
     # The CPU-side figures again, now the applications have run: the figure is the median of before and after.
     fig, src = calibrated.figures_from_records(fig_recs + touch_records(dev, "touch-after", touch))
+    note_env("end")
     fig, missing = with_packaged(fig)
     print("  after the applications: " + ", ".join(f"{k} {fig[k]:.3g}" for k in sorted(fig) if "touch" in k or
                                                     "alloc" in k or "free" in k), flush=True)
@@ -430,7 +467,8 @@ def main():
                               "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}) + "\n")
         RAW.close()
     cmd = "python3 bench/model_validate.py " + " ".join(sys.argv[1:])
-    med, p90, n = table(rows, micro, fig, missing, g["name"], commit, cmd, time.time() - t0, a.out)
+    med, p90, n = table(rows, micro, fig, missing, g["name"], commit, cmd, time.time() - t0, a.out,
+                        env_text(ENVS, app_recs))
     store_validated(a, rows, med, p90, g["name"], commit, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     if a.json_out:
         Path(a.json_out).write_text(json.dumps({"rows": rows, "micro": micro, "figures": fig, "sources": src}))
