@@ -59,8 +59,8 @@ def mv(monkeypatch):
 def test_modes_run_in_rounds_and_the_spread_is_reported(mv, monkeypatch, tmp_path):
     order = []
 
-    def fake_run(name, footprint, mode, dev):
-        order.append(mode)
+    def fake_run(name, footprint, mode, dev, tag="app"):
+        order.append(mode if tag == "app" else tag)
         t = 100.0 + 10 * order.count(mode)  # each mode's later runs slower: the spread
         return {"app": name, "mode": mode, "iterations": 2, "compute_ms": 2.0, "context_ms": 0.0, "alloc_ms": 1.0,
                 "init_ms": t - 11, "transfer_ms": 3.0, "back_ms": 4.0, "free_ms": 1.0, "total_ms": t,
@@ -77,8 +77,8 @@ def test_modes_run_in_rounds_and_the_spread_is_reported(mv, monkeypatch, tmp_pat
                                       "--validated-out", str(tmp_path / "v.json")])
     assert mv.main() == 0
     modes = list(mv.MODES)
-    # round 1 and 2: every mode; round 3: explicit alone (the calibration's third run)
-    assert order == modes + modes + ["explicit"]
+    # a discarded warm-up run, then round 1 and 2: every mode; round 3: explicit alone (the calibration's third)
+    assert order == ["warmup"] + modes + modes + ["explicit"]
     text = out.read_text()
     # managed measured 110 and 120 ms: median 115, spread (120 - 110) / 115
     assert "| triad | managed | 115.0 | 9% |" in text
