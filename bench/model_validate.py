@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 """Validation of the calibrated model (python/umscope/model/calibrated.py) on the GPU machine.
 
-1. Measures the machine's figures with umscope's microbenchmarks at 256 MiB and 1 GiB (migration first
-   pass, prefetch, GPU reads of pinned memory, first touch by kind, CPU faults on GPU-placed pages).
-2. Runs every suite application in every mode that runs here at an in-memory footprint.
-3. Predicts each non-explicit mode from the application's explicit run (the calibration: kernel time per
-   iteration and the fixed phases) and the figures of step 1, then compares with the measurement; also
-   predicts the 1 GiB first-touch and migration figures from the 256 MiB ones.
-4. Writes the error table to docs/model-validation.md (or --out), with commit, machine and command.
+1. Measures the machine's figures with umscope's microbenchmarks: managed memory (migration first pass,
+   prefetch, advice, first touch and free) and the CPU side (allocation, first write and free of each kind,
+   writing the applications' values) at the applications' footprint, the GPU's rates over the link at 256 MiB;
+   records the environment the CPU-side phases depend on (THP, free 2 MiB blocks, huge pages given at first
+   touch around every run).
+2. Runs every suite application in every mode that runs here at an in-memory footprint, the modes in rounds.
+3. Measures the CPU-side figures again (the figure: the median of before and after), predicts each
+   non-explicit mode from the application's explicit runs (the calibration: kernel time per iteration and the
+   fixed phases) and the figures, then compares with the measurement (each phase the median of its runs).
+4. Writes the error table to docs/model-validation.md (or --out), with commit, machine, command, environment.
 
-    python3 bench/model_validate.py [--footprint 256M] [--apps a,b] [--out docs/model-validation.md]
+    python3 bench/model_validate.py [--footprint 128M] [--apps a,b] [--calibration-runs 3] [--mode-runs 3]
+                                    [--out docs/model-validation.md] [--raw-out FILE] | --from-raw FILE
 
-Target: median |error| <= 10%, 90th percentile <= 25% over application x mode. About 4-5 minutes on an
-H100 at the default footprint."""
+Target: median |error| <= 10%, 90th percentile <= 25% over application x mode. About 130 s on an H100 at
+128 MiB with 3 runs of every mode."""
 import _commit  # bench/_commit.py
 import argparse
 import json
@@ -145,9 +149,6 @@ def figure_records(size, dev, tag, touch_bytes=None):
                     "--bytes", size, "--stride", "4K", "--reps", "3", *dev)
     recs += umbench("cpu-stream", "--kind", "system", "--bytes", size, "--threads", "all", "--ops", "read,checksum",
                     "--reps", "5")
-    # cudaMemcpy between pageable memory and the GPU, each way alone (explicit mode's copies)
-    recs += umbench("copy", "--kind", "system", "--dst", "device", "--bytes", size, "--reps", "5", *dev)
-    recs += umbench("copy", "--kind", "device", "--dst", "system", "--bytes", size, "--reps", "5", *dev)
     # The GPU's access patterns over pinned memory beside the stream: random 8-byte loads and stores (each
     # a separate remote access: the rate of bfs's gathers and of a tile's rows), and the working-set sweep
     # (a window re-read back to back: whether the L2 keeps host lines, by the window's size).
@@ -187,6 +188,9 @@ def app_argv(name, footprint, mode, dev):
     if footprint:
         p["footprint"] = footprint
     return [x for k, v in p.items() for x in (f"--{k}", v)] + ["--mode", mode, "--check", "0", *dev]
+
+
+LIBRARY_APPS = {"gemm"}  # the applications that load a library (cuBLAS)
 
 
 def run_app(name, footprint, mode, dev, tag="app"):
@@ -412,7 +416,8 @@ def main():
                     help="runs of each predicted mode; the measurement is each phase's median (the mean of two)")
     ap.add_argument("--no-micro", action="store_true", help="skip the 1 GiB microbenchmarks")
     ap.add_argument("--warmup-runs", type=int, default=1,
-                    help="discarded explicit runs per application before the measured ones")
+                    help="discarded explicit runs before the measured ones, of the applications that load a "
+                    "library (gemm)")
     a = ap.parse_args()
     if a.from_raw:
         return from_raw(a)
@@ -441,10 +446,10 @@ def main():
         if a.budget and time.time() - t0 > a.budget:
             print(f"budget of {a.budget:.0f} s spent: {name} and later applications not run", flush=True)
             break
-        # One discarded run first (explicit; tagged "warmup" in the raw records): the library's pages (cuBLAS's
-        # kernels for gemm) are read from disk by the first process that loads them, and every measured run
-        # should find them as the others do.
-        for _ in range(a.warmup_runs):
+        # An application that loads a library (gemm: cuBLAS) first runs once discarded (explicit; tagged
+        # "warmup" in the raw records): the first process to load the library reads its kernels from disk,
+        # and every measured run should find them as the others do.
+        for _ in range(a.warmup_runs if apps.bench_of(name) in LIBRARY_APPS else 0):
             run_app(name, a.footprint, "explicit", dev, tag="warmup")
         # Rounds over the modes (explicit, managed, ..., registered, then again), not each mode's runs back to
         # back: every mode's runs sample the same stretch of the session (the free 2 MiB blocks a first touch
