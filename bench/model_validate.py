@@ -283,33 +283,42 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out, env=""):
                        "re-read of remote data crosses the link again (which is how the model prices the declared "
                        "re-reads; it prices re-reads within one kernel the same way, a case the sweep does not measure)."))
     else:
-        sweep_text = "The working-set sweep was not measured in this session."
+        sweep_text = ("The working-set sweep is not part of this run; in calibrated-4's sessions (gpu-stream reread: a "
+                      "window of pinned memory read 8 times back to back) it gave 47.9-50.8 GB/s for windows of 4 MiB "
+                      "to 256 MiB against 49-51 GB/s for one pass: the L2 does not keep host lines from one kernel to "
+                      "the next, so declared re-reads are priced over the link.")
+    zc = [r for r in rows if r["mode"] == "pinned" and r.get("link_gbps")]
+    zc_text = ("; per iteration, the pinned runs moved what their kernels declare at " +
+               ", ".join(f"{r['app']} {r['link_gbps']:.1f}" for r in zc) +
+               " GB/s (read and write together), against the streams' rates above" if zc else "")
     lines += ["", "How the zero-copy modes (pinned, registered) are modelled: each iteration takes the longer of its "
               "kernel time (the explicit run's) and the link's time for what its kernels move of the remote arrays, "
               "as the application declares it (stencils: link_read_bytes and link_write_bytes, their neighbours' "
               "re-reads included; tiled kernels: link_bytes and the separate runs of bytes their tiles read, "
-              "link_runs; else traffic_bytes): reads, writes and both at once at the measured rates, and the runs "
+              "link_runs; else traffic_bytes; jacobi2d: the 32-byte sectors its kernel touches, halo rows and "
+              "misaligned rows counted): reads, writes and both at once at the measured rates, and the runs "
               "at the rate of random remote loads (gpu-stream gather). gemm declares the traffic cuBLAS's kernel "
               "was measured to make (bench/model_linkbytes.py: the L2's sysmem sectors and the PCIe bytes of "
               "sm80_xmma_gemm_..._tilesize256x128x8, fp32, 3344^3): A read once per 256 columns of C, B once per "
               "128 rows, C written once, as 45.0 M link requests per call, one per 40.7 bytes read (a streaming "
               "kernel makes one per 256), each costing what a random remote load costs (link_runs). The CPU's "
-              "initialisation of pinned and registered arrays writes resident pages: it costs the kind's first "
-              "write (firsttouch) instead of the pageable first touch. The first iteration's one-time cost (module "
+              "initialisation in every other mode is explicit's plus the difference between the kind's first write "
+              "and pageable memory's, both measured writing the applications' values at their footprint (pinned "
+              "and registered pages are resident from allocation; managed pages fault through the driver). The "
+              "first iteration's one-time cost (module "
               "loading, cuBLAS's first call) is paid once. bfs counts its random loads and stores from its "
               "traversal; they cost the measured gather and scatter rates, overlapping at the gather-scatter rate. "
               + sweep_text,
-              "", "What the model does not capture (the largest-phase column says where each case misses): one-time "
-              "costs that vary from run to run (cuBLAS's first call took 80 to 140 ms in one session; a pinned "
-              "allocation or free can take 3x its usual time once; the CPU initialisation varies by up to 2x), which "
-              "the medians of the runs only damp; the managed modes' fault and migration costs come from streaming "
-              "microbenchmarks, while cuBLAS's tiles fault in a scattered order; kernels too small to fill the link "
-              "(needle launches one small grid per diagonal of tiles, pathfinder a few rows per launch) wait on the "
-              "link's latency rather than its rate; the stencils' kernels get 20-35% less from the link than the "
-              "read and copy streams they are priced at, which the access width does not explain (gpu-stream "
-              "read-words and copy-words: 51 GB/s read and 81-84 GB/s copy with 4, 8 and 16-byte accesses alike); "
-              "the applications' pinned allocations cost about 25% less per GiB than the firsttouch benchmark's "
-              "(which is linear in the size: 520 ms/GiB at 32 MiB to 256 MiB)."]
+              "", "What the model does not capture (the largest-phase column says where each case misses): the "
+              "stencils' kernels (conv2d, jacobi2d, hotspot, srad, himeno) get less from the link than the read and "
+              "read-while-writing streams they are priced at, so their zero-copy compute is predicted short (the "
+              "access width is not the cause: gpu-stream read-words and copy-words gave the same rates with 4, 8 and "
+              "16-byte accesses)" + zc_text + "; kernels too small to fill the link (needle launches one small grid "
+              "per diagonal of tiles, pathfinder a few rows per launch, bfs scans its level masks) wait on its "
+              "latency rather than its rate; one-time costs vary from run to run (a pinned or registered allocation "
+              "or free, a phase stalled in one run of several), which the medians of the runs damp but do not "
+              "remove (the spread column); the managed modes' fault and migration costs come from streaming "
+              "microbenchmarks, while cuBLAS's tiles fault in a scattered order."]
     if micro:
         lines += ["", "Microbenchmarks: the 1 GiB figure predicted (linearly) from the 256 MiB one.", "",
                   "| figure | 256 MiB | 1 GiB | error |", "| --- | ---: | ---: | ---: |"]
@@ -351,10 +360,14 @@ def compare(app_recs, fig):
                 continue
             p = calibrated.predict(name, m, cal, fig)
             err = (p["total_ms"] - r["total_ms"]) / r["total_ms"]
+            lk = p.get("link") or {}
+            its = [sorted(x["samples"])[len(x["samples"]) // 2] for x in runs[m] if x.get("samples")]
+            link_gbps = ((lk["read_bytes"] + lk["write_bytes"]) / statistics.median(its) / 1e6
+                         if lk.get("read_bytes") is not None and its and not lk.get("random_ms") else None)
             tot = [float(x["total_ms"]) for x in runs[m]]
             spread = (max(tot) - min(tot)) / r["total_ms"] if len(tot) > 1 else None
             rows.append({"app": name, "mode": m, "measured_ms": r["total_ms"], "predicted_ms": p["total_ms"],
-                         "spread": spread,
+                         "spread": spread, "link_gbps": link_gbps,
                          "runs": r.get("calibration_runs", 1), "calibration_runs": cal.get("calibration_runs", 1),
                          "error": err, "phases_pred": {k: p[k] for k in calibrated.PHASES},
                          "phases_meas": {k: r.get(k) for k in calibrated.PHASES}})
