@@ -7,7 +7,8 @@ the plain run, by umscope's own run record under profile); the whole `umscope pr
 `total_ms` and `compute_ms`, when the command is umbench). One JSON object on stdout.
 
     python3 bench/um_trace_overhead.py [--reps 3] [--with-sampler-only] [-- COMMAND ...]
-    python3 bench/um_trace_overhead.py --phases [--reps 2] [--phase-env 'VAR=VALUE ...'] [-- COMMAND ...]
+    python3 bench/um_trace_overhead.py --phases [--reps 2] [--variants plain,trace,...] [--exit-mark]
+                                       [--phase-env '[VARIANT:]VAR=VALUE ...'] [-- COMMAND ...]
 
 --phases runs the program directly under each injection (the environment `umscope profile` gives it) and prints
 the profiler's phase records: where its fixed cost goes (docs/counters.md, "What counting costs").
@@ -148,6 +149,16 @@ def phases_of(path, t0):
 NVML_PCIE = "BENCH_NVML_PCIE"
 
 
+EXIT_MARK = {}  # --exit-mark: {"lib": bench/exitmark.c built into a temporary folder}
+
+
+def build_exit_mark(folder):
+    src = Path(__file__).resolve().parent / "exitmark.c"
+    lib = os.path.join(folder, "libexitmark.so")
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", lib, str(src)], check=True)
+    return lib
+
+
 def one_phased(cmd, variant, extra_env=()):
     import tempfile
     extra_env = list(extra_env)
@@ -161,7 +172,7 @@ def one_phased(cmd, variant, extra_env=()):
             from umscope.profile import hwcounters
             link = hwcounters.NvmlLink([g["pci_bus_id"] for g in probe_mod.probe().get("gpus", [])], 0.1)
             link.start()
-        mark = os.environ.get("BENCH_EXITMARK_LIB")  # diagnostic: a library whose destructor writes the time
+        mark = EXIT_MARK.get("lib")
         if mark:
             env["LD_PRELOAD"] = mark
             env["EXITMARK_FILE"] = os.path.join(tmp, "exitmark")
@@ -219,6 +230,9 @@ def main(argv=None):
     ap.add_argument("--phase-env", action="append", default=[], metavar="'[VARIANT:]VAR=VALUE ...'",
                     help="with --phases: also run trace+counters (or VARIANT: before them) with these variables set "
                          "(space-separated VAR=VALUE; repeatable)")
+    ap.add_argument("--exit-mark", action="store_true",
+                    help="with --phases: preload bench/exitmark.c (built with cc) to time the kernel's teardown of "
+                         "the process after every library's finalisation (userland_end_to_exit_s)")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="with --phases: which of " + ",".join(VARIANTS) + " to run (comma-separated)")
     ap.add_argument("command", nargs="*")
@@ -229,6 +243,9 @@ def main(argv=None):
     cmd = a.command or [native.umbench_path(), "run", "srad", "--mode", "managed", "--footprint", a.footprint,
                         "--iterations", str(a.iterations)]
     if a.phases:
+        if a.exit_mark:
+            import tempfile
+            EXIT_MARK["lib"] = build_exit_mark(tempfile.mkdtemp(prefix="umexitmark-"))
         print(json.dumps({"command": cmd, "phases": phases(cmd, a.reps, a.variants.split(","), a.phase_env)}))
         return 0
     hows = ("plain", "profile", "traced", "counters") if a.with_sampler_only else ("plain", "traced", "counters")
