@@ -131,7 +131,6 @@ def test_large_arrays_are_filled_and_checked_on_every_cpu():
 
 def test_cpu_cpu_pingpong_checks_atomics_then_times_round_trips():
     if len(os.sched_getaffinity(0)) < 2:
-        import pytest
         pytest.skip("needs two CPUs")
     res = umbench("run", "pingpong", "--pair", "cpu-cpu", "--kind", "system", "--exchanges", "10000", "--reps", "3")
     assert res.returncode == 0, res.stdout
