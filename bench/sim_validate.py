@@ -143,7 +143,26 @@ def counted(keep, name) -> dict:
                        if drv else None),
             # timings the timed replay takes from the run itself (never its fault counts)
             "timing": sim.trace_timing(lines, PAGE), "fault_to_migration_us": sim.fault_to_migration_us(lines),
-            "cupti_instances": inst[len(inst) // 2] if len(inst) >= 10 else None}
+            "cupti_instances": inst[len(inst) // 2] if len(inst) >= 10 else None,
+            "first_batch_pages": first_batch_pages(lines)}
+
+
+def first_batch_pages(lines):
+    """Pages the driver migrated in its first batch of the first kernel (CUPTI's host-to-device records up to
+    the first gap between services; the queue loses records late in a run, not at its start)."""
+    k0 = next((e for e in lines if e.get("k") == "kernel"), None)
+    if not k0:
+        return None
+    h = sorted((e for e in lines if e.get("k") == "um" and e.get("c") == 1 and e.get("s", 0) >= k0["s"]),
+               key=lambda e: e["s"])
+    if not h:
+        return None
+    n = h[0]["v"]
+    for a, b in zip(h, h[1:]):
+        if b["s"] - a["e"] > 15000:
+            break
+        n += b["v"]
+    return n // PAGE
 
 
 def stream(pages, iters, cpu_touch, cpu_read=False):
@@ -182,6 +201,8 @@ def main():
     ap.add_argument("--held-out", help="with --from-keep: a kept run of --set extra, compared in its own table")
     ap.add_argument("--repeat", help="with --from-keep: a kept repeat of the main set (its driver counts: the "
                     "run-to-run spread)")
+    ap.add_argument("--utlb-faults", type=int, default=UTLB_FAULTS, choices=range(1, 9), metavar="N",
+                    help=f"faulted pages a uTLB reports before it stalls (default {UTLB_FAULTS}, see UTLB_FAULTS)")
     ap.add_argument("--set", choices=("main", "extra"), default="main",
                     help="the eight cases (main) or the held-out ones (extra: more grids, writes on fewer blocks)")
     a = ap.parse_args()
@@ -217,7 +238,7 @@ def main():
     keeps = [(keep, "main")] + held
     metas = {k: (meta if k == keep else json.loads((Path(k) / "meta.json").read_text())) for k, _ in keeps}
     counts = {k: counted_all(k, metas[k]) for k, _ in keeps}
-    device = device_figures([c for k, _ in keeps for c in counts[k].values()])
+    device = device_figures([c for k, _ in keeps for c in counts[k].values()], a.utlb_faults)
     print(f"device figures from the kept traces: {device}", flush=True)
     tables = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -246,17 +267,23 @@ def counted_all(keep, meta):
     return out
 
 
-def device_figures(cs):
-    """Figures of the traced GPU read from all kept traces (not from any fault count): the fault-buffer
-    entries a uTLB holds before it stalls (the instances CUPTI's fault records group: median over the runs
-    whose records arrived, at least 10 each) and the driver's delay from a fault to its batch's first
-    migration (median over the same runs)."""
-    inst = [c["cupti_instances"] for c in cs if c.get("cupti_instances")]
+# Faulted pages a uTLB reports before it stalls. Measured without any fault count: the first batch of a
+# kernel migrates the granules of the pages the uTLBs reported. With the migration kernel's unrolled loads
+# (4 grid strides at once), 4 blocks' first misses are pages 0, 4, 8, 12 (one 64 KiB granule) and their second
+# misses one stride (16 pages) further: the traces' first batches move pages 0-31 on 4 blocks, 0-63 on 8 and
+# 0-127 on 16 (and 0-15 on 1 and 2 blocks, whose strides stay in granule 0): two pages per uTLB; one would
+# give 0-15 on 4, 0-31 on 8, 0-63 on 16; three, 0-63 on 4 (density over 51% of 64 pages). The doc's table
+# shows each run's first batch measured and modelled.
+UTLB_FAULTS = 2
+
+
+def device_figures(cs, utlb_faults=UTLB_FAULTS):
+    """Figures of the traced GPU read from the kept traces (not from any fault count): the driver's delay
+    from a fault to its batch's first migration (CUPTI fault record start to the next migration record:
+    median over the runs whose fault records arrived, used where a run has none of its own)."""
     fetch = [c["fault_to_migration_us"] for c in cs if c.get("fault_to_migration_us")]
     med = lambda v: sorted(v)[len(v) // 2] if v else None  # noqa: E731
-    m = med(inst)
-    return {"utlb_faults": max(1, min(8, int(round(m)))) if m else 2, "utlb_faults_from":
-            f"median instances per CUPTI fault record, {len(inst)} runs" if m else "default (no CUPTI fault records)",
+    return {"utlb_faults": utlb_faults, "utlb_faults_from": "the first batches' extents, see UTLB_FAULTS",
             "fetch_us": round(med(fetch), 1) if fetch else 0.0,
             "fetch_from": f"median fault-to-migration delay, {len(fetch)} runs" if fetch else "none measured: 0"}
 
@@ -292,7 +319,7 @@ def compare(meta, counts, device, tmp):
                      "sim_faults": L and L["faults"], "sim_entries": L and L["faults"] + L["dup_faults"],
                      "sim_batches": L and L["batches"], "sim_cpu_faults": (L or s)["cpu_faults"],
                      "timed": T and {k: T[k] for k in ("entries", "batches", "stale_entries", "flushed_entries",
-                                                      "refaults", "timed_ms", "faults")}})
+                                                      "refaults", "timed_ms", "faults", "first_batch_pages")}})
         r = rows[-1]
         d = r["driver"] or {}
         print(f"{case['label']}\n  htod: truth {r['truth_htod']}  driver {d.get('htod', 'n/a')}  CUPTI "
@@ -313,14 +340,13 @@ def pct(x):
 
 
 def fault_table(rows):
-    out = ["| program | launch (grid x block; blocks on SMs; bytes per block step; unroll) | driver GPU faults | "
+    out = ["| program | launch (grid x block; blocks on SMs; bytes per block step) | driver GPU faults | "
            "CUPTI faults (records) | umsim-3 timed: entries | vs driver | batches | stale / flushed / written again | "
-           "modelled / measured kernel ms (all passes) | untimed at the launch's concurrency (umsim-2): entries | vs driver |",
-           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+           "modelled / measured kernel ms (all passes) | first batch: modelled / measured pages | untimed at the launch's concurrency (umsim-2): entries | vs driver |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         d = r["driver"] or {}
         lp, T = r["launch"], r["timed"]
-        unroll = r["timed_params"] and r["timed_params"].get("unroll")
         lt = (f"{lp['grid'][0]} x {lp['block'][0]}; {lp['resident_blocks']} on {lp['sms']}; {lp['block_bytes']} B"
               if lp else "not traced")
         dv = d.get("gpu_faults")
@@ -329,9 +355,9 @@ def fault_table(rows):
             f"| {r['label']} | {lt} | {dv if d else 'not written'} | {r['cupti_faults']} ({r['cupti_fault_records']}) | "
             + (f"{T['entries']} | {pct(err(T['entries'], dv)) if dv else 'n/a'} | {T['batches']} | "
                f"{T['stale_entries']} / {T['flushed_entries']} / {T['refaults']} | {T['timed_ms']:.1f} / {meas:.1f} | "
-               if T else "n/a | n/a | n/a | n/a | n/a | ")
+               f"{T['first_batch_pages']} / {r.get('first_batch_pages')} | "
+               if T else "n/a | n/a | n/a | n/a | n/a | n/a | ")
             + f"{r['sim_entries'] if lp else 'n/a'} | {pct(err(r['sim_entries'], dv)) if lp and dv else 'n/a'} |")
-    del unroll
     return out
 
 
@@ -376,7 +402,8 @@ def write_doc(a, tables, device, repeat, t0):
               "uTLB, or of the batch, on the same page). umsim-3 (`--timed`) replays each launch in time: every "
               "SM's uTLB walks the pages its blocks reach (unrolled grid-stride steps) at the SM's measured rate "
               "while they are resident, writes an entry per miss until it holds "
-              f"{device['utlb_faults']} faulted pages ({device['utlb_faults_from']}), then stalls until a replay; "
+              f"{device['utlb_faults']} faulted pages ({device['utlb_faults_from']} in bench/sim_validate.py: "
+              "each run's first batch, measured and modelled, is in the table), then stalls until a replay; "
               "the driver fetches what the buffer holds "
               f"{device['fetch_us']} us after a fault while idle ({device['fetch_from']}; per run where its own "
               "fault records arrived) or at once while still servicing, at most the batch size, counts it, "

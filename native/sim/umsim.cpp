@@ -369,7 +369,7 @@ struct Stats {
            thrash_units = 0, counter_migrations = 0, counter_refused = 0, peak_gpu = 0;
   // --timed: fault-buffer entries the driver counts, of them stale (page resident when fetched), entries
   // flushed uncounted, faults written again at a replay, and the modelled time of the launches.
-  uint64_t entries = 0, stale = 0, flushed = 0, refaults = 0;
+  uint64_t entries = 0, stale = 0, flushed = 0, refaults = 0, first_batch_pages = 0;
   double timed_ns = 0;
 };
 
@@ -630,20 +630,26 @@ class Sim {
     const uint32_t B = p_.resident_blocks, S = std::max<uint32_t>(1, std::min(p_.sms ? p_.sms : B, B));
     const uint32_t Un = std::max<uint32_t>(1, p_.unroll), M = std::min<uint32_t>(8, std::max<uint32_t>(1, p_.utlb_faults));
     const uint64_t nchunks = (total + C - 1) / C;
-    // Each SM's (uTLB's) pages in the order its blocks reach them: block b's step j covers the chunks
-    // (Un j + k) B + b, k < Un (one grid stride apart); the blocks of one SM (b mod S) advance step by step.
+    // Each SM's (uTLB's) pages in the order its warps miss them: block b's step j covers the chunks
+    // (Un j + k) B + b, k < Un (one grid stride apart), and each warp issues its Un loads at once, so the SM
+    // walks the first page of each of the step's chunks, then the second page of each, ...; the blocks of
+    // one SM (b mod S) run side by side (their warps interleaved).
     std::vector<std::vector<uint32_t>> src(S);
     const uint64_t steps = (nchunks + uint64_t(B) * Un - 1) / (uint64_t(B) * Un);
+    const uint64_t cpages = (C + pb - 1) / pb + 1;  // pages a chunk can span (unaligned: one more)
     for (uint64_t j = 0; j < steps; ++j)
-      for (uint32_t b = 0; b < B; ++b) {
-        std::vector<uint32_t>& l = src[b % S];
-        for (uint32_t k = 0; k < Un; ++k) {
-          const uint64_t c = (uint64_t(Un) * j + k) * B + b;
-          if (c >= nchunks) continue;
-          for (uint64_t q = c * C / pb, last = (std::min(total, (c + 1) * C) - 1) / pb; q <= last; ++q)
-            if (l.empty() || l.back() != uint32_t(q)) l.push_back(uint32_t(q));
+      for (uint64_t q = 0; q < cpages; ++q)
+        for (uint32_t b = 0; b < B; ++b) {
+          std::vector<uint32_t>& l = src[b % S];
+          for (uint32_t k = 0; k < Un; ++k) {
+            const uint64_t c = (uint64_t(Un) * j + k) * B + b;
+            if (c >= nchunks) continue;
+            const uint64_t first = c * C / pb, last = (std::min(total, (c + 1) * C) - 1) / pb;
+            if (first + q > last) continue;
+            const uint32_t pg = uint32_t(first + q);
+            if (l.empty() || l.back() != pg) l.push_back(pg);
+          }
         }
-      }
     struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; };
     struct Entry { double t; uint32_t pg, u; };
     std::vector<Tlb> U(S);
@@ -740,6 +746,7 @@ class Sim {
       if (!batch_pages_.empty()) flush();
       if (s_.batches == b0) { ++s_.batches; ++batch_; }  // every entry stale: fetched, counted, replayed
       const double tr = tf + fixed + double(arrived_.size()) * per;
+      if (!s_.first_batch_pages) s_.first_batch_pages = arrived_.size();
       for (size_t k = 0; k < n; ++k)  // pages the service could not bring are read over the link from now on
         if (where_[buf[k].pg] != ON_GPU) rmt_[buf[k].pg] = 1;
       buf.erase(buf.begin(), buf.begin() + long(n));
@@ -1110,7 +1117,7 @@ int main(int argc, char** argv) {
       "\"remote_gpu_pages\":%llu,\"remote_cpu_pages\":%llu,\"thrash_units\":%llu,\"counter_migrations\":%llu,\"counter_refused\":%llu,"
       "\"peak_gpu_pages\":%llu,\"fault_window\":%u,\"resident_blocks\":%u,\"sms\":%u,\"block_bytes\":%llu,"
       "\"h2d_bytes\":%.0f,\"d2h_bytes\":%.0f,\"timed\":%s,\"entries\":%llu,\"stale_entries\":%llu,"
-      "\"flushed_entries\":%llu,\"refaults\":%llu,\"timed_ms\":%.4f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
+      "\"flushed_entries\":%llu,\"refaults\":%llu,\"first_batch_pages\":%llu,\"timed_ms\":%.4f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
       p.policy.c_str(), p.eviction.c_str(), app.empty() ? "trace" : app.c_str(), (unsigned long long)t.page_bytes,
       p.unit_pages, p.granule_pages, p.prefetch ? "true" : "false", p.prefetch_threshold, p.batch_size,
       p.thrash_threshold, p.counter_threshold, (unsigned long long)p.capacity_pages,
@@ -1125,7 +1132,8 @@ int main(int argc, char** argv) {
       p.fault_window, p.resident_blocks, p.sms, (unsigned long long)p.block_bytes,
       double(s.h2d_fault + s.h2d_prefetch + s.h2d_counter) * pb, double(s.d2h_evict + s.d2h_cpu_fault) * pb,
       p.timed ? "true" : "false", (unsigned long long)s.entries, (unsigned long long)s.stale,
-      (unsigned long long)s.flushed, (unsigned long long)s.refaults, s.timed_ns / 1e6, best,
+      (unsigned long long)s.flushed, (unsigned long long)s.refaults, (unsigned long long)s.first_batch_pages,
+      s.timed_ns / 1e6, best,
       best > 0 ? double(s.events) / best : 0.0);
   return 0;
 }
