@@ -92,6 +92,14 @@ def datasheet_bounds():
     return {"gpu": desc["datapaths"].get("gpu_memory"), "host": desc["datapaths"].get("h2d")}
 
 
+def protocol_of(datasheet, split):
+    """{'gpu': None, 'host': (GB/s, source) or None}: the datasheet link's payload rate in the completions SM reads
+    get, by a measured PCIe split (apps/llm_link.py). The HBM bound has no such term here."""
+    from umscope.apps import llm_link
+    host = (datasheet or {}).get("host")
+    return {"gpu": None, "host": llm_link.protocol_bound(host[0], split) if host and split else None}
+
+
 def protocol_bounds(datasheet, path):
     """{'host': (GB/s, source)}: the datasheet link's payload rate in the completions SM reads get, from the
     PCIe counters of a zero-copy read measured now (apps/llm_link.py); the split is written to `path` for the
@@ -104,8 +112,7 @@ def protocol_bounds(datasheet, path):
         return {"gpu": None, "host": None}, None
     with open(path, "w", encoding="utf-8") as f:
         json.dump(m, f)
-    host = datasheet.get("host")
-    return {"gpu": None, "host": llm_link.protocol_bound(host[0], m) if host else None}, m
+    return protocol_of(datasheet, m), m
 
 
 def stored_protocol(metas, path):
@@ -113,12 +120,14 @@ def stored_protocol(metas, path):
     python -m umscope.apps.llm_link --out), applied to their own datasheet link rate and named as stored."""
     from umscope.apps import llm_link
     m = llm_link.load(path)
+    stored = dict(m, source=f"stored split {Path(path).name}: {m['source']}")
     for meta in metas:
-        host = (meta["bounds"].get("datasheet") or {}).get("host")
-        if (meta["bounds"].get("protocol") or {}).get("host") or not host:
+        if (meta["bounds"].get("protocol") or {}).get("host"):
             continue
-        gbps, src = llm_link.protocol_bound(host[0], dict(m, source=f"stored split {Path(path).name}: {m['source']}"))
-        meta["bounds"]["protocol"] = {"gpu": None, "host": (gbps, src + "; applied after the run")}
+        bound = protocol_of(meta["bounds"].get("datasheet"), stored)
+        if bound["host"]:
+            bound["host"] = (bound["host"][0], bound["host"][1] + "; applied after the run")
+            meta["bounds"]["protocol"] = bound
 
 
 def run_row(name, a, timeout):
@@ -330,9 +339,7 @@ def main():
     elif a.link_counters:  # a split measured before (python -m umscope.apps.llm_link --out FILE)
         from umscope.apps import llm_link
         meta["link"] = llm_link.load(a.link_counters)
-        host = meta["bounds"]["datasheet"].get("host")
-        meta["bounds"]["protocol"] = {"gpu": None, "host": llm_link.protocol_bound(host[0], meta["link"]) if host
-                                      else None}
+        meta["bounds"]["protocol"] = protocol_of(meta["bounds"]["datasheet"], meta["link"])
     else:
         link_file = os.path.abspath((a.out or "llm-rows") + ".link.json")
         meta["bounds"]["protocol"], meta["link"] = protocol_bounds(meta["bounds"]["datasheet"], link_file)

@@ -7,7 +7,8 @@ the plain run, by umscope's own run record under profile); the whole `umscope pr
 `total_ms` and `compute_ms`, when the command is umbench). One JSON object on stdout.
 
     python3 bench/um_trace_overhead.py [--reps 3] [--with-sampler-only] [-- COMMAND ...]
-    python3 bench/um_trace_overhead.py --phases [--reps 2] [--phase-env 'VAR=VALUE ...'] [-- COMMAND ...]
+    python3 bench/um_trace_overhead.py --phases [--reps 2] [--variants plain,trace,...] [--exit-mark]
+                                       [--phase-env '[VARIANT:]VAR=VALUE ...'] [-- COMMAND ...]
 
 --phases runs the program directly under each injection (the environment `umscope profile` gives it) and prints
 the profiler's phase records: where its fixed cost goes (docs/counters.md, "What counting costs").
@@ -61,6 +62,23 @@ def one(cmd, how, store):
     return wall, cmd_wall, app_ms(out), app_ms(out, "compute_ms"), p.stderr
 
 
+def app_phases(stdout: str):
+    """umbench's own phase times (ms) and its median and first iteration, where the command is umbench: which of
+    the program's phases a profiler's cost lands in."""
+    for line in stdout.splitlines():
+        if line.startswith("{") and '"record"' in line:
+            r = json.loads(line)
+            x = {**r, **(r.get("extra") or {})}
+            out = {k: x[k] for k in ("context_ms", "alloc_ms", "init_ms", "transfer_ms", "compute_ms", "back_ms",
+                                     "free_ms", "total_ms") if isinstance(x.get(k), (int, float))}
+            if x.get("metric") == "time_per_iteration":
+                out.update({f"iteration_{k}": x[k] for k in ("median", "min", "max") if k in x})
+                if x.get("samples"):
+                    out["iteration_first"] = x["samples"][0]
+            return out
+    return None
+
+
 def summary(xs):
     xs = [x for x in xs if x is not None]
     if not xs:
@@ -105,13 +123,16 @@ def phases_of(path, t0):
         if e.get("k") == "phase":
             start = e["w0"] / 1e9 - t0 if e["w0"] else None
             out.append({"what": e["what"], "dev": e.get("dev"), "at_s": None if start is None else round(start, 4),
-                        "ms": round((e["w1"] - e["w0"]) / 1e6, 3), **({"n": e["n"]} if "n" in e else {})})
+                        "ms": round((e["w1"] - e["w0"]) / 1e6, 3), **({"n": e["n"]} if "n" in e else {}),
+                        **({"cpu_ms": round(e["cpu"] / 1e6, 3)} if "cpu" in e else {})})
         elif e.get("k") == "start" and e.get("w"):
             out.append({"what": "start record", "at_s": round(e["w"] / 1e9 - t0, 4)})
         elif e.get("k") == "config" and e.get("profiler"):
             out.append({"what": f"config {e['profiler']}: set up {e.get('setup')}, "
                                 f"hw buffer {e.get('hw_buffer')}, max samples {e.get('max_samples')}, "
                                 f"metrics {len(e.get('metrics') or [])}"})
+        elif e.get("k") == "diag":
+            out.append(e)
         elif e.get("k") == "error":
             out.append({"what": f"ERROR {e.get('what')}: {e.get('cupti')}"})
         elif e.get("k") == "dropped":
@@ -128,6 +149,16 @@ def phases_of(path, t0):
 NVML_PCIE = "BENCH_NVML_PCIE"
 
 
+EXIT_MARK = {}  # --exit-mark: {"lib": bench/exitmark.c built into a temporary folder}
+
+
+def build_exit_mark(folder):
+    src = Path(__file__).resolve().parent / "exitmark.c"
+    lib = os.path.join(folder, "libexitmark.so")
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", lib, str(src)], check=True)
+    return lib
+
+
 def one_phased(cmd, variant, extra_env=()):
     import tempfile
     extra_env = list(extra_env)
@@ -141,6 +172,10 @@ def one_phased(cmd, variant, extra_env=()):
             from umscope.profile import hwcounters
             link = hwcounters.NvmlLink([g["pci_bus_id"] for g in probe_mod.probe().get("gpus", [])], 0.1)
             link.start()
+        mark = EXIT_MARK.get("lib")
+        if mark:
+            env["LD_PRELOAD"] = mark
+            env["EXITMARK_FILE"] = os.path.join(tmp, "exitmark")
         u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -152,10 +187,12 @@ def one_phased(cmd, variant, extra_env=()):
         u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         res = {"variant": variant, "env": dict(extra_env), "rc": p.returncode, "wall_s": round(t1 - t0, 4),
                **({"nvml_pcie_reads": len(link.points.get(0, []))} if link is not None else {}),
-               "app_ms": app_ms(out), "compute_ms": app_ms(out, "compute_ms"), "cpu_user_s": round(u1.ru_utime - u0.ru_utime, 3),
-               "cpu_sys_s": round(u1.ru_stime - u0.ru_stime, 3)}
+               "app_ms": app_ms(out), "compute_ms": app_ms(out, "compute_ms"), "app_phases_ms": app_phases(out),
+               "cpu_user_s": round(u1.ru_utime - u0.ru_utime, 3), "cpu_sys_s": round(u1.ru_stime - u0.ru_stime, 3)}
         if p.returncode != 0:
             res["stderr"] = err[-400:]
+        if mark and os.path.exists(os.path.join(tmp, "exitmark")):
+            res["userland_end_to_exit_s"] = round(t1 - int(open(os.path.join(tmp, "exitmark")).read().split()[-1]) / 1e9, 4)
         for name, path in files.items():
             ph, end = phases_of(path, t0)
             res[name] = ph
@@ -166,13 +203,15 @@ def one_phased(cmd, variant, extra_env=()):
 
 
 def phases(cmd, reps, variants, extra):
+    variants = [v for v in VARIANTS if v in variants]
     rows = []
     for r in range(reps):
         for v in variants:
             rows.append(one_phased(cmd, v))
             sys.stderr.write(f"phases rep {r + 1} {v:<15} wall {rows[-1]['wall_s']:.3f} s app {rows[-1]['app_ms']} ms\n")
         for kv in extra:
-            rows.append(one_phased(cmd, "trace+counters", [tuple(x.split("=", 1)) for x in kv.split()]))
+            variant, _, kv = kv.partition(":") if kv.split("=", 1)[0].count(":") else ("", "", kv)
+            rows.append(one_phased(cmd, variant or "trace+counters", [tuple(x.split("=", 1)) for x in kv.split()]))
             sys.stderr.write(f"phases rep {r + 1} {kv:<15} wall {rows[-1]['wall_s']:.3f} s app {rows[-1]['app_ms']} ms\n")
     return rows
 
@@ -188,8 +227,14 @@ def main(argv=None):
     ap.add_argument("--phases", action="store_true",
                     help="run the program directly under each injection (plain, trace, counters, trace+counters) and "
                          "print the profiler's phase records (where its fixed cost goes) instead")
-    ap.add_argument("--phase-env", action="append", default=[], metavar="'VAR=VALUE ...'",
-                    help="with --phases: also run trace+counters with these variables set (space-separated VAR=VALUE; repeatable)")
+    ap.add_argument("--phase-env", action="append", default=[], metavar="'[VARIANT:]VAR=VALUE ...'",
+                    help="with --phases: also run trace+counters (or VARIANT: before them) with these variables set "
+                         "(space-separated VAR=VALUE; repeatable)")
+    ap.add_argument("--exit-mark", action="store_true",
+                    help="with --phases: preload bench/exitmark.c (built with cc) to time the kernel's teardown of "
+                         "the process after every library's finalisation (userland_end_to_exit_s)")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="with --phases: which of " + ",".join(VARIANTS) + " to run (comma-separated)")
     ap.add_argument("command", nargs="*")
     a = ap.parse_args(argv)
     if a.reps < 1:
@@ -198,7 +243,10 @@ def main(argv=None):
     cmd = a.command or [native.umbench_path(), "run", "srad", "--mode", "managed", "--footprint", a.footprint,
                         "--iterations", str(a.iterations)]
     if a.phases:
-        print(json.dumps({"command": cmd, "phases": phases(cmd, a.reps, VARIANTS, a.phase_env)}))
+        if a.exit_mark:
+            import tempfile
+            EXIT_MARK["lib"] = build_exit_mark(tempfile.mkdtemp(prefix="umexitmark-"))
+        print(json.dumps({"command": cmd, "phases": phases(cmd, a.reps, a.variants.split(","), a.phase_env)}))
         return 0
     hows = ("plain", "profile", "traced", "counters") if a.with_sampler_only else ("plain", "traced", "counters")
     res = {h: {"wall_s": [], "command_wall_s": [], "app_ms": [], "compute_ms": []} for h in hows}

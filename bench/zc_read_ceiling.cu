@@ -41,8 +41,25 @@ __device__ __forceinline__ unsigned fold(const V& v) {
   return s;
 }
 
-// Plain loads: element type V, U independent loads in flight per thread (grid-stride over U * stride).
-template <typename V, int U>
+// One load of a[i]: plain, or (Hint, 16-byte elements) with the L2 prefetch-size hint (ld.global.nc.L2::256B: L2
+// may fetch 256 B per miss).
+template <typename V, bool Hint>
+__device__ __forceinline__ V load(const V* __restrict__ a, size_t i) {
+  if constexpr (Hint) {
+    static_assert(sizeof(V) == 16, "the L2::256B hint is read with 16-byte loads");
+    V x;
+    unsigned* w = reinterpret_cast<unsigned*>(&x);
+    asm volatile("ld.global.nc.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "l"(a + i));
+    return x;
+  } else {
+    return a[i];
+  }
+}
+
+// Element type V, U independent loads in flight per thread (grid-stride over U * stride), each plain or hinted.
+template <typename V, int U, bool Hint = false>
 __global__ void read_plain(const V* __restrict__ a, size_t n, unsigned* out) {
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
@@ -50,38 +67,12 @@ __global__ void read_plain(const V* __restrict__ a, size_t n, unsigned* out) {
   for (; i + (U - 1) * stride < n; i += U * stride) {
     V x[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) x[u] = a[i + u * stride];
+    for (int u = 0; u < U; ++u) x[u] = load<V, Hint>(a, i + u * stride);
 #pragma unroll
     for (int u = 0; u < U; ++u) s ^= fold(x[u]);
   }
-  for (; i < n; i += stride) s ^= fold(a[i]);
+  for (; i < n; i += stride) s ^= fold(load<V, Hint>(a, i));
   if (s == 0x9e3779b9u) atomicAdd(out, 1u);  // keeps the loads; practically never taken
-}
-
-// 16-byte loads with the L2 prefetch-size hint (ld.global.nc.L2::256B): L2 may fetch 256 B per miss.
-template <int U>
-__global__ void read_l2hint(const uint4* __restrict__ a, size_t n, unsigned* out) {
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  unsigned s = 0;
-  for (; i + (U - 1) * stride < n; i += U * stride) {
-    uint4 x[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      asm volatile("ld.global.nc.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(x[u].x), "=r"(x[u].y), "=r"(x[u].z), "=r"(x[u].w)
-                   : "l"(a + i + u * stride));
-#pragma unroll
-    for (int u = 0; u < U; ++u) s ^= fold(x[u]);
-  }
-  for (; i < n; i += stride) {  // the remainder, as read_plain reads it (same hint)
-    uint4 x;
-    asm volatile("ld.global.nc.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
-                 : "l"(a + i));
-    s ^= fold(x);
-  }
-  if (s == 0x9e3779b9u) atomicAdd(out, 1u);
 }
 
 // TMA bulk copies (cp.async.bulk through cuda::memcpy_async with a block barrier in shared memory, 16-byte
@@ -192,7 +183,7 @@ static void run_all(const char* mem, const void* p, size_t bytes, const Opts& o,
     double sp;
     const size_t n = bytes / 16;
     const int grid = sms * 2;
-    double g = time_gbps([&] { read_l2hint<4><<<grid, 1024>>>(static_cast<const uint4*>(p), n, out); }, bytes,
+    double g = time_gbps([&] { read_plain<uint4, 4, true><<<grid, 1024>>>(static_cast<const uint4*>(p), n, out); }, bytes,
                          o.reps, &sp);
     emit(mem, "ld16B.nc.L2::256B x4 in flight, 2 CTA/SM x 1024", g, sp, bytes, grid, 1024, o.reps);
   }

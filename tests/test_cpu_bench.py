@@ -2,6 +2,8 @@
 import json
 import os
 
+import pytest
+
 from conftest import run_cli, umbench
 from umscope import native
 
@@ -129,7 +131,6 @@ def test_large_arrays_are_filled_and_checked_on_every_cpu():
 
 def test_cpu_cpu_pingpong_checks_atomics_then_times_round_trips():
     if len(os.sched_getaffinity(0)) < 2:
-        import pytest
         pytest.skip("needs two CPUs")
     res = umbench("run", "pingpong", "--pair", "cpu-cpu", "--kind", "system", "--exchanges", "10000", "--reps", "3")
     assert res.returncode == 0, res.stdout
@@ -162,12 +163,16 @@ def test_firsttouch_with_cpu_pretouch_and_thp():
     assert bad.returncode == 2 and "prefetch" in bad.stdout
 
 
-def test_cpu_faults_on_fresh_pages_cost_more_per_bigger_stride():
-    res = umbench("run", "faults", "--processor", "cpu", "--kind", "system,first_touch=none", "--bytes", "64M",
-                  "--stride", "4K,2M", "--reps", "3", "--threads", "1")
+def test_cpu_faults_on_fresh_huge_pages_cost_more_per_bigger_stride():
+    # Transparent huge pages asked for (page=thp): every 2 MiB-stride touch faults in and zeroes a 2 MiB page, while
+    # a 4 KiB stride does that once per 512 touches. With base pages the order is the machine's (a fresh 4 KiB page
+    # against a fresh page table as well: 3.2-4.1 against 3.6-7.8 us on a 2-core VM), so it is not asserted.
+    res = umbench("run", "faults", "--processor", "cpu", "--kind", "system,first_touch=none,page=thp", "--bytes",
+                  "64M", "--stride", "4K,2M", "--reps", "3", "--threads", "1")
+    if res.returncode == 0 and '"status":"skipped"' in res.stdout:
+        pytest.skip("transparent huge pages are off here: " + res.stdout[-200:])
     assert res.returncode == 0, res.stdout
     small, big = _records(res)
     assert (small["stride"], big["stride"]) == (4096, 2 << 20) and small["verified"] == "cpu-reference"
     assert small["pages"] == 16384 and big["pages"] == 32
-    # A 2 MiB stride touches a new huge page or 512 base pages' worth of zeroing; either costs more per touch.
-    assert big["median"] > small["median"] > 0
+    assert big["median"] > 10 * small["median"] > 0, (big["median"], small["median"])

@@ -362,6 +362,31 @@ def test_profile_sees_the_gpu_memory_of_a_managed_run(store_path, power, limit):
     assert recs["run"]["sampler_overhead"] < limit, recs["run"]["sampler_overhead"]
 
 
+def test_um_trace_writes_its_records_beside_the_program(tmp_path):
+    """The trace's records go out while the program runs (libumtrace's flusher and small buffers), not all in the
+    exit's forced flush, where writing them cost the program's wall time (docs/counters.md, "What profiling costs")."""
+    import os
+    import subprocess
+    from umscope.profile import tracer
+    lib = tracer.tracer_path()
+    if not lib:
+        pytest.skip("this build has no libumtrace (CUPTI)")
+    env = dict(os.environ)
+    trace = tmp_path / "trace.jsonl"
+    tracer.inject(env, trace, lib)
+    p = subprocess.run([native.umbench_path(), "run", "srad", "--mode", "managed", "--footprint", "256M",
+                        "--iterations", "3000"], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-400:]
+    recs = [json.loads(line) for line in trace.read_text().splitlines() if line.startswith("{")]
+    phases = {r["what"]: r for r in recs if r.get("k") == "phase"}
+    written = [r for r in recs if r.get("k") in ("kernel", "um", "memcpy", "mem")]
+    assert len([r for r in written if r["k"] == "kernel"]) >= 4 * 3000  # every launch recorded
+    at_exit = phases["exit: flush: writing its buffers"]["n"]
+    buffers, exit_buffers = phases["run: buffers written (summed)"]["n"], phases["exit: flush: buffers it delivered"]["n"]
+    assert buffers - exit_buffers >= 3, (buffers, exit_buffers)  # delivered during the run
+    assert at_exit < 0.2 * len(written), (at_exit, len(written))
+
+
 @pytest.mark.parametrize("mode,expect", [("managed", "faults"), ("managed-prefetch", "prefetch"), ("explicit", "none")])
 def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
     res = run_cli("profile", "--um-trace", "--store", store_path, "--json", "--", native.umbench_path(), "run", "qv",

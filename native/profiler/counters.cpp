@@ -75,19 +75,21 @@ T params(size_t size) {
 using umprofiler::json_string;
 using umprofiler::wall_ns;
 
-void phase(const char* what, int dev, uint64_t w0, uint64_t w1, long long n = -1) {
+void phase(const char* what, int dev, uint64_t w0, uint64_t w1, long long n = -1, long long cpu_ns = -1) {
   if (!g_out) return;
   std::lock_guard<std::mutex> lk(g_io);
-  umprofiler::write_phase(g_out, what, dev, w0, w1, n);
+  umprofiler::write_phase(g_out, what, dev, w0, w1, n, cpu_ns);
 }
 
-// Writes a phase record for its scope: where the counters' cost in the program's wall time goes.
+// Writes a phase record for its scope, with the thread's CPU time in it: where the counters' cost in the program's
+// wall time goes, and whether it was spent computing (CUPTI's availability query and set-up: CPU time, all of it
+// inside the driver's ioctl, docs/counters.md) or waiting.
 struct Timed {
   const char* what;
   int dev;
-  uint64_t w0;
-  Timed(const char* w, int d = -1) : what(w), dev(d), w0(wall_ns()) {}
-  ~Timed() { phase(what, dev, w0, wall_ns()); }
+  uint64_t w0, c0;
+  Timed(const char* w, int d = -1) : what(w), dev(d), w0(wall_ns()), c0(umprofiler::thread_cpu_ns()) {}
+  ~Timed() { phase(what, dev, w0, wall_ns(), -1, static_cast<long long>(umprofiler::thread_cpu_ns() - c0)); }
 };
 
 // Joins a thread this process started; in a forked child (which has none of its parent's threads) lets go.

@@ -28,14 +28,25 @@ inline uint64_t wall_ns() {
   return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
 }
 
-// One phase of the profiler's own work, {"k":"phase","what":...,"dev":...,"w0":ns,"w1":ns[,"n":calls]}: where
-// its cost in the program's wall time goes (bench/um_trace_overhead.py --phases). The caller holds the file's lock.
-inline void write_phase(FILE* f, const char* what, int dev, uint64_t w0, uint64_t w1, long long n = -1) {
+// The calling thread's CPU time (ns): a phase that took much longer than its CPU time waited (for the driver, the
+// device or a lock) rather than computed.
+inline uint64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// One phase of the profiler's own work, {"k":"phase","what":...,"dev":...,"w0":ns,"w1":ns[,"n":calls][,"cpu":ns]}:
+// where its cost in the program's wall time goes (bench/um_trace_overhead.py --phases); cpu: the thread's CPU time
+// in it. The caller holds the file's lock.
+inline void write_phase(FILE* f, const char* what, int dev, uint64_t w0, uint64_t w1, long long n = -1,
+                        long long cpu_ns = -1) {
   std::fputs("{\"k\":\"phase\",\"what\":", f);
   json_string(f, what);
   std::fprintf(f, ",\"dev\":%d,\"w0\":%llu,\"w1\":%llu", dev, static_cast<unsigned long long>(w0),
                static_cast<unsigned long long>(w1));
   if (n >= 0) std::fprintf(f, ",\"n\":%lld", n);
+  if (cpu_ns >= 0) std::fprintf(f, ",\"cpu\":%lld", cpu_ns);
   std::fputs("}\n", f);
 }
 

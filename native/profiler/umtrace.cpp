@@ -18,6 +18,8 @@
 #include <time.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +28,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "counters.hpp"  // hardware counters share CUPTI's one subscriber (with $UMSCOPE_COUNTERS_FILE)
@@ -41,7 +44,19 @@ std::atomic<bool> g_done{false};
 unsigned long long g_um_written[16] = {};
 unsigned long long g_um_bytes[16] = {};
 unsigned long long g_dropped = 0;
-constexpr size_t kBufferBytes = 8 << 20;
+// Activity buffers of 512 KiB (UMSCOPE_UMTRACE_BUFFER_KB; they were 8 MiB): CUPTI's periodic flush delivers only full
+// buffers, and a big buffer kept a whole run's records until the exit's forced flush, which then wrote them in the
+// program's path (SRAD, 600 iterations, H100: all 13 000-20 000 records in 2 buffers at the exit, 11-19 ms of writing;
+// 3000 iterations: an exit flush of 45-73 ms). With small buffers and the flusher below, the 3000-iteration run's
+// records went out in 88-91 buffers beside the program and the exit wrote 0-3 ms of them (docs/counters.md).
+size_t buffer_bytes() {
+  static const size_t bytes = [] {
+    const char* e = std::getenv("UMSCOPE_UMTRACE_BUFFER_KB");
+    const long kb = e && *e ? std::atol(e) : 512;
+    return static_cast<size_t>(kb > 0 ? kb : 512) << 10;
+  }();
+  return bytes;
+}
 
 void note(const char* what, CUptiResult r) {
   if (!g_out || r == CUPTI_SUCCESS) return;
@@ -53,8 +68,9 @@ void note(const char* what, CUptiResult r) {
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-  *size = *buffer ? kBufferBytes : 0;
+  const size_t bytes = buffer_bytes();
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
+  *size = *buffer ? bytes : 0;
   *max_records = 0;
 }
 
@@ -128,11 +144,20 @@ void write_record(FILE* f, CUpti_Activity* rec) {
   }
 }
 
+// The time spent writing delivered buffers, their count and their records (phases at the exit: how much of the exit
+// flush is CUPTI's and how much this library's writing).
+std::atomic<uint64_t> g_write_ns{0}, g_write_buffers{0}, g_write_records{0};
+
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   if (g_out && valid > 0) {
+    const uint64_t w0 = wall_ns();
     std::lock_guard<std::mutex> lk(g_mu);
     CUpti_Activity* rec = nullptr;
-    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) write_record(g_out, rec);
+    uint64_t n = 0;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+      write_record(g_out, rec);
+      ++n;
+    }
     // Dropped records are counted per queue: the one this buffer came from (a context's, or the
     // global one where ctx is null; unified-memory records arrive on the global queue).
     size_t dropped = 0;
@@ -141,6 +166,9 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
       std::fprintf(g_out, "{\"k\":\"dropped\",\"n\":%zu}\n", dropped);
     }
     std::fflush(g_out);
+    g_write_records += n;
+    ++g_write_buffers;
+    g_write_ns += wall_ns() - w0;
   }
   std::free(buffer);
 }
@@ -298,11 +326,55 @@ void write_counters() {
 }
 }  // namespace uvm
 
+// Delivery beside the program: every period this thread asks CUPTI for the buffers whose records are complete,
+// full or not (cuptiActivityFlushAll without the forced flag: what CUPTI's own periodic flush does not hand over), and
+// writes them; the exit then has only the last period's records left.
+std::mutex g_flusher_mu;
+std::condition_variable g_flusher_cv;
+bool g_flusher_stop = false;
+std::thread g_flusher;
+pid_t g_flusher_pid = 0;
+
+void start_flusher(unsigned period_ms) {
+  if (!period_ms) return;
+  g_flusher_pid = getpid();
+  g_flusher = std::thread([period_ms] {
+    std::unique_lock<std::mutex> lk(g_flusher_mu);
+    while (!g_flusher_cv.wait_for(lk, std::chrono::milliseconds(period_ms), [] { return g_flusher_stop; })) {
+      lk.unlock();
+      cuptiActivityFlushAll(0);
+      lk.lock();
+    }
+  });
+}
+
+void stop_flusher() {
+  {
+    std::lock_guard<std::mutex> lk(g_flusher_mu);
+    g_flusher_stop = true;
+  }
+  g_flusher_cv.notify_all();
+  if (!g_flusher.joinable()) return;
+  if (g_flusher_pid == getpid() && g_flusher.get_id() != std::this_thread::get_id()) g_flusher.join();
+  else g_flusher.detach();  // a forked child has none of its parent's threads
+}
+
 void finish() {
   if (g_done.exchange(true)) return;
+  stop_flusher();
   const uint64_t w0 = wall_ns();
+  const uint64_t written0 = g_write_ns, buffers0 = g_write_buffers, records0 = g_write_records;
   flush_all("exit", settle_ms());
-  phase("exit: flush with settle", w0, wall_ns());
+  const uint64_t w1 = wall_ns();
+  phase("exit: flush with settle", w0, w1);
+  if (g_out) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    // Of the flush, the writing of what it delivered (n: records), and over the whole run (n: buffers).
+    umprofiler::write_phase(g_out, "exit: flush: writing its buffers", -1, w0, w0 + (g_write_ns - written0),
+                            static_cast<long long>(g_write_records - records0));
+    umprofiler::write_phase(g_out, "exit: flush: buffers it delivered", -1, w0, w0, static_cast<long long>(g_write_buffers - buffers0));
+    umprofiler::write_phase(g_out, "run: buffers written (summed)", -1, 0, g_write_ns, static_cast<long long>(g_write_buffers));
+  }
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
   std::lock_guard<std::mutex> lk(g_mu);
@@ -481,10 +553,12 @@ void setup() {
                  static_cast<unsigned long long>(wall_ns()));
     note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
-    // CUPTI's worker thread delivers buffers every period (ms); UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's
-    // own policy, no periodic flush).
+    // CUPTI's worker thread delivers full buffers every period (ms) and the flusher thread the rest;
+    // UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's own policy, no flusher: everything not full waits for the exit).
     const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
-    cuptiActivityFlushPeriod(fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u);
+    const uint32_t period = fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u;
+    cuptiActivityFlushPeriod(period);
+    start_flusher(period);
     std::atexit(finish);
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);
     std::fflush(g_out);

@@ -3,10 +3,9 @@ next to the unified-memory totals CUPTI's tracer counted for the same run, with 
 5% flagged. Counter bytes are what crossed the link; the tracer's are the migrations the driver reported
 plus the copies the program made: zero-copy accesses and unreported migrations are the difference."""
 
-from html import escape
 
 from umscope.report import traffic_figs
-from umscope.report.common import cell, html_table, num_cell
+from umscope.report.common import e, cell, html_table, num_cell
 from umscope.report.svg import line_chart
 
 FLAG = 0.05  # relative disagreement flagged
@@ -15,10 +14,6 @@ FLOOR = 1 << 20  # below one MiB apart, counter granularity (512 B PCIe) and doo
 # and stores to host memory): the GPU reads host memory for host-to-device, writes it for device-to-host.
 DIRECTION = {"htod": "pcie_read", "dtoh": "pcie_write"}
 NAMES = {"htod": "host → device", "dtoh": "device → host"}
-
-
-def e(x) -> str:
-    return escape(str(x))
 
 
 def _mib(v) -> str:

@@ -4,20 +4,15 @@ this machine and on a GH200. Drawn apart from the measured sections (hatched fra
 labelled with the model versions and their inputs."""
 
 from collections import OrderedDict
-from html import escape
 
 from umscope.errors import UsageError
-from umscope.report.common import html_table, num_cell
+from umscope.report.common import e, html_table, num_cell
 from umscope.report.registry import page_section
 
 _STYLE = ("border:2px dashed #8a6d00;background:repeating-linear-gradient(45deg,#fffbea,#fffbea 10px,#fff6d5 10px,"
           "#fff6d5 20px);padding:8px 14px;margin-top:28px")
 
 TITLE = "Modelled (not measured)"
-
-
-def e(x) -> str:
-    return escape(str(x), quote=True)
 
 
 def _machine_of(fp) -> str:
