@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <initializer_list>
 #include <mutex>
 #include <string>
@@ -148,20 +149,28 @@ void write_record(FILE* f, CUpti_Activity* rec) {
 // flush is CUPTI's and how much this library's writing).
 std::atomic<uint64_t> g_write_ns{0}, g_write_buffers{0}, g_write_records{0};
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
-  if (g_out && valid > 0) {
+// One delivered buffer, written as JSON lines (about 1 ms per 512 KiB of records) and freed.
+struct Delivered {
+  CUcontext ctx;
+  uint32_t stream;
+  uint8_t* buffer;
+  size_t valid;
+};
+
+void write_buffer(const Delivered& d) {
+  if (g_out && d.valid > 0) {
     const uint64_t w0 = wall_ns();
     std::lock_guard<std::mutex> lk(g_mu);
     CUpti_Activity* rec = nullptr;
     uint64_t n = 0;
-    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    while (cuptiActivityGetNextRecord(d.buffer, d.valid, &rec) == CUPTI_SUCCESS) {
       write_record(g_out, rec);
       ++n;
     }
     // Dropped records are counted per queue: the one this buffer came from (a context's, or the
     // global one where ctx is null; unified-memory records arrive on the global queue).
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+    if (cuptiActivityGetNumDroppedRecords(d.ctx, d.stream, &dropped) == CUPTI_SUCCESS && dropped) {
       g_dropped += dropped;
       std::fprintf(g_out, "{\"k\":\"dropped\",\"n\":%zu}\n", dropped);
     }
@@ -170,7 +179,70 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
     ++g_write_buffers;
     g_write_ns += wall_ns() - w0;
   }
-  std::free(buffer);
+  std::free(d.buffer);
+}
+
+// The writer thread: CUPTI's thread that delivers buffers also drains the driver's unified-memory event queue, and
+// the driver drops events when that queue is full; writing each delivered buffer there held the draining up (qv 26
+// qubits, managed, CPU-initialised: 40-43% of the migrated bytes had records, against 50-57% when the whole run's
+// records waited in 8 MiB buffers for the exit; H100, docs/counters.md). So buffer_completed only queues the buffer
+// (UMSCOPE_UMTRACE_WRITER=0: writes it there, as before) and this thread writes it.
+std::mutex g_writer_mu;
+std::condition_variable g_writer_cv;
+std::deque<Delivered> g_writer_q;
+bool g_writer_stop = false;
+std::thread g_writer;
+pid_t g_writer_pid = 0;
+
+void start_writer() {
+  const char* e = std::getenv("UMSCOPE_UMTRACE_WRITER");
+  if (e && *e == '0') return;
+  g_writer_pid = getpid();
+  g_writer = std::thread([] {
+    std::unique_lock<std::mutex> lk(g_writer_mu);
+    for (;;) {
+      g_writer_cv.wait(lk, [] { return g_writer_stop || !g_writer_q.empty(); });
+      if (g_writer_q.empty()) return;  // stopped, and everything written
+      std::deque<Delivered> batch;
+      batch.swap(g_writer_q);
+      lk.unlock();
+      for (const auto& d : batch) write_buffer(d);
+      lk.lock();
+    }
+  });
+}
+
+// Stops the writer once it has written everything queued; what is left (a forked child, which has no writer thread)
+// is written here.
+void stop_writer() {
+  {
+    std::lock_guard<std::mutex> lk(g_writer_mu);
+    g_writer_stop = true;
+  }
+  g_writer_cv.notify_all();
+  if (g_writer.joinable()) {
+    if (g_writer_pid == getpid() && g_writer.get_id() != std::this_thread::get_id()) g_writer.join();
+    else g_writer.detach();
+  }
+  std::deque<Delivered> rest;
+  {
+    std::lock_guard<std::mutex> lk(g_writer_mu);
+    rest.swap(g_writer_q);
+  }
+  for (const auto& d : rest) write_buffer(d);
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  const Delivered d{ctx, stream, buffer, valid};
+  if (g_writer_pid == getpid()) {
+    std::lock_guard<std::mutex> lk(g_writer_mu);
+    if (!g_writer_stop) {
+      g_writer_q.push_back(d);
+      g_writer_cv.notify_one();
+      return;
+    }
+  }
+  write_buffer(d);
 }
 
 unsigned long long now_ns() {
@@ -241,6 +313,7 @@ struct Tracker {
   volatile uint64_t* counters;
 };
 std::vector<Tracker> g_trackers;
+std::mutex g_trackers_mu;  // the flusher thread reads the trackers while a context's creation may add one
 
 // The /dev/nvidia-uvm descriptors the CUDA driver opened in this process.
 std::vector<int> uvm_fds() {
@@ -284,6 +357,7 @@ void open_tracker(int dev, const unsigned char* uuid, const std::vector<int>& fd
     std::fprintf(g_out, "{\"k\":\"uvm_config\",\"dev\":%d,\"uvm_fd\":%d,\"ok\":%s,\"init\":%d,\"init_rm\":%u,\"enable\":%d,"
                  "\"enable_rm\":%u}\n", dev, ufd, ok ? "true" : "false", r, ip.rm_status, r2, ep.rm_status);
     if (ok) {
+      std::lock_guard<std::mutex> lk(g_trackers_mu);
       g_trackers.push_back({dev, tfd, buf});
       return;
     }
@@ -314,7 +388,18 @@ void start(int ndev, void* cuda) {
   }
 }
 
+// The driver's unified-memory activity so far (bytes each way, CPU and GPU faults, summed over the trackers), or
+// false where there is no tracker: what tells the flusher whether migrations are under way.
+bool activity(uint64_t& sum) {
+  std::lock_guard<std::mutex> lk(g_trackers_mu);
+  sum = 0;
+  for (const Tracker& t : g_trackers)
+    for (int i : {0, 1, 2, 9}) sum += __atomic_load_n(&t.counters[i], __ATOMIC_RELAXED);
+  return !g_trackers.empty();
+}
+
 void write_counters() {
+  std::lock_guard<std::mutex> lk(g_trackers_mu);
   for (const Tracker& t : g_trackers) {
     uint64_t c[kCounters];
     for (int i = 0; i < kCounters; ++i) c[i] = __atomic_load_n(&t.counters[i], __ATOMIC_SEQ_CST);
@@ -328,21 +413,35 @@ void write_counters() {
 
 // Delivery beside the program: every period this thread asks CUPTI for the buffers whose records are complete,
 // full or not (cuptiActivityFlushAll without the forced flag: what CUPTI's own periodic flush does not hand over), and
-// writes them; the exit then has only the last period's records left.
+// writes them; the exit then has only the last period's records left. Only while the driver's counters show no
+// unified-memory activity since the last period: a flush every 100 ms during migrations cost CUPTI records (qv 26
+// qubits, managed, CPU-initialised: 36-48% of the migrated bytes recorded and no GPU-fault records, against 46-58%
+// and 216-637 fault records without it; H100, docs/counters.md). No driver counters: no flusher.
 std::mutex g_flusher_mu;
 std::condition_variable g_flusher_cv;
 bool g_flusher_stop = false;
 std::thread g_flusher;
 pid_t g_flusher_pid = 0;
+std::atomic<long long> g_flushes{0}, g_flushes_skipped{0};
 
 void start_flusher(unsigned period_ms) {
-  if (!period_ms) return;
+  const char* e = std::getenv("UMSCOPE_UMTRACE_FLUSHER");
+  if (!period_ms || (e && *e == '0')) return;
   g_flusher_pid = getpid();
   g_flusher = std::thread([period_ms] {
+    uint64_t last = 0, now = 0;
     std::unique_lock<std::mutex> lk(g_flusher_mu);
     while (!g_flusher_cv.wait_for(lk, std::chrono::milliseconds(period_ms), [] { return g_flusher_stop; })) {
+      const bool tracked = uvm::activity(now);
+      const bool quiet = tracked && now == last;
+      last = now;
+      if (!quiet) {
+        ++g_flushes_skipped;
+        continue;
+      }
       lk.unlock();
       cuptiActivityFlushAll(0);
+      ++g_flushes;
       lk.lock();
     }
   });
@@ -367,6 +466,8 @@ void finish() {
   flush_all("exit", settle_ms());
   const uint64_t w1 = wall_ns();
   phase("exit: flush with settle", w0, w1);
+  stop_writer();
+  phase("exit: writer drained", w1, wall_ns());
   if (g_out) {
     std::lock_guard<std::mutex> lk(g_mu);
     // Of the flush, the writing of what it delivered (n: records), and over the whole run (n: buffers).
@@ -374,6 +475,9 @@ void finish() {
                             static_cast<long long>(g_write_records - records0));
     umprofiler::write_phase(g_out, "exit: flush: buffers it delivered", -1, w0, w0, static_cast<long long>(g_write_buffers - buffers0));
     umprofiler::write_phase(g_out, "run: buffers written (summed)", -1, 0, g_write_ns, static_cast<long long>(g_write_buffers));
+    umprofiler::write_phase(g_out, "run: flusher's flushes", -1, 0, 0, g_flushes.load());
+    umprofiler::write_phase(g_out, "run: flusher's periods skipped (unified-memory activity)", -1, 0, 0,
+                            g_flushes_skipped.load());
   }
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
@@ -558,6 +662,7 @@ void setup() {
     const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
     const uint32_t period = fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u;
     cuptiActivityFlushPeriod(period);
+    start_writer();
     start_flusher(period);
     std::atexit(finish);
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);
