@@ -18,7 +18,6 @@
 #include <time.h>
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -48,8 +47,7 @@ unsigned long long g_dropped = 0;
 // Activity buffers of 512 KiB (UMSCOPE_UMTRACE_BUFFER_KB; they were 8 MiB): CUPTI's periodic flush delivers only full
 // buffers, and a big buffer kept a whole run's records until the exit's forced flush, which then wrote them in the
 // program's path (SRAD, 600 iterations, H100: all 13 000-20 000 records in 2 buffers at the exit, 11-19 ms of writing;
-// 3000 iterations: an exit flush of 45-73 ms). With small buffers and the flusher below, the 3000-iteration run's
-// records went out in 88-91 buffers beside the program and the exit wrote 0-3 ms of them (docs/counters.md).
+// 3000 iterations: an exit flush of 45-73 ms). Smaller buffers fill, and CUPTI hands them over, while the program runs.
 size_t buffer_bytes() {
   static const size_t bytes = [] {
     const char* e = std::getenv("UMSCOPE_UMTRACE_BUFFER_KB");
@@ -313,7 +311,7 @@ struct Tracker {
   volatile uint64_t* counters;
 };
 std::vector<Tracker> g_trackers;
-std::mutex g_trackers_mu;  // the flusher thread reads the trackers while a context's creation may add one
+std::mutex g_trackers_mu;  // a context's creation may add a tracker while another thread writes the counters
 
 // The /dev/nvidia-uvm descriptors the CUDA driver opened in this process.
 std::vector<int> uvm_fds() {
@@ -388,16 +386,6 @@ void start(int ndev, void* cuda) {
   }
 }
 
-// The driver's unified-memory activity so far (bytes each way, CPU and GPU faults, summed over the trackers), or
-// false where there is no tracker: what tells the flusher whether migrations are under way.
-bool activity(uint64_t& sum) {
-  std::lock_guard<std::mutex> lk(g_trackers_mu);
-  sum = 0;
-  for (const Tracker& t : g_trackers)
-    for (int i : {0, 1, 2, 9}) sum += __atomic_load_n(&t.counters[i], __ATOMIC_RELAXED);
-  return !g_trackers.empty();
-}
-
 void write_counters() {
   std::lock_guard<std::mutex> lk(g_trackers_mu);
   for (const Tracker& t : g_trackers) {
@@ -411,56 +399,8 @@ void write_counters() {
 }
 }  // namespace uvm
 
-// Delivery beside the program: every period this thread asks CUPTI for the buffers whose records are complete,
-// full or not (cuptiActivityFlushAll without the forced flag: what CUPTI's own periodic flush does not hand over), and
-// writes them; the exit then has only the last period's records left. Only while the driver's counters show no
-// unified-memory activity since the last period: a flush every 100 ms during migrations cost CUPTI records (qv 26
-// qubits, managed, CPU-initialised: 36-48% of the migrated bytes recorded and no GPU-fault records, against 46-58%
-// and 216-637 fault records without it; H100, docs/counters.md). No driver counters: no flusher.
-std::mutex g_flusher_mu;
-std::condition_variable g_flusher_cv;
-bool g_flusher_stop = false;
-std::thread g_flusher;
-pid_t g_flusher_pid = 0;
-std::atomic<long long> g_flushes{0}, g_flushes_skipped{0};
-
-void start_flusher(unsigned period_ms) {
-  const char* e = std::getenv("UMSCOPE_UMTRACE_FLUSHER");
-  if (!period_ms || (e && *e == '0')) return;
-  g_flusher_pid = getpid();
-  g_flusher = std::thread([period_ms] {
-    uint64_t last = 0, now = 0;
-    std::unique_lock<std::mutex> lk(g_flusher_mu);
-    while (!g_flusher_cv.wait_for(lk, std::chrono::milliseconds(period_ms), [] { return g_flusher_stop; })) {
-      const bool tracked = uvm::activity(now);
-      const bool quiet = tracked && now == last;
-      last = now;
-      if (!quiet) {
-        ++g_flushes_skipped;
-        continue;
-      }
-      lk.unlock();
-      cuptiActivityFlushAll(0);
-      ++g_flushes;
-      lk.lock();
-    }
-  });
-}
-
-void stop_flusher() {
-  {
-    std::lock_guard<std::mutex> lk(g_flusher_mu);
-    g_flusher_stop = true;
-  }
-  g_flusher_cv.notify_all();
-  if (!g_flusher.joinable()) return;
-  if (g_flusher_pid == getpid() && g_flusher.get_id() != std::this_thread::get_id()) g_flusher.join();
-  else g_flusher.detach();  // a forked child has none of its parent's threads
-}
-
 void finish() {
   if (g_done.exchange(true)) return;
-  stop_flusher();
   const uint64_t w0 = wall_ns();
   const uint64_t written0 = g_write_ns, buffers0 = g_write_buffers, records0 = g_write_records;
   flush_all("exit", settle_ms());
@@ -475,9 +415,6 @@ void finish() {
                             static_cast<long long>(g_write_records - records0));
     umprofiler::write_phase(g_out, "exit: flush: buffers it delivered", -1, w0, w0, static_cast<long long>(g_write_buffers - buffers0));
     umprofiler::write_phase(g_out, "run: buffers written (summed)", -1, 0, g_write_ns, static_cast<long long>(g_write_buffers));
-    umprofiler::write_phase(g_out, "run: flusher's flushes", -1, 0, 0, g_flushes.load());
-    umprofiler::write_phase(g_out, "run: flusher's periods skipped (unified-memory activity)", -1, 0, 0,
-                            g_flushes_skipped.load());
   }
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
@@ -657,13 +594,14 @@ void setup() {
                  static_cast<unsigned long long>(wall_ns()));
     note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
-    // CUPTI's worker thread delivers full buffers every period (ms) and the flusher thread the rest;
-    // UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's own policy, no flusher: everything not full waits for the exit).
+    // CUPTI's worker thread delivers full buffers every period (ms); UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's
+    // own policy). No flush of our own beside the program: cuptiActivityFlushAll every 100 ms, even only in periods
+    // without unified-memory activity, cost CUPTI records (qv 26 qubits, managed, CPU-initialised: 35-48% of the
+    // migrated bytes recorded against 46-59% without it; H100, docs/counters.md).
     const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
     const uint32_t period = fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u;
     cuptiActivityFlushPeriod(period);
     start_writer();
-    start_flusher(period);
     std::atexit(finish);
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);
     std::fflush(g_out);
