@@ -99,3 +99,16 @@ def test_managed_free_is_read_from_migrated_pages_where_measured():
     assert fig["managed_free_gpu_ms_per_gib"] == pytest.approx(16)
     assert "migrated" in src["managed_free_gpu_ms_per_gib"]
     assert "gpu_first_touch_ms_per_gib" not in fig
+
+
+def test_the_environment_paragraph_sums_the_huge_pages_by_mode(mv):
+    envs = [{"_at": "start", "enabled": "always [madvise] never", "defrag": "[madvise]", "free_2m_blocks": 12,
+             "meminfo": {"AnonHugePages": "0 kB"}},
+            {"_at": "end", "free_2m_blocks": 7, "meminfo": {"AnonHugePages": "4096 kB"}}]
+    runs = [{"mode": "managed", "_vmstat": {"thp_fault_alloc": 2, "thp_fault_fallback": 1}},
+            {"mode": "managed", "_vmstat": {"thp_fault_alloc": 3, "thp_fault_fallback": 0}},
+            {"mode": "pinned", "_vmstat": {}}]
+    text = mv.env_text(envs, runs)
+    assert "free 2 MiB blocks 12 (start), 7 (end)" in text and "AnonHugePages 0 kB (start), 4096 kB (end)" in text
+    assert "managed 5 / 1 (2 runs)" in text and "pinned" not in text.split("summed over the runs")[1]
+    assert mv.env_text([], runs) == ""
