@@ -17,12 +17,10 @@ what it measured; each section says which command made it and how long it took. 
 --records (JSON lines) beside the document."""
 import argparse
 import datetime
-import importlib.util
 import json
 import os
 import shlex
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -210,10 +208,6 @@ def copy_cells(records) -> dict:
         elif direction == "bidir" and _peer(src) is not None and (not ok or field(r, "route") == "both"):
             out[(engine, "both", a, _peer(src))] = r
     return out
-
-
-def _skips(records):
-    return [r for r in records if r.get("status") not in (None, "ok")]
 
 
 # ---------------------------------------------------------------- rendering
@@ -484,13 +478,6 @@ def run_umscope(args, store, timeout):
     return data, rc, time.time() - t0
 
 
-def _load_scaleout():
-    spec = importlib.util.spec_from_file_location("bench_scaleout", ROOT / "bench" / "scaleout.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def run_torch(world, size_bytes, reps, timeout):
     """bench/scaleout.py's torch.distributed ranks, `world` of them, under torch.multiprocessing (PyTorch's
     own launcher); in a child process so that a hang is killed with its group."""
@@ -516,7 +503,7 @@ def run_torch(world, size_bytes, reps, timeout):
 def _torch_child(world, size_bytes, reps):
     import torch
     import torch.multiprocessing as mp
-    sc = _load_scaleout()
+    import scaleout as sc  # bench/scaleout.py (bench/ is on sys.path): spawned ranks import it by this name
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "out.json")
         mp.spawn(sc._torch_rank, args=(world, os.path.join(d, "init"), size_bytes, reps, out), nprocs=world,
