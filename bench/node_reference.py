@@ -399,6 +399,20 @@ def show(argv) -> str:
     return "umscope " + " ".join(shlex.quote(x) for x in out)
 
 
+def kept_sections(text: str, titles=None) -> list:
+    """The level-2 sections of an earlier document that this script does not make (their titles are not
+    among TITLES), or only those whose title starts with one of `titles`, verbatim with their own
+    provenance: e.g. a hand-made section of an earlier reference."""
+    ours = {t.split(" — ")[0] for t in TITLES.values()}
+    out = []
+    for p in text.split("\n## ")[1:]:
+        title = p.split("\n", 1)[0]
+        if title.split(" — ")[0] in ours or (titles and not any(title.startswith(t) for t in titles)):
+            continue
+        out.append("## " + p.rstrip() + "\n")
+    return out
+
+
 def render(meta, fp, results, n, pairs, ranks) -> str:
     """The whole document from the probe and each step's {cmds, records, rc, wall, when}."""
     g = (fp.get("gpus") or [{}])[0]
@@ -449,6 +463,8 @@ def render(meta, fp, results, n, pairs, ranks) -> str:
         if res.get("error"):
             lines += ["", f"Stopped: {res['error']}"]
         lines.append("")
+    for sec in meta.get("kept") or []:
+        lines += [sec.rstrip(), "", f"(Kept verbatim from `{meta['keep']}`: not made by this script.)", ""]
     return "\n".join(lines)
 
 
@@ -536,6 +552,10 @@ def main(argv=None):
     ap.add_argument("--no-torch", action="store_true", help="leave out the torch.distributed comparison")
     ap.add_argument("--budget", type=float, default=600, help="seconds for the whole run (default 600): a step "
                     "that would start with less than 5 s left is written as not measured")
+    ap.add_argument("--keep", metavar="FILE", help="an earlier document: its sections this script does not make "
+                    "are kept at the end, verbatim with their own provenance")
+    ap.add_argument("--keep-title", action="append", metavar="TEXT", help="with --keep: only the sections whose "
+                    "title starts with TEXT (repeatable)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and the estimate, run nothing")
     a = ap.parse_args(argv)
     if a.reps is not None and not 1 <= a.reps <= 1000:
@@ -545,6 +565,14 @@ def main(argv=None):
     nvls = os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     if nvls != "0":
         return _usage(f"NCCL_NVLS_ENABLE={nvls}: it must be 0 (no NVLink multicast on shared machines)")
+    kept = []
+    if a.keep_title and not a.keep:
+        return _usage("--keep-title needs --keep FILE")
+    if a.keep:
+        try:
+            kept = kept_sections(Path(a.keep).read_text(), a.keep_title)
+        except OSError as e:
+            return _usage(f"cannot read --keep {a.keep}: {e.strerror}")
     out = Path(a.out)
     records_path = Path(a.records) if a.records else out.with_suffix(".jsonl")
     from umscope import probe
@@ -569,7 +597,8 @@ def main(argv=None):
     meta = {"kind": a.kind, "commit": _commit(ROOT), "env": multicast_env(os.environ),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "argv": "python3 bench/node_reference.py " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:])),
-            "records": records_path.name, "torch": not a.no_torch, "notes": []}
+            "records": records_path.name, "torch": not a.no_torch, "notes": [], "kept": kept,
+            "keep": a.keep}
     results = {}
     start = time.time()
     records_path.write_text("")

@@ -277,3 +277,24 @@ def test_the_budget_leaves_later_steps_not_measured(nr, tmp_path, monkeypatch):
     doc = out.read_text()
     assert "Not measured: the run ended before this step" in doc.split("## MPI point-to-point")[1]
     assert "Provenance:" in doc.split("## Topology")[1].split("##")[0]
+
+
+def test_keep_carries_only_sections_the_script_does_not_make(nr, tmp_path, monkeypatch):
+    old = ("# Old\n\n## Topology — `umscope info`\nProvenance: old.\n\n## Placement on one socket\nOne NUMA node.\n\n"
+           "## Hand-made copies — `umscope bench copy`\nProvenance: umscope commit `fe440e2`, machine kind "
+           "`nvidia-h200-x2`, 2026-11-22.\n| a | 1 GB/s |\n")
+    assert [s.split("\n")[0] for s in nr.kept_sections(old)] == ["## Placement on one socket",
+                                                                  "## Hand-made copies — `umscope bench copy`"]
+    assert [s.split("\n")[0] for s in nr.kept_sections(old, ["Placement"])] == ["## Placement on one socket"]
+    keep = tmp_path / "old.md"
+    keep.write_text(old)
+    monkeypatch.setattr("umscope.probe.probe", lambda: fingerprint(2))
+    monkeypatch.setattr(nr, "_commit", lambda root: "abc1234")
+    monkeypatch.setattr(nr, "run_umscope", lambda args, store, timeout: ([], 0, 0.1))
+    out = tmp_path / "ref.md"
+    assert nr.main(["--kind", "nvidia-h200-x2", "--out", str(out), "--no-torch", "--keep", str(keep),
+                    "--keep-title", "Placement"]) == 0
+    doc = out.read_text()
+    assert doc.count("## Topology") == 1 and "Provenance: old." not in doc
+    assert "## Placement on one socket\nOne NUMA node." in doc and "Hand-made copies" not in doc
+    assert nr.main(["--kind", "k", "--out", str(out), "--keep-title", "X"]) == 2
