@@ -296,7 +296,7 @@ def render_pingpong(records) -> list:
 
 
 def render_latency(records) -> list:
-    lines = ["| chasing GPU | memory | size | load-to-use latency |", "| --- | --- | ---: | ---: |"]
+    lines = ["| chasing GPU | memory (residency) | size | load-to-use latency |", "| --- | --- | ---: | ---: |"]
     for r in records:
         if r.get("benchmark") != "latency":
             continue
@@ -305,7 +305,10 @@ def render_latency(records) -> list:
             continue
         if r.get("op") != "chase":
             continue
-        lines.append(f"| {r.get('processor')} | {r.get('kind')} | {size_text(r.get('bytes'))} | {fig(r)} |")
+        where = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+        res = field(r, "residency")
+        lines.append(f"| {r.get('processor')} | {where}{f' ({res})' if res else ''} | {size_text(r.get('bytes'))} | "
+                     f"{fig(r)} |")
     return lines
 
 

@@ -177,6 +177,11 @@ def test_document_has_the_matrix_tables_and_provenance(nr):
          "max": 1790.0, "n": 7, "status": "ok", "extra": {"exchanges": 10000, "atomics_check": "all kept"}},
         {"benchmark": "pingpong", "case_id": "pingpong pinned device=0 pair=gpu-gpu peer=1", "kind": "pinned",
          "status": "skipped", "reason": "no coherent atomics: 100578 of 200000 kept", "extra": {}},
+        {"benchmark": "latency", "case_id": "latency peer:1 bytes=1GiB device=2 processor=gpu", "op": "chase",
+         "processor": "gpu2", "kind": "peer:1", "policy": "", "bytes": 1 << 30, "unit": "ns", "median": 1013.0,
+         "min": 1010.0, "max": 1020.0, "status": "ok", "extra": {"residency": "gpu1"}},
+        {"benchmark": "latency", "case_id": "latency peer:1 device=2", "op": "timer", "processor": "gpu2",
+         "kind": "none", "unit": "MHz", "median": 1980.0, "status": "ok", "extra": {}},
         {"benchmark": "mpi", "case_id": "mpi device", "kind": "device", "status": "skipped",
          "reason": "the MPI library is not CUDA-aware", "extra": {}},
         {"benchmark": "mpi", "case_id": "mpi pinned", "op": "latency", "kind": "pinned", "policy": "first_touch=cpu",
@@ -194,6 +199,7 @@ def test_document_has_the_matrix_tables_and_provenance(nr):
     assert "| GPU 2 → GPU 1 | 450 GB/s (probe: 18 NVLink4 links x 25 GB/s, median 47% of it)" in doc
     assert "| allreduce | device | 1 GiB | 301.5 GB/s (299.5–303.5) | 201 GB/s | 3 (0,1,2) | cpu-reference |" in doc
     assert "| allgather | managed,first_touch=gpu | 1 GiB | 222.2 GB/s" in doc
+    assert "| gpu2 | peer:1 (gpu1) | 1 GiB | 1013 ns (1010–1020) |" in doc and "1980" not in doc  # chases only
     assert "1777 ns (1770–1790)" in doc and "no coherent atomics: 100578 of 200000 kept" in doc
     assert "skipped: the MPI library is not CUDA-aware" in doc and "0.473 us (0.47–0.5)" in doc
     assert "CUDA-aware: False (MPIX_Query_cuda_support() = 0)" in doc
