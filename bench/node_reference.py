@@ -425,7 +425,7 @@ def render(meta, fp, results, n, pairs, ranks) -> str:
              f"Provenance: umscope commit `{meta['commit']}`, machine kind `{meta['kind']}` ({n} × {g.get('name')}, "
              f"driver {(fp.get('cuda') or {}).get('driver')}, host {fp.get('host', {}).get('hostname')}, "
              f"{(fp.get('cpu') or {}).get('logical_cpus')} CPUs), {meta['date']}; multicast-off variables seen: "
-             f"{env}. Written by `{meta['argv']}` (bench/node_reference.py) in one call: it runs umscope's own "
+             f"{env} (NCCL_NVLS_ENABLE=0 checked before any step; nothing here creates a multicast object). Written by `{meta['argv']}` (bench/node_reference.py) in one call: it runs umscope's own "
              "commands (each with `--json --store STORE`) and copies their records; every figure is a "
              "record's median with its min–max over the repetitions, its unit, and the bound with its source "
              "where the record has one (the percentage is median / that bound). Raw records: "
