@@ -35,21 +35,27 @@ from _commit import commit as _commit  # noqa: E402
 NCCL_OPS = "allreduce,allgather,reducescatter,broadcast,alltoall"
 NCCL_KINDS = ["device", "managed,first_touch=gpu"]
 MPI_KINDS = ["device", "pinned", "managed"]
-MPI_OPS = "bw,bibw,latency,mbw"
+# MPI: the latency at small messages, the bandwidths at 1 MiB and 64 MiB; mbw (k pairs at once) only where
+# there are two pairs or more (with one pair it is bw again). A 64 MiB repetition moves 8 GiB one way
+# (a window of 64, two loops), about 1-2 s through host staging: 3 repetitions after 1 warm-up.
+MPI_LAT_SIZES = "8,1M"
+MPI_BW_SIZES = "1M,64M"
+MPI_REPS = 3
 MULTICAST_VARS = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
-# Planning figures for the estimate printed at the start (seconds per command, or per case where the
-# work grows with N: copy per case, ping-pong per case, latency per ordered pair). Not measurements: the
-# document records each step's real wall time.
-COST = {"info": 8, "copy": 2.0, "pingpong": 2.0, "latency": 4.0, "nccl": 12, "nccl-mpi": 14, "mpi": 10,
-        "torch": 25}
+# Planning figures for the estimate printed at the start, from the first run on nvidia-h200-x2 (commit
+# c25768a, N = 2; the document records each step's real wall time): seconds per command, or per case
+# where the work grows with N (copy: 3 s for 12 cases, with 2 s of start; ping-pong: 6 s for 4 cases;
+# latency at 4K,1M,1G: 8 s for 2 ordered pairs; nccl: 4 s, nccl-mpi: 11 s). mpi: per kind and pair
+# count, from bytes moved at about 4 GB/s (the killed first run: 121 s for 12 repetitions of 4 ops).
+COST = {"info": 2, "copy": 0.25, "pingpong": 1.5, "latency": 4.0, "nccl": 6, "nccl-mpi": 12, "mpi": 25,
+        "torch": 30}
 
 
 def quick_settings(quick: bool) -> dict:
     """The sizes of each step: the default, or --quick's (one size per table, fewer repetitions)."""
     if quick:
-        return {"copy_size": "1G", "latency_size": "1G", "nccl_size": "1G", "mpi_size": "8,64M", "reps": 5}
-    return {"copy_size": "1G", "latency_size": "4K,1M,1G", "nccl_size": "1M,64M,1G", "mpi_size": "8,1M,64M",
-            "reps": 10}
+        return {"copy_size": "1G", "latency_size": "1G", "nccl_size": "1G", "reps": 5}
+    return {"copy_size": "1G", "latency_size": "4K,1M,1G", "nccl_size": "1M,64M,1G", "reps": 10}
 
 
 def pair_plan(n: int, mode: str) -> dict:
@@ -88,7 +94,7 @@ def _filters(step: str, pairs: dict, n: int) -> list:
     return out
 
 
-def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True) -> list:
+def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True, mpi_reps=MPI_REPS) -> list:
     """The steps: (name, title, [umscope argv without the leading 'umscope'], ...). Each step is one
     or more umscope commands; 'torch' is this script's call of bench/scaleout.py's ranks."""
     q = quick_settings(quick)
@@ -106,18 +112,28 @@ def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True) -> 
     nccl = ["bench", "nccl"] + kinds + ["--ops", NCCL_OPS, "--size", q["nccl_size"], "--reps", reps]
     steps.append(("nccl", [nccl]))
     steps.append(("nccl-mpi", [nccl + ["--launcher", "mpirun", "-n", str(ranks["nccl"])]]))
-    steps.append(("mpi", [["bench", "mpi", "--launcher", "mpirun", "-n", str(ranks["mpi"])]
-                          + [x for k in MPI_KINDS for x in ("--kind", k)]
-                          + ["--ops", MPI_OPS, "--size", q["mpi_size"], "--reps", reps]]))
-    if torch:
+    if torch:  # before mpi, the longest step: a run cut at its budget loses the least
         steps.append(("torch", [["torch", "--size", "1G", "--reps", reps, "--world", str(n)]]))
+    mpi = (["bench", "mpi", "--launcher", "mpirun", "-n", str(ranks["mpi"])]
+           + [x for k in MPI_KINDS for x in ("--kind", k)])
+    bw_ops = "bw,bibw" + (",mbw" if ranks["mpi_pairs"] >= 2 else "")
+    steps.append(("mpi", [mpi + ["--ops", "latency", "--size", MPI_LAT_SIZES, "--reps", str(mpi_reps),
+                                 "--warmup", "1"],
+                          mpi + ["--ops", bw_ops, "--size", MPI_BW_SIZES, "--reps", str(mpi_reps), "--warmup", "1"]]))
     return steps
 
 
 def estimate(steps, n: int, pairs: dict) -> float:
     """Seconds the steps should take: COST per command, or per case where the work grows with N (copy:
     6 cases per ordered pair; ping-pong: 4 flag places per pair; latency: one case per ordered pair)."""
-    grow = {"copy": 6 * n * (n - 1), "pingpong": 4 * len(pairs["pingpong"]), "latency": len(pairs["latency"])}
+    pairs_mpi, ks = n // 2, 1
+    while (1 << ks) < pairs_mpi:
+        ks += 1
+    ks = ks + 1 if pairs_mpi >= 2 else 0  # mbw's pair counts 1, 2, 4 ... n/2
+    grow = {"copy": 6 * n * (n - 1), "pingpong": 4 * len(pairs["pingpong"]), "latency": len(pairs["latency"]),
+            # two host kinds (device buffers are a skip without a CUDA-aware MPI); each mbw pair count is
+            # about a third of a kind's bw + bibw
+            "mpi": 2 * (1 + ks / 3)}
     return sum(COST[name] * grow[name] if name in grow else COST[name] * len(cmds) for name, cmds in steps)
 
 
@@ -285,9 +301,10 @@ def render_pingpong(records) -> list:
     for r in records:
         if r.get("benchmark") != "pingpong":
             continue
-        cid = r.get("case_id") or ""
+        p = case_params(r.get("case_id"))
         if r.get("status") not in (None, "ok"):
-            lines.append(f"| {cid} | {r.get('kind')} | {r.get('status')} | {r.get('reason')} |")
+            lines.append(f"| gpu{p.get('device', 0)}-gpu{p.get('peer', '?')} | {p.get('kind') or r.get('kind')} | "
+                         f"{r.get('status')} | {r.get('reason')} |")
             continue
         where = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
         lines.append(f"| {r.get('processor')} | {where} | {fig(r)} | {field(r, 'exchanges')} exchanges × "
@@ -312,9 +329,20 @@ def render_latency(records) -> list:
     return lines
 
 
-def render_nccl(records) -> list:
-    lines = ["| op | buffers | size | busbw median (min–max) | algbw median | ranks (GPUs) | verified | bound (source) |",
-             "| --- | --- | ---: | ---: | ---: | --- | --- | --- |"]
+def link_bound(fp):
+    """(GB/s, source) of the slowest GPU pair's link per direction, from the probe (umscope's model of
+    bounds): what a collective's busbw is compared with (nccl-tests' busbw is per-link traffic)."""
+    from umscope.model import bounds
+    devs = [g["device"] for g in fp.get("gpus") or []]
+    found = [bounds.peer_link(fp, a, b) for a in devs for b in devs if a != b]
+    found = [b for b in found if b]
+    return min(found) if found else None
+
+
+def render_nccl(records, fp=None) -> list:
+    bound = link_bound(fp or {})
+    lines = ["| op | buffers | size | busbw median (min–max) | of link bound | algbw median | ranks | verified |",
+             "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
     libs, launch = set(), set()
     for r in records:
         if r.get("benchmark") != "nccl":
@@ -327,12 +355,16 @@ def render_nccl(records) -> list:
         launch.add(f"{field(r, 'launch')}" + (f" ({field(r, 'launcher')})" if field(r, "launcher") else ""))
         kind = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
         algbw = field(r, "algbw")
-        lines.append(f"| {r.get('op')} | {kind} | {size_text(r.get('bytes'))} | {fig(r)} | "
-                     f"{fmt(algbw) + ' GB/s' if algbw is not None else '—'} | "
-                     f"{field(r, 'ranks')} ({field(r, 'gpus')}) | {field(r, 'verified')} | "
-                     f"{bound_text(r) if field(r, 'bound') is not None else 'no bound recorded'} |")
+        of = f"{100 * r['median'] / bound[0]:.0f}%" if bound and r.get("median") is not None else "—"
+        gpus = f" (GPUs {field(r, 'gpus')})" if field(r, "launch") == "single" and field(r, "gpus") else ""
+        lines.append(f"| {r.get('op')} | {kind} | {size_text(r.get('bytes'))} | {fig(r)} | {of} | "
+                     f"{fmt(algbw) + ' GB/s' if algbw is not None else '—'} | {field(r, 'ranks')}{gpus} | "
+                     f"{field(r, 'verified')} |")
     if libs:
         lines += ["", "Library: " + "; ".join(sorted(libs)) + ". Launch: " + "; ".join(sorted(launch)) + "."]
+    lines += ["", "Link bound: " + (f"{bound[0]:g} GB/s per direction ({bound[1]}), the slowest GPU pair's; "
+                                    "'of link bound' is busbw median / it." if bound else
+                                    "none known (the probe gave no peer-link bound); no percentage.")]
     return lines
 
 
@@ -433,7 +465,8 @@ def render(meta, fp, results, n, pairs, ranks) -> str:
     if meta.get("notes"):
         lines += [*meta["notes"], ""]
     renderers = {"copy": lambda recs: render_copy(n, recs), "pingpong": render_pingpong, "latency": render_latency,
-                 "nccl": render_nccl, "nccl-mpi": render_nccl, "mpi": render_mpi}
+                 "nccl": lambda recs: render_nccl(recs, fp), "nccl-mpi": lambda recs: render_nccl(recs, fp),
+                 "mpi": render_mpi}
     for name, title in TITLES.items():
         if name not in results and name == "torch" and not meta.get("torch"):
             continue
@@ -474,26 +507,60 @@ def render(meta, fp, results, n, pairs, ranks) -> str:
 # ---------------------------------------------------------------- running
 
 
+def _runs(store):
+    from umscope.store import Store
+    if not os.path.exists(store):
+        return []
+    st = Store(store, readonly=True)
+    try:
+        return [r["id"] for r in st.runs()]
+    finally:
+        st.close()
+
+
+def _records_of_runs(store, run_ids):
+    from umscope.store import Store
+    st = Store(store, readonly=True)
+    try:
+        return [r for i in run_ids for r in st.records(i)]
+    finally:
+        st.close()
+
+
+def _stop(p, grace=20):
+    """Ends a command's process group: SIGTERM first (umscope ends its run, stops its case and prints the
+    records it has), SIGKILL after `grace` seconds."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        return p.communicate(timeout=grace)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        return p.communicate()[0]
+
+
 def run_umscope(args, store, timeout):
     """(records, exit status, seconds) of `python3 -m umscope ARGS --json --store STORE`; its progress
-    goes to our stderr; on timeout its process group is killed."""
+    goes to our stderr. At the timeout its process group is stopped; the records its cases had written
+    to the store are kept."""
     argv = [PY, "-m", "umscope"] + args
-    if args[0] == "bench":
+    bench = args[0] == "bench"
+    if bench:
         argv += ["--json", "--store", store]
+    before = set(_runs(store)) if bench else set()
     t0 = time.time()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, _ = p.communicate(timeout=max(1, timeout))
         rc = p.returncode
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        rc = "timeout"
+        out, rc = _stop(p), "timeout"
     try:
         data = json.loads(out) if out.strip() else []
     except ValueError:
         data = []
         sys.stderr.write(f"node_reference: {show(args)}: output is not JSON\n")
+    if bench and not data:  # stopped before it printed: what its cases stored
+        data = _records_of_runs(store, sorted(set(_runs(store)) - before))
     return data, rc, time.time() - t0
 
 
@@ -509,9 +576,7 @@ def run_torch(world, size_bytes, reps, timeout):
         out, _ = p.communicate(timeout=max(1, timeout))
         rc = p.returncode
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        rc = "timeout"
+        out, rc = _stop(p, 5), "timeout"
     try:
         res = json.loads(out.strip().splitlines()[-1]) if rc == 0 else {"error": f"exit status {rc}"}
     except (ValueError, IndexError):
@@ -533,6 +598,29 @@ def _torch_child(world, size_bytes, reps):
             "world": world}
 
 
+def render_records(text: str) -> str:
+    """The document again from a records file main() wrote: its run line (provenance and plan), the
+    fingerprint, each step's line (commands, exit status, time) and the records that follow it."""
+    head, fp, results, last = None, {}, {}, None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        what = d.get("node_reference")
+        if what == "run":
+            head = d
+        elif what == "fingerprint":
+            fp = d["fingerprint"]
+        elif what == "step":
+            last = results[d["step"]] = dict(d["result"], records=[])
+        elif last is not None:
+            last["records"].append(d)
+    if head is None:
+        raise ValueError("no run line")
+    pairs = dict(head["pairs"], **{k: [tuple(x) for x in head["pairs"][k]] for k in ("pingpong", "latency")})
+    return render(head["meta"], fp, results, head["n"], pairs, head["ranks"])
+
+
 def _usage(msg):
     sys.stderr.write(f"node_reference: {msg}\n")
     return 2
@@ -545,7 +633,7 @@ def multicast_env(environ) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kind", required=True, help="the machine kind measured, e.g. nvidia-h200-x4")
+    ap.add_argument("--kind", help="the machine kind measured, e.g. nvidia-h200-x4 (required unless --render)")
     ap.add_argument("--out", required=True, help="markdown file, rewritten after every step")
     ap.add_argument("--records", help="JSON-lines file of every record (default: OUT with .jsonl)")
     ap.add_argument("--quick", action="store_true", help="one size per table and 5 repetitions")
@@ -560,7 +648,22 @@ def main(argv=None):
     ap.add_argument("--keep-title", action="append", metavar="TEXT", help="with --keep: only the sections whose "
                     "title starts with TEXT (repeatable)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and the estimate, run nothing")
+    ap.add_argument("--render", metavar="RECORDS", help="measure nothing: write OUT again from the records file of "
+                    "an earlier run (its provenance, commands and records as they were)")
     a = ap.parse_args(argv)
+    if a.render:
+        try:
+            text = Path(a.render).read_text()
+        except OSError as e:
+            return _usage(f"cannot read --render {a.render}: {e.strerror}")
+        try:
+            doc = render_records(text)
+        except (ValueError, KeyError) as e:
+            return _usage(f"{a.render} is not a records file of this script ({e})")
+        Path(a.out).write_text(doc)
+        return 0
+    if not a.kind:
+        return _usage("--kind is required (the machine kind measured, e.g. nvidia-h200-x4)")
     if a.reps is not None and not 1 <= a.reps <= 1000:
         return _usage("--reps must be 1-1000")
     if a.budget <= 0:
@@ -604,7 +707,8 @@ def main(argv=None):
             "keep": a.keep}
     results = {}
     start = time.time()
-    records_path.write_text("")
+    with records_path.open("w") as f:
+        f.write(json.dumps({"node_reference": "run", "meta": meta, "n": n, "pairs": pairs, "ranks": ranks}) + "\n")
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "store.sqlite")
         for i, (name, cmds) in enumerate(steps):
@@ -632,11 +736,16 @@ def main(argv=None):
                 rcs.append(rc)
                 wall += w
                 if rc == "timeout":
-                    res["error"] = f"killed at the budget ({a.budget:.0f} s) while running `{show(c)}`"
+                    res["error"] = (f"stopped at the budget ({a.budget:.0f} s) while running `{show(c)}`; the records "
+                                    "its finished cases had stored are in the table")
                     break
             res.update(records=recs, rc=", ".join(map(str, rcs)), wall=wall)
             results[name] = res
             with records_path.open("a") as f:
+                if name == "info":
+                    f.write(json.dumps({"node_reference": "fingerprint", "fingerprint": fp}) + "\n")
+                f.write(json.dumps({"node_reference": "step", "step": name,
+                                    "result": {k: v for k, v in res.items() if k != "records"}}) + "\n")
                 for r in recs:
                     f.write(json.dumps(dict(r, node_reference_step=name)) + "\n")
             out.write_text(render(meta, fp, results, n, pairs, ranks))

@@ -59,11 +59,17 @@ def test_ranks_one_per_gpu_never_more_than_cpus(nr):
 
 def test_plan_launches_n_ranks_under_mpirun_through_the_families(nr):
     steps = dict(nr.plan(4, 64))
-    assert list(steps) == ["info", "copy", "pingpong", "latency", "nccl", "nccl-mpi", "mpi", "torch"]
-    (single,), (ranked,), (mpi,) = steps["nccl"], steps["nccl-mpi"], steps["mpi"]
+    assert list(steps) == ["info", "copy", "pingpong", "latency", "nccl", "nccl-mpi", "torch", "mpi"]
+    (single,), (ranked,), (lat, bw) = steps["nccl"], steps["nccl-mpi"], steps["mpi"]
     assert "--launcher" not in single  # one process driving every GPU
     assert ranked[:2] == ["bench", "nccl"] and ranked[ranked.index("--launcher"):] == ["--launcher", "mpirun", "-n", "4"]
-    assert mpi[mpi.index("-n") + 1] == "4" and mpi[mpi.index("--launcher") + 1] == "mpirun"
+    for mpi in (lat, bw):
+        assert mpi[mpi.index("-n") + 1] == "4" and mpi[mpi.index("--launcher") + 1] == "mpirun"
+        assert mpi[mpi.index("--reps") + 1] == str(nr.MPI_REPS)
+    assert lat[lat.index("--ops") + 1] == "latency" and bw[bw.index("--ops") + 1] == "bw,bibw,mbw"
+    # With one pair (two GPUs) mbw would be bw again: left out.
+    two = dict(nr.plan(2, 64))["mpi"][1]
+    assert two[two.index("--ops") + 1] == "bw,bibw" and two[two.index("-n") + 1] == "2"
     for cmd in (single, ranked):
         kinds = [cmd[i + 1] for i, x in enumerate(cmd) if x == "--kind"]
         assert "device" in kinds and any(k.startswith("managed") for k in kinds)
@@ -197,7 +203,10 @@ def test_document_has_the_matrix_tables_and_provenance(nr):
     assert lines[at + 2] == "| issued by | GPU 0 | GPU 1 | GPU 2 |"
     assert lines[at + 6] == "| GPU 2 | 201 GB/s (200–202) | 211 GB/s (210–212) | — |"
     assert "| GPU 2 → GPU 1 | 450 GB/s (probe: 18 NVLink4 links x 25 GB/s, median 47% of it)" in doc
-    assert "| allreduce | device | 1 GiB | 301.5 GB/s (299.5–303.5) | 201 GB/s | 3 (0,1,2) | cpu-reference |" in doc
+    # busbw / the slowest pair's link bound from the probe (18 NVLink4 links here: 450 GB/s).
+    assert ("| allreduce | device | 1 GiB | 301.5 GB/s (299.5–303.5) | 67% | 201 GB/s | 3 (GPUs 0,1,2) | "
+            "cpu-reference |") in doc
+    assert "Link bound: 450 GB/s per direction (probe: 18 NVLink4 links" in doc
     assert "| allgather | managed,first_touch=gpu | 1 GiB | 222.2 GB/s" in doc
     assert "| gpu2 | peer:1 (gpu1) | 1 GiB | 1013 ns (1010–1020) |" in doc and "1980" not in doc  # chases only
     assert "1777 ns (1770–1790)" in doc and "no coherent atomics: 100578 of 200000 kept" in doc
@@ -249,11 +258,19 @@ def test_main_runs_every_step_once_and_writes_records(nr, tmp_path, monkeypatch)
     out = tmp_path / "ref.md"
     assert nr.main(["--kind", "nvidia-h200-x2", "--out", str(out), "--no-torch"]) == 0
     assert [a[:2] for a in ran] == [["info", "--json"], ["bench", "copy"], ["bench", "pingpong"],
-                                    ["bench", "latency"], ["bench", "nccl"], ["bench", "nccl"], ["bench", "mpi"]]
+                                    ["bench", "latency"], ["bench", "nccl"], ["bench", "nccl"], ["bench", "mpi"],
+                                    ["bench", "mpi"]]
     doc = out.read_text()
     assert provenance_problems(doc) == [] and "`abc1234`" in doc and "`NCCL_NVLS_ENABLE=0`" in doc
-    lines = (tmp_path / "ref.jsonl").read_text().splitlines()
-    assert len(lines) == len(copies(n)) and json.loads(lines[0])["node_reference_step"] == "copy"
+    lines = [json.loads(x) for x in (tmp_path / "ref.jsonl").read_text().splitlines()]
+    assert [x["node_reference"] for x in lines[:3]] == ["run", "fingerprint", "step"]
+    assert len([x for x in lines if x.get("node_reference_step") == "copy"]) == len(copies(n))
+    # --render writes the same document from the records file, measuring nothing.
+    monkeypatch.setattr(nr, "run_umscope", lambda *a: pytest.fail("--render must measure nothing"))
+    again = tmp_path / "again.md"
+    assert nr.main(["--render", str(tmp_path / "ref.jsonl"), "--out", str(again)]) == 0
+    assert again.read_text() == doc
+    assert nr.main(["--render", str(out), "--out", str(again)]) == 2  # not a records file
 
 
 def test_main_refuses_multicast_and_bad_input(nr, tmp_path, monkeypatch, capsys):
@@ -304,3 +321,21 @@ def test_keep_carries_only_sections_the_script_does_not_make(nr, tmp_path, monke
     assert doc.count("## Topology") == 1 and "Provenance: old." not in doc
     assert "## Placement on one socket\nOne NUMA node." in doc and "Hand-made copies" not in doc
     assert nr.main(["--kind", "k", "--out", str(out), "--keep-title", "X"]) == 2
+
+
+def test_a_command_stopped_at_its_time_keeps_what_its_cases_stored(nr, tmp_path, monkeypatch):
+    """umscope is stood in by a program that runs a real (CPU) umscope bench into the store without
+    printing, then hangs: run_umscope stops it at the timeout and takes the records from the store."""
+    fake = tmp_path / "fakepy"
+    fake.write_text(f"#!{sys.executable}\nimport subprocess, sys, time\n"
+                    f"subprocess.run([{sys.executable!r}] + sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+                    "time.sleep(120)\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(nr, "PY", str(fake))
+    store = str(tmp_path / "store.sqlite")
+    recs, rc, wall = nr.run_umscope(["bench", "selftest", "--mode", "ok", "--no-progress"], store, 8)
+    assert rc == "timeout" and wall < 60
+    assert [r["case_id"] for r in recs] == ["selftest mode=ok"] and recs[0]["status"] == "ok"
+    # A second command's salvage takes only its own run's records.
+    recs, rc, _ = nr.run_umscope(["bench", "selftest", "--mode", "skip", "--no-progress"], store, 8)
+    assert rc == "timeout" and [r["case_id"] for r in recs] == ["selftest mode=skip"]
