@@ -7,14 +7,21 @@ into a markdown document: every figure is a record's median with its min-max, it
 and its source where the record has one. Nothing is measured here.
 
     python3 bench/node_reference.py --kind nvidia-h200-x4 --out docs/reference-h200x4.md
-                                    [--quick] [--reps N] [--pairs all|star] [--no-torch] [--budget S]
+                                    [--quick] [--reps N] [--mpi-reps N] [--pairs all|star] [--no-torch]
+                                    [--budget S] [--keep FILE [--keep-title T]] [--dry-run]
+    python3 bench/node_reference.py --render docs/reference-h200x4.jsonl --out docs/reference-h200x4.md
+
+Expected time (printed at the start from the planning figures in COST; the document records the real
+one): about 2 minutes on 2 GPUs, 4 minutes on 4 (copy matrix 72 cases, 6 ping-pong pairs, 12 latency
+pairs, MPI with 2 pairs), 5 on 8 with --pairs star.
 
 N is the number of GPUs the probe sees. NCCL_NVLS_ENABLE must be 0 (set to 0 where unset; any other
 value: exit 2); the machine's other multicast-off variables are kept and named in the document. Ranks
 are started by the site launcher through umscope's own families (`--launcher mpirun -n N`), one per
 GPU, never more ranks than CPUs. The document is rewritten after every step, so a run cut short keeps
 what it measured; each section says which command made it and how long it took. Raw records go to
---records (JSON lines) beside the document."""
+--records (JSON lines, default OUT with .jsonl), with the provenance, so --render can write the
+document again without measuring."""
 import argparse
 import datetime
 import json
@@ -112,14 +119,14 @@ def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True, mpi
     nccl = ["bench", "nccl"] + kinds + ["--ops", NCCL_OPS, "--size", q["nccl_size"], "--reps", reps]
     steps.append(("nccl", [nccl]))
     steps.append(("nccl-mpi", [nccl + ["--launcher", "mpirun", "-n", str(ranks["nccl"])]]))
-    if torch:  # before mpi, the longest step: a run cut at its budget loses the least
-        steps.append(("torch", [["torch", "--size", "1G", "--reps", reps, "--world", str(n)]]))
     mpi = (["bench", "mpi", "--launcher", "mpirun", "-n", str(ranks["mpi"])]
            + [x for k in MPI_KINDS for x in ("--kind", k)])
     bw_ops = "bw,bibw" + (",mbw" if ranks["mpi_pairs"] >= 2 else "")
     steps.append(("mpi", [mpi + ["--ops", "latency", "--size", MPI_LAT_SIZES, "--reps", str(mpi_reps),
                                  "--warmup", "1"],
                           mpi + ["--ops", bw_ops, "--size", MPI_BW_SIZES, "--reps", str(mpi_reps), "--warmup", "1"]]))
+    if torch:  # optional, so last: a run cut at its budget loses it before what the issue asks for
+        steps.append(("torch", [["torch", "--size", "1G", "--reps", reps, "--world", str(n)]]))
     return steps
 
 
@@ -637,7 +644,9 @@ def main(argv=None):
     ap.add_argument("--out", required=True, help="markdown file, rewritten after every step")
     ap.add_argument("--records", help="JSON-lines file of every record (default: OUT with .jsonl)")
     ap.add_argument("--quick", action="store_true", help="one size per table and 5 repetitions")
-    ap.add_argument("--reps", type=int, help="timed repetitions of copy, nccl, mpi and torch (default 10; quick 5)")
+    ap.add_argument("--reps", type=int, help="timed repetitions of copy, nccl and torch (default 10; quick 5)")
+    ap.add_argument("--mpi-reps", type=int, default=MPI_REPS, help=f"timed repetitions of mpi, after one warm-up "
+                    f"(default {MPI_REPS}: a 64 MiB repetition takes 1-3 s through host staging)")
     ap.add_argument("--pairs", choices=["all", "star"], help="ping-pong and latency pairs: every pair, or each "
                     "pair from GPU 0 plus one disjoint pair (default: all up to 4 GPUs, star above)")
     ap.add_argument("--no-torch", action="store_true", help="leave out the torch.distributed comparison")
@@ -666,6 +675,8 @@ def main(argv=None):
         return _usage("--kind is required (the machine kind measured, e.g. nvidia-h200-x4)")
     if a.reps is not None and not 1 <= a.reps <= 1000:
         return _usage("--reps must be 1-1000")
+    if not 1 <= a.mpi_reps <= 1000:
+        return _usage("--mpi-reps must be 1-1000")
     if a.budget <= 0:
         return _usage("--budget must be positive")
     nvls = os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -690,7 +701,7 @@ def main(argv=None):
         ranks = rank_plan(n, cpus)
     except ValueError as e:
         return _usage(f"{e} (this machine: {n} GPU(s), {cpus} CPUs)")
-    steps = plan(n, cpus, a.quick, a.reps, pairs["mode"], not a.no_torch)
+    steps = plan(n, cpus, a.quick, a.reps, pairs["mode"], not a.no_torch, a.mpi_reps)
     est = estimate(steps, n, pairs)
     sys.stderr.write(f"node_reference: {n} GPUs, {cpus} CPUs, {len(steps)} steps, expected about {est:.0f} s "
                      f"(budget {a.budget:.0f} s)\n")

@@ -59,7 +59,7 @@ def test_ranks_one_per_gpu_never_more_than_cpus(nr):
 
 def test_plan_launches_n_ranks_under_mpirun_through_the_families(nr):
     steps = dict(nr.plan(4, 64))
-    assert list(steps) == ["info", "copy", "pingpong", "latency", "nccl", "nccl-mpi", "torch", "mpi"]
+    assert list(steps) == ["info", "copy", "pingpong", "latency", "nccl", "nccl-mpi", "mpi", "torch"]
     (single,), (ranked,), (lat, bw) = steps["nccl"], steps["nccl-mpi"], steps["mpi"]
     assert "--launcher" not in single  # one process driving every GPU
     assert ranked[:2] == ["bench", "nccl"] and ranked[ranked.index("--launcher"):] == ["--launcher", "mpirun", "-n", "4"]
