@@ -102,8 +102,9 @@ def _filters(step: str, pairs: dict, n: int) -> list:
 
 
 def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True, mpi_reps=MPI_REPS) -> list:
-    """The steps: (name, title, [umscope argv without the leading 'umscope'], ...). Each step is one
-    or more umscope commands; 'torch' is this script's call of bench/scaleout.py's ranks."""
+    """The steps, in the order they run: [(name, [argv, ...])], each argv an umscope command without the
+    leading 'umscope' (a step may be several commands); 'torch' is this script's call of
+    bench/scaleout.py's ranks."""
     q = quick_settings(quick)
     reps = str(reps or q["reps"])
     pp = pair_plan(n, pairs)
