@@ -606,9 +606,10 @@ def _torch_child(world, size_bytes, reps):
             "world": world}
 
 
-def render_records(text: str) -> str:
+def render_records(text: str, kept=None, keep=None) -> str:
     """The document again from a records file main() wrote: its run line (provenance and plan), the
-    fingerprint, each step's line (commands, exit status, time) and the records that follow it."""
+    fingerprint, each step's line (commands, exit status, time) and the records that follow it; `kept`
+    sections (of the document `keep`) replace the ones the run kept."""
     head, fp, results, last = None, {}, {}, None
     for line in text.splitlines():
         if not line.strip():
@@ -626,7 +627,8 @@ def render_records(text: str) -> str:
     if head is None:
         raise ValueError("no run line")
     pairs = dict(head["pairs"], **{k: [tuple(x) for x in head["pairs"][k]] for k in ("pingpong", "latency")})
-    return render(head["meta"], fp, results, head["n"], pairs, head["ranks"])
+    meta = dict(head["meta"], **({"kept": kept, "keep": keep} if keep else {}))
+    return render(meta, fp, results, head["n"], pairs, head["ranks"])
 
 
 def _usage(msg):
@@ -661,13 +663,21 @@ def main(argv=None):
     ap.add_argument("--render", metavar="RECORDS", help="measure nothing: write OUT again from the records file of "
                     "an earlier run (its provenance, commands and records as they were)")
     a = ap.parse_args(argv)
+    kept = []
+    if a.keep_title and not a.keep:
+        return _usage("--keep-title needs --keep FILE")
+    if a.keep:
+        try:
+            kept = kept_sections(Path(a.keep).read_text(), a.keep_title)
+        except OSError as e:
+            return _usage(f"cannot read --keep {a.keep}: {e.strerror}")
     if a.render:
         try:
             text = Path(a.render).read_text()
         except OSError as e:
             return _usage(f"cannot read --render {a.render}: {e.strerror}")
         try:
-            doc = render_records(text)
+            doc = render_records(text, kept, a.keep)
         except (ValueError, KeyError) as e:
             return _usage(f"{a.render} is not a records file of this script ({e})")
         Path(a.out).write_text(doc)
@@ -683,14 +693,6 @@ def main(argv=None):
     nvls = os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     if nvls != "0":
         return _usage(f"NCCL_NVLS_ENABLE={nvls}: it must be 0 (no NVLink multicast on shared machines)")
-    kept = []
-    if a.keep_title and not a.keep:
-        return _usage("--keep-title needs --keep FILE")
-    if a.keep:
-        try:
-            kept = kept_sections(Path(a.keep).read_text(), a.keep_title)
-        except OSError as e:
-            return _usage(f"cannot read --keep {a.keep}: {e.strerror}")
     out = Path(a.out)
     records_path = Path(a.records) if a.records else out.with_suffix(".jsonl")
     from umscope import probe

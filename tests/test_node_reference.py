@@ -321,6 +321,10 @@ def test_keep_carries_only_sections_the_script_does_not_make(nr, tmp_path, monke
     assert doc.count("## Topology") == 1 and "Provenance: old." not in doc
     assert "## Placement on one socket\nOne NUMA node." in doc and "Hand-made copies" not in doc
     assert nr.main(["--kind", "k", "--out", str(out), "--keep-title", "X"]) == 2
+    # --render with --keep: the same measured sections, the kept ones chosen again.
+    again = tmp_path / "again.md"
+    assert nr.main(["--render", str(tmp_path / "ref.jsonl"), "--out", str(again), "--keep", str(keep)]) == 0
+    assert "Hand-made copies" in again.read_text() and again.read_text().startswith(doc.split("## Placement")[0])
 
 
 def test_a_command_stopped_at_its_time_keeps_what_its_cases_stored(nr, tmp_path, monkeypatch):
