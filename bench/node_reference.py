@@ -393,6 +393,18 @@ def render_mpi(records) -> list:
                      f"{field(r, 'verified')} |")
     if libs:
         lines += ["", "MPI: " + " / ".join(sorted(libs)) + "."]
+    ran, skipped = {}, {}
+    for r in records:
+        if r.get("benchmark") != "mpi":
+            continue
+        kind = case_params(r.get("case_id")).get("kind") or r.get("kind")
+        if r.get("status") in (None, "ok"):
+            ran.setdefault(kind, set()).add(f"{field(r, 'pointers')} pointers")
+        else:
+            skipped[kind] = f"{r.get('status')}: {r.get('reason')}"
+    if ran or skipped:
+        lines += ["", "What ran: " + ("; ".join(f"{k} ({', '.join(sorted(v))})" for k, v in ran.items()) or "nothing")
+                  + ". Skipped: " + ("; ".join(f"{k} ({why})" for k, why in skipped.items()) or "nothing") + "."]
     return lines
 
 

@@ -190,7 +190,7 @@ def test_document_has_the_matrix_tables_and_provenance(nr):
          "kind": "none", "unit": "MHz", "median": 1980.0, "status": "ok", "extra": {}},
         {"benchmark": "mpi", "case_id": "mpi device", "kind": "device", "status": "skipped",
          "reason": "the MPI library is not CUDA-aware", "extra": {}},
-        {"benchmark": "mpi", "case_id": "mpi pinned", "op": "latency", "kind": "pinned", "policy": "first_touch=cpu",
+        {"benchmark": "mpi", "case_id": "mpi pinned bytes=8B launcher=x op=latency", "op": "latency", "kind": "pinned", "policy": "first_touch=cpu",
          "bytes": 8, "unit": "us", "median": 0.473, "min": 0.47, "max": 0.5, "status": "ok",
          "extra": {"pointers": "host", "verified": "cpu-reference", "mpi_library": "Open MPI 4.1.6",
                    "cuda_aware": False, "cuda_aware_why": "MPIX_Query_cuda_support() = 0", "launcher": "mpirun -n 3"}}]
@@ -212,6 +212,7 @@ def test_document_has_the_matrix_tables_and_provenance(nr):
     assert "1777 ns (1770–1790)" in doc and "no coherent atomics: 100578 of 200000 kept" in doc
     assert "skipped: the MPI library is not CUDA-aware" in doc and "0.473 us (0.47–0.5)" in doc
     assert "CUDA-aware: False (MPIX_Query_cuda_support() = 0)" in doc
+    assert "What ran: pinned (host pointers). Skipped: device (skipped: the MPI library is not CUDA-aware)." in doc
     assert "rank 0 and rank 1" in doc and "the last rank is idle (odd N)" in doc
     cmd = "`umscope bench nccl --kind device --kind managed,first_touch=gpu --ops " + nr.NCCL_OPS
     assert cmd in doc and "--launcher mpirun -n 3 --json --store STORE`" in doc
