@@ -42,20 +42,22 @@ from _commit import commit as _commit  # noqa: E402
 NCCL_OPS = "allreduce,allgather,reducescatter,broadcast,alltoall"
 NCCL_KINDS = ["device", "managed,first_touch=gpu"]
 MPI_KINDS = ["device", "pinned", "managed"]
-# MPI: the latency at small messages, the bandwidths at 1 MiB and 64 MiB; mbw (k pairs at once) only where
-# there are two pairs or more (with one pair it is bw again). A 64 MiB repetition moves 8 GiB one way
-# (a window of 64, two loops), about 1-2 s through host staging: 3 repetitions after 1 warm-up.
+# MPI: the latency at small messages, the bandwidths at 1 MiB and 64 MiB; mbw (k pairs at once) at 1 MiB
+# and 16 MiB only where there are two pairs or more (with one pair it is bw again). A 64 MiB repetition
+# moves 8 GiB one way (a window of 64, two loops), 1-2 s through host staging: 3 repetitions after one
+# warm-up (on nvidia-h200-x2, bw and bibw at 1 MiB and 64 MiB took 35-41 s per kind).
 MPI_LAT_SIZES = "8,1M"
 MPI_BW_SIZES = "1M,64M"
+MPI_MBW_SIZES = "1M,16M"
 MPI_REPS = 3
 MULTICAST_VARS = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
-# Planning figures for the estimate printed at the start, from the first run on nvidia-h200-x2 (commit
-# c25768a, N = 2; the document records each step's real wall time): seconds per command, or per case
-# where the work grows with N (copy: 3 s for 12 cases, with 2 s of start; ping-pong: 6 s for 4 cases;
-# latency at 4K,1M,1G: 8 s for 2 ordered pairs; nccl: 4 s, nccl-mpi: 11 s). mpi: per kind and pair
-# count, from bytes moved at about 4 GB/s (the killed first run: 121 s for 12 repetitions of 4 ops).
-COST = {"info": 2, "copy": 0.25, "pingpong": 1.5, "latency": 4.0, "nccl": 6, "nccl-mpi": 12, "mpi": 25,
-        "torch": 30}
+# Planning figures for the estimate printed at the start, from the runs on nvidia-h200-x2 (commits
+# c25768a and 96438a7, N = 2; the document records each step's real wall time): seconds per command, or
+# per case where the work grows with N (copy: 3 s for 12 cases; ping-pong: 6 s for 4 cases; latency at
+# 4K,1M,1G: 8 s for 2 ordered pairs; nccl: 4 s, nccl-mpi: 11 s; mpi: 41 s and 35 s for bw and bibw of
+# the two host kinds, 5 s for the latency command; mbw and torch not yet run there: guesses).
+COST = {"info": 2, "copy": 0.25, "pingpong": 1.5, "latency": 4.0, "nccl": 6, "nccl-mpi": 12,
+        "mpi-latency": 5, "mpi-bw": 40, "mpi-mbw": 8, "torch": 30}
 
 
 def quick_settings(quick: bool) -> dict:
@@ -122,10 +124,11 @@ def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True, mpi
     steps.append(("nccl-mpi", [nccl + ["--launcher", "mpirun", "-n", str(ranks["nccl"])]]))
     mpi = (["bench", "mpi", "--launcher", "mpirun", "-n", str(ranks["mpi"])]
            + [x for k in MPI_KINDS for x in ("--kind", k)])
-    bw_ops = "bw,bibw" + (",mbw" if ranks["mpi_pairs"] >= 2 else "")
-    steps.append(("mpi", [mpi + ["--ops", "latency", "--size", MPI_LAT_SIZES, "--reps", str(mpi_reps),
-                                 "--warmup", "1"],
-                          mpi + ["--ops", bw_ops, "--size", MPI_BW_SIZES, "--reps", str(mpi_reps), "--warmup", "1"]]))
+    runs = [("latency", MPI_LAT_SIZES), ("bw,bibw", MPI_BW_SIZES)]
+    if ranks["mpi_pairs"] >= 2:
+        runs.append(("mbw", MPI_MBW_SIZES))
+    steps.append(("mpi", [mpi + ["--ops", ops, "--size", sizes, "--reps", str(mpi_reps), "--warmup", "1"]
+                          for ops, sizes in runs]))
     if torch:  # optional, so last: a run cut at its budget loses it before what the issue asks for
         steps.append(("torch", [["torch", "--size", "1G", "--reps", reps, "--world", str(n)]]))
     return steps
@@ -133,16 +136,18 @@ def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True, mpi
 
 def estimate(steps, n: int, pairs: dict) -> float:
     """Seconds the steps should take: COST per command, or per case where the work grows with N (copy:
-    6 cases per ordered pair; ping-pong: 4 flag places per pair; latency: one case per ordered pair)."""
-    pairs_mpi, ks = n // 2, 1
-    while (1 << ks) < pairs_mpi:
-        ks += 1
-    ks = ks + 1 if pairs_mpi >= 2 else 0  # mbw's pair counts 1, 2, 4 ... n/2
-    grow = {"copy": 6 * n * (n - 1), "pingpong": 4 * len(pairs["pingpong"]), "latency": len(pairs["latency"]),
-            # two host kinds (device buffers are a skip without a CUDA-aware MPI); each mbw pair count is
-            # about a third of a kind's bw + bibw
-            "mpi": 2 * (1 + ks / 3)}
-    return sum(COST[name] * grow[name] if name in grow else COST[name] * len(cmds) for name, cmds in steps)
+    6 cases per ordered pair; ping-pong: 4 flag places per pair; latency: one case per ordered pair;
+    mpi: per command, its bandwidth commands per host kind that runs, pinned and managed)."""
+    grow = {"copy": 6 * n * (n - 1), "pingpong": 4 * len(pairs["pingpong"]), "latency": len(pairs["latency"])}
+    total = 0.0
+    for name, cmds in steps:
+        if name == "mpi":
+            for c in cmds:
+                ops = c[c.index("--ops") + 1]
+                total += COST["mpi-latency"] if ops == "latency" else 2 * COST["mpi-mbw" if ops == "mbw" else "mpi-bw"]
+        else:
+            total += COST[name] * grow.get(name, len(cmds))
+    return total
 
 
 # ---------------------------------------------------------------- records
@@ -492,8 +497,8 @@ def render(meta, fp, results, n, pairs, ranks) -> str:
             continue
         lines += [f"## {title}", ""]
         res = results.get(name)
-        if res is None:
-            lines += ["Not measured: the run ended before this step.", ""]
+        if res is None or res.get("not_run"):
+            lines += [f"Not measured: {res['not_run'] if res else 'the run ended before this step'}.", ""]
             continue
         cmds = "; ".join(f"`{show(c)}`" for c in res["cmds"])
         lines += [f"Provenance: umscope commit `{meta['commit']}`, machine kind `{meta['kind']}`, command {cmds}, "
@@ -512,7 +517,9 @@ def render(meta, fp, results, n, pairs, ranks) -> str:
                                                                              if n >= 4 else "") + " (--pairs star)."]
         if name == "mpi":
             lines += ["", f"{ranks['mpi']} ranks, one per GPU (rank r on GPU r mod {n}); bw, bibw and latency run "
-                      f"between rank 0 and rank {ranks['mpi'] // 2}, mbw over 1 to {ranks['mpi_pairs']} pairs at once"
+                      f"between rank 0 and rank {ranks['mpi'] // 2}"
+                      + (f", mbw over 1 to {ranks['mpi_pairs']} pairs at once (rank i with i + {ranks['mpi'] // 2})"
+                         if ranks["mpi_pairs"] >= 2 else "; mbw (several pairs at once) needs four ranks or more")
                       + ("; the last rank is idle (odd N)" if ranks["idle"] else "")
                       + ". A kind the machine's MPI cannot pass (device buffers without a CUDA-aware MPI) is "
                       "a skip with the family's reason, in the table."]
@@ -618,7 +625,7 @@ def _torch_child(world, size_bytes, reps):
             "world": world}
 
 
-def render_records(text: str, kept=None, keep=None) -> str:
+def render_records(text: str, kept=None, keep=None, note=None) -> str:
     """The document again from a records file main() wrote: its run line (provenance and plan), the
     fingerprint, each step's line (commands, exit status, time) and the records that follow it; `kept`
     sections (of the document `keep`) replace the ones the run kept."""
@@ -640,6 +647,8 @@ def render_records(text: str, kept=None, keep=None) -> str:
         raise ValueError("no run line")
     pairs = dict(head["pairs"], **{k: [tuple(x) for x in head["pairs"][k]] for k in ("pingpong", "latency")})
     meta = dict(head["meta"], **({"kept": kept, "keep": keep} if keep else {}))
+    if note:
+        meta["notes"] = list(meta.get("notes") or []) + [note]
     return render(meta, fp, results, head["n"], pairs, head["ranks"])
 
 
@@ -689,7 +698,10 @@ def main(argv=None):
         except OSError as e:
             return _usage(f"cannot read --render {a.render}: {e.strerror}")
         try:
-            doc = render_records(text, kept, a.keep)
+            doc = render_records(text, kept, a.keep, note=(
+                f"This document was written again from its records file, measuring nothing, by `python3 "
+                f"bench/node_reference.py --render {Path(a.render).name}` at umscope commit `{_commit(ROOT)}`; the "
+                "figures and their provenance are the run's above."))
         except (ValueError, KeyError) as e:
             return _usage(f"{a.render} is not a records file of this script ({e})")
         Path(a.out).write_text(doc)
@@ -741,6 +753,11 @@ def main(argv=None):
             left = a.budget - (time.time() - start)
             if left < 5:
                 sys.stderr.write(f"node_reference: [{i + 1}/{len(steps)}] {name}: not run, out of time\n")
+                results[name] = {"not_run": f"the run's budget ({a.budget:.0f} s) was spent before this step",
+                                 "records": []}
+                with records_path.open("a") as f:
+                    f.write(json.dumps({"node_reference": "step", "step": name,
+                                        "result": {"not_run": results[name]["not_run"]}}) + "\n")
                 continue
             when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
             recs, rcs, wall, res = [], [], 0.0, {"cmds": cmds, "when": when}

@@ -60,16 +60,17 @@ def test_ranks_one_per_gpu_never_more_than_cpus(nr):
 def test_plan_launches_n_ranks_under_mpirun_through_the_families(nr):
     steps = dict(nr.plan(4, 64))
     assert list(steps) == ["info", "copy", "pingpong", "latency", "nccl", "nccl-mpi", "mpi", "torch"]
-    (single,), (ranked,), (lat, bw) = steps["nccl"], steps["nccl-mpi"], steps["mpi"]
+    (single,), (ranked,), (lat, bw, mbw) = steps["nccl"], steps["nccl-mpi"], steps["mpi"]
     assert "--launcher" not in single  # one process driving every GPU
     assert ranked[:2] == ["bench", "nccl"] and ranked[ranked.index("--launcher"):] == ["--launcher", "mpirun", "-n", "4"]
-    for mpi in (lat, bw):
+    for mpi in (lat, bw, mbw):
         assert mpi[mpi.index("-n") + 1] == "4" and mpi[mpi.index("--launcher") + 1] == "mpirun"
         assert mpi[mpi.index("--reps") + 1] == str(nr.MPI_REPS)
-    assert lat[lat.index("--ops") + 1] == "latency" and bw[bw.index("--ops") + 1] == "bw,bibw,mbw"
+    assert lat[lat.index("--ops") + 1] == "latency" and bw[bw.index("--ops") + 1] == "bw,bibw"
+    assert mbw[mbw.index("--ops") + 1] == "mbw" and mbw[mbw.index("--size") + 1] == nr.MPI_MBW_SIZES
     # With one pair (two GPUs) mbw would be bw again: left out.
-    two = dict(nr.plan(2, 64))["mpi"][1]
-    assert two[two.index("--ops") + 1] == "bw,bibw" and two[two.index("-n") + 1] == "2"
+    two = dict(nr.plan(2, 64))["mpi"]
+    assert [c[c.index("--ops") + 1] for c in two] == ["latency", "bw,bibw"] and two[1][two[1].index("-n") + 1] == "2"
     for cmd in (single, ranked):
         kinds = [cmd[i + 1] for i, x in enumerate(cmd) if x == "--kind"]
         assert "device" in kinds and any(k.startswith("managed") for k in kinds)
@@ -270,7 +271,9 @@ def test_main_runs_every_step_once_and_writes_records(nr, tmp_path, monkeypatch)
     monkeypatch.setattr(nr, "run_umscope", lambda *a: pytest.fail("--render must measure nothing"))
     again = tmp_path / "again.md"
     assert nr.main(["--render", str(tmp_path / "ref.jsonl"), "--out", str(again)]) == 0
-    assert again.read_text() == doc
+    note = "This document was written again from its records file, measuring nothing"
+    assert again.read_text().replace(again.read_text().split("\n\n")[2] + "\n\n", "", 1) == doc
+    assert again.read_text().split("\n\n")[2].startswith(note)
     assert nr.main(["--render", str(out), "--out", str(again)]) == 2  # not a records file
 
 
@@ -299,7 +302,10 @@ def test_the_budget_leaves_later_steps_not_measured(nr, tmp_path, monkeypatch):
     out = tmp_path / "ref.md"
     assert nr.main(["--kind", "nvidia-h200-x2", "--out", str(out), "--no-torch", "--budget", "20"]) == 0
     doc = out.read_text()
-    assert "Not measured: the run ended before this step" in doc.split("## MPI point-to-point")[1]
+    assert "Not measured: the run's budget (20 s) was spent before this step." in doc.split("## MPI point-to-point")[1]
+    again = tmp_path / "again.md"
+    assert nr.main(["--render", str(tmp_path / "ref.jsonl"), "--out", str(again)]) == 0
+    assert again.read_text().split("## Topology")[1] == doc.split("## Topology")[1]
     assert "Provenance:" in doc.split("## Topology")[1].split("##")[0]
 
 
@@ -325,7 +331,8 @@ def test_keep_carries_only_sections_the_script_does_not_make(nr, tmp_path, monke
     # --render with --keep: the same measured sections, the kept ones chosen again.
     again = tmp_path / "again.md"
     assert nr.main(["--render", str(tmp_path / "ref.jsonl"), "--out", str(again), "--keep", str(keep)]) == 0
-    assert "Hand-made copies" in again.read_text() and again.read_text().startswith(doc.split("## Placement")[0])
+    assert "Hand-made copies" in again.read_text()
+    assert again.read_text().split("## Topology")[1].startswith(doc.split("## Topology")[1].split("## Placement")[0])
 
 
 def test_a_command_stopped_at_its_time_keeps_what_its_cases_stored(nr, tmp_path, monkeypatch):
