@@ -35,11 +35,15 @@ from pathlib import Path
 
 from umscope import native, probe
 from umscope import profile as profiler
+from umscope.model import dos
 from umscope.model import simulate as sim
 from umscope.sizes import format_size, parse_size
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = 4096
+# The SMs' page rate where a trace has no resident launch of the kernel (um-truth's single pass): the H100's
+# measured HBM read bandwidth (model figures h100-sxm-pcie5.yaml, docs/reference-h100.md "bandwidth").
+HBM_GBPS = dos.figures("h100-sxm-pcie5")["figures"]["hbm_gbps"]
 
 # Each case: label, program and its arguments (--bytes added), the page stream (GPU passes, CPU writes between
 # them; CPU reads after the last), the true bytes each way in units of --bytes, the bytes one thread
@@ -50,14 +54,23 @@ MIG = ["--kind", "managed,first_touch=cpu"]
 
 
 def case(label, prog, args, passes=1, touch=False, cpu_read=False, htod=1, dtoh=0, access=16, window=0):
+    # unroll: the grid strides one thread's loop issues at once (stream_kernels.cuh's read and write kernels
+    # unroll 4; umtruth.cu's kernels 1)
     return dict(label=label, prog=prog, args=args, passes=passes, touch=touch, cpu_read=cpu_read, htod=htod,
-                dtoh=dtoh, access=access, window=window)
+                dtoh=dtoh, access=access, window=window, unroll=4 if prog == "migration" else 1)
 
 
-def read_on(blocks, window):
-    """The migration read of case 0 on a given number of blocks."""
-    return case(f"GPU reads CPU-initialised managed memory on {blocks} blocks, 2 passes", "migration",
-                MIG + ["--iterations", "2", "--blocks", str(blocks)], passes=2, window=window)
+def read_on(blocks, window=0, op="read"):
+    """The migration read (or write) of case 0 on a given number of blocks."""
+    verb = "reads" if op == "read" else "writes"
+    return case(f"GPU {verb} CPU-initialised managed memory on {blocks} blocks, 2 passes", "migration",
+                MIG + (["--op", op] if op != "read" else []) + ["--iterations", "2", "--blocks", str(blocks)],
+                passes=2, window=window)
+
+
+def truth_on(blocks):
+    return case(f"um-truth read on {blocks} blocks of 256 threads", "um-truth", ["--case", "read", "--blocks",
+                str(blocks)], access=4)
 
 
 CASES = [
@@ -74,6 +87,15 @@ CASES = [
     case("um-truth writeback: the GPU increments the CPU's words, the CPU reads them", "um-truth",
          ["--case", "writeback"], cpu_read=True, dtoh=1, access=4),
 ]
+# Held out: never looked at while the time-aware fault model was built (its parameters come from the
+# device, the driver and the traces' own timings); they test the grid and read/write dependence beyond the
+# eight cases above. Kept as x0, x1, ...
+EXTRA = [read_on(b) for b in (1, 2, 8, 32, 64, 528)] + [read_on(b, op="write") for b in (4, 16, 132)] + [
+    truth_on(b) for b in (132, 264)]
+# Fresh: run once umsim-3 was fixed (grids none of the sets above has).
+FRESH = [read_on(b) for b in (12, 24, 48, 96, 180, 200)] + [read_on(b, op="write") for b in (1, 8, 64, 264)] + [
+    truth_on(b) for b in (33, 528)]
+SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y")}
 
 
 def run_traced(args, keep, name, prog="migration"):
@@ -109,6 +131,7 @@ def counted(keep, name) -> dict:
     drv = [e for e in lines if e.get("k") == "uvm_counters" and e.get("dev", -1) >= 0]
     end = next((e for e in lines if e.get("k") == "end"), {})
     fault_recs = sum(1 for e in lines if e.get("k") == "um" and e.get("c") == 4)
+    inst = sorted(e.get("v", 0) for e in lines if e.get("k") == "um" and e.get("c") == 4)
     # each distinct launch shape (the tracer's kernel records carry grid, block, registers, shared memory)
     launches = {}
     for e in lines:
@@ -121,7 +144,29 @@ def counted(keep, name) -> dict:
             "launches": [{"kernel": k[0], "grid": list(k[1]), "block": list(k[2]), "regs": k[3], "shared": k[4],
                           "count": n} for k, n in launches.items()],
             "driver": ({k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
-                       if drv else None)}
+                       if drv else None),
+            # timings the timed replay takes from the run itself (never its fault counts)
+            "timing": sim.trace_timing(lines, PAGE), "fault_to_migration_us": sim.fault_to_migration_us(lines),
+            "cupti_instances": inst[len(inst) // 2] if len(inst) >= 10 else None,
+            "first_batch_pages": first_batch_pages(lines)}
+
+
+def first_batch_pages(lines):
+    """Pages the driver migrated in its first batch of the first kernel (CUPTI's host-to-device records up to
+    the first gap between services; the queue loses records late in a run, not at its start)."""
+    k0 = next((e for e in lines if e.get("k") == "kernel"), None)
+    if not k0:
+        return None
+    h = sorted((e for e in lines if e.get("k") == "um" and e.get("c") == 1 and e.get("s", 0) >= k0["s"]),
+               key=lambda e: e["s"])
+    if not h:
+        return None
+    n = h[0]["v"]
+    for a, b in zip(h, h[1:]):
+        if b["s"] - a["e"] > 15000:
+            break
+        n += b["v"]
+    return n // PAGE
 
 
 def stream(pages, iters, cpu_touch, cpu_read=False):
@@ -151,20 +196,21 @@ def launch_params(launches, props, access):
             "blocks_per_sm": r["blocks_per_sm"], "limited_by": r["limited_by"]}
 
 
-def err(a, b):
-    return (a - b) / b if b else float("nan")
-
-
-def pct(x):
-    return "n/a" if x != x else f"{x:+.1%}"
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bytes", default="512M")
     ap.add_argument("--out", default=str(ROOT / "docs" / "simulator-validation.md"))
     ap.add_argument("--keep", help="folder for the raw traces and records (default: a temporary one)")
     ap.add_argument("--from-keep", help="compare again from the traces a GPU run kept there; runs nothing")
+    ap.add_argument("--held-out", help="with --from-keep: a kept run of --set extra, compared in its own table")
+    ap.add_argument("--repeat", help="with --from-keep: a kept repeat of the main set (its driver counts: the "
+                    "run-to-run spread)")
+    ap.add_argument("--utlb-faults", type=int, default=UTLB_FAULTS, choices=range(1, 9), metavar="N",
+                    help=f"faulted pages a uTLB reports before it stalls (default {UTLB_FAULTS}, see UTLB_FAULTS)")
+    ap.add_argument("--set", choices=tuple(SETS), default="main",
+                    help="the eight cases (main), the added ones (extra: more grids, writes on fewer blocks) or "
+                    "the fresh ones (fresh: grids run after umsim-3 was fixed)")
+    ap.add_argument("--fresh", help="with --from-keep: a kept run of --set fresh, compared in its own table")
     a = ap.parse_args()
     t0 = time.time()
     if a.from_keep:
@@ -188,47 +234,160 @@ def main():
                                                 "shared_per_sm")},
                 "uvm": probe.uvm_params(), "commit": _commit.commit(ROOT),
                 "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-        for n, c in enumerate(CASES):
-            run_traced(c["args"] + ["--bytes", a.bytes], keep, f"case{n}", c["prog"])
-        Path(keep, "meta.json").write_text(json.dumps(meta))
+        meta["set"] = a.set
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        Path(keep, "meta.json").write_text(json.dumps(meta))  # first: a run cut short keeps what it did
+        for n, c in enumerate(SETS[a.set][0]):
+            run_traced(c["args"] + ["--bytes", a.bytes], keep, f"{SETS[a.set][1]}{n}", c["prog"])
+            print(f"ran {c['label']}", flush=True)
+    held = ([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
+    keeps = [(keep, "main")] + held
+    metas = {k: (meta if k == keep else json.loads((Path(k) / "meta.json").read_text())) for k, _ in keeps}
+    counts = {k: counted_all(k, metas[k]) for k, _ in keeps}
+    device = device_figures([c for k, _ in keeps for c in counts[k].values()], a.utlb_faults)
+    print(f"device figures from the kept traces: {device}", flush=True)
+    tables = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, name in keeps:
+            tables.append((name, metas[k], compare(metas[k], counts[k], device, tmp)))
+    repeat = None
+    if a.repeat:
+        rm = json.loads((Path(a.repeat) / "meta.json").read_text())
+        repeat = {n: counted(a.repeat, f"case{n}").get("driver") for n in range(len(CASES))
+                  if (Path(a.repeat) / f"case{n}.jsonl.gz").exists()}
+        repeat = {"meta": rm, "driver": repeat}
+    write_doc(a, tables, device, repeat, t0)
+    return 0
+
+
+def counted_all(keep, meta):
+    """counted() of every kept case of a run (its set: main or extra), by case number."""
+    cases, prefix = SETS[meta.get("set", "main")]
+    out = {}
+    for n, _ in enumerate(cases):
+        if (Path(keep) / f"{prefix}{n}.jsonl.gz").exists():
+            out[n] = counted(keep, f"{prefix}{n}")
+        else:
+            print(f"{keep}: case {n} has no trace kept; left out", flush=True)
+    return out
+
+
+# Faulted pages a uTLB reports before it stalls. Measured without any fault count: the first batch of a
+# kernel migrates the granules of the pages the uTLBs reported. With the migration kernel's unrolled loads
+# (4 grid strides at once), 4 blocks' first misses are pages 0, 4, 8, 12 (one 64 KiB granule) and their second
+# misses one stride (16 pages) further: the traces' first batches move pages 0-31 on 4 blocks, 0-63 on 8 and
+# 0-127 on 16 (and 0-15 on 1 and 2 blocks, whose strides stay in granule 0): two pages per uTLB; one would
+# give 0-15 on 4, 0-31 on 8, 0-63 on 16; three, 0-63 on 4 (density over 51% of 64 pages). The doc's table
+# shows each run's first batch measured and modelled.
+UTLB_FAULTS = 2
+
+
+def device_figures(cs, utlb_faults=UTLB_FAULTS):
+    """Figures of the traced GPU read from the kept traces (not from any fault count): the driver's delay
+    from a fault to its batch's first migration (CUPTI fault record start to the next migration record:
+    median over the runs whose fault records arrived, used where a run has none of its own)."""
+    fetch = [c["fault_to_migration_us"] for c in cs if c.get("fault_to_migration_us")]
+    med = lambda v: sorted(v)[len(v) // 2] if v else None  # noqa: E731
+    return {"utlb_faults": utlb_faults, "utlb_faults_from": "the first batches' extents, see UTLB_FAULTS",
+            "fetch_us": round(med(fetch), 1) if fetch else 0.0,
+            "fetch_from": f"median fault-to-migration delay, {len(fetch)} runs" if fetch else "none measured: 0"}
+
+
+def compare(meta, counts, device, tmp):
+    cases = SETS[meta.get("set", "main")][0]
     drv = sim.driver_params(meta.get("uvm") or {})
     size = parse_size(meta["bytes"])
     pages = size // PAGE
+    hbm = HBM_GBPS
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for n, case in enumerate(CASES):
-            if not (Path(keep) / f"case{n}.jsonl.gz").exists():
-                print(f"{case['label']}: no trace kept (an earlier version of this script); left out", flush=True)
-                continue
-            c = counted(keep, f"case{n}")
-            f = Path(tmp) / "t.umstrace"
-            sim.write_trace(f, [(0, pages)], stream(pages, case["passes"], case["touch"], case["cpu_read"]), PAGE)
-            base = dict(drv, trace=f, capacity=int(meta["free_mem"]), init="cpu", policy="uvm")
-            s = sim.run(dict(base, fault_window=case["window"] or None))
-            lp = launch_params(c.get("launches"), meta.get("props"), case["access"])
-            L = sim.run(dict(base, resident_blocks=lp["resident_blocks"], sms=lp["sms"],
-                             block_bytes=lp["block_bytes"])) if lp else None
-            rows.append({"label": case["label"], "window": case["window"], "truth_htod": case["htod"] * size,
-                         "truth_dtoh": case["dtoh"] * size, **c, "launch": lp,
-                         "sim_htod": (L or s)["h2d_bytes"], "sim_dtoh": (L or s)["d2h_bytes"],
-                         "window_faults": s["faults"], "window_batches": s["batches"],
-                         "sim_faults": L and L["faults"], "sim_entries": L and L["faults"] + L["dup_faults"],
-                         "sim_batches": L and L["batches"], "sim_cpu_faults": (L or s)["cpu_faults"]})
-            r = rows[-1]
-            d = r["driver"] or {}
-            print(f"{case['label']}\n  htod: truth {r['truth_htod']}  driver {d.get('htod', 'n/a')}  CUPTI "
-                  f"{r['cupti_htod']}  simulated {r['sim_htod']:.0f}\n  GPU faults: driver {d.get('gpu_faults', 'n/a')}"
-                  f"  CUPTI {r['cupti_faults']} in {r['cupti_fault_records']} records  simulated at the launch's "
-                  f"concurrency {r['sim_entries']} entries ({r['sim_faults']} pages, {r['sim_batches']} batches; "
-                  f"{lp and {k: lp[k] for k in ('grid', 'block', 'resident_blocks', 'sms', 'block_bytes')}})  "
-                  f"page replay at window {case['window']}: {r['window_faults']}", flush=True)
+    for n, c in counts.items():
+        case = cases[n]
+        f = Path(tmp) / "t.umstrace"
+        sim.write_trace(f, [(0, pages)], stream(pages, case["passes"], case["touch"], case["cpu_read"]), PAGE)
+        base = dict(drv, trace=f, capacity=int(meta["free_mem"]), init="cpu", policy="uvm")
+        s = sim.run(dict(base, fault_window=case["window"] or None))
+        lp = launch_params(c.get("launches"), meta.get("props"), case["access"])
+        L = T = tp = src = None
+        if lp:
+            launch = dict(base, resident_blocks=lp["resident_blocks"], sms=lp["sms"], block_bytes=lp["block_bytes"])
+            L = sim.run(launch)
+            if c.get("timing"):
+                tp, src = sim.timed_params(c["timing"], pages, lp["sms"], hbm, PAGE, device["fetch_us"],
+                                           device["utlb_faults"])
+                tp["fetch_us"] = c.get("fault_to_migration_us") or tp["fetch_us"]
+                tp["batch_us"] = round(max(0.0, c["timing"]["gap_us"] - tp["fetch_us"]), 3)
+                T = sim.run(dict(launch, unroll=case["unroll"], **tp))
+        rows.append({"label": case["label"], "window": case["window"], "truth_htod": case["htod"] * size,
+                     "truth_dtoh": case["dtoh"] * size, **c, "launch": lp, "timed_params": tp, "rate_from": src,
+                     "sim_htod": (T or L or s)["h2d_bytes"], "sim_dtoh": (T or L or s)["d2h_bytes"],
+                     "window_faults": s["faults"], "window_batches": s["batches"],
+                     "sim_faults": L and L["faults"], "sim_entries": L and L["faults"] + L["dup_faults"],
+                     "sim_batches": L and L["batches"], "sim_cpu_faults": (L or s)["cpu_faults"],
+                     "timed": T and {k: T[k] for k in ("entries", "batches", "stale_entries", "flushed_entries",
+                                                      "refaults", "timed_ms", "faults", "first_batch_pages")}})
+        r = rows[-1]
+        d = r["driver"] or {}
+        print(f"{case['label']}\n  htod: truth {r['truth_htod']}  driver {d.get('htod', 'n/a')}  CUPTI "
+              f"{r['cupti_htod']}  simulated {r['sim_htod']:.0f}\n  GPU faults: driver {d.get('gpu_faults', 'n/a')}"
+              f"  CUPTI {r['cupti_faults']} in {r['cupti_fault_records']} records  timed {T and T['entries']} "
+              f"entries ({T and T['batches']} batches, {T and T['timed_ms']:.1f} ms modelled against "
+              f"{c['timing']['kernels_ms'] if c.get('timing') else float('nan'):.1f} measured; {tp})  untimed "
+              f"{r['sim_entries']} entries ({r['sim_faults']} pages)", flush=True)
+    return rows
+
+
+def err(a, b):
+    return (a - b) / b if b else float("nan")
+
+
+def pct(x):
+    return "n/a" if x != x else f"{x:+.1%}"
+
+
+def fault_table(rows):
+    out = ["| program | launch (grid x block; blocks on SMs; bytes per block step) | driver GPU faults | "
+           "CUPTI faults (records) | umsim-3 timed: entries | vs driver | batches | stale / flushed / written again | "
+           "modelled / measured kernel ms (all passes) | first batch: modelled / measured pages | untimed at the launch's concurrency (umsim-2): entries | vs driver |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        d = r["driver"] or {}
+        lp, T = r["launch"], r["timed"]
+        lt = (f"{lp['grid'][0]} x {lp['block'][0]}; {lp['resident_blocks']} on {lp['sms']}; {lp['block_bytes']} B"
+              if lp else "not traced")
+        dv = d.get("gpu_faults")
+        meas = r.get("timing") and r["timing"]["kernels_ms"]
+        out.append(
+            f"| {r['label']} | {lt} | {dv if d else 'not written'} | {r['cupti_faults']} ({r['cupti_fault_records']}) | "
+            + (f"{T['entries']} | {pct(err(T['entries'], dv)) if dv else 'n/a'} | {T['batches']} | "
+               f"{T['stale_entries']} / {T['flushed_entries']} / {T['refaults']} | {T['timed_ms']:.1f} / {meas:.1f} | "
+               f"{T['first_batch_pages']} / {r.get('first_batch_pages')} | "
+               if T else "n/a | n/a | n/a | n/a | n/a | n/a | ")
+            + f"{r['sim_entries'] if lp else 'n/a'} | {pct(err(r['sim_entries'], dv)) if lp and dv else 'n/a'} |")
+    return out
+
+
+def errs_of(rows, key):
+    e = []
+    for r in rows:
+        dv = (r["driver"] or {}).get("gpu_faults")
+        v = (r["timed"] or {}).get("entries") if key == "timed" else r.get("sim_entries")
+        if dv and v is not None:
+            e.append(err(v, dv))
+    return e
+
+
+def write_doc(a, tables, device, repeat, t0):
     ok = lambda x: x == x and abs(x) <= 0.10  # noqa: E731
+    name, meta, rows = tables[0]
+    size = parse_size(meta["bytes"])
+    drv = sim.driver_params(meta.get("uvm") or {})
+    args = " ".join(sys.argv[1:])
     lines = [
         "# The simulator against the tracer and the truth (generated by bench/sim_validate.py)", "",
         f"Measured on {meta['gpu']} at commit {meta.get('commit', '?')}, {meta.get('when', '?')}, "
         f"{format_size(size)} per case; simulated with umsim {sim.VERSION} and the driver's parameters "
         f"{drv or '(not readable: defaults)'}, device limits {meta.get('props') or '(not recorded)'}; this file "
-        f"written at commit {_commit.commit(ROOT)} by `python3 bench/sim_validate.py {' '.join(sys.argv[1:])}` "
+        f"written at commit {_commit.commit(ROOT)} by `python3 bench/sim_validate.py {args}` "
         f"({time.time() - t0:.0f} s).", "",
         "Three counts of the same controlled program: the truth (what the program must move: every page is "
         "valid only on the CPU before the first GPU pass and nothing is evicted), the UVM driver's own "
@@ -237,46 +396,50 @@ def main():
         "", "| program | true htod | driver htod | CUPTI htod | simulated htod | sim vs truth | sim vs driver | "
         "sim vs CUPTI | true dtoh | driver dtoh | simulated dtoh |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for r in rows:
+    for r in [r for _, _, rs in tables for r in rs]:
         d = r["driver"] or {}
         lines.append(f"| {r['label']} | {r['truth_htod']} | {d.get('htod', 'not written')} | {r['cupti_htod']} | "
                      f"{r['sim_htod']:.0f} | {pct(err(r['sim_htod'], r['truth_htod']))} | "
                      f"{pct(err(r['sim_htod'], d['htod'])) if d else 'n/a'} | {pct(err(r['sim_htod'], r['cupti_htod']))} | "
                      f"{r['truth_dtoh']} | {d.get('dtoh', 'not written')} | {r['sim_dtoh']:.0f} |")
-    lines += ["", "GPU faults. The driver counts every fault-buffer entry it services (`uvm_counters` gpu_faults: "
-              "the UVM tools counter, one per entry after the entries of one uTLB on one page are merged, so "
-              "several SMs faulting on one page are several entries). umsim forms each batch at the concurrency of "
-              "the traced launch: the kernel's pages dealt out to its resident blocks in chunks of the bytes a "
-              "block covers per grid-stride step (threads x bytes per access), each SM stopped at its first "
-              "fault until the batch is serviced; its entries are the distinct (page, SM) faults of each batch. "
-              "The older page replay (one fault per page, a batch at `window` outstanding faults) is beside it. "
-              "CUPTI reports groups of faults on the same page (its record's value) and loses records.", "",
-              "| program | launch (grid x block; resident blocks on SMs; bytes per block step) | driver GPU faults | "
-              "CUPTI faults (records) | simulated entries | sim vs driver | simulated faulted pages | sim vs driver | "
-              "simulated batches | page replay (window): faults | replay vs driver |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for r in rows:
-        d = r["driver"] or {}
-        lp = r["launch"]
-        lt = (f"{lp['grid']} x {lp['block']}; {lp['resident_blocks']} on {lp['sms']}; {lp['block_bytes']} B"
-              if lp else "not traced")
-        dv = d.get("gpu_faults")
-        lines.append(f"| {r['label']} | {lt} | {dv if d else 'not written'} | {r['cupti_faults']} "
-                     f"({r['cupti_fault_records']}) | {r['sim_entries'] if lp else 'n/a'} | "
-                     f"{pct(err(r['sim_entries'], dv)) if lp and dv else 'n/a'} | {r['sim_faults'] if lp else 'n/a'} | "
-                     f"{pct(err(r['sim_faults'], dv)) if lp and dv else 'n/a'} | {r['sim_batches'] if lp else 'n/a'} | "
-                     f"{r['window_faults']} ({r['window']}) | {pct(err(r['window_faults'], dv)) if dv else 'n/a'} |")
+    lines += ["", "GPU faults. The driver counts every fault-buffer entry it fetches (`uvm_counters` gpu_faults: the "
+              "UVM tools counter, once per entry after the driver merges an entry with the previous entry of its "
+              "uTLB, or of the batch, on the same page). umsim-3 (`--timed`) replays each launch in time: every "
+              "SM's uTLB walks the pages its blocks reach (unrolled grid-stride steps) at the SM's measured rate "
+              "while they are resident, writes an entry per miss until it holds "
+              f"{device['utlb_faults']} faulted pages ({device['utlb_faults_from']} in bench/sim_validate.py: "
+              "each run's first batch, measured and modelled, is in the table), then stalls until a replay; "
+              "the driver fetches what the buffer holds "
+              f"{device['fetch_us']} us after a fault while idle ({device['fetch_from']}; per run where its own "
+              "fault records arrived) or at once while still servicing, at most the batch size, counts it, "
+              "services it in the median gap between the trace's migration groups plus the records' copy time "
+              "per migrated page (each run's own CUPTI migration records), flushes and replays "
+              "(uvm_gpu_replayable_faults.c, replay policy BATCH_FLUSH). The untimed replay of umsim-2 (each SM "
+              "stopped at its first fault, batches formed at once) is beside it. CUPTI groups faults into "
+              "records and loses records.", ""]
+    for tname, tmeta, trows in tables:
+        if tname == "added":
+            lines += ["", f"Added cases ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}; "
+                      "run after umsim-3's first version: their first batches were seen while its issue order and "
+                      "the uTLB's two pages were set, their counts were never fitted).", ""]
+        elif tname == "fresh":
+            lines += ["", f"Fresh cases, run once umsim-3 was fixed ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, "
+                      f"{tmeta.get('when', '?')}).", ""]
+        lines += fault_table(trows)
+        for label, key in (("umsim-3 timed entries", "timed"), ("umsim-2 untimed entries", "untimed")):
+            e = [x for x in errs_of(trows, key) if x == x]
+            if e:
+                lines += ["", f"{label} against the driver's GPU faults ({tname}): within +-10% in {sum(map(ok, e))} "
+                          f"of {len(e)} cases (|error| {min(map(abs, e)):.1%} to {max(map(abs, e)):.1%}, median "
+                          f"{sorted(map(abs, e))[len(e) // 2]:.1%})."]
+    if repeat:
+        rep = repeat["driver"]
+        lines += ["", f"Run-to-run spread of the driver's count (the same eight programs again, {repeat['meta'].get('when', '?')}): "
+                  + "; ".join(f"case {n}: {(tables[0][2][n]['driver'] or {}).get('gpu_faults')} then "
+                              f"{(d or {}).get('gpu_faults')} ({pct(err((d or {}).get('gpu_faults', 0), (tables[0][2][n]['driver'] or {}).get('gpu_faults', 0)))})"
+                              for n, d in rep.items() if n < len(tables[0][2])) + "."]
     lines += ["", "CUPTI host-to-device bytes by cause: " + "; ".join(
         f"case {n}: {r['cupti_by_cause']}" for n, r in enumerate(rows)) + "."]
-    def errs(key):
-        e = [err(r[key], (r["driver"] or {}).get("gpu_faults") or 0) for r in rows if r["launch"] and r["driver"]]
-        return [x for x in e if x == x]
-    fe, fp = errs("sim_entries"), errs("sim_faults")
-    for name, e in (("fault entries", fe), ("faulted pages", fp)):
-        if e:
-            lines += ["", f"Simulated {name} at the launch's concurrency against the driver's GPU faults: within "
-                      f"+-10% in {sum(map(ok, e))} of {len(e)} cases (|error| {min(map(abs, e)):.1%} to "
-                      f"{max(map(abs, e)):.1%})."]
     Path(a.out).write_text("\n".join(lines) + "\n")
     if Path(a.out).resolve() == (ROOT / "docs" / "simulator-validation.md").resolve():
         from umscope.model import calibrated
@@ -286,17 +449,17 @@ def main():
                  for r in rows]
             e = [x for x in e if x == x]
             return round(max(e), 4) if e else None
-        calibrated.write_validated("umsim", {
-            "model_version": sim.VERSION, "machine": meta["gpu"], "commit": meta.get("commit"),
-            "when": meta.get("when"), "cases": len(rows),
-            "htod_bytes_max_error_vs_truth": worst("truth_htod"), "htod_bytes_max_error_vs_driver": worst("driver"),
-            "htod_bytes_max_error_vs_cupti": worst("cupti_htod"),
-            "gpu_fault_entries_max_error_vs_driver": round(max(map(abs, fe)), 4) if fe else None,
-            "gpu_fault_entries_within_10pct": f"{sum(map(ok, fe))} of {len(fe)}" if fe else None,
-            "gpu_faulted_pages_max_error_vs_driver": round(max(map(abs, fp)), 4) if fp else None,
-            "gpu_faulted_pages_within_10pct": f"{sum(map(ok, fp))} of {len(fp)}" if fp else None})
+        rec = {"model_version": sim.VERSION, "machine": meta["gpu"], "commit": meta.get("commit"),
+               "when": meta.get("when"), "cases": len(rows),
+               "htod_bytes_max_error_vs_truth": worst("truth_htod"), "htod_bytes_max_error_vs_driver": worst("driver"),
+               "htod_bytes_max_error_vs_cupti": worst("cupti_htod")}
+        for tname, _, trows in tables:
+            e = [x for x in errs_of(trows, "timed") if x == x]
+            if e:
+                rec[f"gpu_fault_entries_max_error_vs_driver_{tname}"] = round(max(map(abs, e)), 4)
+                rec[f"gpu_fault_entries_within_10pct_{tname}"] = f"{sum(map(ok, e))} of {len(e)}"
+        calibrated.write_validated("umsim", rec)
     print(f"wrote {a.out}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -362,9 +362,9 @@ def test_profile_sees_the_gpu_memory_of_a_managed_run(store_path, power, limit):
     assert recs["run"]["sampler_overhead"] < limit, recs["run"]["sampler_overhead"]
 
 
-def test_um_trace_writes_its_records_beside_the_program(tmp_path):
-    """The trace's records go out while the program runs (libumtrace's flusher and small buffers), not all in the
-    exit's forced flush, where writing them cost the program's wall time (docs/counters.md, "What profiling costs")."""
+def test_um_trace_writer_thread_writes_every_record(tmp_path):
+    """Delivered buffers are written by libumtrace's writer thread, not in CUPTI's callback; every launch of a
+    3000-iteration run is in the trace and the exit waited for the writer (docs/counters.md, "What profiling costs")."""
     import os
     import subprocess
     from umscope.profile import tracer
@@ -379,12 +379,11 @@ def test_um_trace_writes_its_records_beside_the_program(tmp_path):
     assert p.returncode == 0, p.stderr[-400:]
     recs = [json.loads(line) for line in trace.read_text().splitlines() if line.startswith("{")]
     phases = {r["what"]: r for r in recs if r.get("k") == "phase"}
-    written = [r for r in recs if r.get("k") in ("kernel", "um", "memcpy", "mem")]
-    assert len([r for r in written if r["k"] == "kernel"]) >= 4 * 3000  # every launch recorded
-    at_exit = phases["exit: flush: writing its buffers"]["n"]
-    buffers, exit_buffers = phases["run: buffers written (summed)"]["n"], phases["exit: flush: buffers it delivered"]["n"]
-    assert buffers - exit_buffers >= 3, (buffers, exit_buffers)  # delivered during the run
-    assert at_exit < 0.2 * len(written), (at_exit, len(written))
+    names = [r["n"] for r in recs if r.get("k") == "kernel"]
+    for k in ("stats_kernel", "q0_kernel", "coeff_kernel", "update_kernel"):  # SRAD's four launches per iteration
+        assert sum(k in n for n in names) == 3000, (k, sum(k in n for n in names))
+    assert "exit: writer drained" in phases and any(r.get("k") == "end" for r in recs)
+    assert phases["run: buffers written (summed)"]["n"] >= 2
 
 
 @pytest.mark.parametrize("mode,expect", [("managed", "faults"), ("managed-prefetch", "prefetch"), ("explicit", "none")])

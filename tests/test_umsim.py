@@ -204,3 +204,27 @@ def test_modelled_time_is_exact_arithmetic():
     assert t["evict"] == pytest.approx(64e-5)
     assert t["faults"] == pytest.approx(20e-6 + 50e-6 + 20e-6)
     assert t["total"] == pytest.approx(sum(v for k, v in t.items() if k != "total"))
+
+
+def test_timed_launch_batches_in_time(tmp_path):
+    # One SM (one block, one page per step), two faulted pages held before the uTLB stalls, no prefetch, 4 KiB
+    # granules: each fault fetches 10 us after the first entry and services in 5 us + 1 us per page; the
+    # replay releases the SM onto the next two pages. 32 pages: 16 batches of 2 entries, 17 us each.
+    s = replay(tmp_path, [(0, 32)], list(range(32)) + [B], capacity=64 * PB, unit=16 * PB, granule=PB,
+               prefetch="off", resident_blocks=1, sms=1, block_bytes=PB, timed=True, utlb_faults=2,
+               resident_ns=100, fetch_us=10, batch_us=5, page_us=1)
+    assert (s["entries"], s["batches"], s["stale_entries"], s["refaults"], s["flushed_entries"]) == (32, 16, 0, 0, 0)
+    assert s["timed_ms"] == pytest.approx(0.272) and s["h2d_fault_pages"] == 32
+
+
+def test_timed_launch_counts_stale_entries(tmp_path):
+    # 4 pages, 8 KiB granules, fetch at once (0 us). t=0: entries for pages 0 and 1 (100 ns apart), the SM
+    # stalls at page 2. Batch 1 fetches page 0 only (page 1's entry came after), brings pages 0-1 (7 us). Batch
+    # 2 at 7 us fetches page 1's entry (stale: resident) and page 2's (written at the replay), brings 2-3
+    # (14 us); page 3's entry, written at 7.1 us while pages 2-3 were still arriving, stays in the buffer and
+    # batch 3 counts it stale (19 us). 4 entries, 2 stale, 3 batches.
+    s = replay(tmp_path, [(0, 4)], [0, 1, 2, 3, B], capacity=64 * PB, unit=4 * PB, granule=2 * PB,
+               prefetch="off", resident_blocks=1, sms=1, block_bytes=PB, timed=True, utlb_faults=2,
+               resident_ns=100, fetch_us=0, batch_us=5, page_us=1)
+    assert (s["entries"], s["stale_entries"], s["batches"], s["refaults"]) == (4, 2, 3, 0)
+    assert s["timed_ms"] == pytest.approx(0.019) and s["h2d_fault_pages"] == 4

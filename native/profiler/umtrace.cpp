@@ -18,13 +18,13 @@
 #include <time.h>
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <initializer_list>
 #include <mutex>
 #include <string>
@@ -47,8 +47,7 @@ unsigned long long g_dropped = 0;
 // Activity buffers of 512 KiB (UMSCOPE_UMTRACE_BUFFER_KB; they were 8 MiB): CUPTI's periodic flush delivers only full
 // buffers, and a big buffer kept a whole run's records until the exit's forced flush, which then wrote them in the
 // program's path (SRAD, 600 iterations, H100: all 13 000-20 000 records in 2 buffers at the exit, 11-19 ms of writing;
-// 3000 iterations: an exit flush of 45-73 ms). With small buffers and the flusher below, the 3000-iteration run's
-// records went out in 88-91 buffers beside the program and the exit wrote 0-3 ms of them (docs/counters.md).
+// 3000 iterations: an exit flush of 45-73 ms). Smaller buffers fill, and CUPTI hands them over, while the program runs.
 size_t buffer_bytes() {
   static const size_t bytes = [] {
     const char* e = std::getenv("UMSCOPE_UMTRACE_BUFFER_KB");
@@ -148,20 +147,28 @@ void write_record(FILE* f, CUpti_Activity* rec) {
 // flush is CUPTI's and how much this library's writing).
 std::atomic<uint64_t> g_write_ns{0}, g_write_buffers{0}, g_write_records{0};
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
-  if (g_out && valid > 0) {
+// One delivered buffer, written as JSON lines (about 1 ms per 512 KiB of records) and freed.
+struct Delivered {
+  CUcontext ctx;
+  uint32_t stream;
+  uint8_t* buffer;
+  size_t valid;
+};
+
+void write_buffer(const Delivered& d) {
+  if (g_out && d.valid > 0) {
     const uint64_t w0 = wall_ns();
     std::lock_guard<std::mutex> lk(g_mu);
     CUpti_Activity* rec = nullptr;
     uint64_t n = 0;
-    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    while (cuptiActivityGetNextRecord(d.buffer, d.valid, &rec) == CUPTI_SUCCESS) {
       write_record(g_out, rec);
       ++n;
     }
     // Dropped records are counted per queue: the one this buffer came from (a context's, or the
     // global one where ctx is null; unified-memory records arrive on the global queue).
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+    if (cuptiActivityGetNumDroppedRecords(d.ctx, d.stream, &dropped) == CUPTI_SUCCESS && dropped) {
       g_dropped += dropped;
       std::fprintf(g_out, "{\"k\":\"dropped\",\"n\":%zu}\n", dropped);
     }
@@ -170,7 +177,70 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
     ++g_write_buffers;
     g_write_ns += wall_ns() - w0;
   }
-  std::free(buffer);
+  std::free(d.buffer);
+}
+
+// The writer thread: CUPTI's thread that delivers buffers also drains the driver's unified-memory event queue, and
+// the driver drops events when that queue is full; writing each delivered buffer there held the draining up (qv 26
+// qubits, managed, CPU-initialised: 40-43% of the migrated bytes had records, against 50-57% when the whole run's
+// records waited in 8 MiB buffers for the exit; H100, docs/counters.md). So buffer_completed only queues the buffer
+// (UMSCOPE_UMTRACE_WRITER=0: writes it there, as before) and this thread writes it.
+std::mutex g_writer_mu;
+std::condition_variable g_writer_cv;
+std::deque<Delivered> g_writer_q;
+bool g_writer_stop = false;
+std::thread g_writer;
+pid_t g_writer_pid = 0;
+
+void start_writer() {
+  const char* e = std::getenv("UMSCOPE_UMTRACE_WRITER");
+  if (e && *e == '0') return;
+  g_writer_pid = getpid();
+  g_writer = std::thread([] {
+    std::unique_lock<std::mutex> lk(g_writer_mu);
+    for (;;) {
+      g_writer_cv.wait(lk, [] { return g_writer_stop || !g_writer_q.empty(); });
+      if (g_writer_q.empty()) return;  // stopped, and everything written
+      std::deque<Delivered> batch;
+      batch.swap(g_writer_q);
+      lk.unlock();
+      for (const auto& d : batch) write_buffer(d);
+      lk.lock();
+    }
+  });
+}
+
+// Stops the writer once it has written everything queued; what is left (a forked child, which has no writer thread)
+// is written here.
+void stop_writer() {
+  {
+    std::lock_guard<std::mutex> lk(g_writer_mu);
+    g_writer_stop = true;
+  }
+  g_writer_cv.notify_all();
+  if (g_writer.joinable()) {
+    if (g_writer_pid == getpid() && g_writer.get_id() != std::this_thread::get_id()) g_writer.join();
+    else g_writer.detach();
+  }
+  std::deque<Delivered> rest;
+  {
+    std::lock_guard<std::mutex> lk(g_writer_mu);
+    rest.swap(g_writer_q);
+  }
+  for (const auto& d : rest) write_buffer(d);
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  const Delivered d{ctx, stream, buffer, valid};
+  if (g_writer_pid == getpid()) {
+    std::lock_guard<std::mutex> lk(g_writer_mu);
+    if (!g_writer_stop) {
+      g_writer_q.push_back(d);
+      g_writer_cv.notify_one();
+      return;
+    }
+  }
+  write_buffer(d);
 }
 
 unsigned long long now_ns() {
@@ -241,6 +311,7 @@ struct Tracker {
   volatile uint64_t* counters;
 };
 std::vector<Tracker> g_trackers;
+std::mutex g_trackers_mu;  // a context's creation may add a tracker while another thread writes the counters
 
 // The /dev/nvidia-uvm descriptors the CUDA driver opened in this process.
 std::vector<int> uvm_fds() {
@@ -284,6 +355,7 @@ void open_tracker(int dev, const unsigned char* uuid, const std::vector<int>& fd
     std::fprintf(g_out, "{\"k\":\"uvm_config\",\"dev\":%d,\"uvm_fd\":%d,\"ok\":%s,\"init\":%d,\"init_rm\":%u,\"enable\":%d,"
                  "\"enable_rm\":%u}\n", dev, ufd, ok ? "true" : "false", r, ip.rm_status, r2, ep.rm_status);
     if (ok) {
+      std::lock_guard<std::mutex> lk(g_trackers_mu);
       g_trackers.push_back({dev, tfd, buf});
       return;
     }
@@ -315,6 +387,7 @@ void start(int ndev, void* cuda) {
 }
 
 void write_counters() {
+  std::lock_guard<std::mutex> lk(g_trackers_mu);
   for (const Tracker& t : g_trackers) {
     uint64_t c[kCounters];
     for (int i = 0; i < kCounters; ++i) c[i] = __atomic_load_n(&t.counters[i], __ATOMIC_SEQ_CST);
@@ -326,47 +399,15 @@ void write_counters() {
 }
 }  // namespace uvm
 
-// Delivery beside the program: every period this thread asks CUPTI for the buffers whose records are complete,
-// full or not (cuptiActivityFlushAll without the forced flag: what CUPTI's own periodic flush does not hand over), and
-// writes them; the exit then has only the last period's records left.
-std::mutex g_flusher_mu;
-std::condition_variable g_flusher_cv;
-bool g_flusher_stop = false;
-std::thread g_flusher;
-pid_t g_flusher_pid = 0;
-
-void start_flusher(unsigned period_ms) {
-  if (!period_ms) return;
-  g_flusher_pid = getpid();
-  g_flusher = std::thread([period_ms] {
-    std::unique_lock<std::mutex> lk(g_flusher_mu);
-    while (!g_flusher_cv.wait_for(lk, std::chrono::milliseconds(period_ms), [] { return g_flusher_stop; })) {
-      lk.unlock();
-      cuptiActivityFlushAll(0);
-      lk.lock();
-    }
-  });
-}
-
-void stop_flusher() {
-  {
-    std::lock_guard<std::mutex> lk(g_flusher_mu);
-    g_flusher_stop = true;
-  }
-  g_flusher_cv.notify_all();
-  if (!g_flusher.joinable()) return;
-  if (g_flusher_pid == getpid() && g_flusher.get_id() != std::this_thread::get_id()) g_flusher.join();
-  else g_flusher.detach();  // a forked child has none of its parent's threads
-}
-
 void finish() {
   if (g_done.exchange(true)) return;
-  stop_flusher();
   const uint64_t w0 = wall_ns();
   const uint64_t written0 = g_write_ns, buffers0 = g_write_buffers, records0 = g_write_records;
   flush_all("exit", settle_ms());
   const uint64_t w1 = wall_ns();
   phase("exit: flush with settle", w0, w1);
+  stop_writer();
+  phase("exit: writer drained", w1, wall_ns());
   if (g_out) {
     std::lock_guard<std::mutex> lk(g_mu);
     // Of the flush, the writing of what it delivered (n: records), and over the whole run (n: buffers).
@@ -553,12 +594,14 @@ void setup() {
                  static_cast<unsigned long long>(wall_ns()));
     note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
-    // CUPTI's worker thread delivers full buffers every period (ms) and the flusher thread the rest;
-    // UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's own policy, no flusher: everything not full waits for the exit).
+    // CUPTI's worker thread delivers full buffers every period (ms); UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's
+    // own policy). No flush of our own beside the program: cuptiActivityFlushAll every 100 ms, even only in periods
+    // without unified-memory activity, cost CUPTI records (qv 26 qubits, managed, CPU-initialised: 35-48% of the
+    // migrated bytes recorded against 46-59% without it; H100, docs/counters.md).
     const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
     const uint32_t period = fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u;
     cuptiActivityFlushPeriod(period);
-    start_flusher(period);
+    start_writer();
     std::atexit(finish);
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);
     std::fflush(g_out);

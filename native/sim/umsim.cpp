@@ -339,6 +339,22 @@ struct Params {
   // at once, several SMs faulting on one page (chunks smaller than a page) being duplicate entries.
   uint32_t resident_blocks = 0, sms = 0;
   uint64_t block_bytes = 0;
+  // The time-aware launch replay (--timed; umsim-3). Each SM has one uTLB (the driver's Hopper HAL: uTLBs per
+  // GPC = TPCs x 2 + 1, client T1_n -> LTPn), walking the pages its blocks reach in order (a block's step: its
+  // `unroll` chunks one grid stride apart, as the kernel's unrolled loop issues them) at resident_ns per page
+  // while they are resident. A miss on a page not resident writes a fault-buffer entry and the uTLB goes on
+  // until it holds utlb_faults faulted pages (further misses on them coalesce); at the next miss it stalls
+  // until a replay. The driver (uvm_gpu_replayable_faults.c, replay policy BATCH_FLUSH): fetch_us after the
+  // first entry while idle (at once while still servicing, up to max_batches_per_service batches), takes the
+  // entries present, at most batch_size; every fetched entry is counted (the tools counter) after the
+  // driver's merge of consecutive entries of one page; services the distinct pages (as untimed), taking
+  // batch_us + page_us per migrated page; flushes the entries that were present at the fetch (all present
+  // at the flush when duplicates exceed update_put_ratio %), and replays: a uTLB's faulted pages that are
+  // resident release it, the others fault again (new entries). Entries written during a service for pages
+  // it migrates stay in the buffer and are counted by the next batch (stale).
+  bool timed = false;
+  uint32_t unroll = 1, utlb_faults = 2, update_put_ratio = 50, max_batches_per_service = 20;
+  double resident_ns = 0, fetch_us = 0, batch_us = 0, page_us = 0;
   uint32_t thrash_threshold = 3;  // 0: off
   uint64_t thrash_lapse = 0;      // events; 0: capacity_pages
   std::string thrash_action = "remote";
@@ -351,6 +367,10 @@ struct Stats {
            batches = 0, migrations = 0, h2d_fault = 0, h2d_prefetch = 0, h2d_counter = 0, populate_gpu = 0,
            evictions = 0, d2h_evict = 0, cpu_faults = 0, d2h_cpu_fault = 0, remote_gpu = 0, remote_cpu = 0,
            thrash_units = 0, counter_migrations = 0, counter_refused = 0, peak_gpu = 0;
+  // --timed: fault-buffer entries the driver counts, of them stale (page resident when fetched), entries
+  // flushed uncounted, faults written again at a replay, and the modelled time of the launches.
+  uint64_t entries = 0, stale = 0, flushed = 0, refaults = 0, first_batch_pages = 0;
+  double timed_ns = 0;
 };
 
 enum : uint8_t { UNTOUCHED = 0, ON_CPU = 1, ON_GPU = 2 };
@@ -401,13 +421,13 @@ class Sim {
       ++now_;
       if (e == BARRIER) {
         ++s_.barriers;
-        if (launch) replay_kernel();
+        if (launch) p_.timed ? replay_kernel_timed() : replay_kernel();
         if (mode == 0) flush();
         continue;
       }
       uint32_t pg = e & PAGE_MASK;
       if (e & CPU) {
-        if (launch) replay_kernel();
+        if (launch) p_.timed ? replay_kernel_timed() : replay_kernel();
         cpu_access(pg, mode);
         continue;
       }
@@ -429,7 +449,7 @@ class Sim {
         default: ++s_.remote_gpu; break;
       }
     }
-    if (launch) replay_kernel();
+    if (launch) p_.timed ? replay_kernel_timed() : replay_kernel();
     if (mode == 0) flush();
     s_.events = t_.ev.size();
     s_.cpu_events = s_.events - s_.gpu_events - s_.barriers;
@@ -537,6 +557,7 @@ class Sim {
   void bring(uint32_t pg, uint32_t u, uint64_t& cause) {
     if (where_[pg] == UNTOUCHED) ++s_.populate_gpu; else ++cause;
     to_gpu(pg, u);
+    if (p_.timed) arrived_.push_back(pg);
   }
   bool thrashing(uint32_t u) {
     if (p_.thrash_threshold == 0 || evstamp_[u] == 0) return false;
@@ -597,6 +618,168 @@ class Sim {
       for (uint32_t sm : stalled)
         if (at[sm] < src[sm].size() && where_[K[src[sm][at[sm]]]] != ON_GPU) { ++s_.remote_gpu; ++at[sm]; }
     }
+    s_.gpu_events += K.size();
+    kernel_.clear();
+  }
+
+  // ----- UVM, one launch in time (Params::timed; see Params for the rules and their sources)
+  void replay_kernel_timed() {
+    if (kernel_.empty()) return;
+    const std::vector<uint32_t>& K = kernel_;
+    const uint64_t pb = t_.page_bytes, total = uint64_t(K.size()) * pb, C = std::max<uint64_t>(1, p_.block_bytes);
+    const uint32_t B = p_.resident_blocks, S = std::max<uint32_t>(1, std::min(p_.sms ? p_.sms : B, B));
+    const uint32_t Un = std::max<uint32_t>(1, p_.unroll), M = std::min<uint32_t>(8, std::max<uint32_t>(1, p_.utlb_faults));
+    const uint64_t nchunks = (total + C - 1) / C;
+    // Each SM's (uTLB's) pages in the order its warps miss them: block b's step j covers the chunks
+    // (Un j + k) B + b, k < Un (one grid stride apart), and each warp issues its Un loads at once, so the SM
+    // walks the first page of each of the step's chunks, then the second page of each, ...; the blocks of
+    // one SM (b mod S) run side by side (their warps interleaved).
+    std::vector<std::vector<uint32_t>> src(S);
+    const uint64_t steps = (nchunks + uint64_t(B) * Un - 1) / (uint64_t(B) * Un);
+    const uint64_t cpages = (C + pb - 1) / pb + 1;  // pages a chunk can span (unaligned: one more)
+    for (uint64_t j = 0; j < steps; ++j)
+      for (uint64_t q = 0; q < cpages; ++q)
+        for (uint32_t b = 0; b < B; ++b) {
+          std::vector<uint32_t>& l = src[b % S];
+          for (uint32_t k = 0; k < Un; ++k) {
+            const uint64_t c = (uint64_t(Un) * j + k) * B + b;
+            if (c >= nchunks) continue;
+            const uint64_t first = c * C / pb, last = (std::min(total, (c + 1) * C) - 1) / pb;
+            if (first + q > last) continue;
+            const uint32_t pg = uint32_t(first + q);
+            if (l.empty() || l.back() != pg) l.push_back(pg);
+          }
+        }
+    struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; };
+    struct Entry { double t; uint32_t pg, u; };
+    std::vector<Tlb> U(S);
+    std::vector<Entry> buf, keep;
+    std::vector<uint8_t> seen(K.size(), 0);
+    if (rmt_.size() != npages_) rmt_.assign(npages_, 0);
+    const double rns = p_.resident_ns, fetch = p_.fetch_us * 1e3, fixed = p_.batch_us * 1e3, per = p_.page_us * 1e3;
+    const double INF = 1e300;
+    auto passes = [&](uint32_t pg) { return where_[pg] == ON_GPU || rmt_[pg] || (flags_[unit_[pg]] & REMOTE); };
+    auto is_out = [&](const Tlb& x, uint32_t pg) {
+      for (uint32_t i = 0; i < x.nout; ++i) if (x.out[i] == pg) return true;
+      return false;
+    };
+    // The uTLB walks its pages up to time `limit`, writing an entry at each miss it may still hold.
+    auto run = [&](uint32_t i, double limit) {
+      Tlb& x = U[i];
+      const std::vector<uint32_t>& l = src[i];
+      while (!x.blocked && x.pos < l.size() && x.t <= limit) {
+        const uint32_t k = l[x.pos], pg = K[k];
+        const bool first = !seen[k];
+        seen[k] = 1;
+        if (passes(pg) || is_out(x, pg)) {
+          if (first && passes(pg)) ++s_.hits;
+          x.t += rns;
+          ++x.pos;
+          continue;
+        }
+        if (x.nout < M) {
+          buf.push_back({x.t, pg, i});
+          x.out[x.nout++] = pg;
+          x.t += rns;
+          ++x.pos;
+          continue;
+        }
+        x.blocked = true;
+      }
+    };
+    // The time of the uTLB's next entry with the residency as it is (INF: none before a replay).
+    auto peek = [&](uint32_t i) {
+      const Tlb& x = U[i];
+      if (x.blocked) return INF;
+      const std::vector<uint32_t>& l = src[i];
+      double t = x.t;
+      for (size_t pos = x.pos; pos < l.size(); ++pos, t += rns) {
+        const uint32_t pg = K[l[pos]];
+        if (passes(pg) || is_out(x, pg)) continue;
+        return x.nout < M ? t : INF;
+      }
+      return INF;
+    };
+    std::vector<uint32_t> lastpg(S, BARRIER);
+    double drv = 0;
+    uint32_t inservice = 0;
+    for (;;) {
+      double first = INF;
+      for (const Entry& e : buf) first = std::min(first, e.t);
+      for (uint32_t i = 0; i < S; ++i) first = std::min(first, peek(i));
+      if (first >= INF) break;
+      double tf;
+      if (first < drv && inservice < p_.max_batches_per_service) { tf = drv; ++inservice; }
+      else { tf = std::max(first, drv) + fetch; inservice = 1; }
+      for (uint32_t i = 0; i < S; ++i) run(i, tf);
+      std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
+      size_t present = 0;
+      while (present < buf.size() && buf[present].t <= tf) ++present;
+      const size_t n = std::min<size_t>(present, p_.batch_size);
+      // The driver's count: one per fetched entry, less those merged with the previous entry of their uTLB
+      // or the previous entry of the batch on the same page.
+      uint32_t lastg = BARRIER;
+      for (size_t k = 0; k < n; ++k) {
+        const Entry& e = buf[k];
+        if (lastpg[e.u] != e.pg && lastg != e.pg) {
+          ++s_.entries;
+          if (passes(e.pg)) ++s_.stale;
+        }
+        lastpg[e.u] = lastg = e.pg;
+      }
+      for (size_t k = 0; k < n; ++k) lastpg[buf[k].u] = BARRIER;
+      // Service: the distinct pages not yet resident, as the untimed model services a batch.
+      arrived_.clear();
+      const uint64_t b0 = s_.batches;
+      size_t distinct = 0;
+      for (size_t k = 0; k < n; ++k) {
+        const uint32_t pg = buf[k].pg;
+        if (pend_[pg] == batch_ || passes(pg)) {
+          if (pend_[pg] != batch_) { pend_[pg] = batch_; ++distinct; }
+          continue;
+        }
+        ++distinct;
+        uvm_fault(pg, unit_[pg]);
+      }
+      const uint64_t dups = n - distinct;
+      s_.dup_faults += dups;
+      if (!batch_pages_.empty()) flush();
+      if (s_.batches == b0) { ++s_.batches; ++batch_; }  // every entry stale: fetched, counted, replayed
+      const double tr = tf + fixed + double(arrived_.size()) * per;
+      if (!s_.first_batch_pages) s_.first_batch_pages = arrived_.size();
+      for (size_t k = 0; k < n; ++k)  // pages the service could not bring are read over the link from now on
+        if (where_[buf[k].pg] != ON_GPU) rmt_[buf[k].pg] = 1;
+      buf.erase(buf.begin(), buf.begin() + long(n));
+      // Entries written while the service runs see the pages it migrates as not yet there (mapped at the end).
+      for (uint32_t pg : arrived_) where_[pg] = UNTOUCHED + 3;
+      for (uint32_t i = 0; i < S; ++i) run(i, tr);
+      for (uint32_t pg : arrived_) where_[pg] = ON_GPU;
+      // Flush: the entries present at the fetch (the cached PUT), or every entry written by now when the
+      // batch's duplicates exceed the ratio (PUT read again).
+      const double cut = dups * 100 > uint64_t(n) * p_.update_put_ratio ? tr : tf;
+      keep.clear();
+      for (const Entry& e : buf)
+        if (e.t <= cut) ++s_.flushed; else keep.push_back(e);
+      buf.swap(keep);
+      // Replay: each uTLB's faulted pages now resident release it; the others fault again.
+      for (uint32_t i = 0; i < S; ++i) {
+        Tlb& x = U[i];
+        uint32_t w = 0;
+        for (uint32_t k = 0; k < x.nout; ++k) {
+          const uint32_t pg = x.out[k];
+          if (passes(pg)) continue;
+          x.out[w++] = pg;
+          buf.push_back({tr, pg, i});
+          ++s_.refaults;
+        }
+        x.nout = w;
+        if (x.blocked && x.nout < M) { x.blocked = false; x.t = std::max(x.t, tr); }
+      }
+      drv = tr;
+    }
+    double end = drv;
+    for (const Tlb& x : U) end = std::max(end, x.t);
+    s_.timed_ns += end;
     s_.gpu_events += K.size();
     kernel_.clear();
   }
@@ -738,7 +921,8 @@ class Sim {
     if (--res_[u] == 0) unlink(u);
   }
 
-  std::vector<uint32_t> want_, gran_, kernel_;
+  std::vector<uint32_t> want_, gran_, kernel_, arrived_;
+  std::vector<uint8_t> rmt_;  // --timed: pages the GPU reads remotely (the service could not bring them)
   std::vector<uint8_t> mark_;
 };
 
@@ -788,6 +972,8 @@ void usage() {
       "             --capacity BYTES [--policy uvm|svm|ats|zerocopy] [--page BYTES] [--eviction lrf|lru|clock]\n"
       "             [--unit BYTES] [--granule BYTES] [--prefetch on|off] [--prefetch-threshold PCT]\n"
       "             [--batch N] [--fault-window N] [--resident-blocks N --sms N --block-bytes BYTES]\n"
+      "             [--timed --unroll N --utlb-faults N --resident-ns NS --fetch-us US --batch-us US --page-us US\n"
+      "              --update-put-ratio PCT --max-batches-per-service N]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
       "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
@@ -814,6 +1000,12 @@ int main(int argc, char** argv) {
       if (v.empty() || *end || v[0] == '-') die("option " + a + ": not a non-negative integer: '" + v + "'");
       return x;
     };
+    auto real = [&](const std::string& v) -> double {
+      char* end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(x >= 0) || x > 1e12) die("option " + a + ": not a non-negative number: '" + v + "'");
+      return x;
+    };
     if (a == "--help" || a == "-h") { usage(); return 0; }
     else if (a == "--app") app = val();
     else if (a == "--trace") trace = val();
@@ -833,6 +1025,15 @@ int main(int argc, char** argv) {
     else if (a == "--resident-blocks") p.resident_blocks = uint32_t(num(val()));
     else if (a == "--sms") p.sms = uint32_t(num(val()));
     else if (a == "--block-bytes") p.block_bytes = parse_bytes(val());
+    else if (a == "--timed") p.timed = true;
+    else if (a == "--unroll") p.unroll = uint32_t(num(val()));
+    else if (a == "--utlb-faults") p.utlb_faults = uint32_t(num(val()));
+    else if (a == "--update-put-ratio") p.update_put_ratio = uint32_t(num(val()));
+    else if (a == "--max-batches-per-service") p.max_batches_per_service = uint32_t(num(val()));
+    else if (a == "--resident-ns") p.resident_ns = real(val());
+    else if (a == "--fetch-us") p.fetch_us = real(val());
+    else if (a == "--batch-us") p.batch_us = real(val());
+    else if (a == "--page-us") p.page_us = real(val());
     else if (a == "--thrash-threshold") p.thrash_threshold = uint32_t(num(val()));
     else if (a == "--thrash-lapse") p.thrash_lapse = num(val());
     else if (a == "--thrash-action") p.thrash_action = val();
@@ -862,6 +1063,9 @@ int main(int argc, char** argv) {
   if (cap == 0) die("--capacity is required (GPU memory available to the program)");
   if (p.resident_blocks && (p.block_bytes == 0 || p.policy != "uvm"))
     die("--resident-blocks needs --block-bytes and --policy uvm");
+  if (p.timed && !p.resident_blocks) die("--timed needs --resident-blocks (the launch it replays in time)");
+  if (p.timed && (p.utlb_faults < 1 || p.utlb_faults > 8)) die("--utlb-faults must be 1 to 8");
+  if (p.timed && (p.unroll < 1 || p.max_batches_per_service < 1)) die("--unroll and --max-batches-per-service must be at least 1");
   if (unit == 0) unit = p.policy == "svm" ? (64ull << 20) : (2ull << 20);
   if (unit < t.page_bytes || unit / t.page_bytes > 65535) die("--unit must be 1 to 65535 pages");
   if (granule < t.page_bytes) granule = t.page_bytes;
@@ -912,7 +1116,8 @@ int main(int argc, char** argv) {
       "\"evictions\":%llu,\"d2h_evict_pages\":%llu,\"cpu_faults\":%llu,\"d2h_cpu_fault_pages\":%llu,"
       "\"remote_gpu_pages\":%llu,\"remote_cpu_pages\":%llu,\"thrash_units\":%llu,\"counter_migrations\":%llu,\"counter_refused\":%llu,"
       "\"peak_gpu_pages\":%llu,\"fault_window\":%u,\"resident_blocks\":%u,\"sms\":%u,\"block_bytes\":%llu,"
-      "\"h2d_bytes\":%.0f,\"d2h_bytes\":%.0f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
+      "\"h2d_bytes\":%.0f,\"d2h_bytes\":%.0f,\"timed\":%s,\"entries\":%llu,\"stale_entries\":%llu,"
+      "\"flushed_entries\":%llu,\"refaults\":%llu,\"first_batch_pages\":%llu,\"timed_ms\":%.4f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
       p.policy.c_str(), p.eviction.c_str(), app.empty() ? "trace" : app.c_str(), (unsigned long long)t.page_bytes,
       p.unit_pages, p.granule_pages, p.prefetch ? "true" : "false", p.prefetch_threshold, p.batch_size,
       p.thrash_threshold, p.counter_threshold, (unsigned long long)p.capacity_pages,
@@ -925,7 +1130,10 @@ int main(int argc, char** argv) {
       (unsigned long long)s.d2h_cpu_fault, (unsigned long long)s.remote_gpu, (unsigned long long)s.remote_cpu,
       (unsigned long long)s.thrash_units, (unsigned long long)s.counter_migrations, (unsigned long long)s.counter_refused, (unsigned long long)s.peak_gpu,
       p.fault_window, p.resident_blocks, p.sms, (unsigned long long)p.block_bytes,
-      double(s.h2d_fault + s.h2d_prefetch + s.h2d_counter) * pb, double(s.d2h_evict + s.d2h_cpu_fault) * pb, best,
+      double(s.h2d_fault + s.h2d_prefetch + s.h2d_counter) * pb, double(s.d2h_evict + s.d2h_cpu_fault) * pb,
+      p.timed ? "true" : "false", (unsigned long long)s.entries, (unsigned long long)s.stale,
+      (unsigned long long)s.flushed, (unsigned long long)s.refaults, (unsigned long long)s.first_batch_pages,
+      s.timed_ns / 1e6, best,
       best > 0 ? double(s.events) / best : 0.0);
   return 0;
 }

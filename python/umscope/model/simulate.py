@@ -17,7 +17,7 @@ from array import array
 from umscope import native
 from umscope.errors import UsageError
 
-VERSION = "umsim-2"
+VERSION = "umsim-3"
 POLICIES = ("uvm", "svm", "ats", "zerocopy")
 EVICTIONS = ("lrf", "lru", "clock")
 SIM_APPS = ("triad", "conv2d", "jacobi2d", "mvt", "gesummv", "sgemm", "bfs", "hotspot", "srad", "pathfinder",
@@ -160,3 +160,74 @@ def resident(grid, block, regs=0, shared=0, props=None) -> dict:
     blocks = min(nb, bps * p["sms"])
     return {"blocks_per_sm": bps, "blocks": blocks, "warps": blocks * warps, "threads": blocks * nt,
             "limited_by": limit if nb > bps * p["sms"] else "grid"}
+
+
+# ------------------------------------------------------------------ the launch in time (umsim --timed)
+def trace_timing(lines, page_bytes=4096):
+    """What a libumtrace trace measures of its first kernel's fault servicing, for umsim --timed: the UVM
+    driver's migrations of that kernel (CUPTI's host-to-device records, which the driver writes per
+    contiguous piece of a VA block it services) fall into groups, one per serviced batch, separated by the
+    driver's per-batch work (fault fetch, sort, mapping, replay): `gap_us` is the median gap between groups
+    (their per-batch fixed cost), `page_us` the records' copy time per 4 KiB page (their summed durations
+    over the pages they carry), `first_kernel_ms` the kernel's measured time (`kernels_ms`: with its later
+    launches of the same grid), `later_launch_ns` the fastest
+    later launch of the same kernel (resident pages: the SMs' rate without faults), None if there is none.
+    CUPTI's records are lossy (the driver drops events when its tools queue is full): the groups are those
+    that arrived, a sample of the kernel's batches. None when the trace has no kernel or no migration."""
+    ks = [e for e in lines if e.get("k") == "kernel"]
+    if not ks:
+        return None
+    k0 = ks[0]
+    h = sorted((e for e in lines if e.get("k") == "um" and e.get("c") == 1 and k0["s"] <= e.get("s", 0) <= k0["e"]
+                and e.get("v")), key=lambda e: e["s"])
+    if len(h) < 3:
+        return None
+    groups = [[h[0]]]
+    for a, b in zip(h, h[1:]):
+        if b["s"] - a["e"] > 15000:  # ns: a record ends and the next begins within the same service
+            groups.append([])
+        groups[-1].append(b)
+    gaps = sorted(b[0]["s"] - a[-1]["e"] for a, b in zip(groups, groups[1:]))
+    if not gaps:
+        return None
+    pages = sum(e["v"] for e in h) / page_bytes
+    out = {"gap_us": gaps[len(gaps) // 2] / 1e3, "page_us": sum(e["e"] - e["s"] for e in h) / 1e3 / pages,
+           "groups": len(groups), "first_kernel_ms": (k0["e"] - k0["s"]) / 1e6}
+    same = [e["e"] - e["s"] for e in ks[1:] if e.get("n") == k0.get("n") and e.get("g") == k0.get("g")]
+    out["kernels_ms"] = out["first_kernel_ms"] + sum(same) / 1e6
+    out["later_launch_ns"] = min(same) if same else None
+    return out
+
+
+def timed_params(timing, kernel_pages, sms, hbm_gbps, page_bytes=4096, fetch_us=None, utlb_faults=2):
+    """umsim --timed options from trace_timing()'s measurements of a launch on `sms` SMs over
+    `kernel_pages` pages; returns (options, where the resident rate came from). fetch_us: the driver's delay from a fault to its batch's first migration (measured
+    in the traces with CUPTI fault records: the record's start to the next migration), taken out of the
+    per-batch gap; the rest of the gap is the batch's fixed service cost."""
+    t = timing
+    later_ns = t.get("later_launch_ns")
+    # A later launch of the same kernel that ran near HBM speed was resident; one that faulted was not.
+    if later_ns and kernel_pages * page_bytes / later_ns >= 0.05 * hbm_gbps:
+        rate_ns, src = later_ns * sms / kernel_pages, "a later launch of the kernel"
+    else:
+        rate_ns, src = page_bytes * sms / hbm_gbps, f"HBM read bandwidth {hbm_gbps:g} GB/s"
+    fetch = min(fetch_us if fetch_us is not None else 0.0, t["gap_us"])
+    return {"timed": True, "utlb_faults": utlb_faults, "resident_ns": round(rate_ns, 3),
+            "fetch_us": round(fetch, 3), "batch_us": round(t["gap_us"] - fetch, 3),
+            "page_us": round(t["page_us"], 5)}, src
+
+
+def fault_to_migration_us(lines):
+    """Median delay from a GPU fault group's first fault (CUPTI fault record start) to the next migration of
+    the kernel (CUPTI host-to-device record start): the driver's wake-up and fetch before it services a
+    batch. None where the trace has no fault records (CUPTI loses them)."""
+    import bisect
+    f = sorted((e for e in lines if e.get("k") == "um" and e.get("c") == 4), key=lambda e: e["s"])
+    h = sorted(e["s"] for e in lines if e.get("k") == "um" and e.get("c") == 1)
+    d = []
+    for x in f[1:]:
+        i = bisect.bisect_left(h, x["s"])
+        if i < len(h):
+            d.append(h[i] - x["s"])
+    d.sort()
+    return d[len(d) // 2] / 1e3 if len(d) >= 10 else None

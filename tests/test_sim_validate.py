@@ -1,0 +1,66 @@
+"""umsim-3's inputs read from a trace (hand-made records, every figure worked out by hand), and the validation
+against the kept H100 traces (docs/simulator-validation-traces): bytes exact, and the timed replay's first
+batch equal to the one the driver migrated (the measurement the uTLB's two faulted pages rest on)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+from umscope.model import simulate as sim
+
+ROOT = Path(__file__).resolve().parent.parent
+KEPT = ROOT / "docs" / "simulator-validation-traces"
+
+
+def htod(s, e, v):
+    return {"k": "um", "c": 1, "s": s, "e": e, "v": v, "a": 0}
+
+
+def test_trace_timing_groups_services_and_copy_time():
+    lines = [{"k": "kernel", "n": "read", "g": [4, 1, 1], "s": 0, "e": 1_000_000},
+             {"k": "kernel", "n": "read", "g": [4, 1, 1], "s": 2_000_000, "e": 2_001_000},
+             # three services: two records back to back, then gaps of 50 us and 40 us
+             htod(100_000, 102_000, 8192), htod(102_000, 104_000, 4096), htod(154_000, 157_000, 4096),
+             htod(197_000, 199_000, 4096)]
+    t = sim.trace_timing(lines)
+    assert t["groups"] == 3 and t["gap_us"] == 50.0            # gaps 40, 50: the upper median
+    assert t["page_us"] == pytest.approx(9 / 5)                  # 9 us of copies for 5 pages
+    assert t["later_launch_ns"] == 1000 and t["kernels_ms"] == pytest.approx(1.001)
+    p, src = sim.timed_params(t, kernel_pages=256, sms=4, hbm_gbps=3000.0, fetch_us=20)
+    # the later launch read 1 MiB in 1 us (over 5% of HBM: resident): 1000 ns x 4 SMs / 256 pages
+    assert p["resident_ns"] == pytest.approx(15.625) and "later launch" in src
+    assert (p["fetch_us"], p["batch_us"], p["utlb_faults"], p["timed"]) == (20, 30.0, 2, True)
+    # a later launch that faulted (slower than 5% of HBM) is not a resident rate: HBM instead
+    t["later_launch_ns"] = 10_000_000
+    p, src = sim.timed_params(t, kernel_pages=256, sms=4, hbm_gbps=3000.0)
+    assert p["resident_ns"] == pytest.approx(4096 * 4 / 3000.0, abs=1e-3) and "HBM" in src and p["fetch_us"] == 0
+
+
+def test_fault_to_migration_needs_ten_fault_records():
+    lines = []
+    for i in range(11):
+        lines += [{"k": "um", "c": 4, "s": i * 100_000, "v": 2}, htod(i * 100_000 + 5_000 + i, i * 100_000 + 9_000, 4096)]
+    # the first fault record is the kernel's start (skipped); delays 5.001 .. 5.010 us: the upper median
+    assert sim.fault_to_migration_us(lines) == pytest.approx(5.006)
+    assert sim.fault_to_migration_us(lines[:10]) is None
+    assert sim.trace_timing([{"k": "um", "c": 1, "s": 0, "e": 1, "v": 4096}]) is None  # no kernel
+
+
+@pytest.mark.skipif(not (KEPT / "meta.json").exists(), reason="no kept traces")
+def test_kept_traces_bytes_exact_and_first_batches_as_measured(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    import json
+    for keep in (KEPT, KEPT / "extra"):
+        meta = json.loads((keep / "meta.json").read_text())
+        counts = sv.counted_all(str(keep), meta)
+        rows = sv.compare(meta, counts, sv.device_figures(list(counts.values())), str(tmp_path))
+        for r in rows:
+            assert r["sim_htod"] == r["driver"]["htod"] == r["truth_htod"]
+            lp = r["launch"]
+            # the migration reads up to 64 SMs: the modelled first batch moves what the driver's first did
+            if "reads CPU-initialised" in r["label"] and lp["sms"] <= 64:
+                assert r["timed"]["first_batch_pages"] == r["first_batch_pages"], r["label"]
