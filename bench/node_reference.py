@@ -1,0 +1,803 @@
+#!/usr/bin/env python3
+"""The scale-out reference of a node with N >= 2 GPUs in one call: topology, the peer copy matrix,
+ping-pong and latency across GPUs, NCCL collectives in both launch ways, MPI point-to-point with N
+ranks, and (optionally) PyTorch's torch.distributed on the same collectives. It orchestrates umscope's
+own commands (each run as `python3 -m umscope ... --json --store STORE`) and writes their records
+into a markdown document: every figure is a record's median with its min-max, its unit, and the bound
+and its source where the record has one. Nothing is measured here.
+
+    python3 bench/node_reference.py --kind nvidia-h200-x4 --out docs/reference-h200x4.md
+                                    [--quick] [--reps N] [--mpi-reps N] [--pairs all|star] [--no-torch]
+                                    [--budget S] [--keep FILE [--keep-title T]] [--dry-run]
+    python3 bench/node_reference.py --render docs/reference-h200x4.jsonl --out docs/reference-h200x4.md
+
+Expected time (printed at the start from the planning figures in COST; the document records the real
+one): about 2 minutes on 2 GPUs, 4 minutes on 4 (copy matrix 72 cases, 6 ping-pong pairs, 12 latency
+pairs, MPI with 2 pairs), 5 on 8 with --pairs star.
+
+N is the number of GPUs the probe sees. NCCL_NVLS_ENABLE must be 0 (set to 0 where unset; any other
+value: exit 2); the machine's other multicast-off variables are kept and named in the document. Ranks
+are started by the site launcher through umscope's own families (`--launcher mpirun -n N`), one per
+GPU, never more ranks than CPUs. The document is rewritten after every step, so a run cut short keeps
+what it measured; each section says which command made it and how long it took. Raw records go to
+--records (JSON lines, default OUT with .jsonl), with the provenance, so --render can write the
+document again without measuring."""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+sys.path.insert(0, str(ROOT / "bench"))
+from _commit import commit as _commit  # noqa: E402
+
+NCCL_OPS = "allreduce,allgather,reducescatter,broadcast,alltoall"
+NCCL_KINDS = ["device", "managed,first_touch=gpu"]
+MPI_KINDS = ["device", "pinned", "managed"]
+# MPI: the latency at small messages, the bandwidths at 1 MiB and 64 MiB; mbw (k pairs at once) at 1 MiB
+# and 16 MiB only where there are two pairs or more (with one pair it is bw again). A 64 MiB repetition
+# moves 8 GiB one way (a window of 64, two loops), 1-2 s through host staging: 3 repetitions after one
+# warm-up (on nvidia-h200-x2, bw and bibw at 1 MiB and 64 MiB took 35-41 s per kind).
+MPI_LAT_SIZES = "8,1M"
+MPI_BW_SIZES = "1M,64M"
+MPI_MBW_SIZES = "1M,16M"
+MPI_REPS = 3
+MULTICAST_VARS = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+# Planning figures for the estimate printed at the start, from the runs on nvidia-h200-x2 (commits
+# c25768a and 96438a7, N = 2; the document records each step's real wall time): seconds per command, or
+# per case where the work grows with N (copy: 3 s for 12 cases; ping-pong: 6 s for 4 cases; latency at
+# 4K,1M,1G: 8 s for 2 ordered pairs; nccl: 4 s, nccl-mpi: 11 s; mpi: 41 s and 35 s for bw and bibw of
+# the two host kinds, 5 s for the latency command; mbw and torch not yet run there: guesses).
+COST = {"info": 2, "copy": 0.25, "pingpong": 1.5, "latency": 4.0, "nccl": 6, "nccl-mpi": 12,
+        "mpi-latency": 5, "mpi-bw": 40, "mpi-mbw": 8, "torch": 30}
+
+
+def quick_settings(quick: bool) -> dict:
+    """The sizes of each step: the default, or --quick's (one size per table, fewer repetitions)."""
+    if quick:
+        return {"copy_size": "1G", "latency_size": "1G", "nccl_size": "1G", "reps": 5}
+    return {"copy_size": "1G", "latency_size": "4K,1M,1G", "nccl_size": "1M,64M,1G", "reps": 10}
+
+
+def pair_plan(n: int, mode: str) -> dict:
+    """Which GPU pairs ping-pong and latency cover. 'all': every pair (ping-pong: a < b; latency: every
+    ordered pair). 'star': each pair from GPU 0, plus one disjoint pair (2, 3) where there are four GPUs
+    or more, so a link that does not touch GPU 0 is measured too."""
+    if n < 2:
+        raise ValueError("a node reference needs two GPUs or more")
+    if mode == "all":
+        return {"pingpong": [(a, b) for a in range(n) for b in range(n) if a < b],
+                "latency": [(a, b) for a in range(n) for b in range(n) if a != b], "mode": "all"}
+    if mode != "star":
+        raise ValueError(f"unknown pair mode {mode!r}")
+    star = [(0, b) for b in range(1, n)]
+    extra = [(2, 3)] if n >= 4 else []
+    return {"pingpong": star + extra, "latency": star + extra, "mode": "star"}
+
+
+def rank_plan(n: int, cpus: int) -> dict:
+    """Ranks of the launched steps: one per GPU, never more ranks than CPUs (no oversubscription). MPI
+    point-to-point pairs rank i with i + n/2: an odd N leaves its last rank idle, which is said."""
+    if n < 2:
+        raise ValueError("a node reference needs two GPUs or more")
+    if n > cpus:
+        raise ValueError(f"{n} ranks (one per GPU) would oversubscribe {cpus} CPUs")
+    return {"nccl": n, "mpi": n, "mpi_pairs": n // 2, "idle": n % 2}
+
+
+def _filters(step: str, pairs: dict, n: int) -> list:
+    """--filter lists (one command each) selecting the planned pairs of a step."""
+    if pairs["mode"] == "all":
+        return [["peer="]] if step == "pingpong" else [["peer"]]
+    out = [["peer=" if step == "pingpong" else "peer", "device=0 "]]
+    if n >= 4:
+        out.append(["peer=3 " if step == "pingpong" else "latency peer:3 ", "device=2 "])
+    return out
+
+
+def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True, mpi_reps=MPI_REPS) -> list:
+    """The steps, in the order they run: [(name, [argv, ...])], each argv an umscope command without the
+    leading 'umscope' (a step may be several commands); 'torch' is this script's call of
+    bench/scaleout.py's ranks."""
+    q = quick_settings(quick)
+    reps = str(reps or q["reps"])
+    pp = pair_plan(n, pairs)
+    ranks = rank_plan(n, cpus)
+    steps = [("info", [["info", "--json"]])]
+    steps.append(("copy", [["bench", "copy", "--size", q["copy_size"], "--filter", "peer", "--filter", "device",
+                            "--reps", reps]]))
+    steps.append(("pingpong", [["bench", "pingpong"] + [x for f in fs for x in ("--filter", f)]
+                               for fs in _filters("pingpong", pp, n)]))
+    steps.append(("latency", [["bench", "latency", "--size", q["latency_size"]]
+                              + [x for f in fs for x in ("--filter", f)] for fs in _filters("latency", pp, n)]))
+    kinds = [x for k in NCCL_KINDS for x in ("--kind", k)]
+    nccl = ["bench", "nccl"] + kinds + ["--ops", NCCL_OPS, "--size", q["nccl_size"], "--reps", reps]
+    steps.append(("nccl", [nccl]))
+    steps.append(("nccl-mpi", [nccl + ["--launcher", "mpirun", "-n", str(ranks["nccl"])]]))
+    mpi = (["bench", "mpi", "--launcher", "mpirun", "-n", str(ranks["mpi"])]
+           + [x for k in MPI_KINDS for x in ("--kind", k)])
+    runs = [("latency", MPI_LAT_SIZES), ("bw,bibw", MPI_BW_SIZES)]
+    if ranks["mpi_pairs"] >= 2:
+        runs.append(("mbw", MPI_MBW_SIZES))
+    steps.append(("mpi", [mpi + ["--ops", ops, "--size", sizes, "--reps", str(mpi_reps), "--warmup", "1"]
+                          for ops, sizes in runs]))
+    if torch:  # optional, so last: a run cut at its budget loses it before what the issue asks for
+        steps.append(("torch", [["torch", "--size", "1G", "--reps", reps, "--world", str(n)]]))
+    return steps
+
+
+def estimate(steps, n: int, pairs: dict) -> float:
+    """Seconds the steps should take: COST per command, or per case where the work grows with N (copy:
+    6 cases per ordered pair; ping-pong: 4 flag places per pair; latency: one case per ordered pair;
+    mpi: per command, its bandwidth commands per host kind that runs, pinned and managed)."""
+    grow = {"copy": 6 * n * (n - 1), "pingpong": 4 * len(pairs["pingpong"]), "latency": len(pairs["latency"])}
+    total = 0.0
+    for name, cmds in steps:
+        if name == "mpi":
+            for c in cmds:
+                ops = c[c.index("--ops") + 1]
+                total += COST["mpi-latency"] if ops == "latency" else 2 * COST["mpi-mbw" if ops == "mbw" else "mpi-bw"]
+        else:
+            total += COST[name] * grow.get(name, len(cmds))
+    return total
+
+
+# ---------------------------------------------------------------- records
+
+
+def field(r, key):
+    """A record's field from its own column or its extra fields."""
+    if r.get(key) is not None:
+        return r[key]
+    extra = r.get("extra")
+    return extra.get(key) if isinstance(extra, dict) else None
+
+
+def fmt(x, digits=4) -> str:
+    if x is None:
+        return "—"
+    if abs(x) >= 10 ** digits:
+        return f"{x:.0f}"
+    return f"{x:.{digits}g}"
+
+
+def fig(r) -> str:
+    """'396.2 GB/s (395.8–396.5)': the median with min–max and unit, as recorded."""
+    if r is None:
+        return "not measured"
+    if r.get("status") not in (None, "ok"):
+        return f"{r.get('status')}: {r.get('reason')}"
+    return f"{fmt(r.get('median'))} {r.get('unit')} ({fmt(r.get('min'))}–{fmt(r.get('max'))})"
+
+
+def size_text(n) -> str:
+    if n is None:
+        return "—"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def bound_text(r) -> str:
+    b, src = field(r, "bound"), field(r, "bound_source")
+    if b is None:
+        return "no bound recorded"
+    eff = ""
+    if r.get("median") is not None and b:
+        eff = f", median {100 * r['median'] / b:.0f}% of it"
+    return f"{b:g} {r.get('unit') or ''} ({src}{eff})"
+
+
+def _peer(kind):
+    return int(kind[5:]) if kind and kind.startswith("peer:") else None
+
+
+def case_params(case_id) -> dict:
+    """'copy peer:1 bytes=1GiB device=1 dst=device' -> {'benchmark': 'copy', 'kind': 'peer:1', 'bytes': '1GiB',
+    'device': '1', 'dst': 'device'} (the case id is the benchmark, the kind, then sorted key=value)."""
+    words = (case_id or "").split(" ")
+    out = {"benchmark": words[0] if words else None}
+    for i, w in enumerate(words[1:]):
+        key = w.split("=", 1)[0]
+        if i == 0 and ("=" not in w or "," in key or ":" in key):
+            out["kind"] = w  # 'device', 'peer:1', 'managed,first_touch=gpu'
+        elif "=" in w:
+            out[key] = w.split("=", 1)[1]
+    return out
+
+
+def copy_cells(records) -> dict:
+    """{(engine, route, a, b): record}: route 'write' = GPU a's memory into GPU b's issued by a (device ->
+    peer:b on a), 'read' = b's memory into a's issued by a (peer:b -> device on a), 'both' = both ways
+    at once between a and b (on a, with b issuing its own direction where the engine is CE). The GPU and
+    the memories come from the case id, so that a skipped case lands in its cell with its reason."""
+    out = {}
+    for r in records:
+        if r.get("benchmark") != "copy":
+            continue
+        p = case_params(r.get("case_id"))
+        src, dst = p.get("kind") or r.get("kind") or "", p.get("dst") or field(r, "dst_kind") or ""
+        a = int(p.get("device", field(r, "device") if field(r, "device") is not None else 0))
+        engine = "CE" if p.get("engine", (r.get("op") or "ce")[:2]) == "ce" else "SM"
+        direction = p.get("direction") or field(r, "direction")
+        ok = r.get("status") in (None, "ok")
+        if direction == "uni" and src == "device" and _peer(dst) is not None:
+            out[(engine, "write", a, _peer(dst))] = r
+        elif direction == "uni" and _peer(src) is not None and dst == "device":
+            out[(engine, "read", a, _peer(src))] = r
+        elif direction == "bidir" and _peer(src) is not None and (not ok or field(r, "route") == "both"):
+            out[(engine, "both", a, _peer(src))] = r
+    return out
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _matrix(n, cells, engine, route, title):
+    head = "| " + title + " | " + " | ".join(f"GPU {b}" for b in range(n)) + " |"
+    lines = [head, "| --- |" + " ---: |" * n]
+    for a in range(n):
+        row = []
+        for b in range(n):
+            if a == b:
+                row.append("—")
+            else:
+                r = cells.get((engine, route, a, b))
+                row.append(fig(r) if r is not None else "not run")
+        lines.append(f"| GPU {a} | " + " | ".join(row) + " |")
+    return lines
+
+
+def render_topology(fp) -> list:
+    from umscope.report.topology import link_text, p2p_text, ranges
+    from umscope.model import bounds
+    topo = fp.get("topology") or {}
+    pairs = {(p["a"], p["b"]): p for p in topo.get("pairs", [])}
+    lines = ["| pair | link | P2P | common ancestor | bound per direction (source) |", "| --- | --- | --- | --- | --- |"]
+    for (a, b), p in sorted(pairs.items()):
+        bd = bounds.peer_link(fp, a, b)
+        anc = (p.get("common_ancestor") or {}).get("text") or "—"
+        lines.append(f"| GPU {a} → GPU {b} | {link_text(p)} | {p2p_text(p)} | {anc} | "
+                     + (f"{bd[0]:g} GB/s ({bd[1]})" if bd else "no bound") + " |")
+    lines += ["", "| GPU | name | PCI bus | NUMA node | local CPUs | NVLinks | source |",
+              "| --- | --- | --- | --- | --- | ---: | --- |"]
+    names = {g["device"]: g.get("name") for g in fp.get("gpus") or []}
+    for g in topo.get("gpus", []):
+        lines.append(f"| {g['device']} | {names.get(g['device'], '?')} | {g.get('pci_bus_id')} | "
+                     f"{g.get('numa_node') if g.get('numa_node') is not None else 'unknown'} | "
+                     f"{ranges(g.get('cpus')) if g.get('cpus') else 'unknown'} | {g.get('nvlinks', 0)} | "
+                     f"{g.get('source') or ''} |")
+    nodes = fp.get("numa") or []
+    if nodes:
+        lines += ["", "Host NUMA nodes: " + "; ".join(
+            f"node {x['id']}: CPUs {ranges(x.get('cpus'))}" for x in nodes) + "."]
+    if topo.get("why_no_nvml"):
+        lines += ["", f"NVML unavailable: {topo['why_no_nvml']}"]
+    return lines
+
+
+def render_copy(n, records) -> list:
+    cells = copy_cells(records)
+    lines = ["Rows: the GPU that issues the copy (its copy engines, CE, or its SMs); columns: the other GPU. "
+             "Each cell: median (min–max) over the repetitions, 1 GiB per copy unless the command says "
+             "otherwise.", ""]
+    for engine, what in (("CE", "copy engines"), ("SM", "SMs")):
+        for route, desc in (("write", "row GPU's memory → column GPU's (pushed)"),
+                            ("read", "column GPU's memory → row GPU's (pulled)"),
+                            ("both", "both ways at once")):
+            lines += [f"**{what}, {desc}**", ""]
+            lines += _matrix(n, cells, engine, route, "issued by")
+            lines.append("")
+    lines += ["Bounds per pair, as the records give them (the CE write record of each ordered pair; both-ways "
+              "rows carry their own):", "", "| pair | bound (source) | both ways: bound (source) |",
+              "| --- | --- | --- |"]
+    for a in range(n):
+        for b in range(n):
+            if a != b:
+                w, bo = cells.get(("CE", "write", a, b)), cells.get(("CE", "both", a, b))
+                lines.append(f"| GPU {a} → GPU {b} | {bound_text(w) if w else 'not run'} | "
+                             f"{bound_text(bo) if bo else 'not run'} |")
+    return lines
+
+
+def render_pingpong(records) -> list:
+    lines = ["| pair | flag in | round trip | notes |", "| --- | --- | ---: | --- |"]
+    for r in records:
+        if r.get("benchmark") != "pingpong":
+            continue
+        p = case_params(r.get("case_id"))
+        if r.get("status") not in (None, "ok"):
+            lines.append(f"| gpu{p.get('device', 0)}-gpu{p.get('peer', '?')} | {p.get('kind') or r.get('kind')} | "
+                         f"{r.get('status')} | {r.get('reason')} |")
+            continue
+        where = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+        lines.append(f"| {r.get('processor')} | {where} | {fig(r)} | {field(r, 'exchanges')} exchanges × "
+                     f"{r.get('n')} reps; {field(r, 'atomics_check')} |")
+    return lines
+
+
+def render_latency(records) -> list:
+    lines = ["| chasing GPU | memory (residency) | size | load-to-use latency |", "| --- | --- | ---: | ---: |"]
+    for r in records:
+        if r.get("benchmark") != "latency":
+            continue
+        if r.get("status") not in (None, "ok"):
+            lines.append(f"| {r.get('case_id')} | | | {r.get('status')}: {r.get('reason')} |")
+            continue
+        if r.get("op") != "chase":
+            continue
+        where = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+        res = field(r, "residency")
+        lines.append(f"| {r.get('processor')} | {where}{f' ({res})' if res else ''} | {size_text(r.get('bytes'))} | "
+                     f"{fig(r)} |")
+    return lines
+
+
+def link_bound(fp):
+    """(GB/s, source) of the slowest GPU pair's link per direction, from the probe (umscope's model of
+    bounds): what a collective's busbw is compared with (nccl-tests' busbw is per-link traffic)."""
+    from umscope.model import bounds
+    devs = [g["device"] for g in fp.get("gpus") or []]
+    found = [bounds.peer_link(fp, a, b) for a in devs for b in devs if a != b]
+    found = [b for b in found if b]
+    return min(found) if found else None
+
+
+def render_nccl(records, fp=None) -> list:
+    bound = link_bound(fp or {})
+    lines = ["| op | buffers | size | busbw median (min–max) | of link bound | algbw median | ranks | verified |",
+             "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    libs, launch = set(), set()
+    for r in records:
+        if r.get("benchmark") != "nccl":
+            continue
+        if r.get("status") not in (None, "ok"):
+            lines.append(f"| {r.get('case_id')} | | | {r.get('status')}: {r.get('reason')} | | | | |")
+            continue
+        libs.add(f"NCCL {field(r, 'nccl_version')} ({field(r, 'nccl_library')}), NCCL_NVLS_ENABLE="
+                 f"{field(r, 'nccl_nvls_enable')!r} as the family saw it")
+        launch.add(f"{field(r, 'launch')}" + (f" ({field(r, 'launcher')})" if field(r, "launcher") else ""))
+        kind = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+        algbw = field(r, "algbw")
+        of = f"{100 * r['median'] / bound[0]:.0f}%" if bound and r.get("median") is not None else "—"
+        gpus = f" (GPUs {field(r, 'gpus')})" if field(r, "launch") == "single" and field(r, "gpus") else ""
+        lines.append(f"| {r.get('op')} | {kind} | {size_text(r.get('bytes'))} | {fig(r)} | {of} | "
+                     f"{fmt(algbw) + ' GB/s' if algbw is not None else '—'} | {field(r, 'ranks')}{gpus} | "
+                     f"{field(r, 'verified')} |")
+    if libs:
+        lines += ["", "Library: " + "; ".join(sorted(libs)) + ". Launch: " + "; ".join(sorted(launch)) + "."]
+    lines += ["", "Link bound: " + (f"{bound[0]:g} GB/s per direction ({bound[1]}), the slowest GPU pair's; "
+                                    "'of link bound' is busbw median / it." if bound else
+                                    "none known (the probe gave no peer-link bound); no percentage.")]
+    return lines
+
+
+def render_mpi(records) -> list:
+    lines = ["| buffers | op | size | median (min–max) | pointers | verified |", "| --- | --- | ---: | ---: | --- | --- |"]
+    libs = set()
+    for r in records:
+        if r.get("benchmark") != "mpi":
+            continue
+        if r.get("status") not in (None, "ok"):
+            lines.append(f"| {r.get('kind') or r.get('case_id')} | | | {r.get('status')}: {r.get('reason')} | | |")
+            continue
+        libs.add(f"{field(r, 'mpi_library')}; CUDA-aware: {field(r, 'cuda_aware')} ({field(r, 'cuda_aware_why')}); "
+                 f"launcher `{field(r, 'launcher')}`")
+        op = r.get("op") + (f" ({field(r, 'pairs')} pairs)" if r.get("op") == "mbw" else "")
+        kind = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+        lines.append(f"| {kind} | {op} | {size_text(r.get('bytes'))} | {fig(r)} | {field(r, 'pointers')} | "
+                     f"{field(r, 'verified')} |")
+    if libs:
+        lines += ["", "MPI: " + " / ".join(sorted(libs)) + "."]
+    ran, skipped = {}, {}
+    for r in records:
+        if r.get("benchmark") != "mpi":
+            continue
+        kind = case_params(r.get("case_id")).get("kind") or r.get("kind")
+        if r.get("status") in (None, "ok"):
+            ran.setdefault(kind, set()).add(f"{field(r, 'pointers')} pointers")
+        else:
+            skipped[kind] = f"{r.get('status')}: {r.get('reason')}"
+    if ran or skipped:
+        lines += ["", "What ran: " + ("; ".join(f"{k} ({', '.join(sorted(v))})" for k, v in ran.items()) or "nothing")
+                  + ". Skipped: " + ("; ".join(f"{k} ({why})" for k, why in skipped.items()) or "nothing") + "."]
+    return lines
+
+
+def render_torch(res, nccl_records=()) -> list:
+    """torch's busbw per collective beside umscope's (the one-process nccl record of the same op, device
+    buffers and size) and their ratio, umscope / torch."""
+    if not res or "error" in res:
+        return [f"Not measured: {(res or {}).get('error', 'not run')}"]
+    ours = {(r.get("op"), r.get("bytes")): r for r in nccl_records
+            if r.get("benchmark") == "nccl" and r.get("kind") == "device" and r.get("status") in (None, "ok")}
+    lines = [f"torch {res['torch']} with NCCL {res['nccl']}, {res['world']} processes (torch.multiprocessing), "
+             "device buffers, CUDA events around one call, the slower rank per sample (bench/scaleout.py's "
+             "ranks); umscope: the one-process NCCL table above.", "",
+             "| collective | size | torch busbw median (min–max) | umscope busbw median (min–max) | umscope / torch |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for op, (med, lo, hi, used) in res["ops"].items():
+        r = ours.get((op, used))
+        ratio = f"{r['median'] / med:.3f}" if r is not None and med else "—"
+        lines.append(f"| {op} | {size_text(used)} | {fmt(med)} GB/s ({fmt(lo)}–{fmt(hi)}) | "
+                     f"{fig(r) if r is not None else 'no record of that size'} | {ratio} |")
+    return lines
+
+
+TITLES = {"info": "Topology — `umscope info`", "copy": "Peer copy matrix — `umscope bench copy`",
+          "pingpong": "Ping-pong across GPUs — `umscope bench pingpong`",
+          "latency": "Latency across GPUs — `umscope bench latency`",
+          "nccl": "NCCL, one process driving every GPU — `umscope bench nccl`",
+          "nccl-mpi": "NCCL, one rank per GPU under mpirun — `umscope bench nccl --launcher mpirun`",
+          "mpi": "MPI point-to-point, one rank per GPU — `umscope bench mpi`",
+          "torch": "PyTorch torch.distributed on the same collectives — `bench/scaleout.py`'s ranks"}
+
+
+def show(argv) -> str:
+    """The command as the document prints it: `umscope ...`, the store path elided."""
+    if argv[0] == "torch":
+        return "python3 bench/node_reference.py (torch step: " + " ".join(argv[1:]) + ")"
+    out, skip = [], False
+    for x in argv:
+        if skip:
+            out.append("STORE")
+            skip = False
+            continue
+        skip = x == "--store"
+        out.append(x)
+    if argv[0] == "bench" and "--store" not in argv:
+        out += ["--json", "--store", "STORE"]  # as run_umscope adds them
+    return "umscope " + " ".join(shlex.quote(x) for x in out)
+
+
+def kept_sections(text: str, titles=None) -> list:
+    """The level-2 sections of an earlier document that this script does not make (their titles are not
+    among TITLES), or only those whose title starts with one of `titles`, verbatim with their own
+    provenance: e.g. a hand-made section of an earlier reference."""
+    ours = {t.split(" — ")[0] for t in TITLES.values()}
+    out = []
+    for p in text.split("\n## ")[1:]:
+        title = p.split("\n", 1)[0]
+        if title.split(" — ")[0] in ours or (titles and not any(title.startswith(t) for t in titles)):
+            continue
+        out.append("## " + p.rstrip() + "\n")
+    return out
+
+
+def render(meta, fp, results, n, pairs, ranks) -> str:
+    """The whole document from the probe and each step's {cmds, records, rc, wall, when}."""
+    g = (fp.get("gpus") or [{}])[0]
+    env = ", ".join(f"`{k}={v}`" for k, v in sorted(meta["env"].items())) or "none"
+    lines = [f"# Reference measurements: {n} × {g.get('name', 'GPU')} (`{meta['kind']}`, scale-out within a node)",
+             "",
+             f"Provenance: umscope commit `{meta['commit']}`, machine kind `{meta['kind']}` ({n} × {g.get('name')}, "
+             f"driver {(fp.get('cuda') or {}).get('driver')}, host {fp.get('host', {}).get('hostname')}, "
+             f"{(fp.get('cpu') or {}).get('logical_cpus')} CPUs), {meta['date']}; multicast-off variables seen: "
+             f"{env} (NCCL_NVLS_ENABLE=0 checked before any step; nothing here creates a multicast object). Written by `{meta['argv']}` (bench/node_reference.py) in one call: it runs umscope's own "
+             "commands (each with `--json --store STORE`) and copies their records; every figure is a "
+             "record's median with its min–max over the repetitions, its unit, and the bound with its source "
+             "where the record has one (the percentage is median / that bound). Raw records: "
+             f"`{meta['records']}`.", ""]
+    if meta.get("notes"):
+        lines += [*meta["notes"], ""]
+    renderers = {"copy": lambda recs: render_copy(n, recs), "pingpong": render_pingpong, "latency": render_latency,
+                 "nccl": lambda recs: render_nccl(recs, fp), "nccl-mpi": lambda recs: render_nccl(recs, fp),
+                 "mpi": render_mpi}
+    for name, title in TITLES.items():
+        if name not in results and name == "torch" and not meta.get("torch"):
+            continue
+        lines += [f"## {title}", ""]
+        res = results.get(name)
+        if res is None or res.get("not_run"):
+            lines += [f"Not measured: {res['not_run'] if res else 'the run ended before this step'}.", ""]
+            continue
+        cmds = "; ".join(f"`{show(c)}`" for c in res["cmds"])
+        lines += [f"Provenance: umscope commit `{meta['commit']}`, machine kind `{meta['kind']}`, command {cmds}, "
+                  f"{res['when']}; exit status {res['rc']}, {res['wall']:.0f} s.", ""]
+        if name == "info":
+            lines += render_topology(fp)
+        elif name == "torch":
+            lines += render_torch(res.get("torch"), (results.get("nccl") or {}).get("records") or [])
+        else:
+            lines += renderers[name](res["records"])
+        if name == "pingpong" and pairs["mode"] == "star":
+            lines += ["", "Pairs: each pair with GPU 0" + (" plus the disjoint pair (2, 3)" if n >= 4 else "")
+                      + " (--pairs star), not every pair."]
+        if name == "latency" and pairs["mode"] == "star":
+            lines += ["", "Pairs: GPU 0 chasing each other GPU's memory" + (", and GPU 2 chasing GPU 3's"
+                                                                             if n >= 4 else "") + " (--pairs star)."]
+        if name == "mpi":
+            lines += ["", f"{ranks['mpi']} ranks, one per GPU (rank r on GPU r mod {n}); bw, bibw and latency run "
+                      f"between rank 0 and rank {ranks['mpi'] // 2}"
+                      + (f", mbw over 1 to {ranks['mpi_pairs']} pairs at once (rank i with i + {ranks['mpi'] // 2})"
+                         if ranks["mpi_pairs"] >= 2 else "; mbw (several pairs at once) needs four ranks or more")
+                      + ("; the last rank is idle (odd N)" if ranks["idle"] else "")
+                      + ". A kind the machine's MPI cannot pass (device buffers without a CUDA-aware MPI) is "
+                      "a skip with the family's reason, in the table."]
+        if res.get("error"):
+            lines += ["", f"Stopped: {res['error']}"]
+        lines.append("")
+    for sec in meta.get("kept") or []:
+        lines += [sec.rstrip(), "", f"(Kept verbatim from `{meta['keep']}`: not made by this script.)", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- running
+
+
+def _runs(store):
+    from umscope.store import Store
+    if not os.path.exists(store):
+        return []
+    st = Store(store, readonly=True)
+    try:
+        return [r["id"] for r in st.runs()]
+    finally:
+        st.close()
+
+
+def _records_of_runs(store, run_ids):
+    from umscope.store import Store
+    st = Store(store, readonly=True)
+    try:
+        return [r for i in run_ids for r in st.records(i)]
+    finally:
+        st.close()
+
+
+def _stop(p, grace=20):
+    """Ends a command's process group: SIGTERM first (umscope ends its run, stops its case and prints the
+    records it has), SIGKILL after `grace` seconds."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        return p.communicate(timeout=grace)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        return p.communicate()[0]
+
+
+def run_umscope(args, store, timeout):
+    """(records, exit status, seconds) of `python3 -m umscope ARGS --json --store STORE`; its progress
+    goes to our stderr. At the timeout its process group is stopped; the records its cases had written
+    to the store are kept."""
+    argv = [PY, "-m", "umscope"] + args
+    bench = args[0] == "bench"
+    if bench:
+        argv += ["--json", "--store", store]
+    before = set(_runs(store)) if bench else set()
+    t0 = time.time()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=max(1, timeout))
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        out, rc = _stop(p), "timeout"
+    try:
+        data = json.loads(out) if out.strip() else []
+    except ValueError:
+        data = []
+        sys.stderr.write(f"node_reference: {show(args)}: output is not JSON\n")
+    if bench and not data:  # stopped before it printed: what its cases stored
+        data = _records_of_runs(store, sorted(set(_runs(store)) - before))
+    return data, rc, time.time() - t0
+
+
+def run_torch(world, size_bytes, reps, timeout):
+    """bench/scaleout.py's torch.distributed ranks, `world` of them, under torch.multiprocessing (PyTorch's
+    own launcher); in a child process so that a hang is killed with its group."""
+    code = ("import json,sys,os,tempfile;sys.path.insert(0,{b!r});import node_reference as m;"
+            "print(json.dumps(m._torch_child({w},{s},{r})))").format(b=str(ROOT / "bench"), w=world, s=size_bytes,
+                                                                    r=reps)
+    t0 = time.time()
+    p = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=max(1, timeout))
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        out, rc = _stop(p, 5), "timeout"
+    try:
+        res = json.loads(out.strip().splitlines()[-1]) if rc == 0 else {"error": f"exit status {rc}"}
+    except (ValueError, IndexError):
+        res = {"error": "no result printed"}
+    return res, rc, time.time() - t0
+
+
+def _torch_child(world, size_bytes, reps):
+    import torch
+    import torch.multiprocessing as mp
+    import scaleout as sc  # bench/scaleout.py (bench/ is on sys.path): spawned ranks import it by this name
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "out.json")
+        mp.spawn(sc._torch_rank, args=(world, os.path.join(d, "init"), size_bytes, reps, out), nprocs=world,
+                 join=True)
+        with open(out) as f:
+            ops = json.load(f)
+    return {"ops": ops, "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+            "world": world}
+
+
+def render_records(text: str, kept=None, keep=None, note=None) -> str:
+    """The document again from a records file main() wrote: its run line (provenance and plan), the
+    fingerprint, each step's line (commands, exit status, time) and the records that follow it; `kept`
+    sections (of the document `keep`) replace the ones the run kept."""
+    head, fp, results, last = None, {}, {}, None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        what = d.get("node_reference")
+        if what == "run":
+            head = d
+        elif what == "fingerprint":
+            fp = d["fingerprint"]
+        elif what == "step":
+            last = results[d["step"]] = dict(d["result"], records=[])
+        elif last is not None:
+            last["records"].append(d)
+    if head is None:
+        raise ValueError("no run line")
+    pairs = dict(head["pairs"], **{k: [tuple(x) for x in head["pairs"][k]] for k in ("pingpong", "latency")})
+    meta = dict(head["meta"], **({"kept": kept, "keep": keep} if keep else {}))
+    if note:
+        meta["notes"] = list(meta.get("notes") or []) + [note]
+    return render(meta, fp, results, head["n"], pairs, head["ranks"])
+
+
+def _usage(msg):
+    sys.stderr.write(f"node_reference: {msg}\n")
+    return 2
+
+
+def multicast_env(environ) -> dict:
+    """The multicast-off variables the machine set (and NCCL_NVLS_ENABLE), as seen."""
+    return {k: v for k, v in environ.items() if k in MULTICAST_VARS or "NVLS" in k or "MULTICAST" in k}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", help="the machine kind measured, e.g. nvidia-h200-x4 (required unless --render)")
+    ap.add_argument("--out", required=True, help="markdown file, rewritten after every step")
+    ap.add_argument("--records", help="JSON-lines file of every record (default: OUT with .jsonl)")
+    ap.add_argument("--quick", action="store_true", help="one size per table and 5 repetitions")
+    ap.add_argument("--reps", type=int, help="timed repetitions of copy, nccl and torch (default 10; quick 5)")
+    ap.add_argument("--mpi-reps", type=int, default=MPI_REPS, help=f"timed repetitions of mpi, after one warm-up "
+                    f"(default {MPI_REPS}: a 64 MiB repetition takes 1-3 s through host staging)")
+    ap.add_argument("--pairs", choices=["all", "star"], help="ping-pong and latency pairs: every pair, or each "
+                    "pair from GPU 0 plus one disjoint pair (default: all up to 4 GPUs, star above)")
+    ap.add_argument("--no-torch", action="store_true", help="leave out the torch.distributed comparison")
+    ap.add_argument("--budget", type=float, default=600, help="seconds for the whole run (default 600): a step "
+                    "that would start with less than 5 s left is written as not measured")
+    ap.add_argument("--keep", metavar="FILE", help="an earlier document: its sections this script does not make "
+                    "are kept at the end, verbatim with their own provenance")
+    ap.add_argument("--keep-title", action="append", metavar="TEXT", help="with --keep: only the sections whose "
+                    "title starts with TEXT (repeatable)")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan and the estimate, run nothing")
+    ap.add_argument("--render", metavar="RECORDS", help="measure nothing: write OUT again from the records file of "
+                    "an earlier run (its provenance, commands and records as they were)")
+    a = ap.parse_args(argv)
+    kept = []
+    if a.keep_title and not a.keep:
+        return _usage("--keep-title needs --keep FILE")
+    if a.keep:
+        try:
+            kept = kept_sections(Path(a.keep).read_text(), a.keep_title)
+        except OSError as e:
+            return _usage(f"cannot read --keep {a.keep}: {e.strerror}")
+    if a.render:
+        try:
+            text = Path(a.render).read_text()
+        except OSError as e:
+            return _usage(f"cannot read --render {a.render}: {e.strerror}")
+        try:
+            doc = render_records(text, kept, a.keep, note=(
+                f"This document was written again from its records file, measuring nothing, by `python3 "
+                f"bench/node_reference.py --render {Path(a.render).name}` at umscope commit `{_commit(ROOT)}`; the "
+                "figures and their provenance are the run's above."))
+        except (ValueError, KeyError) as e:
+            return _usage(f"{a.render} is not a records file of this script ({e})")
+        Path(a.out).write_text(doc)
+        return 0
+    if not a.kind:
+        return _usage("--kind is required (the machine kind measured, e.g. nvidia-h200-x4)")
+    if a.reps is not None and not 1 <= a.reps <= 1000:
+        return _usage("--reps must be 1-1000")
+    if not 1 <= a.mpi_reps <= 1000:
+        return _usage("--mpi-reps must be 1-1000")
+    if a.budget <= 0:
+        return _usage("--budget must be positive")
+    nvls = os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    if nvls != "0":
+        return _usage(f"NCCL_NVLS_ENABLE={nvls}: it must be 0 (no NVLink multicast on shared machines)")
+    out = Path(a.out)
+    records_path = Path(a.records) if a.records else out.with_suffix(".jsonl")
+    from umscope import probe
+    fp = probe.probe()
+    n = len(fp.get("gpus") or [])
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        pairs = pair_plan(n, a.pairs or ("all" if n <= 4 else "star"))
+        ranks = rank_plan(n, cpus)
+    except ValueError as e:
+        return _usage(f"{e} (this machine: {n} GPU(s), {cpus} CPUs)")
+    steps = plan(n, cpus, a.quick, a.reps, pairs["mode"], not a.no_torch, a.mpi_reps)
+    est = estimate(steps, n, pairs)
+    sys.stderr.write(f"node_reference: {n} GPUs, {cpus} CPUs, {len(steps)} steps, expected about {est:.0f} s "
+                     f"(budget {a.budget:.0f} s)\n")
+    if a.dry_run:
+        for name, cmds in steps:
+            for c in cmds:
+                print(f"{name}: {show(c)}")
+        print(f"expected about {est:.0f} s")
+        return 0
+    meta = {"kind": a.kind, "commit": _commit(ROOT), "env": multicast_env(os.environ),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "argv": "python3 bench/node_reference.py " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:])),
+            "records": records_path.name, "torch": not a.no_torch, "notes": [], "kept": kept,
+            "keep": a.keep}
+    results = {}
+    start = time.time()
+    with records_path.open("w") as f:
+        f.write(json.dumps({"node_reference": "run", "meta": meta, "n": n, "pairs": pairs, "ranks": ranks}) + "\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "store.sqlite")
+        for i, (name, cmds) in enumerate(steps):
+            left = a.budget - (time.time() - start)
+            if left < 5:
+                sys.stderr.write(f"node_reference: [{i + 1}/{len(steps)}] {name}: not run, out of time\n")
+                results[name] = {"not_run": f"the run's budget ({a.budget:.0f} s) was spent before this step",
+                                 "records": []}
+                with records_path.open("a") as f:
+                    f.write(json.dumps({"node_reference": "step", "step": name,
+                                        "result": {"not_run": results[name]["not_run"]}}) + "\n")
+                continue
+            when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+            recs, rcs, wall, res = [], [], 0.0, {"cmds": cmds, "when": when}
+            for c in cmds:
+                left = a.budget - (time.time() - start)
+                sys.stderr.write(f"node_reference: [{i + 1}/{len(steps)} +{time.time() - start:.0f} s] {name}: "
+                                 f"{show(c)}\n")
+                if name == "torch":
+                    from umscope.sizes import parse_size_list
+                    t, rc, w = run_torch(n, parse_size_list(c[c.index("--size") + 1])[0],
+                                         int(c[c.index("--reps") + 1]), left)
+                    res["torch"] = t
+                else:
+                    data, rc, w = run_umscope(c, store, left)
+                    if name == "info":
+                        fp = data or fp
+                    else:
+                        recs += data
+                rcs.append(rc)
+                wall += w
+                if rc == "timeout":
+                    res["error"] = (f"stopped at the budget ({a.budget:.0f} s) while running `{show(c)}`; the records "
+                                    "its finished cases had stored are in the table")
+                    break
+            res.update(records=recs, rc=", ".join(map(str, rcs)), wall=wall)
+            results[name] = res
+            with records_path.open("a") as f:
+                if name == "info":
+                    f.write(json.dumps({"node_reference": "fingerprint", "fingerprint": fp}) + "\n")
+                f.write(json.dumps({"node_reference": "step", "step": name,
+                                    "result": {k: v for k, v in res.items() if k != "records"}}) + "\n")
+                for r in recs:
+                    f.write(json.dumps(dict(r, node_reference_step=name)) + "\n")
+            out.write_text(render(meta, fp, results, n, pairs, ranks))
+            sys.stderr.write(f"node_reference: [{i + 1}/{len(steps)}] {name} done in {wall:.0f} s "
+                             f"(exit {res['rc']}, {len(recs)} records)\n")
+    out.write_text(render(meta, fp, results, n, pairs, ranks))
+    sys.stderr.write(f"node_reference: wrote {out} in {time.time() - start:.0f} s (expected {est:.0f} s)\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
