@@ -180,11 +180,12 @@ void write_buffer(const Delivered& d) {
   std::free(d.buffer);
 }
 
-// The writer thread: CUPTI's thread that delivers buffers also drains the driver's unified-memory event queue, and
-// the driver drops events when that queue is full; writing each delivered buffer there held the draining up (qv 26
-// qubits, managed, CPU-initialised: 40-43% of the migrated bytes had records, against 50-57% when the whole run's
-// records waited in 8 MiB buffers for the exit; H100, docs/counters.md). So buffer_completed only queues the buffer
-// (UMSCOPE_UMTRACE_WRITER=0: writes it there, as before) and this thread writes it.
+// The writer thread: buffer_completed only queues the buffer and this thread writes it (UMSCOPE_UMTRACE_WRITER=0: it is
+// written in the callback), so our JSON writing is never on CUPTI's thread, which also drains the driver's
+// unified-memory event queue. Measured, it did not change how much of a migration CUPTI recorded (qv 26 qubits,
+// managed, CPU-initialised, H100: 51-59% with it against 46-58% with the old 8 MiB buffers written in the callback;
+// the loss seen in that test came from a flusher, since dropped: docs/counters.md); at the exit it writes the last
+// buffers after the forced flush (4-5 ms at 3000 SRAD iterations).
 std::mutex g_writer_mu;
 std::condition_variable g_writer_cv;
 std::deque<Delivered> g_writer_q;
@@ -599,8 +600,7 @@ void setup() {
     // without unified-memory activity, cost CUPTI records (qv 26 qubits, managed, CPU-initialised: 35-48% of the
     // migrated bytes recorded against 46-59% without it; H100, docs/counters.md).
     const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
-    const uint32_t period = fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u;
-    cuptiActivityFlushPeriod(period);
+    cuptiActivityFlushPeriod(fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u);
     start_writer();
     std::atexit(finish);
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGTERM}) std::signal(sig, on_fatal);
