@@ -149,17 +149,15 @@ def phases_of(path, t0):
 NVML_PCIE = "BENCH_NVML_PCIE"
 
 
-EXIT_MARK = {}  # --exit-mark: {"lib": bench/exitmark.c built into a temporary folder}
-
-
 def build_exit_mark(folder):
+    """--exit-mark: bench/exitmark.c built into folder; the library's path."""
     src = Path(__file__).resolve().parent / "exitmark.c"
     lib = os.path.join(folder, "libexitmark.so")
     subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", lib, str(src)], check=True)
     return lib
 
 
-def one_phased(cmd, variant, extra_env=()):
+def one_phased(cmd, variant, extra_env=(), mark=None):
     import tempfile
     extra_env = list(extra_env)
     nvml_on = (NVML_PCIE, "1") in extra_env
@@ -172,10 +170,10 @@ def one_phased(cmd, variant, extra_env=()):
             from umscope.profile import hwcounters
             link = hwcounters.NvmlLink([g["pci_bus_id"] for g in probe_mod.probe().get("gpus", [])], 0.1)
             link.start()
-        mark = EXIT_MARK.get("lib")
+        mark_file = os.path.join(tmp, "exitmark")
         if mark:
-            env["LD_PRELOAD"] = mark
-            env["EXITMARK_FILE"] = os.path.join(tmp, "exitmark")
+            env["LD_PRELOAD"] = ":".join(x for x in (mark, env.get("LD_PRELOAD")) if x)
+            env["EXITMARK_FILE"] = mark_file
         u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -191,8 +189,9 @@ def one_phased(cmd, variant, extra_env=()):
                "cpu_user_s": round(u1.ru_utime - u0.ru_utime, 3), "cpu_sys_s": round(u1.ru_stime - u0.ru_stime, 3)}
         if p.returncode != 0:
             res["stderr"] = err[-400:]
-        if mark and os.path.exists(os.path.join(tmp, "exitmark")):
-            res["userland_end_to_exit_s"] = round(t1 - int(open(os.path.join(tmp, "exitmark")).read().split()[-1]) / 1e9, 4)
+        if mark and os.path.exists(mark_file):
+            with open(mark_file, encoding="utf-8") as f:
+                res["userland_end_to_exit_s"] = round(t1 - int(f.read().split()[-1]) / 1e9, 4)
         for name, path in files.items():
             ph, end = phases_of(path, t0)
             res[name] = ph
@@ -202,16 +201,16 @@ def one_phased(cmd, variant, extra_env=()):
         return res
 
 
-def phases(cmd, reps, variants, extra):
+def phases(cmd, reps, variants, extra, mark=None):
     variants = [v for v in VARIANTS if v in variants]
     rows = []
     for r in range(reps):
         for v in variants:
-            rows.append(one_phased(cmd, v))
+            rows.append(one_phased(cmd, v, mark=mark))
             sys.stderr.write(f"phases rep {r + 1} {v:<15} wall {rows[-1]['wall_s']:.3f} s app {rows[-1]['app_ms']} ms\n")
         for kv in extra:
             variant, _, kv = kv.partition(":") if kv.split("=", 1)[0].count(":") else ("", "", kv)
-            rows.append(one_phased(cmd, variant or "trace+counters", [tuple(x.split("=", 1)) for x in kv.split()]))
+            rows.append(one_phased(cmd, variant or "trace+counters", [tuple(x.split("=", 1)) for x in kv.split()], mark))
             sys.stderr.write(f"phases rep {r + 1} {kv:<15} wall {rows[-1]['wall_s']:.3f} s app {rows[-1]['app_ms']} ms\n")
     return rows
 
@@ -243,10 +242,10 @@ def main(argv=None):
     cmd = a.command or [native.umbench_path(), "run", "srad", "--mode", "managed", "--footprint", a.footprint,
                         "--iterations", str(a.iterations)]
     if a.phases:
-        if a.exit_mark:
-            import tempfile
-            EXIT_MARK["lib"] = build_exit_mark(tempfile.mkdtemp(prefix="umexitmark-"))
-        print(json.dumps({"command": cmd, "phases": phases(cmd, a.reps, a.variants.split(","), a.phase_env)}))
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="umexitmark-") as d:
+            mark = build_exit_mark(d) if a.exit_mark else None
+            print(json.dumps({"command": cmd, "phases": phases(cmd, a.reps, a.variants.split(","), a.phase_env, mark)}))
         return 0
     hows = ("plain", "profile", "traced", "counters") if a.with_sampler_only else ("plain", "traced", "counters")
     res = {h: {"wall_s": [], "command_wall_s": [], "app_ms": [], "compute_ms": []} for h in hows}
