@@ -3,6 +3,8 @@ import io
 import json
 import multiprocessing
 
+import pytest
+
 from umscope.store import RECORD_FIELDS, Store
 from umscope.suite import Case
 
@@ -93,30 +95,26 @@ class _SignalAfter:
         return cur
 
 
-def test_a_signal_after_commit_keeps_the_write_and_propagates(tmp_path):
+def _create_run_interrupted_after(tmp_path, statement):
+    """A store whose create_run is interrupted (KeyboardInterrupt, as a signal) right after `statement`; the
+    interrupt must reach the caller, not an error of the rollback."""
     s = Store(tmp_path / "s.sqlite")
     real = s.db
-    s.db = _SignalAfter(real, "COMMIT")
-    try:
+    s.db = _SignalAfter(real, statement)
+    with pytest.raises(KeyboardInterrupt):
         s.create_run("bench", "umscope bench x", [], {}, {})
-        raise AssertionError("the signal was swallowed")
-    except KeyboardInterrupt:
-        pass  # the signal itself, not "cannot rollback - no transaction is active"
     s.db = real
+    return s, real
+
+
+def test_a_signal_after_commit_keeps_the_write_and_propagates(tmp_path):
+    s, real = _create_run_interrupted_after(tmp_path, "COMMIT")
     assert not real.in_transaction
     assert [r["command"] for r in s.runs()] == ["umscope bench x"]
 
 
 def test_a_signal_after_begin_undoes_the_transaction(tmp_path):
-    s = Store(tmp_path / "s.sqlite")
-    real = s.db
-    s.db = _SignalAfter(real, "BEGIN IMMEDIATE")
-    try:
-        s.create_run("bench", "umscope bench x", [], {}, {})
-        raise AssertionError("the signal was swallowed")
-    except KeyboardInterrupt:
-        pass
-    s.db = real
+    s, real = _create_run_interrupted_after(tmp_path, "BEGIN IMMEDIATE")
     assert not real.in_transaction  # no transaction left open to block the next writer
     assert s.runs() == []
     s.create_run("bench", "umscope bench y", [], {}, {})
