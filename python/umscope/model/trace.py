@@ -14,8 +14,31 @@ ALIGN_PAGES = 512  # allocations placed on 2 MiB boundaries in the simulated add
 
 
 def read_jsonl(path) -> list:
+    """libumtrace's JSON lines, plain or gzip-compressed (as the kept traces in docs/ are); a file that is
+    neither text nor gzip is a usage error."""
+    import gzip
+    import json
+
+    from umscope.errors import UsageError
     from umscope.profile.tracer import read_trace_lines
-    return read_trace_lines(path)
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    if not gz:
+        try:
+            return read_trace_lines(path)
+        except UnicodeDecodeError:
+            raise UsageError(f"{path}: not a umsim trace, libumtrace's JSON lines or their gzip") from None
+    out = []
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass  # a line cut by a crash
+    except (OSError, EOFError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: a damaged gzip trace ({err})") from None
+    return out
 
 
 def from_umtrace(records, page_bytes=4096) -> dict:
