@@ -330,16 +330,20 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out, env=""):
     return med, p90, len(errs)
 
 
-def store_validated(a, rows, med, p90, machine, commit, when):
-    """The validated error the model's records and the CLI show (python/umscope/model/validated.json)."""
+def store_validated(a, rows, med, p90, machine, commit, when, kind="calibrated", figures=None):
+    """The validated error the model's records and the CLI show (python/umscope/model/validated.json): under
+    "calibrated" with the session's own figures, under "calibrated_packaged" with the packaged ones (what
+    `umscope model` without --figures and the report's modelled section use)."""
     path = a.validated_out or (calibrated.VALIDATED if Path(a.out).resolve() == DEFAULT_OUT.resolve() else None)
     if not path or not rows:
         return
-    calibrated.write_validated("calibrated", {
-        "model_version": calibrated.VERSION, "median": round(med, 4), "p90": round(p90, 4), "cases": len(rows),
-        "machine": machine, "commit": commit, "when": when,
-        "per_case": {f"{r['app']}/{r['mode']}": round(r["error"], 4) for r in rows}}, path)
-    print(f"wrote {path}")
+    entry = {"model_version": calibrated.VERSION, "median": round(med, 4), "p90": round(p90, 4), "cases": len(rows),
+             "machine": machine, "commit": commit, "when": when,
+             "per_case": {f"{r['app']}/{r['mode']}": round(r["error"], 4) for r in rows}}
+    if figures:
+        entry["figures"] = figures
+    calibrated.write_validated(kind, entry, path)
+    print(f"wrote {path} ({kind})", file=sys.stderr)
 
 
 def compare(app_recs, fig):
@@ -400,19 +404,29 @@ def from_raw(a):
     error are left alone unless --out / --validated-out name them."""
     recs = [json.loads(x) for x in Path(a.from_raw).read_text().splitlines() if x.strip()]
     meta = next((r for r in recs if r.get("_tag") == "meta"), {})
-    fig, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") in ("fig256", "touch-after")])
-    fig, missing = with_packaged(fig)
-    big, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig1g"])
+    if a.packaged_figures:
+        # What a user without the session's figures gets: the packaged set (figures/h100-sxm-pcie5.yaml).
+        fig, missing = with_packaged({})
+        big = {}
+    else:
+        fig, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") in ("fig256", "touch-after")])
+        fig, missing = with_packaged(fig)
+        big, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig1g"])
     rows = compare([r for r in recs if r.get("_tag") == "app"], fig)
     micro = micro_rows(fig, big) if big else []
-    cmd = f"python3 bench/model_validate.py --from-raw {a.from_raw}"
+    cmd = f"python3 bench/model_validate.py --from-raw {a.from_raw}" + (" --packaged-figures" if a.packaged_figures
+                                                                          else "")
     env = env_text([r for r in recs if r.get("_tag") == "env"], [r for r in recs if r.get("_tag") == "app"])
     out = a.out or "-"
     med, p90, n = table(rows, micro, fig, missing, meta.get("gpu", "?") + f" (measured at commit "
-                        f"{meta.get('commit', '?')}, {meta.get('when', '?')}; recomputed)", _commit.commit(ROOT), cmd,
+                        f"{meta.get('commit', '?')}, {meta.get('when', '?')}; recomputed"
+                        + ("; predicted with the packaged h100-sxm-pcie5 figures, not the session's)"
+                           if a.packaged_figures else ")"), _commit.commit(ROOT), cmd,
                         meta.get("wall_s", 0), out, env)
     if a.validated_out:
-        store_validated(a, rows, med, p90, meta.get("gpu", "?"), meta.get("commit", "?"), meta.get("when", "?"))
+        store_validated(a, rows, med, p90, meta.get("gpu", "?"), meta.get("commit", "?"), meta.get("when", "?"),
+                        *(("calibrated_packaged", "the packaged h100-sxm-pcie5 figures, not the session's")
+                          if a.packaged_figures else ()))
     print(f"median |error| {med:.1%}, p90 {p90:.1%} over {n} cases" + ("" if out == "-" else f"; wrote {out}"),
           file=sys.stderr)
     return 0
@@ -424,13 +438,16 @@ def main():
     ap.add_argument("--footprint", help="every application at this footprint (default: the suite's small case)")
     ap.add_argument("--apps", default=",".join(a for a in calibrated.ACCESS if a in apps.APPS and a != "gemm"))
     ap.add_argument("--device", default="0")
-    ap.add_argument("--out", help=f"the generated table (default: {DEFAULT_OUT.relative_to(ROOT)} after a "
+    ap.add_argument("--out", help="the generated table (default: docs/model-validation.md after a "
                     "measurement; with --from-raw, printed)")
     ap.add_argument("--validated-out", help="where the validated error goes (default: the package's "
                     "model/validated.json when --out is the docs table)")
     ap.add_argument("--json-out")
     ap.add_argument("--raw-out", help="every measured record as JSON lines (for --from-raw)")
     ap.add_argument("--from-raw", help="recompute the table from a --raw-out file; runs nothing")
+    ap.add_argument("--packaged-figures", action="store_true",
+                    help="with --from-raw: predict with the packaged H100 figures (figures/h100-sxm-pcie5.yaml) "
+                    "instead of the session's, as `umscope model` without --figures and the report do")
     ap.add_argument("--budget", type=float, default=0, help="start no application run after this many seconds")
     ap.add_argument("--calibration-runs", type=int, default=3,
                     help="explicit-mode runs per application; the calibration takes each phase's median")

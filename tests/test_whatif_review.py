@@ -277,3 +277,41 @@ def test_from_raw_prints_and_leaves_the_docs_and_validated_error_alone(tmp_path,
                                      "--validated-out", str(val)])
     assert mv.main() == 0
     assert json.loads(val.read_text())["calibrated"]["median"] == 0.0894 and (tmp_path / "t.md").exists()
+
+
+def test_packaged_figures_carry_their_own_validated_error(tmp_path, capsys, validated):
+    # `umscope model` without --figures and the report predict with the packaged figures: the error shown is the
+    # one measured with those figures (bench/model_validate.py --packaged-figures), not the session-figures one.
+    f = _jsonl(tmp_path / "cal.json", [CAL])
+    assert cli.main(["model", "triad", "--calibration", f, "--json"]) == 0
+    v = next(r for r in json.loads(capsys.readouterr().out) if r["mode"] == "managed")["validated_error"]
+    assert v["this_case"] == -0.05 and "not with the packaged ones used here" in v["note"]
+    calibrated.write_validated("calibrated_packaged", dict(CAL_V, median=0.136, p90=0.27,
+                                                           figures="the packaged figures",
+                                                           per_case={"triad/managed": 0.2}))
+    assert cli.main(["model", "triad", "--calibration", f]) == 0
+    out = capsys.readouterr().out
+    assert "with the packaged figures): median 13.6%, 90th percentile 27.0%" in out
+    assert next(ln for ln in out.splitlines() if ln.startswith("managed ")).endswith("+20.0%")
+    assert cli.main(["model", "triad", "--calibration", f, "--figures", _jsonl(tmp_path / "fig.jsonl", [
+        {"benchmark": "migration", "op": "read", "kind": "pinned", "bytes": GIB, "first": 40.0, "steady": 41.0}])]) == 0
+    out = capsys.readouterr().out
+    assert "median 8.0%" in out and next(ln for ln in out.splitlines() if ln.startswith("managed ")).endswith("-5.0%")
+    html = modelled.section([{"op": "app", "bytes": 1, "extra": dict(CAL, mode=m, total_ms=300.0)}
+                             for m in ("explicit", "managed")], {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]})
+    assert "median 13.6%" in html and "+20.0%" in html
+
+
+def test_from_raw_with_packaged_figures_stores_their_error_apart(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    mv = importlib.import_module("model_validate")
+    val = tmp_path / "validated.json"
+    raw = str(ROOT / "docs" / "model-validation-raw-run2.jsonl")
+    monkeypatch.setattr("sys.argv", ["model_validate.py", "--from-raw", raw, "--packaged-figures",
+                                     "--validated-out", str(val)])
+    assert mv.main() == 0
+    out = capsys.readouterr().out
+    assert "predicted with the packaged h100-sxm-pcie5 figures, not the session's" in out
+    v = json.loads(val.read_text())
+    assert set(v) == {"calibrated_packaged"} and v["calibrated_packaged"]["figures"].startswith("the packaged")
+    assert v["calibrated_packaged"]["cases"] == 65

@@ -334,10 +334,10 @@ def _figures(args, fig, src):
     return f"{where}: " + ", ".join(sorted(measured)) + f"; the rest: {src}"
 
 
-def _validated_for(machine: str, app: str, mode: str) -> dict:
-    """The calibrated model's validated error for this case; on a machine description other than the one it
-    was validated on, marked as not validated there."""
-    v = calibrated.validated("calibrated", app, mode)
+def _validated_for(machine: str, app: str, mode: str, packaged: bool) -> dict:
+    """The calibrated model's validated error for this case (with the packaged figures where those are used);
+    on a machine description other than the one it was validated on, marked as not validated there."""
+    v = calibrated.validated_model(app, mode, packaged=packaged)
     if machine != VALIDATED_MACHINE and "median" in v:
         v["note"] = (f"validated on {v.get('machine')} only, not on {machine}: its errors are shown for reference"
                      + (f"; {v['note']}" if v.get("note") else ""))
@@ -376,7 +376,8 @@ def cmd_model(args):
         except ValueError as e:
             recs.append({"app": args.app, "mode": m, "status": "not modelled", "reason": str(e)})
             continue
-        recs.append(calibrated.record(args.app, m, p, src, csrc, _validated_for(args.machine, args.app, m)))
+        recs.append(calibrated.record(args.app, m, p, src, csrc,
+                                      _validated_for(args.machine, args.app, m, not args.figures)))
     if args.json:
         print(json.dumps(recs, indent=1))
         return 0
@@ -402,7 +403,7 @@ def cmd_model(args):
     if missing:
         print(f"figures missing from {args.machine} (their terms count 0 or fall back as calibrated.py says): "
               + ", ".join(sorted(missing)))
-    print(calibrated.validated_text(_validated_for(args.machine, args.app, "")))
+    print(calibrated.validated_text(_validated_for(args.machine, args.app, "", not args.figures)))
     return 0
 
 

@@ -303,17 +303,34 @@ def validated(kind="calibrated", app=None, mode=None, version=None) -> dict:
         v = json.loads(VALIDATED.read_text()).get(kind)
     except (OSError, ValueError):
         v = None
-    doc = "docs/model-validation.md" if kind == "calibrated" else "docs/simulator-validation.md"
+    doc = "docs/model-validation.md" if kind.startswith("calibrated") else "docs/simulator-validation.md"
     if not v:
         return {"status": "not validated yet", "source": doc}
     out = {k: v[k] for k in v if k != "per_case"}
     out["source"] = doc
     if app and mode:
         out["this_case"] = (v.get("per_case") or {}).get(f"{app}/{mode}")
-    want = version or (VERSION if kind == "calibrated" else None)
+    want = version or (VERSION if kind.startswith("calibrated") else None)
     if want and v.get("model_version") != want:
         out["note"] = f"validated for {v.get('model_version')}, not {want}"
     return out
+
+
+def validated_model(app=None, mode=None, packaged=False) -> dict:
+    """The calibrated model's validated error for predictions made with the session's own figures, or with
+    the packaged ones (packaged=True: `umscope model` without --figures, the report's modelled section), whose
+    error bench/model_validate.py --packaged-figures measures on a held-out run ("calibrated_packaged").
+    Without that entry, the session-figures error with a note saying it is not for these figures."""
+    if packaged:
+        v = validated("calibrated_packaged", app, mode)
+        if "median" in v:
+            return v
+        v = validated("calibrated", app, mode)
+        if "median" in v:
+            v["note"] = ("validated with the session's own figures, not with the packaged ones used here"
+                         + (f"; {v['note']}" if v.get("note") else ""))
+        return v
+    return validated("calibrated", app, mode)
 
 
 def validated_text(v: dict) -> str:
@@ -322,7 +339,8 @@ def validated_text(v: dict) -> str:
         return f"validated error: {v['status']} (see {v['source']})"
     if "median" in v:
         t = (f"validated error (predicted vs measured total time, {v.get('cases')} cases on {v.get('machine')}, "
-             f"commit {v.get('commit')}): median {v['median']:.1%}, 90th percentile {v['p90']:.1%}")
+             f"commit {v.get('commit')}" + (f", with {v['figures']}" if v.get("figures") else "")
+             + f"): median {v['median']:.1%}, 90th percentile {v['p90']:.1%}")
         if v.get("this_case") is not None:
             t += f"; this case {v['this_case']:+.1%}"
     else:

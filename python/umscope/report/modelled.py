@@ -66,7 +66,7 @@ def section(records, fp) -> str:
         fig, src = dos.machine_figures(machine)
     except UsageError as err:
         return head + f"{e(err)}</p></section>"
-    v = calibrated.validated("calibrated")
+    v = calibrated.validated_model(packaged=True)
     validated_here = machine == "h100-sxm-pcie5" and "median" in v
     where = ("" if validated_here else
              f" It was validated on {e(v.get('machine', 'another machine'))} only, not on this machine's kind.")
@@ -91,7 +91,7 @@ def section(records, fp) -> str:
             err = (p["total_ms"] - meas) / meas if meas else None
             if err is not None:
                 errs.append(abs(err))
-            this = calibrated.validated("calibrated", app, m).get("this_case")
+            this = calibrated.validated_model(app, m, packaged=True).get("this_case")
             valid = all(v_ in VALIDATED_CONFIG[k] for k, v_ in config)
             vtext = (f"{this:+.1%}" if validated_here and valid and this is not None else "not validated")
             name = app + "".join(f" {v_}" for k, v_ in config if v_ not in VALIDATED_CONFIG[k])
