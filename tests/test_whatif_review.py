@@ -315,3 +315,24 @@ def test_from_raw_with_packaged_figures_stores_their_error_apart(tmp_path, monke
     v = json.loads(val.read_text())
     assert set(v) == {"calibrated_packaged"} and v["calibrated_packaged"]["figures"].startswith("the packaged")
     assert v["calibrated_packaged"]["cases"] == 65
+
+
+def test_simulate_and_advise_price_with_this_machines_measured_figures(tmp_path, capsys):
+    # "on this machine": the figures a run measured (here a file of migration records), the fault cost per
+    # batch calibrated again from them; without --figures, the packaged description's.
+    mig = {"benchmark": "migration", "op": "read", "kind": "managed", "bytes": GIB, "cpu_touch": "none"}
+    f = _jsonl(tmp_path / "fig.jsonl", [dict(mig, policy="first_touch=cpu", first=2.0, steady=3000.0),
+                                         dict(mig, policy="first_touch=cpu,prefetch=gpu", prefetch_gbps=20.0)])
+    argv = ["simulate", "triad", "--footprint", "16M", "--capacity", "64M", "--policy", "uvm", "--json"]
+    assert cli.main(argv) == 0
+    packaged = json.loads(capsys.readouterr().out)[0]
+    assert cli.main(argv + ["--figures", f]) == 0
+    mine = json.loads(capsys.readouterr().out)[0]
+    assert mine["inputs"]["figures_source"].startswith(f"file {f}: first_pass_gbps, migrate_gbps; the rest:")
+    assert mine["inputs"]["machine_figures"]["migrate_gbps"] == 20.0
+    assert mine["counts"]["faults"] == packaged["counts"]["faults"]  # the same replay, priced differently
+    assert mine["modelled_seconds"]["total"] > 2 * packaged["modelled_seconds"]["total"]
+    assert cli.main(["advise", "mvt", "--footprint", "16M", "--figures", f, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["figures_source"].startswith(f"file {f}:")
+    _one_line_exit_2(["advise", "mvt", "--machine", "gh200", "--figures", f], capsys)
+    _one_line_exit_2(["simulate", "mvt", "--figures", str(tmp_path / "nope")], capsys)

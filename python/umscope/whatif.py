@@ -14,6 +14,9 @@ from umscope.sizes import format_size, parse_size
 LABEL = "MODELLED (not measured)"
 MACHINE_HELP = ("model figures: h100-sxm-pcie5 (default: the project's measured H100, not this machine) or gh200 "
                 "(the studies' published figures, the rest borrowed from the H100 and named)")
+SIM_FIGURES_HELP = ("this machine's own figures: those a run in the store (or a JSON-lines file of records) "
+                    "measured (migration, cpu-stream, copy: bulk and first-pass migration, link and HBM rates), over "
+                    "--machine's; the fault cost per batch is calibrated again from them")
 # umsim's largest VA block / SVM range / counter region, in pages (native/sim/umsim.cpp checks it).
 UMSIM_MAX_UNIT_PAGES = 65535
 
@@ -38,6 +41,8 @@ def add_parsers(sub):
     s.add_argument("--unit", help="VA block / SVM range / counter region size")
     s.add_argument("--page", help="page size (default 4K)")
     s.add_argument("--machine", default="h100-sxm-pcie5", help=MACHINE_HELP)
+    s.add_argument("--figures", metavar="RUN|FILE", help=SIM_FIGURES_HELP)
+    s.add_argument("--store", help="results store for --figures RUN")
     s.add_argument("--sweep", choices=("cooper", "schieffer", "all"),
                    help="the degree-of-oversubscription sweeps of the studies, compared with their published shapes")
     s.add_argument("--json", action="store_true")
@@ -63,6 +68,8 @@ def add_parsers(sub):
     s.add_argument("--capacity", help="GPU memory available (default: the machine's)")
     s.add_argument("--iterations", type=int)
     s.add_argument("--machine", default="h100-sxm-pcie5", help=MACHINE_HELP)
+    s.add_argument("--figures", metavar="RUN|FILE", help=SIM_FIGURES_HELP)
+    s.add_argument("--store", help="results store for --figures RUN")
     s.add_argument("--json", action="store_true")
     return {"simulate": cmd_simulate, "model": cmd_model, "advise": cmd_advise}
 
@@ -191,7 +198,7 @@ def cmd_simulate(args):
         stream, foot = _stream(args, tmp)
         cap = _capacity(args, foot, fig_doc)
         pols = _policies(args.policy, fig_doc.get("ats"))
-        fig, src = dos.machine_figures(args.machine)  # calibrating the fault cost runs umsim: after every check
+        fig, src = sim_figures(args)  # calibrating the fault cost runs umsim: after every check
         drv = _driver()
         recs = simulate_all(stream, cap, pols, fig, extra, drv)
     for r in recs:
@@ -298,12 +305,7 @@ def _calibration(args):
                          f"{args.app} --mode explicit` and pass --calibration RUN, or a JSON (lines) file of records "
                          "such as docs/model-validation-raw-run2.jsonl (the H100's held-out run)")
     c = args.calibration
-    if Path(c).exists():
-        recs, src = _read_records(Path(c), "--calibration"), f"file {c}"
-    elif c.isdigit():
-        recs, src = _run_records(args, c, "--calibration")
-    else:
-        raise UsageError(f"--calibration {c!r}: neither a file nor a run id")
+    recs, src = _records_from(args, c, "--calibration")
     mine = [r for r in recs if r.get("app") == args.app and r.get("mode") == "explicit"]
     if not mine:
         apps = sorted({str(r.get("app")) for r in recs if r.get("mode") == "explicit" and r.get("app")})
@@ -318,15 +320,19 @@ def _calibration(args):
     return cal, src
 
 
+def _records_from(args, f, what) -> tuple:
+    """(records, where) of a file (JSON or JSON lines) or a run id in the store."""
+    if Path(f).exists():
+        return _read_records(Path(f), what), f"file {f}"
+    if str(f).isdigit():
+        return _run_records(args, f, what)
+    raise UsageError(f"{what} {f!r}: neither a file nor a run id")
+
+
 def _figures(args, fig, src):
     """--figures RUN|FILE: the machine figures those records measured, over the machine description's."""
     f = args.figures
-    if Path(f).exists():
-        recs, where = _read_records(Path(f), "--figures"), f"file {f}"
-    elif str(f).isdigit():
-        recs, where = _run_records(args, f, "--figures")
-    else:
-        raise UsageError(f"--figures {f!r}: neither a file nor a run id")
+    recs, where = _records_from(args, f, "--figures")
     measured, _ = calibrated.figures_from_records(recs)
     if not measured:
         raise UsageError(f"--figures {f}: no migration, firsttouch, faults, cpu-stream or gpu-stream records")
@@ -425,9 +431,30 @@ TIMES_NOTE = ("modelled times: umsim's counts priced with the machine figures (m
               "not validated against measured times, so the gain is an estimate without a validated error")
 
 
-def advise(stream, foot, capacity, machine, iterations_note=""):
+def sim_figures(args) -> tuple:
+    """The simulator's figures: --machine's description, with --figures RUN|FILE's measurements over it and
+    the fault cost per batch calibrated again from them."""
+    fig, src = dos.machine_figures(args.machine)
+    if not getattr(args, "figures", None):
+        return fig, src
+    if dos.figures(args.machine)["source"].startswith("paper:"):
+        raise UsageError(f"--figures replaces a measured machine's figures; {args.machine} is a published "
+                         "description: leave --machine at h100-sxm-pcie5 (or another measured one)")
+    recs, where = _records_from(args, args.figures, "--figures")
+    measured, _ = calibrated.figures_from_records(recs)
+    if not measured:
+        raise UsageError(f"--figures {args.figures}: no migration, firsttouch, faults, cpu-stream, gpu-stream or "
+                         "copy records")
+    base = dict(dos.figures(args.machine)["figures"], **measured)
+    fig = dos.calibrate(base)
+    src = (f"{where}: {', '.join(sorted(measured))}; the rest: {src}"
+           + (f"; {fig['calibration']}" if fig.get("calibration") else ""))
+    return fig, src
+
+
+def advise(stream, foot, capacity, machine, iterations_note="", figures=None):
     fig_doc = dos.figures(machine)
-    fig, src = dos.machine_figures(machine)
+    fig, src = figures or dos.machine_figures(machine)
     drv = _driver() if machine == "h100-sxm-pcie5" else {}
     pols = ["uvm", "zerocopy"] + (["ats"] if fig_doc.get("ats") else [])
     recs = {r["counts"]["policy"]: r for r in simulate_all(stream, capacity, pols, fig, {}, drv)}
@@ -472,7 +499,7 @@ def cmd_advise(args):
         args.reverse = False
         stream, foot = _stream(args, tmp)
         cap = _capacity(args, foot, fig_doc)
-        res = advise(stream, foot, cap, args.machine)
+        res = advise(stream, foot, cap, args.machine, figures=sim_figures(args))
     if args.app and args.app in calibrated.ACCESS and calibrated.ACCESS[args.app][1] == 0.0:
         res["hints"].append("the inputs are only read: cudaMemAdviseSetReadMostly lets the GPU keep a copy "
                             "without invalidating the CPU's")
