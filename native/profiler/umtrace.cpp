@@ -33,6 +33,7 @@
 
 #include "counters.hpp"  // hardware counters share CUPTI's one subscriber (with $UMSCOPE_COUNTERS_FILE)
 #include "json_out.hpp"
+#include "uvm_events.hpp"  // the driver's fault events, with UMSCOPE_UMTRACE_UVM_EVENTS=1
 
 namespace {
 
@@ -375,6 +376,8 @@ void start(int ndev, void* cuda) {
     return;
   }
   open_tracker(-1, nullptr, fds);
+  const char* ev = std::getenv("UMSCOPE_UMTRACE_UVM_EVENTS");
+  if (ev && std::strcmp(ev, "1") == 0) uvm_events::start(fds, g_out, g_mu);
   using GetFn = int (*)(int*, int);
   using UuidFn = int (*)(unsigned char*, int);
   auto get = cuda ? reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet")) : nullptr;
@@ -417,6 +420,7 @@ void finish() {
     umprofiler::write_phase(g_out, "exit: flush: buffers it delivered", -1, w0, w0, static_cast<long long>(g_write_buffers - buffers0));
     umprofiler::write_phase(g_out, "run: buffers written (summed)", -1, 0, g_write_ns, static_cast<long long>(g_write_buffers));
   }
+  uvm_events::stop();
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
   std::lock_guard<std::mutex> lk(g_mu);
