@@ -289,23 +289,8 @@ constexpr int kCounters = 10;                    // UVM_TOTAL_COUNTERS on Linux
 // and device-to-host 8 (included in 0 and 1), GPU faults 9.
 constexpr uint64_t kAllFlags = 0x1 | 0x2 | 0x4 | 0x80 | 0x100 | 0x200;
 
-struct InitParams {
-  uint64_t queue_buffer;
-  uint64_t queue_buffer_size;  // 0: a counter tracker
-  uint64_t control_buffer;     // the counters, kCounters x uint64, page-aligned
-  unsigned char processor[16];
-  uint32_t all_processors;
-  uint32_t uvm_fd;
-  uint32_t rm_status;
-  uint32_t pad;
-};
-static_assert(sizeof(InitParams) == 56, "UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS is 56 bytes");
-
-struct EnableParams {
-  uint64_t flags;
-  uint32_t rm_status;
-  uint32_t pad;
-};
+using uvm_events::InitParams;  // the driver's tracker parameters (uvm_events.hpp)
+using EnableParams = uvm_events::FlagsParams;
 
 struct Tracker {
   int dev;  // CUDA ordinal, -1: every processor

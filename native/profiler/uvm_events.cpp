@@ -27,24 +27,6 @@ enum : int { kMigration = 2, kGpuFault = 3, kGpuFaultReplay = 4, kFaultBufferOve
 constexpr uint64_t kMask = (1ull << kMigration) | (1ull << kGpuFault) | (1ull << kGpuFaultReplay) |
                            (1ull << kFaultBufferOverflow);
 
-struct InitParams {  // UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS
-  uint64_t queue_buffer;
-  uint64_t queue_buffer_size;  // entries, a power of 2
-  uint64_t control_buffer;
-  unsigned char processor[16];
-  uint32_t all_processors;
-  uint32_t uvm_fd;
-  uint32_t rm_status;
-  uint32_t pad;
-};
-static_assert(sizeof(InitParams) == 56, "UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS is 56 bytes");
-
-struct FlagsParams {  // UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS
-  uint64_t flags;
-  uint32_t rm_status;
-  uint32_t pad;
-};
-
 struct ThresholdParams {  // UVM_TOOLS_SET_NOTIFICATION_THRESHOLD_PARAMS
   uint32_t threshold;
   uint32_t rm_status;

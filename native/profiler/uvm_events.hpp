@@ -16,6 +16,27 @@
 
 namespace uvm_events {
 
+// UVM_TOOLS_INIT_EVENT_TRACKER(_V2)_PARAMS (uvm_ioctl.h): a counter tracker (queue_buffer_size 0: libumtrace's
+// counters, umtrace.cpp) or an event queue (here).
+struct InitParams {
+  uint64_t queue_buffer;
+  uint64_t queue_buffer_size;  // 0: a counter tracker; else the queue's entries, a power of 2
+  uint64_t control_buffer;     // page-aligned: the counters, or the queue's UvmToolsEventControlData
+  unsigned char processor[16];
+  uint32_t all_processors;
+  uint32_t uvm_fd;
+  uint32_t rm_status;
+  uint32_t pad;
+};
+static_assert(sizeof(InitParams) == 56, "UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS is 56 bytes");
+
+// UVM_TOOLS_ENABLE_COUNTERS_PARAMS and UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS: a bit mask of counters or events.
+struct FlagsParams {
+  uint64_t flags;
+  uint32_t rm_status;
+  uint32_t pad;
+};
+
 // The V2 event entry (UvmEventEntry_V2 in uvm_types.h of NVIDIA's open kernel modules, unchanged from 580.65 to
 // 595.45): 72 bytes, the event type in its first byte.
 constexpr size_t kEntryBytes = 72;
