@@ -336,3 +336,25 @@ def test_simulate_and_advise_price_with_this_machines_measured_figures(tmp_path,
     assert json.loads(capsys.readouterr().out)["figures_source"].startswith(f"file {f}:")
     _one_line_exit_2(["advise", "mvt", "--machine", "gh200", "--figures", f], capsys)
     _one_line_exit_2(["simulate", "mvt", "--figures", str(tmp_path / "nope")], capsys)
+
+
+def test_a_trace_whose_records_cupti_dropped_is_labelled_incomplete(tmp_path, capsys):
+    # The kept H100 traces carry the driver's own byte count (uvm_counters): where CUPTI's records hold less,
+    # the replay is a lower bound and says so.
+    a = 1 << 40
+    recs = [{"k": "mem", "op": 1, "a": a, "b": 64 * 4096}, {"k": "kernel", "s": 1, "e": 2}]
+    recs += [{"k": "um", "c": 1, "v": 4096, "s": 3 + i, "e": 4 + i, "a": a + i * 4096, "f": 1} for i in range(16)]
+    full = recs + [{"k": "uvm_counters", "dev": -1, "htod": 16 * 4096}]
+    lossy = recs + [{"k": "uvm_counters", "dev": 0, "htod": 64 * 4096}, {"k": "uvm_counters", "dev": -1, "htod": 1},
+                    {"k": "uvm_counters", "dev": -1, "htod": 64 * 4096}]
+    argv = ["--capacity", "64M", "--policy", "uvm"]
+    assert cli.main(["simulate", "--trace", _jsonl(tmp_path / "full.jsonl", full)] + argv) == 0
+    assert "INCOMPLETE" not in capsys.readouterr().out
+    f = _jsonl(tmp_path / "lossy.jsonl", lossy)
+    assert cli.main(["simulate", "--trace", f] + argv) == 0
+    assert "INCOMPLETE TRACE: the trace's CUPTI records hold 64 KiB of the 256 KiB the driver migrated to the GPU " \
+           "(25%)" in capsys.readouterr().out
+    assert cli.main(["simulate", "--trace", f, "--json"] + argv) == 0
+    assert "lower bounds" in json.loads(capsys.readouterr().out)[0]["inputs"]["trace"]
+    assert cli.main(["advise", "--trace", f, "--capacity", "64M", "--json"]) == 0
+    assert "(25%)" in json.loads(capsys.readouterr().out)["trace"]

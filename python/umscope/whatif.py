@@ -111,7 +111,19 @@ def _stream(args, tmpdir):
         raise UsageError(f"{path}: no unified-memory events to replay (was it written by --um-trace?)")
     out = Path(tmpdir) / "trace.umstrace"
     umtrace.write(out, tr)
+    args.trace_note = trace_completeness(tr)
     return {"trace": str(out)}, sum(n for _, n in tr["allocs"]) * 4096
+
+
+def trace_completeness(tr: dict) -> str:
+    """'' where the trace's CUPTI records hold every byte the driver migrated (or the trace has no driver
+    count); otherwise what share they hold: the replayed stream is then a lower bound."""
+    drv, rec = tr.get("driver_htod_bytes"), tr.get("recorded_htod_bytes", 0)
+    if not drv or rec >= 0.99 * drv:
+        return ""
+    return (f"the trace's CUPTI records hold {format_size(rec) if rec else '0 B'} of the {format_size(drv)} the "
+            f"driver migrated to the GPU ({rec / drv:.0%}): CUPTI dropped records, so the replayed stream holds "
+            "only the recorded pages and its counts and times are lower bounds")
 
 
 def _capacity(args, footprint, fig_doc):
@@ -204,6 +216,8 @@ def cmd_simulate(args):
     for r in recs:
         r["inputs"]["figures_source"] = src
         r["inputs"]["driver_parameters"] = drv or "not readable here: the open driver's defaults"
+        if getattr(args, "trace_note", ""):
+            r["inputs"]["trace"] = args.trace_note
     if args.json:
         print(json.dumps(recs, indent=1))
         return 0
@@ -224,6 +238,8 @@ def cmd_simulate(args):
     for r in recs:
         if r["inputs"].get("note"):
             print(f"{r['counts']['policy']}: {r['inputs']['note']}")
+    if getattr(args, "trace_note", ""):
+        print(f"INCOMPLETE TRACE: {args.trace_note}")
     print(f"simulator speed: {recs[-1]['counts']['events_per_s'] / 1e6:.1f} M page events/s")
     print(calibrated.validated_text(recs[0]["validated_error"]))
     return 0
@@ -500,6 +516,9 @@ def cmd_advise(args):
         stream, foot = _stream(args, tmp)
         cap = _capacity(args, foot, fig_doc)
         res = advise(stream, foot, cap, args.machine, figures=sim_figures(args))
+    if getattr(args, "trace_note", ""):
+        res["trace"] = args.trace_note
+        res["hints"].append(f"INCOMPLETE TRACE: {args.trace_note}")
     if args.app and args.app in calibrated.ACCESS and calibrated.ACCESS[args.app][1] == 0.0:
         res["hints"].append("the inputs are only read: cudaMemAdviseSetReadMostly lets the GPU keep a copy "
                             "without invalidating the CPU's")
