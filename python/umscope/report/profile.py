@@ -33,9 +33,14 @@ def charts(recs) -> str:
     moved = [(r["op"].replace("_cumulative", "") + " " + r["processor"], [(t, v / 2**20) for t, v in zip(x(r)["t"], x(r)["samples"])])
              for r in series if r["unit"] == "B"]
     if moved:
-        out.append(line_chart(moved, "unified memory moved over time (cumulative MiB, CUPTI)", axis, "MiB",
+        complete = ux.get("migrations_source") == "the driver's events"
+        out.append(line_chart(moved, "unified memory moved over time (cumulative MiB, "
+                              + ("the driver's events" if complete else "CUPTI") + ")", axis, "MiB",
                               x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300, marks=marks))
-        out.append("<p class=note>Migrations the driver reports, not all data moved: see the table below.</p>")
+        out.append("<p class=note>" + ("Every migration the driver made: its own event queue, read by the tracer "
+                                       "with nothing dropped (--uvm-events)." if complete else
+                                       "Migrations the driver reports, not all data moved: see the table below.")
+                   + "</p>")
     per_alloc = []
     for a in ux.get("allocation_timelines") or []:
         name = f"0x{a['address']:x} ({size_tick(a['bytes'])})"
@@ -73,6 +78,8 @@ def charts(recs) -> str:
         for a in ux.get("allocations") or []:
             items.append((f"allocation 0x{a['address']:x} ({size_tick(a['bytes'])})",
                           f"{a['htod'] / 2**20:.1f} MiB in, {a['dtoh'] / 2**20:.1f} MiB out",
+                          "every migration of this allocation (the driver's events, nothing dropped)"
+                          if ux.get("migrations_source") == "the driver's events" else
                           "migrations the driver reports for this allocation (see host → device)"))
         if not ux.get("trace_complete"):
             items.append(("trace", "ended early: the program died before CUPTI's last flush", ""))
