@@ -132,10 +132,12 @@ def test_complete_driver_events_give_the_timelines_and_allocations(tmp_path):
             {"k": "um", "c": 1, "v": 2 << 20, "s": 1_100_000_000, "e": 1_100_000_100, "a": 1 << 30, "src": 0, "dst": 0,
              "f": 3},
             {"k": "uvm_events", "ok": True}, {"k": "clocks", "raw": 5_000_000_000, "t": 1_000_000_000},
-            {"k": "uvm_migration", "src": 0, "dst": 1, "a": 1 << 30, "n": 2 << 20, "cause": 3, "t1": 5_100_000_000},
+            {"k": "uvm_migration", "src": 0, "dst": 1, "a": 1 << 30, "n": 2 << 20, "cause": 3, "t0": 5_100_000_000,
+             "t1": 5_900_000_000},  # t1: when the driver's worker passed it on, late: not the timeline's time
             {"k": "uvm_migration", "src": 0, "dst": 1, "a": (1 << 30) + (2 << 20), "n": 2 << 20, "cause": 2,
-             "t1": 5_300_000_000},
-            {"k": "uvm_migration", "src": 1, "dst": 0, "a": 1 << 30, "n": 1 << 20, "cause": 2, "t1": 5_400_000_000},
+             "t0": 5_300_000_000, "t1": 5_900_000_000},
+            {"k": "uvm_migration", "src": 1, "dst": 0, "a": 1 << 30, "n": 1 << 20, "cause": 2, "t0": 5_400_000_000,
+             "t1": 5_900_000_000},
             {"k": "end"}]
     done = {"k": "uvm_events_end", "n": [0] * 16, "dropped": [0] * 16}
     tr = parse_trace(_write(tmp_path, base + [done]), ["00000000:1b:00.0"])

@@ -64,8 +64,11 @@ def summarise(ev) -> dict:
 
 
 def migrations_on_trace_clock(ev):
-    """The driver's migrations as (way, address, bytes, end time on the trace's clock, ns), in time order, or None
-    where a process's trace lacks the reading of both clocks that puts them there (libumtrace's `clocks` line)."""
+    """The driver's migrations as (way, address, bytes, time on the trace's clock in ns), in time order, or None
+    where a process's trace lacks the reading of both clocks that puts them there (libumtrace's `clocks` line).
+    The time is the CPU's when the driver queued the copy (t0): the event's end time (t1) is when the driver's
+    worker passed the completed copy on, in bursts (a 138 ms read's 22443 migrations all carried t1 within its last
+    1.5 ms, H100), and its GPU times are on the GPU's clock."""
     offset = {}
     for e in ev:
         if e.get("k") == "clocks":
@@ -77,5 +80,5 @@ def migrations_on_trace_clock(ev):
         if e.get("_p") not in offset:
             return None
         way = "htod" if e["src"] == 0 else "dtoh" if e["dst"] == 0 else "dtod"
-        moves.append((way, e["a"], e["n"], e["t1"] + offset[e.get("_p")]))
+        moves.append((way, e["a"], e["n"], e["t0"] + offset[e.get("_p")]))
     return sorted(moves, key=lambda m: m[3])
