@@ -26,6 +26,7 @@ import gzip
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from umscope import native, probe
+from umscope import native, probe, sim_events
 from umscope import profile as profiler
 from umscope.model import dos
 from umscope.model import simulate as sim
@@ -95,25 +96,56 @@ EXTRA = [read_on(b) for b in (1, 2, 8, 32, 64, 528)] + [read_on(b, op="write") f
 # Fresh: run once umsim-3 was fixed (grids none of the sets above has).
 FRESH = [read_on(b) for b in (12, 24, 48, 96, 180, 200)] + [read_on(b, op="write") for b in (1, 8, 64, 264)] + [
     truth_on(b) for b in (33, 528)]
-SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y")}
+# Calibration: programs none of the validated sets has, run with the driver's fault events; the model's
+# per-entry parameters are measured on these (their per-entry tables are kept), never on the sets above.
+CALIB = [read_on(b) for b in (20, 160)] + [read_on(b, op="write") for b in (20, 160)] + [truth_on(b) for b in (66, 400)]
+SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y"), "calib": (CALIB, "c")}
+# Trace lines of the driver's fault events: summarised (sim_events.summary) and left out of the kept trace
+EVENT_LINE = re.compile(rb'\{\s*"k"\s*:\s*"uvm_(fault|replay|migration)"')
 
 
-def run_traced(args, keep, name, prog="migration"):
-    """Runs a umbench program under libumtrace; keeps the raw trace (gzip) and records in `keep`."""
+def run_traced(args, keep, name, prog="migration", uvm_events=False, entries=False):
+    """Runs a umbench program under libumtrace; keeps the raw trace (gzip) and records in `keep`. With
+    uvm_events the program runs with the driver's fault events on (sim_events.ENV): they are summarised into
+    {name}.events.json (and, with entries, a per-entry table {name}.entries.txt.gz) and left out of the kept
+    trace, which stays as small as one without them."""
     lib = profiler.tracer_path()
     if lib is None:
         sys.exit("this umscope was built without CUPTI (no libumtrace): nothing to compare with")
     fd, tf = tempfile.mkstemp(prefix="umtrace-", suffix=".jsonl")
     os.close(fd)
     env = dict(os.environ, CUDA_INJECTION64_PATH=lib, UMSCOPE_TRACE_FILE=tf)
+    if uvm_events:
+        env.update(sim_events.ENV)
+    else:
+        env.pop("UMSCOPE_UMTRACE_UVM_EVENTS", None)
     res = subprocess.run([native.umbench_path(), "run", prog, *args], env=env, capture_output=True, text=True,
                          timeout=600)
     _, status = native.parse_output(res.stdout)
     if not status or status.get("status") != "ok":
         sys.exit(f"{prog} {' '.join(args)}: {status}")
     Path(keep).mkdir(parents=True, exist_ok=True)
-    with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
-        shutil.copyfileobj(fi, fo)
+    lines = profiler.read_trace_lines(tf)
+    drv = [e for e in lines if e.get("k") == "uvm_counters" and e.get("dev", -1) >= 0]
+    # the driver's counters alone (small: what a repeat run needs to bring back)
+    (Path(keep) / f"{name}.counts.json").write_text(json.dumps(
+        {"driver": {k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
+         if drv else None, "uvm_events": uvm_events}))
+    if uvm_events:
+        ev = sim_events.summary(lines, PAGE)
+        if ev is not None and drv:
+            ev["driver_gpu_faults"] = sum(e.get("gpu_faults", 0) for e in drv)
+            ev["counter_check"] = sim_events.check_counter(ev, ev["driver_gpu_faults"])[1]
+        (Path(keep) / f"{name}.events.json").write_text(json.dumps(ev, separators=(",", ":")))
+        if entries:
+            sim_events.entry_table(lines, Path(keep) / f"{name}.entries.txt.gz", PAGE)
+        with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
+            for line in fi:
+                if not EVENT_LINE.match(line):
+                    fo.write(line)
+    else:
+        with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
+            shutil.copyfileobj(fi, fo)
     (Path(keep) / f"{name}.records.jsonl").write_text(res.stdout + "\n# stderr\n" + res.stderr[-2000:])
     os.unlink(tf)
 
@@ -148,7 +180,16 @@ def counted(keep, name) -> dict:
             # timings the timed replay takes from the run itself (never its fault counts)
             "timing": sim.trace_timing(lines, PAGE), "fault_to_migration_us": sim.fault_to_migration_us(lines),
             "cupti_instances": inst[len(inst) // 2] if len(inst) >= 10 else None,
-            "first_batch_pages": first_batch_pages(lines)}
+            "first_batch_pages": first_batch_pages(lines), "events": events_of(keep, name, lines)}
+
+
+def events_of(keep, name, lines):
+    """The driver's fault events of a kept case: its {name}.events.json (written at the run), else a
+    summary of the trace's own event lines; None where the run had none."""
+    f = Path(keep) / f"{name}.events.json"
+    if f.exists():
+        return json.loads(f.read_text())
+    return sim_events.summary(lines, PAGE)
 
 
 def first_batch_pages(lines):
@@ -211,6 +252,9 @@ def main():
                     help="the eight cases (main), the added ones (extra: more grids, writes on fewer blocks) or "
                     "the fresh ones (fresh: grids run after umsim-3 was fixed)")
     ap.add_argument("--fresh", help="with --from-keep: a kept run of --set fresh, compared in its own table")
+    ap.add_argument("--uvm-events", action="store_true",
+                    help="run the programs with the UVM driver's fault events recorded (UMSCOPE_UMTRACE_UVM_EVENTS=1: "
+                    "every fault-buffer entry, batch and replay; summarised per case into NAME.events.json)")
     a = ap.parse_args()
     t0 = time.time()
     if a.from_keep:
@@ -237,8 +281,11 @@ def main():
         meta["set"] = a.set
         Path(keep).mkdir(parents=True, exist_ok=True)
         Path(keep, "meta.json").write_text(json.dumps(meta))  # first: a run cut short keeps what it did
+        meta["uvm_events"] = a.uvm_events
+        Path(keep, "meta.json").write_text(json.dumps(meta))
         for n, c in enumerate(SETS[a.set][0]):
-            run_traced(c["args"] + ["--bytes", a.bytes], keep, f"{SETS[a.set][1]}{n}", c["prog"])
+            run_traced(c["args"] + ["--bytes", a.bytes], keep, f"{SETS[a.set][1]}{n}", c["prog"], a.uvm_events,
+                       entries=a.set == "calib")
             print(f"ran {c['label']}", flush=True)
     held = ([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
     keeps = [(keep, "main")] + held
@@ -307,7 +354,7 @@ def compare(meta, counts, device, tmp):
         base = dict(drv, trace=f, capacity=int(meta["free_mem"]), init="cpu", policy="uvm")
         s = sim.run(dict(base, fault_window=case["window"] or None))
         lp = launch_params(c.get("launches"), meta.get("props"), case["access"])
-        L = T = tp = src = None
+        L = T = tp = src = model_ev = None
         if lp:
             launch = dict(base, resident_blocks=lp["resident_blocks"], sms=lp["sms"], block_bytes=lp["block_bytes"])
             L = sim.run(launch)
@@ -316,13 +363,16 @@ def compare(meta, counts, device, tmp):
                                            device["utlb_faults"])
                 tp["fetch_us"] = c.get("fault_to_migration_us") or tp["fetch_us"]
                 tp["batch_us"] = round(max(0.0, c["timing"]["gap_us"] - tp["fetch_us"]), 3)
-                T = sim.run(dict(launch, unroll=case["unroll"], **tp))
+                log = Path(tmp) / "entries.log"
+                T = sim.run(dict(launch, unroll=case["unroll"], entry_log=log, **tp))
+                model_ev = sim_events.summary(sim_events.model_lines(log, PAGE), PAGE, drv.get("batch", 256))
         rows.append({"label": case["label"], "window": case["window"], "truth_htod": case["htod"] * size,
                      "truth_dtoh": case["dtoh"] * size, **c, "launch": lp, "timed_params": tp, "rate_from": src,
                      "sim_htod": (T or L or s)["h2d_bytes"], "sim_dtoh": (T or L or s)["d2h_bytes"],
                      "window_faults": s["faults"], "window_batches": s["batches"],
                      "sim_faults": L and L["faults"], "sim_entries": L and L["faults"] + L["dup_faults"],
                      "sim_batches": L and L["batches"], "sim_cpu_faults": (L or s)["cpu_faults"],
+                     "model_events": model_ev,
                      "timed": T and {k: T[k] for k in ("entries", "batches", "stale_entries", "flushed_entries",
                                                       "refaults", "timed_ms", "faults", "first_batch_pages")}})
         r = rows[-1]

@@ -353,6 +353,11 @@ struct Params {
   // resident release it, the others fault again (new entries). Entries written during a service for pages
   // it migrates stay in the buffer and are counted by the next batch (stale).
   bool timed = false;
+  // --entry-log FILE: the timed replay's fault-buffer entries as it fetches them ("f batch page utlb merged
+  // written_ns fetched_ns stale", merged 1 where the driver merges the entry into the previous one, stale 1 where
+  // its page is resident when fetched) and its replays
+  // ("r batch replay_ns"), for comparison with the driver's own fault events (umscope.sim_events).
+  std::string entry_log;
   uint32_t unroll = 1, utlb_faults = 2, update_put_ratio = 50, max_batches_per_service = 20;
   double resident_ns = 0, fetch_us = 0, batch_us = 0, page_us = 0;
   uint32_t thrash_threshold = 3;  // 0: off
@@ -377,7 +382,11 @@ enum : uint8_t { UNTOUCHED = 0, ON_CPU = 1, ON_GPU = 2 };
 
 class Sim {
  public:
+  ~Sim() { if (log_) std::fclose(log_); }
+  Sim(const Sim&) = delete;
+  Sim& operator=(const Sim&) = delete;
   Sim(const Trace& t, const Params& p) : t_(t), p_(p) {
+    if (!p.entry_log.empty() && !(log_ = std::fopen(p.entry_log.c_str(), "w"))) die("--entry-log: cannot write " + p.entry_log);
     npages_ = t.pages();
     where_.assign(npages_, p.init == "cpu" ? ON_CPU : UNTOUCHED);
     pend_.assign(npages_, 0);
@@ -721,10 +730,14 @@ class Sim {
       uint32_t lastg = BARRIER;
       for (size_t k = 0; k < n; ++k) {
         const Entry& e = buf[k];
-        if (lastpg[e.u] != e.pg && lastg != e.pg) {
+        const bool merged = lastpg[e.u] == e.pg || lastg == e.pg;
+        if (!merged) {
           ++s_.entries;
           if (passes(e.pg)) ++s_.stale;
         }
+        if (log_)
+          std::fprintf(log_, "f %llu %u %u %d %.0f %.0f %d\n", (unsigned long long)(s_.batches + 1), e.pg, e.u,
+                       merged ? 1 : 0, t_off_ + e.t, t_off_ + tf, passes(e.pg) ? 1 : 0);
         lastpg[e.u] = lastg = e.pg;
       }
       for (size_t k = 0; k < n; ++k) lastpg[buf[k].u] = BARRIER;
@@ -746,6 +759,7 @@ class Sim {
       if (!batch_pages_.empty()) flush();
       if (s_.batches == b0) { ++s_.batches; ++batch_; }  // every entry stale: fetched, counted, replayed
       const double tr = tf + fixed + double(arrived_.size()) * per;
+      if (log_) std::fprintf(log_, "r %llu %.0f\n", (unsigned long long)s_.batches, t_off_ + tr);
       if (!s_.first_batch_pages) s_.first_batch_pages = arrived_.size();
       for (size_t k = 0; k < n; ++k)  // pages the service could not bring are read over the link from now on
         if (where_[buf[k].pg] != ON_GPU) rmt_[buf[k].pg] = 1;
@@ -780,6 +794,7 @@ class Sim {
     double end = drv;
     for (const Tlb& x : U) end = std::max(end, x.t);
     s_.timed_ns += end;
+    t_off_ += end + 1e6;  // the next launch's times in the log after this one's (1 ms apart)
     s_.gpu_events += K.size();
     kernel_.clear();
   }
@@ -923,6 +938,8 @@ class Sim {
 
   std::vector<uint32_t> want_, gran_, kernel_, arrived_;
   std::vector<uint8_t> rmt_;  // --timed: pages the GPU reads remotely (the service could not bring them)
+  FILE* log_ = nullptr;       // --entry-log
+  double t_off_ = 0;          // --entry-log: the current launch's start in the log's time (ns)
   std::vector<uint8_t> mark_;
 };
 
@@ -973,7 +990,7 @@ void usage() {
       "             [--unit BYTES] [--granule BYTES] [--prefetch on|off] [--prefetch-threshold PCT]\n"
       "             [--batch N] [--fault-window N] [--resident-blocks N --sms N --block-bytes BYTES]\n"
       "             [--timed --unroll N --utlb-faults N --resident-ns NS --fetch-us US --batch-us US --page-us US\n"
-      "              --update-put-ratio PCT --max-batches-per-service N]\n"
+      "              --update-put-ratio PCT --max-batches-per-service N [--entry-log FILE]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
       "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
@@ -1034,6 +1051,7 @@ int main(int argc, char** argv) {
     else if (a == "--fetch-us") p.fetch_us = real(val());
     else if (a == "--batch-us") p.batch_us = real(val());
     else if (a == "--page-us") p.page_us = real(val());
+    else if (a == "--entry-log") p.entry_log = val();
     else if (a == "--thrash-threshold") p.thrash_threshold = uint32_t(num(val()));
     else if (a == "--thrash-lapse") p.thrash_lapse = num(val());
     else if (a == "--thrash-action") p.thrash_action = val();
@@ -1064,6 +1082,7 @@ int main(int argc, char** argv) {
   if (p.resident_blocks && (p.block_bytes == 0 || p.policy != "uvm"))
     die("--resident-blocks needs --block-bytes and --policy uvm");
   if (p.timed && !p.resident_blocks) die("--timed needs --resident-blocks (the launch it replays in time)");
+  if (!p.entry_log.empty() && !p.timed) die("--entry-log needs --timed");
   if (p.timed && (p.utlb_faults < 1 || p.utlb_faults > 8)) die("--utlb-faults must be 1 to 8");
   if (p.timed && (p.unroll < 1 || p.max_batches_per_service < 1)) die("--unroll and --max-batches-per-service must be at least 1");
   if (unit == 0) unit = p.policy == "svm" ? (64ull << 20) : (2ull << 20);
