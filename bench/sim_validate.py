@@ -252,6 +252,11 @@ def main():
                     help="the eight cases (main), the added ones (extra: more grids, writes on fewer blocks) or "
                     "the fresh ones (fresh: grids run after umsim-3 was fixed)")
     ap.add_argument("--fresh", help="with --from-keep: a kept run of --set fresh, compared in its own table")
+    ap.add_argument("--calib", help="with --from-keep: a kept run of --set calib (the programs the model's "
+                    "per-entry parameters are measured on), compared in its own table")
+    ap.add_argument("--no-events", action="append", default=[], metavar="DIR",
+                    help="with --from-keep: a run of the same set without the driver's fault events (its "
+                    "NAME.counts.json): does recording them change the driver's count? (repeatable)")
     ap.add_argument("--uvm-events", action="store_true",
                     help="run the programs with the UVM driver's fault events recorded (UMSCOPE_UMTRACE_UVM_EVENTS=1: "
                     "every fault-buffer entry, batch and replay; summarised per case into NAME.events.json)")
@@ -287,7 +292,8 @@ def main():
             run_traced(c["args"] + ["--bytes", a.bytes], keep, f"{SETS[a.set][1]}{n}", c["prog"], a.uvm_events,
                        entries=a.set == "calib")
             print(f"ran {c['label']}", flush=True)
-    held = ([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
+    held = (([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
+            + ([(a.calib, "calibration")] if a.calib else []))
     keeps = [(keep, "main")] + held
     metas = {k: (meta if k == keep else json.loads((Path(k) / "meta.json").read_text())) for k, _ in keeps}
     counts = {k: counted_all(k, metas[k]) for k, _ in keeps}
@@ -303,7 +309,15 @@ def main():
         repeat = {n: counted(a.repeat, f"case{n}").get("driver") for n in range(len(CASES))
                   if (Path(a.repeat) / f"case{n}.jsonl.gz").exists()}
         repeat = {"meta": rm, "driver": repeat}
-    write_doc(a, tables, device, repeat, t0)
+    noev = {}
+    for d in a.no_events:
+        m = json.loads((Path(d) / "meta.json").read_text())
+        cs, prefix = SETS[m.get("set", "main")]
+        for n in range(len(cs)):
+            f = Path(d) / f"{prefix}{n}.counts.json"
+            if f.exists():
+                noev[(m.get("set", "main"), n)] = (json.loads(f.read_text()).get("driver") or {}).get("gpu_faults")
+    write_doc(a, tables, device, repeat, t0, noev)
     return 0
 
 
@@ -366,7 +380,7 @@ def compare(meta, counts, device, tmp):
                 log = Path(tmp) / "entries.log"
                 T = sim.run(dict(launch, unroll=case["unroll"], entry_log=log, **tp))
                 model_ev = sim_events.summary(sim_events.model_lines(log, PAGE), PAGE, drv.get("batch", 256))
-        rows.append({"label": case["label"], "window": case["window"], "truth_htod": case["htod"] * size,
+        rows.append({"label": case["label"], "case_index": n, "window": case["window"], "truth_htod": case["htod"] * size,
                      "truth_dtoh": case["dtoh"] * size, **c, "launch": lp, "timed_params": tp, "rate_from": src,
                      "sim_htod": (T or L or s)["h2d_bytes"], "sim_dtoh": (T or L or s)["d2h_bytes"],
                      "window_faults": s["faults"], "window_batches": s["batches"],
@@ -426,7 +440,43 @@ def errs_of(rows, key):
     return e
 
 
-def write_doc(a, tables, device, repeat, t0):
+def q(d, key, k="p50"):
+    v = ((d or {}).get(key) or {}) if "." not in key else ((d or {}).get(key.split(".")[0]) or {}).get(key.split(".")[1]) or {}
+    return v.get(k, "n/a") if isinstance(v, dict) else "n/a"
+
+
+def events_table(rows, setname, noev):
+    """The driver's fault events of each case beside the model's (umsim --entry-log through the same
+    summary): entries and how they fill batches and uTLBs."""
+    out = ["| program | driver GPU faults | events: notified entries (check) | instances | batches: driver / model | "
+           "entries per batch p50: driver / model | instances per uTLB per batch p50, p90: driver / model | "
+           "pages per uTLB per batch p50: driver / model | uTLBs per batch p50: driver / model | stale entries: driver / model | "
+           "instances written before the previous replay was done | access (instances) | service us p50: driver / model | "
+           "driver's count without events |",
+           "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+    for n, r in enumerate(rows):
+        e, m = r.get("events"), r.get("model_events") or {}
+        dv = (r["driver"] or {}).get("gpu_faults")
+        ne = noev.get((setname, r.get("case_index", n)))
+        ne_s = f"{ne} ({pct(err(dv, ne))} with events)" if ne and dv else "n/a"
+        if not e or not e.get("ok"):
+            why = "not recorded" if not e else f"refused: {e.get('why')}"
+            out.append(f"| {r['label']} | {dv} | {why} | | | | | | | | | | | {ne_s} |")
+            continue
+        chk = "==" if e.get("entries") == dv else f"{pct(err(e.get('entries', 0), dv)) if dv else 'n/a'}"
+        if e.get("dropped_total"):
+            chk += f", {e['dropped_total']} dropped"
+        pu = lambda d, k: f"{q(d, 'per_utlb_batch.instances_q', k)}"  # noqa: E731
+        out.append(
+            f"| {r['label']} | {dv} | {e.get('entries')} ({chk}) | {e.get('instances')} | {e.get('batches')} / {m.get('batches', 'n/a')} | "
+            f"{q(e, 'per_batch.entries')} / {q(m, 'per_batch.entries')} | {pu(e, 'p50')}, {pu(e, 'p90')} / {pu(m, 'p50')}, {pu(m, 'p90')} | "
+            f"{q(e, 'per_utlb_batch.pages_q')} / {q(m, 'per_utlb_batch.pages_q')} | {q(e, 'per_batch.utlbs')} / {q(m, 'per_batch.utlbs')} | "
+            f"{e.get('stale_entries')} / {m.get('stale_entries', 'n/a')} | {e.get('instances_written_before_previous_replay')} | "
+            f"{e.get('access_instances')} | {q(e, 'service_us')} / {q(m, 'service_us')} | {ne_s} |")
+    return out
+
+
+def write_doc(a, tables, device, repeat, t0, noev=None):
     ok = lambda x: x == x and abs(x) <= 0.10  # noqa: E731
     name, meta, rows = tables[0]
     size = parse_size(meta["bytes"])
@@ -475,7 +525,14 @@ def write_doc(a, tables, device, repeat, t0):
         elif tname == "fresh":
             lines += ["", f"Fresh cases, run once umsim-3 was fixed ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, "
                       f"{tmeta.get('when', '?')}).", ""]
+        elif tname == "calibration":
+            lines += ["", f"Calibration programs ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}): "
+                      "not validated cases; the model's per-entry parameters are measured on their fault events.", ""]
         lines += fault_table(trows)
+        if any(r.get("events") for r in trows):
+            lines += ["", f"The driver's fault events ({tname}; recorded with UMSCOPE_UMTRACE_UVM_EVENTS=1, sim_events.py; "
+                      "model: umsim --entry-log through the same summary).", ""]
+            lines += events_table(trows, tmeta.get("set", "main"), noev or {})
         for label, key in (("umsim-3 timed entries", "timed"), ("umsim-2 untimed entries", "untimed")):
             e = [x for x in errs_of(trows, key) if x == x]
             if e:
