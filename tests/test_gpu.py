@@ -414,6 +414,27 @@ def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
         assert um["driver_counters"]["all"]["htod"] >= state, um["driver_counters"]
 
 
+@pytest.mark.parametrize("op,access", [("read", "read"), ("write", "write")])
+def test_uvm_events_give_every_fault_entry_the_driver_counts(op, access, store_path):
+    """--uvm-events: the driver's own event queue (native/profiler/uvm_events.cpp). Its fault entries are the ones
+    the driver's lossless gpu_faults counter counts, one for one; its migrations the bytes its counters count."""
+    size = 256 << 20
+    res = run_cli("profile", "--uvm-events", "--store", store_path, "--json", "--", native.umbench_path(), "run",
+                  "migration", "--kind", "managed,first_touch=cpu", "--op", op, "--bytes", "256M", "--iterations", "2")
+    assert res.returncode == 0, res.stderr
+    um = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}["um_trace"]
+    ev, drv = um["driver_events"], um["driver_counters"]["all"]
+    assert ev["on"] and ev["complete"], ev
+    assert ev["gpu_fault_entries"] == drv["gpu_faults"] > 0, (ev, drv)
+    assert ev["gpu_fault_instances"] >= ev["gpu_fault_entries"] and ev["replays"] >= ev["batches"] > 0
+    assert set(ev["faults_by_access"]) == {access}, ev["faults_by_access"]
+    # Every page of the buffer faulted or was moved with a faulted neighbour: all of it crossed, once.
+    htod = sum(ev["migrated"]["htod"].values())
+    assert htod == drv["htod"] and size <= htod <= size + (2 << 20), (ev["migrated"], drv)
+    assert "user" not in ev["migrated"]["htod"] and ev["fault_pages"] <= size // 4096
+    assert "driver events" in res.stderr and "lost nothing" in res.stderr
+
+
 def test_peer_gpu_memory_copied_and_read_or_skipped_with_one_gpu():
     gpus = native.native_info()["gpus"]
     recs, status = _out(umbench("run", "copy", "--kind", "device", "--dst", "peer:0", "--bytes", "1M"))

@@ -219,6 +219,21 @@ def test_report_rows_per_gpu_and_for_what_the_trace_lacks():
     assert rows["UVM driver's counters"].startswith("4.0 MiB in, 0.0 MiB out") and rows["records' share"] == "in 25.0%"
 
 
+def test_report_rows_for_the_drivers_events_say_whether_they_are_complete():
+    from umscope.report.um_caveats import trace_rows
+    ev = {"on": True, "complete": True, "dropped": {}, "gpu_fault_entries": 3, "gpu_fault_instances": 4, "batches": 2,
+          "entries_per_batch_median": 1.5, "batch_service_us_median": 2.0,
+          "migrated": {"htod": {"prefetch": 2 << 20, "coherence": 1 << 20}}}
+    (name, value, note), = trace_rows({"driver_events": ev})
+    assert name == "UVM driver's events" and "nothing dropped" in note
+    assert value == ("3 GPU fault entries (4 written by the GPU) in 2 batches (median 1.5 entries, 2 us each); "
+                     "in: coherence 1.0 MiB, prefetch 2.0 MiB")
+    (_, _, note), = trace_rows({"driver_events": dict(ev, complete=False, dropped={"gpu_fault": 7})})
+    assert "INCOMPLETE (7 gpu_fault events dropped)" in note and "lower bounds" in note
+    (_, value, note), = trace_rows({"driver_events": {"on": False, "why": "open /dev/nvidia-uvm-tools: denied"}})
+    assert value == "not read" and note.endswith("open /dev/nvidia-uvm-tools: denied")
+
+
 def test_the_drivers_own_counters_beside_cuptis_records(tmp_path):
     """The UVM driver's counters (lossless totals read at exit) are kept beside the records' totals, and the share
     of the driver's bytes the records carry is stated, so a total short of events is never shown as complete."""

@@ -33,6 +33,7 @@
 
 #include "counters.hpp"  // hardware counters share CUPTI's one subscriber (with $UMSCOPE_COUNTERS_FILE)
 #include "json_out.hpp"
+#include "uvm_events.hpp"  // the driver's fault events, with UMSCOPE_UMTRACE_UVM_EVENTS=1
 
 namespace {
 
@@ -288,23 +289,8 @@ constexpr int kCounters = 10;                    // UVM_TOTAL_COUNTERS on Linux
 // and device-to-host 8 (included in 0 and 1), GPU faults 9.
 constexpr uint64_t kAllFlags = 0x1 | 0x2 | 0x4 | 0x80 | 0x100 | 0x200;
 
-struct InitParams {
-  uint64_t queue_buffer;
-  uint64_t queue_buffer_size;  // 0: a counter tracker
-  uint64_t control_buffer;     // the counters, kCounters x uint64, page-aligned
-  unsigned char processor[16];
-  uint32_t all_processors;
-  uint32_t uvm_fd;
-  uint32_t rm_status;
-  uint32_t pad;
-};
-static_assert(sizeof(InitParams) == 56, "UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS is 56 bytes");
-
-struct EnableParams {
-  uint64_t flags;
-  uint32_t rm_status;
-  uint32_t pad;
-};
+using uvm_events::InitParams;  // the driver's tracker parameters (uvm_events.hpp)
+using EnableParams = uvm_events::FlagsParams;
 
 struct Tracker {
   int dev;  // CUDA ordinal, -1: every processor
@@ -375,6 +361,8 @@ void start(int ndev, void* cuda) {
     return;
   }
   open_tracker(-1, nullptr, fds);
+  const char* ev = std::getenv("UMSCOPE_UMTRACE_UVM_EVENTS");
+  if (ev && std::strcmp(ev, "1") == 0) uvm_events::start(fds, g_out, g_mu);
   using GetFn = int (*)(int*, int);
   using UuidFn = int (*)(unsigned char*, int);
   auto get = cuda ? reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet")) : nullptr;
@@ -417,6 +405,7 @@ void finish() {
     umprofiler::write_phase(g_out, "exit: flush: buffers it delivered", -1, w0, w0, static_cast<long long>(g_write_buffers - buffers0));
     umprofiler::write_phase(g_out, "run: buffers written (summed)", -1, 0, g_write_ns, static_cast<long long>(g_write_buffers));
   }
+  uvm_events::stop();
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
   std::lock_guard<std::mutex> lk(g_mu);

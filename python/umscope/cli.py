@@ -101,6 +101,9 @@ def build_parser():
     s = sub.add_parser("profile", help="run a program unmodified and sample its memory, GPU use and power")
     s.add_argument("--period", default="100ms", help="sampling period, 1ms to 3600s (default 100ms)")
     s.add_argument("--um-trace", action="store_true", help="trace unified-memory events with CUPTI")
+    s.add_argument("--uvm-events", action="store_true",
+                   help="with --um-trace (implied): also read the UVM driver's own event queue: every GPU fault "
+                        "entry with its batch, every replay, every migration with its cause (docs/tracing.md)")
     s.add_argument("--counters", nargs="?", const="sample", metavar="sample|kernel",
                    help="hardware counters: PCIe, GPU-memory and L1<->L2 bytes over time (sample: PM sampling, the "
                         "default) or per kernel (kernel: CUPTI range profiler, serialises kernels)")
@@ -361,10 +364,12 @@ def cmd_profile(args):
         except ValueError as err:
             raise UsageError(str(err)) from None
     store = Store(args.store)  # an unwritable store fails before the program runs
-    status, records, notes = profiler.profile(cmd, period, args.power, gpus, numa, args.um_trace, counters)
+    args.um_trace = args.um_trace or args.uvm_events
+    status, records, notes = profiler.profile(cmd, period, args.power, gpus, numa, args.um_trace, counters,
+                                              uvm_events=args.uvm_events)
     command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     run_id = store.create_run("profile", command, [], {"period": period, "power": args.power,
-                                                      "um_trace": args.um_trace, "counters": counters and {
+                                                      "um_trace": args.um_trace, "uvm_events": args.uvm_events, "counters": counters and {
                                                           "modes": list(counters["modes"]), "set": counters["set"]}},
                               fp, args.label)
     run = next(r for r in records if r["op"] == "run")

@@ -23,9 +23,10 @@ from umscope.profile.tracer import (ACCESS, CAUSES, COUNTERS, cupti_path, inject
                                     read_trace_lines, shift_trace, trace_files, tracer_path)
 
 
-def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None):
+def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None, uvm_events=False):
     """Runs cmd; returns (exit status as a shell reports it, records, notes). counters: None, or
-    {"modes": ("sample",) or ("kernel",), "set": "link" | "memory"} for hardware counters (profile/hwcounters.py)."""
+    {"modes": ("sample",) or ("kernel",), "set": "link" | "memory"} for hardware counters (profile/hwcounters.py).
+    uvm_events: with um_trace, libumtrace also reads the UVM driver's event queue (profile/uvm_events.py)."""
     if not cmd:
         raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
     notes = []
@@ -41,6 +42,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             fd, trace_file = tempfile.mkstemp(prefix="umtrace-", suffix=".jsonl")
             os.close(fd)
             inject(env, trace_file, lib)
+            if uvm_events:  # the driver's own event queue beside CUPTI (native/profiler/uvm_events.cpp)
+                env["UMSCOPE_UMTRACE_UVM_EVENTS"] = "1"
     hw = None
     if counters:
         from umscope.profile import hwcounters

@@ -52,6 +52,7 @@ def trace_records(tr: dict) -> list:
                  "dropped": tr["dropped"], "by_gpu": tr.get("by_gpu", {}), "devices": tr.get("devices", {}),
                  "kinds_configured": tr.get("kinds_configured", []), "kinds_refused": tr.get("kinds_refused", []),
                  "records_lost": tr.get("records_lost"), "driver_counters": tr.get("driver_counters", {}),
+                 "driver_events": tr.get("driver_events", {}),
                  "processes": tr.get("processes", 1),
                  "record_shortfall": record_shortfall(tr), "cupti_errors": [e.get("what", "") + ": " + e.get("cupti", "")
                                                             for e in tr["errors"]]})
@@ -108,5 +109,18 @@ def print_summary(records, out=sys.stderr):
         text = f"{v / 2**20:.1f} MiB" if r["unit"] == "bytes" else f"{v:.4g} {r['unit']}"
         what = "total" if r["op"] == "energy" else "peak" if r["op"] == "rss_peak" else "sampled peak"
         out.write(f"  {r['op']:<16} {what} {text}" + (f"  [{r['source']}]" if r.get("source") else "") + "\n")
+    for r in records:
+        d = r.get("driver_events") or {}
+        if d and not d.get("on"):
+            out.write(f"  driver events    not read: {d.get('why')}\n")
+        elif d:
+            moved = ", ".join(f"{way} {sum(c.values()) / 2**20:.1f} MiB ("
+                              + ", ".join(f"{k} {v / 2**20:.1f}" for k, v in sorted(c.items())) + ")"
+                              for way, c in d["migrated"].items())
+            lost = ("lost nothing" if d["complete"] else
+                    "LOST " + ", ".join(f"{n} {k}" for k, n in d["dropped"].items()) + ": counts are lower bounds"
+                    if d["dropped"] else "no end record: counts are lower bounds")
+            out.write(f"  driver events    {d['gpu_fault_entries']} GPU fault entries ({d['gpu_fault_instances']} "
+                      f"instances) in {d['batches']} batches; migrated {moved or 'nothing'}; {lost}\n")
     for n in run.get("notes") or []:
         out.write(f"  note: {n}\n")

@@ -230,6 +230,8 @@ def parse_trace(path, gpus=()) -> dict:
                driver_counters_refused=bool(driver_refused) and not driver,
                kinds_configured=sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev
                                         if e.get("k") == "config" and e.get("ok")}))
+    from umscope.profile.uvm_events import summarise
+    out["driver_events"] = summarise(ev)  # the driver's own event queue, with --uvm-events
     # The studies' analyses: faults per migration, eviction against migration.
     out.update(migration_ratios(totals, events, by_cause))
     return out

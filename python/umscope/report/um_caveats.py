@@ -6,7 +6,8 @@ count") or a property of the API; where the cause of a shortfall is not known, i
 SHORTFALL = ("on the H100 (driver 580) CUPTI's records of GPU-fault-driven migrations were incomplete: the UVM "
              "driver drops events when its tools event queue is full (10-18% of a CPU-initialised 1 GiB read reached "
              "the trace; with fewer faults at once, 99.8-100%); explicit prefetches and migrations to the host were "
-             "complete. The driver's own counters, shown beside as \"UVM driver's counters\", count every byte "
+             "complete. The driver's own counters, shown beside as \"UVM driver's counters\", count every byte, and "
+             "`--uvm-events` reads the driver's events into a queue of umscope's own, with every cause "
              "(docs/tracing.md)")
 
 CAVEATS = {
@@ -50,6 +51,26 @@ def trace_rows(ux) -> list:
                          "the rest of the events when its tools event queue was full (GPU-fault-driven migrations). "
                          "Causes, timelines and per-allocation figures come from the records and are short by as "
                          "much; use the driver's counters for totals"))
+    ev = ux.get("driver_events") or {}
+    if ev.get("on"):
+        moved = "; ".join(f"{'in' if way == 'htod' else 'out' if way == 'dtoh' else 'GPU to GPU'}: " +
+                          ", ".join(f"{c} {b / 2**20:.1f} MiB" for c, b in sorted(causes.items()))
+                          for way, causes in ev.get("migrated", {}).items()) or "no migration"
+        per = ev.get("entries_per_batch_median")
+        rows.append(("UVM driver's events",
+                     f"{ev['gpu_fault_entries']} GPU fault entries ({ev['gpu_fault_instances']} written by the GPU) "
+                     f"in {ev['batches']} batches" + (f" (median {per:g} entries, {ev['batch_service_us_median']:.0f} "
+                                                      f"us each)" if per is not None and
+                                                      ev.get("batch_service_us_median") is not None else "") +
+                     f"; {moved}",
+                     "the driver's own event queue, read by the tracer (--uvm-events): " +
+                     ("complete, nothing dropped: these causes are every migrated byte's"
+                      if ev.get("complete") else
+                      "INCOMPLETE (" + (", ".join(f"{n} {k} events dropped" for k, n in ev["dropped"].items())
+                                        if ev.get("dropped") else "the program ended before the tracer's exit") +
+                      "): lower bounds")))
+    elif ev:
+        rows.append(("UVM driver's events", "not read", f"--uvm-events was asked for; the driver said: {ev.get('why')}"))
     by_gpu = ux.get("by_gpu") or {}
     devices = ux.get("devices") or {}
     if len(by_gpu) > 1:
