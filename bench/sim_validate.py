@@ -101,7 +101,7 @@ FRESH = [read_on(b) for b in (12, 24, 48, 96, 180, 200)] + [read_on(b, op="write
 CALIB = [read_on(b) for b in (20, 160)] + [read_on(b, op="write") for b in (20, 160)] + [truth_on(b) for b in (66, 400)]
 SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y"), "calib": (CALIB, "c")}
 # Trace lines of the driver's fault events: summarised (sim_events.summary) and left out of the kept trace
-EVENT_LINE = re.compile(rb'\{\s*"k"\s*:\s*"uvm_(fault|replay|migration)"')
+EVENT_LINE = re.compile(rb'\{\s*"k"\s*:\s*"uvm_(fault|replay|migration|fault_overflow)"')
 
 
 def run_traced(args, keep, name, prog="migration", uvm_events=False, entries=False):

@@ -80,6 +80,8 @@ def test_summary_absent_or_refused_and_counter_check():
     assert sim_events.check_counter(off, 5)[0] is None
     dropped = TRACE[:-1] + [{"k": "uvm_events_end", "n": [0] * 16, "dropped": [0, 3] + [0] * 14}]
     assert sim_events.summary(dropped)["dropped_total"] == 3
+    assert sim_events.summary(TRACE)["fault_buffer_overflows"] == 0
+    assert sim_events.summary(TRACE + [{"k": "uvm_fault_overflow"}])["fault_buffer_overflows"] == 1
 
 
 def test_entry_table_relative_pages_and_times(tmp_path):

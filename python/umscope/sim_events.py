@@ -71,6 +71,8 @@ def summary(lines, page_bytes=PAGE, batch_size=256) -> dict:
            "mask": head.get("mask"), "end": ({"n": end.get("n"), "dropped": end.get("dropped")} if end else None)}
     if end and any(end.get("dropped") or []):
         out["dropped_total"] = sum(end["dropped"])
+    # the GPU's fault buffer overflowed (entries lost before the driver saw them)
+    out["fault_buffer_overflows"] = sum(1 for e in lines if e.get("k") == "uvm_fault_overflow")
     faults = [e for e in lines if e.get("k") == "uvm_fault" and "b" in e and "t" in e]
     replays = [e for e in lines if e.get("k") == "uvm_replay" and "b" in e]
     migr = [e for e in lines if e.get("k") == "uvm_migration"]
