@@ -57,8 +57,10 @@ MIG = ["--kind", "managed,first_touch=cpu"]
 def case(label, prog, args, passes=1, touch=False, cpu_read=False, htod=1, dtoh=0, access=16, window=0):
     # unroll: the grid strides one thread's loop issues at once (stream_kernels.cuh's read and write kernels
     # unroll 4; umtruth.cu's kernels 1)
+    # op: the kernel's GPU access (the migration benchmark's --op; um-truth's kernels load first)
     return dict(label=label, prog=prog, args=args, passes=passes, touch=touch, cpu_read=cpu_read, htod=htod,
-                dtoh=dtoh, access=access, window=window, unroll=4 if prog == "migration" else 1)
+                dtoh=dtoh, access=access, window=window, unroll=4 if prog == "migration" else 1,
+                op="write" if "write" in args and prog == "migration" else "read")
 
 
 def read_on(blocks, window=0, op="read"):
@@ -98,7 +100,9 @@ FRESH = [read_on(b) for b in (12, 24, 48, 96, 180, 200)] + [read_on(b, op="write
     truth_on(b) for b in (33, 528)]
 # Calibration: programs none of the validated sets has, run with the driver's fault events; the model's
 # per-entry parameters are measured on these (their per-entry tables are kept), never on the sets above.
-CALIB = [read_on(b) for b in (20, 160)] + [read_on(b, op="write") for b in (20, 160)] + [truth_on(b) for b in (66, 400)]
+CALIB = [read_on(b) for b in (6, 20, 160)] + [read_on(b, op="write") for b in (20, 160)] + [truth_on(b) for b in (66, 400)] + [
+    case("um-truth writeback on 264 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "264"],
+         cpu_read=True, dtoh=1, access=4)]
 SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y"), "calib": (CALIB, "c")}
 # Trace lines of the driver's fault events: summarised (sim_events.summary) and left out of the kept trace
 EVENT_LINE = re.compile(rb'\{\s*"k"\s*:\s*"uvm_(fault|replay|migration|fault_overflow)"')
@@ -124,6 +128,14 @@ def run_traced(args, keep, name, prog="migration", uvm_events=False, entries=Fal
     _, status = native.parse_output(res.stdout)
     if not status or status.get("status") != "ok":
         sys.exit(f"{prog} {' '.join(args)}: {status}")
+    store_trace(tf, keep, name, uvm_events, entries)
+    (Path(keep) / f"{name}.records.jsonl").write_text(res.stdout + "\n# stderr\n" + res.stderr[-2000:])
+    os.unlink(tf)
+
+
+def store_trace(tf, keep, name, uvm_events=False, entries=False):
+    """Keeps a raw libumtrace trace `tf` in `keep` as run_traced does: {name}.jsonl.gz without the driver's
+    event lines, {name}.counts.json, with uvm_events {name}.events.json (and {name}.entries.txt.gz)."""
     Path(keep).mkdir(parents=True, exist_ok=True)
     lines = profiler.read_trace_lines(tf)
     drv = [e for e in lines if e.get("k") == "uvm_counters" and e.get("dev", -1) >= 0]
@@ -146,8 +158,6 @@ def run_traced(args, keep, name, prog="migration", uvm_events=False, entries=Fal
     else:
         with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
             shutil.copyfileobj(fi, fo)
-    (Path(keep) / f"{name}.records.jsonl").write_text(res.stdout + "\n# stderr\n" + res.stderr[-2000:])
-    os.unlink(tf)
 
 
 def counted(keep, name) -> dict:
@@ -376,6 +386,11 @@ def compare(meta, counts, device, tmp):
                 tp, src = sim.timed_params(c["timing"], pages, lp["sms"], hbm, PAGE, device["fetch_us"],
                                            device["utlb_faults"])
                 tp["fetch_us"] = c.get("fault_to_migration_us") or tp["fetch_us"]
+                # per access type, where the calibration measured it (device_figures)
+                op = case.get("op", "read")
+                tp["utlb_faults"] = device.get(f"utlb_faults_{op}", tp["utlb_faults"])
+                if device.get(f"entry_instances_{op}"):
+                    tp["entry_instances"] = device[f"entry_instances_{op}"]
                 tp["batch_us"] = round(max(0.0, c["timing"]["gap_us"] - tp["fetch_us"]), 3)
                 log = Path(tmp) / "entries.log"
                 T = sim.run(dict(launch, unroll=case["unroll"], entry_log=log, **tp))

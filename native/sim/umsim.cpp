@@ -358,6 +358,11 @@ struct Params {
   // its page is resident when fetched) and its replays
   // ("r batch replay_ns"), for comparison with the driver's own fault events (umscope.sim_events).
   std::string entry_log;
+  // --entry-instances W1,W2,...: the fault-buffer entries a uTLB writes per faulted page (instances the
+  // driver merges into one, as the uTLB's consecutive entries on one page), in proportion W1 : W2 : ... for
+  // 1, 2, ... instances (a measured distribution: the driver's fault events of a calibration program).
+  // Empty: one. They fill the batch (at most batch_size instances) and the duplicates that decide the flush.
+  std::vector<uint32_t> inst_cycle;
   uint32_t unroll = 1, utlb_faults = 2, update_put_ratio = 50, max_batches_per_service = 20;
   double resident_ns = 0, fetch_us = 0, batch_us = 0, page_us = 0;
   uint32_t thrash_threshold = 3;  // 0: off
@@ -672,6 +677,11 @@ class Sim {
       for (uint32_t i = 0; i < x.nout; ++i) if (x.out[i] == pg) return true;
       return false;
     };
+    std::vector<uint32_t> icount(S, 0);
+    auto instances = [&](uint32_t i) -> uint32_t {  // the next entry's instances for uTLB i (uTLBs out of step)
+      const std::vector<uint32_t>& c = p_.inst_cycle;
+      return c.empty() ? 1 : c[(icount[i]++ + size_t(i) * 7) % c.size()];
+    };
     // The uTLB walks its pages up to time `limit`, writing an entry at each miss it may still hold.
     auto run = [&](uint32_t i, double limit) {
       Tlb& x = U[i];
@@ -687,7 +697,7 @@ class Sim {
           continue;
         }
         if (x.nout < M) {
-          buf.push_back({x.t, pg, i});
+          for (uint32_t c = instances(i); c > 0; --c) buf.push_back({x.t, pg, i});
           x.out[x.nout++] = pg;
           x.t += rns;
           ++x.pos;
@@ -783,7 +793,7 @@ class Sim {
           const uint32_t pg = x.out[k];
           if (passes(pg)) continue;
           x.out[w++] = pg;
-          buf.push_back({tr, pg, i});
+          for (uint32_t c = instances(i); c > 0; --c) buf.push_back({tr, pg, i});
           ++s_.refaults;
         }
         x.nout = w;
@@ -990,7 +1000,8 @@ void usage() {
       "             [--unit BYTES] [--granule BYTES] [--prefetch on|off] [--prefetch-threshold PCT]\n"
       "             [--batch N] [--fault-window N] [--resident-blocks N --sms N --block-bytes BYTES]\n"
       "             [--timed --unroll N --utlb-faults N --resident-ns NS --fetch-us US --batch-us US --page-us US\n"
-      "              --update-put-ratio PCT --max-batches-per-service N [--entry-log FILE]]\n"
+      "              --update-put-ratio PCT --max-batches-per-service N [--entry-log FILE]\n"
+      "              [--entry-instances W1,W2,...]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
       "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
@@ -1052,6 +1063,35 @@ int main(int argc, char** argv) {
     else if (a == "--batch-us") p.batch_us = real(val());
     else if (a == "--page-us") p.page_us = real(val());
     else if (a == "--entry-log") p.entry_log = val();
+    else if (a == "--entry-instances") {
+      // weights for 1, 2, ... instances -> a cycle with each count in proportion, spread out (smooth weighted
+      // round robin: each step the count with the largest running credit is taken)
+      std::vector<uint64_t> w;
+      std::string v = val();
+      size_t pos = 0;
+      while (pos <= v.size()) {
+        size_t c = v.find(',', pos);
+        if (c == std::string::npos) c = v.size();
+        w.push_back(num(v.substr(pos, c - pos)));
+        pos = c + 1;
+      }
+      uint64_t tot = 0;
+      for (uint64_t x : w) tot += x;
+      if (tot == 0 || w.size() > 64) die("--entry-instances: 1 to 64 weights, not all 0");
+      // a cycle of 1000 at most (weights scaled down in proportion)
+      const double scale = tot > 1000 ? 1000.0 / double(tot) : 1.0;
+      std::vector<int64_t> ww(w.size()), cr(w.size(), 0);
+      int64_t sum = 0;
+      for (size_t k = 0; k < w.size(); ++k) { ww[k] = int64_t(double(w[k]) * scale + 0.5); sum += ww[k]; }
+      if (sum == 0) die("--entry-instances: weights too small");
+      p.inst_cycle.clear();
+      for (int64_t n = 0; n < sum; ++n) {
+        size_t best = 0;
+        for (size_t k = 0; k < w.size(); ++k) { cr[k] += ww[k]; if (cr[k] > cr[best]) best = k; }
+        cr[best] -= sum;
+        p.inst_cycle.push_back(uint32_t(best + 1));
+      }
+    }
     else if (a == "--thrash-threshold") p.thrash_threshold = uint32_t(num(val()));
     else if (a == "--thrash-lapse") p.thrash_lapse = num(val());
     else if (a == "--thrash-action") p.thrash_action = val();
