@@ -88,6 +88,9 @@ def summary(lines, page_bytes=PAGE, batch_size=256) -> dict:
     out["fault_types"] = {str(k): n for k, n in sorted(Counter(f.get("ft") for f in faults).items())}
     out["client_types"] = {str(k): n for k, n in sorted(Counter(f.get("ct") for f in faults).items())}
     out["instances_per_entry"] = histogram([len(g) for g in groups.values()], 8)
+    # entries whose instances came from more than one uTLB (the driver's merge into the batch's previous entry)
+    out["entries_across_utlbs"] = sum(1 for g in groups.values()
+                                      if len({(f.get("gpc"), f.get("cl"), f.get("ct")) for f in g}) > 1)
 
     # per batch (the driver's batch id; one GPU in these programs, several are kept apart by g)
     by_batch = defaultdict(list)
@@ -142,6 +145,15 @@ def summary(lines, page_bytes=PAGE, batch_size=256) -> dict:
     out["batches_at_limit"] = sum(1 for x in raw_pb if x >= batch_size)
     out["per_utlb_batch"] = {"instances": histogram(utlb_pb), "pages": histogram(utlb_pages_pb),
                              "instances_q": quantiles(utlb_pb), "pages_q": quantiles(utlb_pages_pb)}
+    # how often a uTLB comes back: gaps between the batch numbers (in order) it has entries in
+    seen_u = defaultdict(list)
+    for i, k in enumerate(order):
+        for (g, b, t), grp in ((kk, groups[kk]) for kk in [(k[0], k[1], t) for t, _ in by_batch[k]]):
+            for f in grp:
+                u = (f.get("gpc"), f.get("cl"), f.get("ct"))
+                if not seen_u[u] or seen_u[u][-1] != i:
+                    seen_u[u].append(i)
+    out["utlb_batch_gaps"] = histogram([b - a for l in seen_u.values() for a, b in zip(l, l[1:])], 8)
     out["utlbs"] = len(utlbs)
     out["gpcs"] = len({u[0] for u in utlbs})
     out["stale_entries"] = stale_e
@@ -170,6 +182,16 @@ def summary(lines, page_bytes=PAGE, batch_size=256) -> dict:
     out["service_us"] = quantiles(svc)
     out["replay_to_next_batch_us"] = quantiles(gaps)
     out["instances_written_before_previous_replay"] = waited
+    # GPU time (one clock) from the previous batch's replay being done to each later entry's write: the burst
+    # of faults a replay causes (the entries written after it)
+    after = []
+    prev_rep = None
+    for k in order:
+        if prev_rep is not None and "tg" in prev_rep:
+            after += [(f["tg"] - prev_rep["tg"]) / 1e3 for _, grp in by_batch[k] for f in grp
+                      if "tg" in f and f["tg"] >= prev_rep["tg"]]
+        prev_rep = rep.get(k)
+    out["written_after_previous_replay_us"] = quantiles(after, (0.0, 0.5, 0.9, 0.95, 1.0))
     # GPU write to CPU notification: the clocks differ by an unknown offset `off` (CPU = GPU + off); every
     # fault is notified after it was written (off <= t - tg) and every replay is done after it was queued
     # (off >= t_r - tg_r). Latencies are given against the upper bound (each a lower bound; the smallest 0)
