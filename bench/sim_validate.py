@@ -18,8 +18,16 @@ batches formed at the concurrency of each case's traced launch on the traced GPU
 resident per SM from the device's limits; SMs stalled at their first fault; --resident-blocks, --sms,
 --block-bytes of umsim). Target: simulated within +-10% of what is counted.
 
-    python3 bench/sim_validate.py [--bytes 512M] [--keep DIR] [--out docs/simulator-validation.md]
-    python3 bench/sim_validate.py --from-keep DIR     # the comparison again from kept traces (no GPU)"""
+With --uvm-events the programs run with the UVM driver's own fault events (libumtrace's event queue,
+UMSCOPE_UMTRACE_UVM_EVENTS=1): every fault-buffer entry with its batch, uTLB and GPU time, every replay;
+summarised per case (umscope.sim_events) beside the model's entries (umsim --entry-log, the same summary).
+umsim-4's per-entry mechanisms are measured and chosen on the calibration programs (--set calib), none of
+them a validated case (entry_figures, choose_variant).
+
+    python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2] [--uvm-events] [--bytes 512M]
+                                  [--keep DIR] [--out docs/simulator-validation.md]
+    python3 bench/sim_validate.py --from-keep DIR [--held-out DIR] [--fresh DIR] [--fresh2 DIR] [--calib DIR]
+                                  [--no-events DIR ...]   # the comparison again from kept traces (no GPU)"""
 import _commit  # bench/_commit.py
 import argparse
 import contextlib
@@ -105,7 +113,13 @@ FRESH = [read_on(b) for b in (12, 24, 48, 96, 180, 200)] + [read_on(b, op="write
 CALIB = [read_on(b) for b in (6, 20, 160)] + [read_on(b, op="write") for b in (20, 160)] + [truth_on(b) for b in (66, 400)] + [
     case("um-truth writeback on 264 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "264"],
          cpu_read=True, dtoh=1, access=4)]
-SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y"), "calib": (CALIB, "c")}
+# Fresh again: run after umsim-4's mechanisms were chosen on the calibration programs (grids no other set has).
+FRESH2 = [read_on(b) for b in (3, 40, 72, 240)] + [read_on(b, op="write") for b in (2, 32, 100, 200)] + [
+    truth_on(b) for b in (99, 200)] + [
+    case("um-truth writeback on 132 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "132"],
+         cpu_read=True, dtoh=1, access=4)]
+SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y"), "calib": (CALIB, "c"),
+        "fresh2": (FRESH2, "z")}
 # Trace lines of the driver's fault events: summarised (sim_events.summary) and left out of the kept trace
 EVENT_LINE = re.compile(rb'\{\s*"k"\s*:\s*"uvm_(fault|replay|migration|fault_overflow)"')
 
@@ -261,9 +275,12 @@ def main():
     ap.add_argument("--utlb-faults", type=int, default=UTLB_FAULTS, choices=range(1, 9), metavar="N",
                     help=f"faulted pages a uTLB reports before it stalls (default {UTLB_FAULTS}, see UTLB_FAULTS)")
     ap.add_argument("--set", choices=tuple(SETS), default="main",
-                    help="the eight cases (main), the added ones (extra: more grids, writes on fewer blocks) or "
-                    "the fresh ones (fresh: grids run after umsim-3 was fixed)")
+                    help="the eight cases (main), the added ones (extra: more grids, writes on fewer blocks), "
+                    "the fresh ones (fresh: grids run after umsim-3 was fixed), the calibration programs (calib: "
+                    "umsim-4's mechanisms are measured and chosen on them) or fresh2 (run after umsim-4 was chosen)")
     ap.add_argument("--fresh", help="with --from-keep: a kept run of --set fresh, compared in its own table")
+    ap.add_argument("--fresh2", help="with --from-keep: a kept run of --set fresh2 (run after umsim-4 was chosen), "
+                    "compared in its own table")
     ap.add_argument("--calib", help="with --from-keep: a kept run of --set calib (the programs the model's "
                     "per-entry parameters are measured on), compared in its own table")
     ap.add_argument("--no-events", action="append", default=[], metavar="DIR",
@@ -305,7 +322,7 @@ def main():
                        entries=a.set == "calib")
             print(f"ran {c['label']}", flush=True)
     held = (([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
-            + ([(a.calib, "calibration")] if a.calib else []))
+            + ([(a.fresh2, "fresh2")] if a.fresh2 else []) + ([(a.calib, "calibration")] if a.calib else []))
     keeps = [(keep, "main")] + held
     metas = {k: (meta if k == keep else json.loads((Path(k) / "meta.json").read_text())) for k, _ in keeps}
     counts = {k: counted_all(k, metas[k]) for k, _ in keeps}
@@ -630,6 +647,9 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None):
         elif tname == "fresh":
             lines += ["", f"Fresh cases, run once umsim-3 was fixed ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, "
                       f"{tmeta.get('when', '?')}).", ""]
+        elif tname == "fresh2":
+            lines += ["", f"Fresh cases run after umsim-4's mechanisms were chosen on the calibration programs "
+                      f"({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}).", ""]
         elif tname == "calibration":
             lines += ["", f"Calibration programs ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}): "
                       "not validated cases; the model's per-entry parameters are measured on their fault events.", ""]
