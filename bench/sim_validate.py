@@ -430,6 +430,8 @@ def entry_figures(calib):
         across = sum(e.get("entries_across_utlbs", 0) for e in shared) / sum(e["entries"] for e in shared)
         out["cross_utlb_merge"] = "on" if across > 0.05 else "off"
         out["cross_utlb_share"] = round(across, 4)
+    # a structural choice, no figure: entries written at one instant enter the buffer spread over the SMs
+    out["interleave"] = "on"
     out["entry_figures_from"] = src
     return out
 
@@ -440,6 +442,7 @@ FEATURES = {
     "instances": ("entry_instances_read", "entry_instances_write", "entry_instances_truth"),
     "cross-merge": ("cross_utlb_merge",),
     "replay-fetch": ("replay_fetch_us",),
+    "interleave": ("interleave",),
 }
 
 
@@ -493,7 +496,7 @@ def compare(meta, counts, device, tmp):
                     tp["entry_instances"] = device[f"entry_instances_{op}"]
                 if device.get(f"utlb_fault_weights_{op}"):
                     tp["utlb_fault_weights"] = device[f"utlb_fault_weights_{op}"]
-                for k in ("replay_fetch_us", "cross_utlb_merge"):
+                for k in ("replay_fetch_us", "cross_utlb_merge", "interleave"):
                     if device.get(k) is not None:
                         tp[k] = device[k]
                 if device.get("cross_utlb_merge"):

@@ -161,3 +161,32 @@ def test_model_lines_of_umsim_entry_log(tmp_path):
     assert (s["instances"], s["entries"], s["batches"], s["replays"]) == (5, 4, 2, 2)
     assert s["stale_entries"] == 1 and s["per_utlb_batch"]["instances"] == {"1": 1, "2": 2}
     assert s["service_us"]["p0"] == 0.099 and s["service_us"]["p100"] == 0.399   # 901 -> 1000, 101 -> 500
+
+
+def test_entry_figures_from_calibration_events():
+    """umsim-4's per-entry figures from the calibration programs' summaries: pages and instances pooled per
+    family from the programs whose batches stay below the batch size; the replay's burst and the
+    cross-uTLB merge decision."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    def ev(pages, inst, full, batches=100, p95=3.0, across=0, entries=100):
+        return {"events": {"ok": True, "entries": entries, "batches": batches, "batches_at_limit": full,
+                           "per_utlb_batch": {"pages": pages}, "instances_per_entry": inst,
+                           "written_after_previous_replay_us": {"p95": p95}, "entries_across_utlbs": across}}
+    rd, wr = sv.read_on(20), sv.read_on(20, op="write")
+    tr = sv.truth_on(66)
+    calib = [(rd, ev({"1": 3, "2": 1}, {"2": 5, ">8": 1}, 0, p95=2.0)),
+             (sv.read_on(160), ev({"1": 100}, {"1": 100}, 50, p95=4.0)),   # full batches: left out of read's
+             (wr, ev({"1": 9, "3": 1}, {"4": 2}, 5, p95=5.0)),
+             (tr, ev({"1": 7}, {"1": 6, "2": 1}, 0, across=3, entries=100, p95=1.0))]
+    f = sv.entry_figures(calib)
+    assert f["utlb_fault_weights_read"] == "3,1,0,0,0,0,0,0" and f["entry_instances_read"] == "0,5,0,0,0,0,0,1"
+    assert f["utlb_fault_weights_write"] == "9,0,1,0,0,0,0,0" and f["entry_instances_write"] == "0,0,0,2,0,0,0,0"
+    assert f["utlb_fault_weights_truth"] == "7,0,0,0,0,0,0,0"
+    assert f["replay_fetch_us"] == 4.0                     # p95s 1, 2, 4, 5: the upper median
+    assert f["cross_utlb_merge"] == "off" and f["cross_utlb_share"] == 0.03
+    assert f["entry_figures_from"]["read"] == [rd["label"]]
+    assert sv.family(tr) == "truth" and sv.family(wr) == "write" and sv.family(rd) == "read"

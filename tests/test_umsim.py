@@ -274,3 +274,16 @@ def test_timed_new_options_refuse_bad_values(tmp_path):
             sim.run(dict(base, **bad))
     with pytest.raises(UsageError, match="--entry-log needs --timed"):
         sim.run({"trace": f, "capacity": 64 * PB, "entry_log": tmp_path / "x"})
+
+
+def test_timed_interleave_orders_simultaneous_entries_across_sms(tmp_path):
+    # Four SMs, one page each, faulting at t=0; batch of 2 entries: SM order takes the entries of SMs 0 and 1
+    # (pages 0 and 1) first; interleaved (bit-reversed: 0, 2, 1, 3) takes SMs 0 and 2 (pages 0 and 2).
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=4, sms=4,
+                block_bytes=PB, timed=True, utlb_faults=1, resident_ns=100, fetch_us=1, batch_us=1, page_us=0,
+                batch=2)
+    for inter, first in (("off", {0, 1}), ("on", {0, 2})):
+        log = tmp_path / f"e{inter}.log"
+        replay(tmp_path, [(0, 4)], [0, 1, 2, 3, B], interleave=inter, entry_log=log, **base)
+        b1 = {int(r.split()[2]) for r in log.read_text().splitlines() if r.startswith("f 1 ")}
+        assert b1 == first, inter

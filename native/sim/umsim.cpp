@@ -369,6 +369,10 @@ struct Params {
   // GPCs interleaved, and another uTLB's entry on the same page is rarely the previous one (measured: the
   // driver's fault events, entries whose instances come from more than one uTLB). off: only the uTLB's own.
   bool cross_merge = true;
+  // --interleave on|off: entries written at one modelled instant enter the buffer in a spread order of their
+  // SMs (bit-reversed), not in SM order (the driver's fault events: a kernel's first batch holds uTLBs from
+  // across the grid, its pages spanning the whole first grid stride and more)
+  bool interleave = false;
   // --utlb-fault-weights W1,...,W8: the faulted pages a uTLB holds before it stalls, drawn per stall (from one
   // replay that releases it to the next) in proportion W1 : W2 : ... for 1, 2, ... pages (a measured
   // distribution: pages per uTLB per batch in the driver's fault events of calibration programs whose batches
@@ -693,6 +697,21 @@ class Sim {
       for (uint32_t i = 0; i < x.nout; ++i) if (x.out[i] == pg) return true;
       return false;
     };
+    // --interleave: uTLB i's place among entries written at one instant: the bit-reversed order of i (a fixed
+    // spread over the SMs: neighbouring SMs, which hold neighbouring blocks, are far apart)
+    std::vector<uint32_t> rank(S);
+    {
+      uint32_t bits = 0;
+      while ((1u << bits) < S) ++bits;
+      std::vector<std::pair<uint32_t, uint32_t>> r;
+      for (uint32_t i = 0; i < S; ++i) {
+        uint32_t v = 0;
+        for (uint32_t k = 0; k < bits; ++k) if (i >> k & 1) v |= 1u << (bits - 1 - k);
+        r.push_back({v, i});
+      }
+      std::sort(r.begin(), r.end());
+      for (uint32_t k = 0; k < S; ++k) rank[r[k].second] = k;
+    }
     std::vector<uint32_t> ccount(S, 0);
     auto next_cap = [&](uint32_t i) -> uint32_t {
       const std::vector<uint32_t>& c = p_.cap_cycle;
@@ -759,7 +778,12 @@ class Sim {
       if (again && inservice < p_.max_batches_per_service) { tf = drv + rfetch; ++inservice; }
       else { tf = std::max(first, drv) + fetch; inservice = 1; }
       for (uint32_t i = 0; i < S; ++i) run(i, tf);
-      std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
+      if (p_.interleave)  // entries written at one instant: the GPCs' in an interleaved order, not SM by SM
+        std::stable_sort(buf.begin(), buf.end(), [&](const Entry& a, const Entry& b) {
+          return a.t < b.t || (a.t == b.t && rank[a.u] < rank[b.u]);
+        });
+      else
+        std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
       size_t present = 0;
       while (present < buf.size() && buf[present].t <= tf) ++present;
       const size_t n = std::min<size_t>(present, p_.batch_size);
@@ -1065,7 +1089,7 @@ void usage() {
       "             [--timed --unroll N --utlb-faults N --resident-ns NS --fetch-us US --batch-us US --page-us US\n"
       "              --update-put-ratio PCT --max-batches-per-service N [--entry-log FILE]\n"
       "              [--entry-instances W1,W2,...] [--cross-utlb-merge on|off] [--utlb-fault-weights W1,...]\n"
-      "              [--replay-fetch-us US]]\n"
+      "              [--replay-fetch-us US] [--interleave on|off]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
       "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
@@ -1128,6 +1152,7 @@ int main(int argc, char** argv) {
     else if (a == "--page-us") p.page_us = real(val());
     else if (a == "--replay-fetch-us") p.replay_fetch_us = real(val());
     else if (a == "--entry-log") p.entry_log = val();
+    else if (a == "--interleave") { std::string v = val(); if (v != "on" && v != "off") die("--interleave on|off"); p.interleave = v == "on"; }
     else if (a == "--cross-utlb-merge") { std::string v = val(); if (v != "on" && v != "off") die("--cross-utlb-merge on|off"); p.cross_merge = v == "on"; }
     else if (a == "--entry-instances") p.inst_cycle = weight_cycle(a, val(), 64);
     else if (a == "--utlb-fault-weights") p.cap_cycle = weight_cycle(a, val(), 8);
