@@ -851,7 +851,9 @@ class Sim {
         }
         x.nout = w;
         if (had && x.nout == 0) x.cap = next_cap(i);  // released: its next stall's pages
-        if (x.blocked && x.nout < x.cap) { x.blocked = false; x.t = std::max(x.t, tr); }
+        // A released uTLB resumes once its retried accesses complete: with replay_fetch_us, after the burst of
+        // re-faults (the still-missing accesses) the next fetch takes; its new misses come later.
+        if (x.blocked && x.nout < x.cap) { x.blocked = false; x.t = std::max(x.t, tr + (had && !x.nout ? rfetch : 0)); }
       }
       drv = tr;
     }
