@@ -256,12 +256,12 @@ def test_timed_utlb_fault_weights_and_replay_fetch(tmp_path):
     assert (one["entries"], one["batches"]) == (8, 8)
     two = replay(tmp_path, [(0, 8)], list(range(8)) + [B], utlb_fault_weights="0,1", **base)
     assert (two["entries"], two["batches"]) == (8, 4)
-    # Each batch: fetch 10 us after its first entry, 5 us + 2 pages x 1 us: 17 us x 4 = 68 us. With
-    # --replay-fetch-us 2 the next fetch comes 2 us after each replay (the SM's entries, written at the
-    # replay, are in the buffer by then): 10 + 7, then 3 x (2 + 7) = 44 us.
-    assert two["timed_ms"] == pytest.approx(0.068)
-    rf = replay(tmp_path, [(0, 8)], list(range(8)) + [B], utlb_fault_weights="0,1", replay_fetch_us=2, **base)
-    assert (rf["entries"], rf["batches"]) == (8, 4) and rf["timed_ms"] == pytest.approx(0.044)
+    # One page per batch: fetch 10 us after its first entry, 5 us + 1 us per page: 16 us x 8 = 128 us. With
+    # --replay-fetch-us 2 the SM resumes 2 us after each replay (its retried access completes) and the driver
+    # fetches again then, taking the entry the SM writes at that instant: 16, then 7 x (2 + 6) = 72 us.
+    assert one["timed_ms"] == pytest.approx(0.128)
+    rf = replay(tmp_path, [(0, 8)], list(range(8)) + [B], utlb_fault_weights="1", replay_fetch_us=2, **base)
+    assert (rf["entries"], rf["batches"]) == (8, 8) and rf["timed_ms"] == pytest.approx(0.072)
 
 
 def test_timed_new_options_refuse_bad_values(tmp_path):
