@@ -323,20 +323,27 @@ def table(rows, micro, fig, missing, g_name, commit, cmd, wall, out, env=""):
         lines += ["", "Microbenchmarks: the 1 GiB figure predicted (linearly) from the 256 MiB one.", "",
                   "| figure | 256 MiB | 1 GiB | error |", "| --- | ---: | ---: | ---: |"]
         lines += [f"| {m['figure']} | {m['at_256M']:.4g} | {m['at_1G']:.4g} | {m['error']:+.1%} |" for m in micro]
-    Path(out).write_text("\n".join(lines) + "\n")
+    if out == "-":
+        print("\n".join(lines))
+    else:
+        Path(out).write_text("\n".join(lines) + "\n")
     return med, p90, len(errs)
 
 
-def store_validated(a, rows, med, p90, machine, commit, when):
-    """The validated error the model's records and the CLI show (python/umscope/model/validated.json)."""
+def store_validated(a, rows, med, p90, machine, commit, when, kind="calibrated", figures=None):
+    """The validated error the model's records and the CLI show (python/umscope/model/validated.json): under
+    "calibrated" with the session's own figures, under "calibrated_packaged" with the packaged ones (what
+    `umscope model` without --figures and the report's modelled section use)."""
     path = a.validated_out or (calibrated.VALIDATED if Path(a.out).resolve() == DEFAULT_OUT.resolve() else None)
     if not path or not rows:
         return
-    calibrated.write_validated("calibrated", {
-        "model_version": calibrated.VERSION, "median": round(med, 4), "p90": round(p90, 4), "cases": len(rows),
-        "machine": machine, "commit": commit, "when": when,
-        "per_case": {f"{r['app']}/{r['mode']}": round(r["error"], 4) for r in rows}}, path)
-    print(f"wrote {path}")
+    entry = {"model_version": calibrated.VERSION, "median": round(med, 4), "p90": round(p90, 4), "cases": len(rows),
+             "machine": machine, "commit": commit, "when": when,
+             "per_case": {f"{r['app']}/{r['mode']}": round(r["error"], 4) for r in rows}}
+    if figures:
+        entry["figures"] = figures
+    calibrated.write_validated(kind, entry, path)
+    print(f"wrote {path} ({kind})", file=sys.stderr)
 
 
 def compare(app_recs, fig):
@@ -372,7 +379,7 @@ def compare(app_recs, fig):
                          "error": err, "phases_pred": {k: p[k] for k in calibrated.PHASES},
                          "phases_meas": {k: r.get(k) for k in calibrated.PHASES}})
             print(f"  {name:<11} {m:<17} measured {r['total_ms']:9.1f} ms  predicted {p['total_ms']:9.1f} ms  "
-                  f"error {err:+7.1%}", flush=True)
+                  f"error {err:+7.1%}", file=sys.stderr, flush=True)
     return rows
 
 
@@ -386,27 +393,42 @@ def micro_rows(fig, big):
     for k in sorted(set(fig) & set(big)):
         if fig[k] and big[k]:
             micro.append({"figure": k, "at_256M": fig[k], "at_1G": big[k], "error": (fig[k] - big[k]) / big[k]})
-            print(f"  {k:<32} 256M {fig[k]:10.3f}  1G {big[k]:10.3f}  error {micro[-1]['error']:+7.1%}", flush=True)
+            print(f"  {k:<32} 256M {fig[k]:10.3f}  1G {big[k]:10.3f}  error {micro[-1]['error']:+7.1%}",
+                  file=sys.stderr, flush=True)
     return micro
 
 
 def from_raw(a):
     """The table again from a --raw-out file of a GPU session (no GPU needed): the same measurements
-    through the current model."""
+    through the current model. Printed unless --out names a file; the docs' table and the package's validated
+    error are left alone unless --out / --validated-out name them."""
     recs = [json.loads(x) for x in Path(a.from_raw).read_text().splitlines() if x.strip()]
     meta = next((r for r in recs if r.get("_tag") == "meta"), {})
-    fig, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") in ("fig256", "touch-after")])
-    fig, missing = with_packaged(fig)
-    big, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig1g"])
+    if a.packaged_figures:
+        # What a user without the session's figures gets: the packaged set (figures/h100-sxm-pcie5.yaml).
+        fig, missing = with_packaged({})
+        big = {}
+    else:
+        fig, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") in ("fig256", "touch-after")])
+        fig, missing = with_packaged(fig)
+        big, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") == "fig1g"])
     rows = compare([r for r in recs if r.get("_tag") == "app"], fig)
     micro = micro_rows(fig, big) if big else []
-    cmd = f"python3 bench/model_validate.py --from-raw {a.from_raw}"
+    cmd = f"python3 bench/model_validate.py --from-raw {a.from_raw}" + (" --packaged-figures" if a.packaged_figures
+                                                                          else "")
     env = env_text([r for r in recs if r.get("_tag") == "env"], [r for r in recs if r.get("_tag") == "app"])
+    out = a.out or "-"
     med, p90, n = table(rows, micro, fig, missing, meta.get("gpu", "?") + f" (measured at commit "
-                        f"{meta.get('commit', '?')}, {meta.get('when', '?')}; recomputed)", _commit.commit(ROOT), cmd,
-                        meta.get("wall_s", 0), a.out, env)
-    store_validated(a, rows, med, p90, meta.get("gpu", "?"), meta.get("commit", "?"), meta.get("when", "?"))
-    print(f"median |error| {med:.1%}, p90 {p90:.1%} over {n} cases; wrote {a.out}")
+                        f"{meta.get('commit', '?')}, {meta.get('when', '?')}; recomputed"
+                        + ("; predicted with the packaged h100-sxm-pcie5 figures, not the session's)"
+                           if a.packaged_figures else ")"), _commit.commit(ROOT), cmd,
+                        meta.get("wall_s", 0), out, env)
+    if a.validated_out:
+        store_validated(a, rows, med, p90, meta.get("gpu", "?"), meta.get("commit", "?"), meta.get("when", "?"),
+                        *(("calibrated_packaged", "the packaged h100-sxm-pcie5 figures, not the session's")
+                          if a.packaged_figures else ()))
+    print(f"median |error| {med:.1%}, p90 {p90:.1%} over {n} cases" + ("" if out == "-" else f"; wrote {out}"),
+          file=sys.stderr)
     return 0
 
 
@@ -416,12 +438,16 @@ def main():
     ap.add_argument("--footprint", help="every application at this footprint (default: the suite's small case)")
     ap.add_argument("--apps", default=",".join(a for a in calibrated.ACCESS if a in apps.APPS and a != "gemm"))
     ap.add_argument("--device", default="0")
-    ap.add_argument("--out", default=str(DEFAULT_OUT))
+    ap.add_argument("--out", help="the generated table (default: docs/model-validation.md after a "
+                    "measurement; with --from-raw, printed)")
     ap.add_argument("--validated-out", help="where the validated error goes (default: the package's "
                     "model/validated.json when --out is the docs table)")
     ap.add_argument("--json-out")
     ap.add_argument("--raw-out", help="every measured record as JSON lines (for --from-raw)")
     ap.add_argument("--from-raw", help="recompute the table from a --raw-out file; runs nothing")
+    ap.add_argument("--packaged-figures", action="store_true",
+                    help="with --from-raw: predict with the packaged H100 figures (figures/h100-sxm-pcie5.yaml) "
+                    "instead of the session's, as `umscope model` without --figures and the report do")
     ap.add_argument("--budget", type=float, default=0, help="start no application run after this many seconds")
     ap.add_argument("--calibration-runs", type=int, default=3,
                     help="explicit-mode runs per application; the calibration takes each phase's median")
@@ -434,6 +460,7 @@ def main():
     a = ap.parse_args()
     if a.from_raw:
         return from_raw(a)
+    a.out = a.out or str(DEFAULT_OUT)
     t0 = time.time()
     fp = probe.probe_gpu()
     if not fp.get("gpus"):

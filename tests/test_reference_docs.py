@@ -3,6 +3,7 @@
 the section's heading). bench/reference.py, which writes these documents, is tested on stand-in commands:
 provenance per section, the budget, --base merging, and killing a command that runs out of time."""
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -195,6 +196,16 @@ def test_model_figures_of_the_h100_come_from_its_reference_document():
             assert re.search(rf"\b{name} {re.escape(value)}(?![\d])", line), f"{name}: {value} not in model-validation.md"
             commit = re.search(r"measured at commit ([0-9a-f]{7,})", mv).group(1)
             assert f"commit {commit}" in yml, f"{name}: the yaml does not name {commit}"
+            continue
+        if comment.startswith("model-validation-raw.jsonl"):
+            # calibrated-5's figures, from held-out run 1's kept records: recomputed from them, 4 digits
+            from umscope.model import calibrated
+            recs = [json.loads(x) for x in (ROOT / "docs" / "model-validation-raw.jsonl").read_text().splitlines()
+                    if x.strip()]
+            fig, _ = calibrated.figures_from_records([r for r in recs if r.get("_tag") in ("fig256", "touch-after")])
+            assert f"{fig[name]:.4g}" == value, f"{name}: {value} is not run 1's {fig[name]:.4g}"
+            meta = next(r for r in recs if r.get("_tag") == "meta")
+            assert f"commit {meta['commit']}" in yml, f"{name}: the yaml does not name {meta['commit']}"
             continue
         m = re.match(r'reference-h100\.md "([a-z0-9-]+)"', comment)
         assert m and m.group(1) in doc, f"{name}: the comment names no section of reference-h100.md: {comment!r}"

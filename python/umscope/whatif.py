@@ -12,6 +12,13 @@ from umscope.model import trace as umtrace
 from umscope.sizes import format_size, parse_size
 
 LABEL = "MODELLED (not measured)"
+MACHINE_HELP = ("model figures: h100-sxm-pcie5 (default: the project's measured H100, not this machine) or gh200 "
+                "(the studies' published figures, the rest borrowed from the H100 and named)")
+SIM_FIGURES_HELP = ("this machine's own figures: those a run in the store (or a JSON-lines file of records) "
+                    "measured (migration, cpu-stream, copy: bulk and first-pass migration, link and HBM rates), over "
+                    "--machine's; the fault cost per batch is calibrated again from them")
+# umsim's largest VA block / SVM range / counter region, in pages (native/sim/umsim.cpp checks it).
+UMSIM_MAX_UNIT_PAGES = 65535
 
 
 def add_parsers(sub):
@@ -33,7 +40,9 @@ def add_parsers(sub):
     s.add_argument("--counter-threshold", type=int)
     s.add_argument("--unit", help="VA block / SVM range / counter region size")
     s.add_argument("--page", help="page size (default 4K)")
-    s.add_argument("--machine", default="h100-sxm-pcie5", help="model figures: h100-sxm-pcie5 or gh200")
+    s.add_argument("--machine", default="h100-sxm-pcie5", help=MACHINE_HELP)
+    s.add_argument("--figures", metavar="RUN|FILE", help=SIM_FIGURES_HELP)
+    s.add_argument("--store", help="results store for --figures RUN")
     s.add_argument("--sweep", choices=("cooper", "schieffer", "all"),
                    help="the degree-of-oversubscription sweeps of the studies, compared with their published shapes")
     s.add_argument("--json", action="store_true")
@@ -42,11 +51,14 @@ def add_parsers(sub):
     s.add_argument("app", help="application: " + ", ".join(calibrated.ACCESS))
     s.add_argument("--mode", default="all", help="a mode or all")
     s.add_argument("--calibration", metavar="FILE|RUN",
-                   help="the application's explicit-mode record: a JSON file, or a run id in the store")
-    s.add_argument("--figures", metavar="RUN", help="take the machine figures a run in the store measured "
-                                                   "(migration, firsttouch, faults, cpu-stream) over --machine's")
+                   help="the application's explicit-mode record(s): a JSON record, a JSON-lines file of records "
+                        "(e.g. docs/model-validation-raw-run2.jsonl; several explicit runs give each phase's "
+                        "median), or a run id in the store")
+    s.add_argument("--figures", metavar="RUN|FILE", help="take the machine figures a run in the store (or a "
+                   "JSON-lines file of records) measured (migration, firsttouch, faults, cpu-stream, gpu-stream) "
+                   "over --machine's")
     s.add_argument("--store", help="results store for --calibration RUN and --figures RUN")
-    s.add_argument("--machine", default="h100-sxm-pcie5", help="model figures: h100-sxm-pcie5 or gh200")
+    s.add_argument("--machine", default="h100-sxm-pcie5", help=MACHINE_HELP)
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("advise", help="recommended memory mode and hints, with the predicted gain and the evidence")
@@ -55,7 +67,9 @@ def add_parsers(sub):
     s.add_argument("--footprint", default="1G")
     s.add_argument("--capacity", help="GPU memory available (default: the machine's)")
     s.add_argument("--iterations", type=int)
-    s.add_argument("--machine", default="h100-sxm-pcie5", help="h100-sxm-pcie5 or gh200")
+    s.add_argument("--machine", default="h100-sxm-pcie5", help=MACHINE_HELP)
+    s.add_argument("--figures", metavar="RUN|FILE", help=SIM_FIGURES_HELP)
+    s.add_argument("--store", help="results store for --figures RUN")
     s.add_argument("--json", action="store_true")
     return {"simulate": cmd_simulate, "model": cmd_model, "advise": cmd_advise}
 
@@ -76,6 +90,8 @@ def _stream(args, tmpdir):
         if args.app not in sim.SIM_APPS:
             raise UsageError(f"unknown application {args.app!r} for the simulator (known: {', '.join(sim.SIM_APPS)})")
         p = {"app": args.app, "footprint": parse_size(args.footprint)}
+        if getattr(args, "iterations", None) is not None and args.iterations < 1:
+            raise UsageError("--iterations must be at least 1")
         if getattr(args, "iterations", None):
             p["iterations"] = args.iterations
         elif args.app in dos.ITERATIONS:
@@ -95,11 +111,23 @@ def _stream(args, tmpdir):
         raise UsageError(f"{path}: no unified-memory events to replay (was it written by --um-trace?)")
     out = Path(tmpdir) / "trace.umstrace"
     umtrace.write(out, tr)
+    args.trace_note = trace_completeness(tr)
     return {"trace": str(out)}, sum(n for _, n in tr["allocs"]) * 4096
 
 
+def trace_completeness(tr: dict) -> str:
+    """'' where the trace's CUPTI records hold every byte the driver migrated (or the trace has no driver
+    count); otherwise what share they hold: the replayed stream is then a lower bound."""
+    drv, rec = tr.get("driver_htod_bytes"), tr.get("recorded_htod_bytes", 0)
+    if not drv or rec >= 0.99 * drv:
+        return ""
+    return (f"the trace's CUPTI records hold {format_size(rec) if rec else '0 B'} of the {format_size(drv)} the "
+            f"driver migrated to the GPU ({rec / drv:.0%}): CUPTI dropped records, so the replayed stream holds "
+            "only the recorded pages and its counts and times are lower bounds")
+
+
 def _capacity(args, footprint, fig_doc):
-    if getattr(args, "dos", None):
+    if getattr(args, "dos", None) is not None:
         if args.dos <= 0:
             raise UsageError("--dos must be positive")
         if not footprint:
@@ -118,17 +146,52 @@ def _policies(text, ats):
     return pols
 
 
+def svm_unit(capacity: int, page: int = 4096) -> tuple:
+    """(range bytes, note) of the SVM model: 1/64 of GPU memory (Cooper et al.: a 1 GiB range on a 64 GiB
+    GPU), in whole pages, at most umsim's largest unit; the note says when it was capped ('' otherwise)."""
+    want = max(page, capacity // 64 // page * page)
+    most = UMSIM_MAX_UNIT_PAGES * page
+    if want <= most:
+        return want, ""
+    return most, (f"SVM range {format_size(most)} (umsim's largest unit, {UMSIM_MAX_UNIT_PAGES} pages), not 1/64 "
+                  f"of the GPU memory ({format_size(want)})")
+
+
+def check_extra(extra: dict):
+    """The simulator options umsim would refuse, refused here first (one line, exit 2, nothing run)."""
+    page = extra.get("page", 4096)
+    if page < 4096 or page % 4096:
+        raise UsageError(f"--page must be a multiple of 4 KiB (got {page} bytes)")
+    unit = extra.get("unit")
+    if unit is None and page > 2 << 20:
+        raise UsageError(f"--page {format_size(page)} exceeds the 2 MiB VA block: give --unit too")
+    if unit is not None and not page <= unit <= UMSIM_MAX_UNIT_PAGES * page:
+        raise UsageError(f"--unit must be 1 to {UMSIM_MAX_UNIT_PAGES} pages of {format_size(page)} "
+                         f"(at most {format_size(UMSIM_MAX_UNIT_PAGES * page)})")
+    for k in ("batch", "counter_threshold"):
+        if extra.get(k) is not None and extra[k] < 1:
+            raise UsageError(f"--{k.replace('_', '-')} must be at least 1")
+    if extra.get("thrash_threshold") is not None and extra["thrash_threshold"] < 0:
+        raise UsageError("--thrash-threshold must be 0 (off) or more")
+    if extra.get("prefetch_threshold") is not None and not 0 <= extra["prefetch_threshold"] <= 100:
+        raise UsageError("--prefetch-threshold is a percentage (0-100)")
+
+
 def simulate_all(stream, capacity, policies, fig, extra, drv):
     out = []
     for pol in policies:
         p = dict(stream, capacity=capacity, policy=pol)
         if pol == "uvm":
             p.update(drv)
+        note = ""
         if pol == "svm" and "unit" not in extra:
-            p["unit"] = max(4096, capacity // 64)
+            p["unit"], note = svm_unit(capacity, extra.get("page", 4096))
         p.update(extra)
         s = sim.run(p)
-        out.append(sim.record(s, fig, extra.get("_src", ""), {"params": {k: str(v) for k, v in p.items()}}))
+        rec = sim.record(s, fig, extra.get("_src", ""), {"params": {k: str(v) for k, v in p.items()}})
+        if note:
+            rec["inputs"]["note"] = note
+        out.append(rec)
     return out
 
 
@@ -137,20 +200,24 @@ def cmd_simulate(args):
     if args.sweep:
         return _sweep(args)
     fig_doc = dos.figures(args.machine)
-    fig, src = dos.machine_figures(args.machine)
     extra = {k: getattr(args, k) for k in ("eviction", "prefetch", "prefetch_threshold", "batch", "thrash_threshold",
                                            "counter_threshold") if getattr(args, k) is not None}
     for k in ("unit", "page"):
         if getattr(args, k):
             extra[k] = parse_size(getattr(args, k))
+    check_extra(extra)
     with tempfile.TemporaryDirectory() as tmp:
         stream, foot = _stream(args, tmp)
         cap = _capacity(args, foot, fig_doc)
+        pols = _policies(args.policy, fig_doc.get("ats"))
+        fig, src = sim_figures(args)  # calibrating the fault cost runs umsim: after every check
         drv = _driver()
-        recs = simulate_all(stream, cap, _policies(args.policy, fig_doc.get("ats")), fig, extra, drv)
+        recs = simulate_all(stream, cap, pols, fig, extra, drv)
     for r in recs:
         r["inputs"]["figures_source"] = src
         r["inputs"]["driver_parameters"] = drv or "not readable here: the open driver's defaults"
+        if getattr(args, "trace_note", ""):
+            r["inputs"]["trace"] = args.trace_note
     if args.json:
         print(json.dumps(recs, indent=1))
         return 0
@@ -168,12 +235,19 @@ def cmd_simulate(args):
         print(f"{c['policy']:<9} {c['faults']:>9} {c['batches']:>8} {c['migrations']:>8} "
               f"{c['h2d_bytes'] / 2 ** 20:>9.1f} {c['evictions']:>7} {c['d2h_bytes'] / 2 ** 20:>9.1f} "
               f"{c['remote_gpu_pages'] * mib:>10.1f} {c['hits']:>9} {t['total'] * 1e3:>11.2f}")
+    for r in recs:
+        if r["inputs"].get("note"):
+            print(f"{r['counts']['policy']}: {r['inputs']['note']}")
+    if getattr(args, "trace_note", ""):
+        print(f"INCOMPLETE TRACE: {args.trace_note}")
     print(f"simulator speed: {recs[-1]['counts']['events_per_s'] / 1e6:.1f} M page events/s")
     print(calibrated.validated_text(recs[0]["validated_error"]))
     return 0
 
 
 def _sweep(args):
+    if args.app or args.trace:
+        raise UsageError("--sweep runs the studies' own applications: give no application or --trace with it")
     prog = (lambda m: print(f"  {m}", file=sys.stderr, flush=True)) if not args.json else None
     res = {}
     if args.sweep in ("cooper", "all"):
@@ -190,36 +264,112 @@ def _sweep(args):
     print(f"{LABEL}: shapes of the simulated curves against the published ones (model {sim.VERSION}; "
           f"times from {'; '.join(v['figures_source'] for v in res.values())})")
     print(calibrated.validated_text(calibrated.validated("umsim", version=sim.VERSION)))
+    what = None
     for r in rows:
         xs = r.get("dos") or r.get("ratios")
         ys = r.get("relative") or r.get("speedup")
+        axis = ("DOS (%): throughput relative to DOS 78" if r.get("dos") else
+                "footprint / GPU memory: speedup of system memory (ATS) over managed memory (UVM)")
+        if axis != what:
+            print(f"  curves below: {axis}")
+            what = axis
         knee = "" if r["published_knee"] is None else (f" knee {r['knee_dos']} vs published {r['published_knee']} "
                                                         f"({'within' if r['knee_within_15'] else 'outside'} 15)")
-        print(f"{r['figure']:<22} {r['policy']:<8} {r['app']:<17} {r['monotone']:<13} (published "
-              f"{r['published_monotone']}){knee}")
+        pub = r["published_monotone"] or "no published curve"
+        print(f"{r['figure']:<22} {r['policy']:<8} {r['app']:<17} {r['monotone']:<13} (published {pub}){knee}")
         print("    " + " ".join(f"{x}:{y:.2f}" for x, y in zip(xs, ys)))
     return 0
 
 
 # ------------------------------------------------------------------ model
+def _read_records(path: Path, what: str) -> list:
+    """The records of a JSON file (one record or a list) or a JSON-lines file (umbench's output,
+    bench/model_validate.py --raw-out); a file that is neither is a usage error."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{what} {path}: cannot read it ({err})") from None
+    try:
+        doc = json.loads(text)
+        recs = doc if isinstance(doc, list) else [doc]
+    except ValueError:
+        try:
+            recs = [json.loads(x) for x in text.splitlines() if x.strip()]
+        except ValueError:
+            raise UsageError(f"{what} {path}: neither a JSON record nor JSON lines of records") from None
+    return [calibrated._flat(r) for r in recs if isinstance(r, dict)]
+
+
+def _store(args):
+    from umscope.store import Store, default_store_path
+    path = Path(args.store or default_store_path())
+    if not path.exists():
+        raise UsageError(f"no results store at {path} (give --store, or a file)")
+    return Store(path)
+
+
+def _run_records(args, run: str, what: str) -> tuple:
+    st = _store(args)
+    st.run(int(run))  # a usage error where the store has no such run
+    return [calibrated._flat(r) for r in st.records(int(run))], f"run {run} of {st.path}"
+
+
 def _calibration(args):
+    """The application's explicit-mode calibration: one record, or each phase's median of several."""
     if not args.calibration:
         raise UsageError("model needs the application's explicit-mode record: run `umscope app run "
-                         f"{args.app} --mode explicit` and pass --calibration RUN (or a JSON file of the record)")
+                         f"{args.app} --mode explicit` and pass --calibration RUN, or a JSON (lines) file of records "
+                         "such as docs/model-validation-raw-run2.jsonl (the H100's held-out run)")
     c = args.calibration
-    if Path(c).exists():
-        rec = json.loads(Path(c).read_text())
-        return (rec[0] if isinstance(rec, list) else rec), f"file {c}"
-    if not c.isdigit():
-        raise UsageError(f"--calibration {c!r}: neither a file nor a run id")
-    from umscope.store import Store
-    st = Store(args.store)
-    for r in st.records(int(c)):
-        d = dict(r.get("extra") or {})
-        d.update({k: v for k, v in r.items() if k != "extra" and v is not None})
-        if d.get("app") == args.app and d.get("mode") == "explicit":
-            return d, f"run {c} of {st.path}"
-    raise UsageError(f"run {c} has no explicit-mode record of {args.app}")
+    recs, src = _records_from(args, c, "--calibration")
+    mine = [r for r in recs if r.get("app") == args.app and r.get("mode") == "explicit"]
+    if not mine:
+        apps = sorted({str(r.get("app")) for r in recs if r.get("mode") == "explicit" and r.get("app")})
+        raise UsageError(f"--calibration {c}: no explicit-mode record of {args.app}"
+                         + (f" (it has {', '.join(apps)})" if apps else ""))
+    # One configuration: the first record's footprint (and gemm's precision and variant).
+    key = lambda r: (r.get("bytes"), r.get("precision"), r.get("variant"))  # noqa: E731
+    same = [r for r in mine if key(r) == key(mine[0])]
+    cal = calibrated.calibration(same)
+    if len(same) > 1:
+        src += f" ({len(same)} explicit runs of {args.app}: each phase's median)"
+    return cal, src
+
+
+def _records_from(args, f, what) -> tuple:
+    """(records, where) of a file (JSON or JSON lines) or a run id in the store."""
+    if Path(f).exists():
+        return _read_records(Path(f), what), f"file {f}"
+    if str(f).isdigit():
+        return _run_records(args, f, what)
+    raise UsageError(f"{what} {f!r}: neither a file nor a run id")
+
+
+def _figures(args, fig, src):
+    """--figures RUN|FILE: the machine figures those records measured, over the machine description's."""
+    f = args.figures
+    recs, where = _records_from(args, f, "--figures")
+    measured, _ = calibrated.figures_from_records(recs)
+    if not measured:
+        raise UsageError(f"--figures {f}: no migration, firsttouch, faults, cpu-stream or gpu-stream records")
+    fig.update(measured)
+    return f"{where}: " + ", ".join(sorted(measured)) + f"; the rest: {src}"
+
+
+def _validated_for(machine: str, app: str, mode: str, packaged: bool) -> dict:
+    """The calibrated model's validated error for this case (with the packaged figures where those are used);
+    on a machine description other than the one it was validated on, marked as not validated there."""
+    v = calibrated.validated_model(app, mode, packaged=packaged)
+    if machine != VALIDATED_MACHINE and "median" in v:
+        v["note"] = (f"validated on {v.get('machine')} only, not on {machine}: its errors are shown for reference"
+                     + (f"; {v['note']}" if v.get("note") else ""))
+        v["this_case_on_validated_machine"] = v.pop("this_case", None)
+        v["this_case"] = None
+    return v
+
+
+# The machine description the calibrated model's validation ran on (docs/model-validation.md).
+VALIDATED_MACHINE = "h100-sxm-pcie5"
 
 
 def cmd_model(args):
@@ -228,39 +378,54 @@ def cmd_model(args):
     modes = list(calibrated.MODES) if args.mode == "all" else args.mode.split(",")
     for m in modes:
         if m not in calibrated.MODES:
-            raise UsageError(f"unknown mode {m!r}")
+            raise UsageError(f"unknown mode {m!r} (known: {', '.join(calibrated.MODES)}, all)")
     fig_doc = dos.figures(args.machine)
     fig, src = dos.machine_figures(args.machine)
     calib, csrc = _calibration(args)
     if args.figures:
-        if not str(args.figures).isdigit():
-            raise UsageError(f"--figures {args.figures!r}: not a run id")
-        from umscope.store import Store
-        measured, msrc = calibrated.figures_from_records(Store(args.store).records(int(args.figures)))
-        if not measured:
-            raise UsageError(f"run {args.figures} has no migration, firsttouch, faults or cpu-stream records")
-        fig.update(measured)
-        src = f"run {args.figures}: " + ", ".join(sorted(measured)) + f"; the rest: {src}"
+        src = _figures(args, fig, src)
     recs = []
     for m in modes:
+        if m == "explicit":
+            # The calibration itself: measured, an input of every prediction, not a prediction.
+            recs.append({"type": "record", "family": "model", "status": "calibration (measured)", "app": args.app,
+                         "mode": m, "phases_ms": {k: float(calib.get(k) or 0.0) for k in calibrated.PHASES},
+                         "total_ms": sum(float(calib.get(k) or 0.0) for k in calibrated.PHASES),
+                         "inputs": {"calibration": csrc}})
+            continue
         try:
             p = calibrated.predict(args.app, m, calib, fig, ats=bool(fig_doc.get("ats")))
         except ValueError as e:
             recs.append({"app": args.app, "mode": m, "status": "not modelled", "reason": str(e)})
             continue
-        recs.append(calibrated.record(args.app, m, p, src, csrc))
+        recs.append(calibrated.record(args.app, m, p, src, csrc,
+                                      _validated_for(args.machine, args.app, m, not args.figures)))
     if args.json:
         print(json.dumps(recs, indent=1))
         return 0
     print(f"{LABEL}: {args.app} on {args.machine} (figures: {src}); calibration: {csrc}; model {calibrated.VERSION}")
-    print(f"{'mode':<17} " + " ".join(f"{k[:-3]:>9}" for k in calibrated.PHASES) + f" {'total ms':>10}")
+    print(f"{'mode':<17} " + " ".join(f"{k[:-3]:>9}" for k in calibrated.PHASES) + f" {'total ms':>10}"
+          f"  {'validated error of this case':<28}")
+    missing = set()
     for r in recs:
-        if r.get("status") != "modelled":
+        if r.get("status") == "not modelled":
             print(f"{r['mode']:<17} {r['status']}: {r['reason']}")
             continue
+        if r["status"] != "modelled":
+            note = "MEASURED: the calibration, not predicted"
+        else:
+            this = r["validated_error"].get("this_case")
+            note = "not validated" if this is None else f"{this:+.1%}"
+            missing.update(r["inputs"].get("figures_missing") or ())
         print(f"{r['mode']:<17} " + " ".join(f"{r['phases_ms'][k]:>9.1f}" for k in calibrated.PHASES)
-              + f" {r['total_ms']:>10.1f}")
-    print(calibrated.validated_text(calibrated.validated("calibrated")))
+              + f" {r['total_ms']:>10.1f}  {note}")
+    if args.machine != VALIDATED_MACHINE:
+        print(f"the calibration's phases (kernel time, context, allocation, CPU initialisation, explicit's copies) "
+              f"are those of the machine it was measured on, not of {args.machine}")
+    if missing:
+        print(f"figures missing from {args.machine} (their terms count 0 or fall back as calibrated.py says): "
+              + ", ".join(sorted(missing)))
+    print(calibrated.validated_text(_validated_for(args.machine, args.app, "", not args.figures)))
     return 0
 
 
@@ -276,9 +441,36 @@ HINTS = {
 }
 
 
-def advise(stream, foot, capacity, machine, iterations_note=""):
+PREFETCH_ESTIMATE = ("not simulated: the pages umsim migrated or populated under managed memory moved once at "
+                     "migrate_gbps, then every access at hbm_gbps")
+TIMES_NOTE = ("modelled times: umsim's counts priced with the machine figures (model/simulate.py modelled_time); "
+              "not validated against measured times, so the gain is an estimate without a validated error")
+
+
+def sim_figures(args) -> tuple:
+    """The simulator's figures: --machine's description, with --figures RUN|FILE's measurements over it and
+    the fault cost per batch calibrated again from them."""
+    fig, src = dos.machine_figures(args.machine)
+    if not getattr(args, "figures", None):
+        return fig, src
+    if dos.figures(args.machine)["source"].startswith("paper:"):
+        raise UsageError(f"--figures replaces a measured machine's figures; {args.machine} is a published "
+                         "description: leave --machine at h100-sxm-pcie5 (or another measured one)")
+    recs, where = _records_from(args, args.figures, "--figures")
+    measured, _ = calibrated.figures_from_records(recs)
+    if not measured:
+        raise UsageError(f"--figures {args.figures}: no migration, firsttouch, faults, cpu-stream, gpu-stream or "
+                         "copy records")
+    base = dict(dos.figures(args.machine)["figures"], **measured)
+    fig = dos.calibrate(base)
+    src = (f"{where}: {', '.join(sorted(measured))}; the rest: {src}"
+           + (f"; {fig['calibration']}" if fig.get("calibration") else ""))
+    return fig, src
+
+
+def advise(stream, foot, capacity, machine, iterations_note="", figures=None):
     fig_doc = dos.figures(machine)
-    fig, src = dos.machine_figures(machine)
+    fig, src = figures or dos.machine_figures(machine)
     drv = _driver() if machine == "h100-sxm-pcie5" else {}
     pols = ["uvm", "zerocopy"] + (["ats"] if fig_doc.get("ats") else [])
     recs = {r["counts"]["policy"]: r for r in simulate_all(stream, capacity, pols, fig, {}, drv)}
@@ -307,7 +499,10 @@ def advise(stream, foot, capacity, machine, iterations_note=""):
         evidence.setdefault({"uvm": "managed", "ats": "system"}.get(p, p), {}).update(
             faults=c["faults"], migrated_bytes=c["h2d_bytes"], evicted_bytes=c["d2h_bytes"],
             remote_bytes=c["remote_gpu_pages"] * pb)
+    if "managed-prefetch" in evidence:
+        evidence["managed-prefetch"]["how"] = PREFETCH_ESTIMATE
     return {"status": "modelled", "model_version": sim.VERSION, "machine": machine, "figures_source": src,
+            "times": TIMES_NOTE,
             "recommended": best, "predicted_gain_vs_managed": base / t[best] if t[best] else None,
             "hints": hints, "evidence": evidence, "footprint": foot, "capacity": capacity,
             "validated_error": calibrated.validated("umsim", version=sim.VERSION)}
@@ -320,7 +515,10 @@ def cmd_advise(args):
         args.reverse = False
         stream, foot = _stream(args, tmp)
         cap = _capacity(args, foot, fig_doc)
-        res = advise(stream, foot, cap, args.machine)
+        res = advise(stream, foot, cap, args.machine, figures=sim_figures(args))
+    if getattr(args, "trace_note", ""):
+        res["trace"] = args.trace_note
+        res["hints"].append(f"INCOMPLETE TRACE: {args.trace_note}")
     if args.app and args.app in calibrated.ACCESS and calibrated.ACCESS[args.app][1] == 0.0:
         res["hints"].append("the inputs are only read: cudaMemAdviseSetReadMostly lets the GPU keep a copy "
                             "without invalidating the CPU's")
@@ -329,12 +527,13 @@ def cmd_advise(args):
         return 0
     what = args.app or args.trace
     print(f"{LABEL}: advice for {what} on {args.machine} (figures: {res['figures_source']}; model {sim.VERSION})")
-    print(f"recommended: {res['recommended']}  (predicted {res['predicted_gain_vs_managed']:.2f}x against plain "
-          f"managed memory)")
+    print(f"recommended: {res['recommended']}  (modelled {res['predicted_gain_vs_managed']:.2f}x against plain "
+          f"managed memory; {TIMES_NOTE})")
     for h in res["hints"]:
         print(f"  - {h}")
     print(calibrated.validated_text(res["validated_error"]))
     print("evidence (modelled):")
     for p, e in res["evidence"].items():
-        print(f"  {p:<17} " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in e.items()))
+        print(f"  {p:<17} " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in e.items()
+                                       if k != "how") + (f" ({e['how']})" if e.get("how") else ""))
     return 0

@@ -146,11 +146,37 @@ def kernel_times(calib: dict):
     return warm, [s[0] - warm] + s[1:]
 
 
+class _Asked(dict):
+    """Machine figures that remember which of the figures asked for were missing."""
+
+    def __init__(self, fig):
+        super().__init__(fig)
+        self.missing = set()
+
+    def get(self, key, default=None):
+        if key not in self and key != "ats":  # "ats" is a property of the machine, not a figure
+            self.missing.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        if key not in self:
+            self.missing.add(key)
+        return super().__getitem__(key)
+
+
 def predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
     """Predicted phases (ms) of `app` in `mode`. calib: the explicit-mode record of the same application
     and footprint (or calibration() of several): kernel time per iteration, context, allocation, CPU
     initialisation and free as measured there. fig: machine figures (see CALIBRATES and figures/*.yaml);
-    a figure missing from fig falls back as noted inline."""
+    a figure missing from fig falls back as noted inline, and the result names it (figures_missing)."""
+    fig = _Asked(fig)
+    p = _predict(app, mode, calib, fig, ats)
+    if mode != "explicit":
+        p["figures_missing"] = sorted(fig.missing)
+    return p
+
+
+def _predict(app: str, mode: str, calib: dict, fig: dict, ats=False) -> dict:
     a = profile(app, calib)
     D, init_b, res_b, untouched = a["D"], a["cpu_init"], a["results"], a["untouched"]
     K = int(calib["iterations"])
@@ -277,17 +303,34 @@ def validated(kind="calibrated", app=None, mode=None, version=None) -> dict:
         v = json.loads(VALIDATED.read_text()).get(kind)
     except (OSError, ValueError):
         v = None
-    doc = "docs/model-validation.md" if kind == "calibrated" else "docs/simulator-validation.md"
+    doc = "docs/model-validation.md" if kind.startswith("calibrated") else "docs/simulator-validation.md"
     if not v:
         return {"status": "not validated yet", "source": doc}
     out = {k: v[k] for k in v if k != "per_case"}
     out["source"] = doc
     if app and mode:
         out["this_case"] = (v.get("per_case") or {}).get(f"{app}/{mode}")
-    want = version or (VERSION if kind == "calibrated" else None)
+    want = version or (VERSION if kind.startswith("calibrated") else None)
     if want and v.get("model_version") != want:
         out["note"] = f"validated for {v.get('model_version')}, not {want}"
     return out
+
+
+def validated_model(app=None, mode=None, packaged=False) -> dict:
+    """The calibrated model's validated error for predictions made with the session's own figures, or with
+    the packaged ones (packaged=True: `umscope model` without --figures, the report's modelled section), whose
+    error bench/model_validate.py --packaged-figures measures on a held-out run ("calibrated_packaged").
+    Without that entry, the session-figures error with a note saying it is not for these figures."""
+    if packaged:
+        v = validated("calibrated_packaged", app, mode)
+        if "median" in v:
+            return v
+        v = validated("calibrated", app, mode)
+        if "median" in v:
+            v["note"] = ("validated with the session's own figures, not with the packaged ones used here"
+                         + (f"; {v['note']}" if v.get("note") else ""))
+        return v
+    return validated("calibrated", app, mode)
 
 
 def validated_text(v: dict) -> str:
@@ -296,19 +339,49 @@ def validated_text(v: dict) -> str:
         return f"validated error: {v['status']} (see {v['source']})"
     if "median" in v:
         t = (f"validated error (predicted vs measured total time, {v.get('cases')} cases on {v.get('machine')}, "
-             f"commit {v.get('commit')}): median {v['median']:.1%}, 90th percentile {v['p90']:.1%}")
+             f"commit {v.get('commit')}" + (f", with {v['figures']}" if v.get("figures") else "")
+             + f"): median {v['median']:.1%}, 90th percentile {v['p90']:.1%}")
         if v.get("this_case") is not None:
             t += f"; this case {v['this_case']:+.1%}"
     else:
-        t = "validated: " + ", ".join(f"{k} {v[k]}" for k in v if k not in ("source", "note"))
+        t = _counts_text(v)
     t += f" ({v['source']})"
     return t + (f"; {v['note']}" if v.get("note") else "")
+
+
+_META = ("model_version", "machine", "commit", "when", "cases", "source", "note", "status", "this_case")
+
+
+def _counts_text(v: dict) -> str:
+    """The simulator's validation in words: per counted quantity (keys `QTY_max_error_vs_REF[_SET]` and
+    `QTY_within_10pct[_SET]` as bench/sim_validate.py writes them), how many cases fall within +-10% and the
+    worst |error| against each reference, as percentages. It validates counts, not times: says so."""
+    groups = {}
+    for k, x in v.items():
+        if k in _META:
+            continue
+        if "_max_error_vs_" in k:
+            q, rest = k.split("_max_error_vs_", 1)
+            groups.setdefault(q, []).append(f"worst |error| {x:.1%} against {rest.replace('_', ' ')}"
+                                            if isinstance(x, (int, float)) else f"{rest.replace('_', ' ')} {x}")
+        elif "_within_10pct" in k:
+            q, rest = k.split("_within_10pct", 1)
+            groups.setdefault(q, []).append(f"within +-10% in {x}" + (f" ({rest.strip('_')})" if rest.strip("_")
+                                                                       else ""))
+        else:
+            groups.setdefault(k, []).append(str(x))
+    parts = [f"{q.replace('_', ' ')}: " + ", ".join(sorted(items, key=lambda i: not i.startswith("within")))
+             for q, items in groups.items()]
+    return (f"validated counts ({v.get('model_version')} against {v.get('machine')}, commit {v.get('commit')}): "
+            + "; ".join(parts)
+            + "; its modelled times are not validated against measured times")
 
 
 def record(app, mode, pred, fig_source, calib_source, error=None) -> dict:
     return {"type": "record", "family": "model", "status": "modelled", "model_version": VERSION,
             "app": app, "mode": mode, "phases_ms": {k: pred[k] for k in PHASES}, "total_ms": pred["total_ms"],
             "inputs": {"figures": fig_source, "calibration": calib_source,
+                       "figures_missing": pred.get("figures_missing") or [],
                        "access_profile": {k: v for k, v in (pred.get("profile") or {}).items()}},
             "validated_error": error or validated("calibrated", app, mode)}
 

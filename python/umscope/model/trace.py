@@ -14,13 +14,39 @@ ALIGN_PAGES = 512  # allocations placed on 2 MiB boundaries in the simulated add
 
 
 def read_jsonl(path) -> list:
+    """libumtrace's JSON lines, plain or gzip-compressed (as the kept traces in docs/ are); a file that is
+    neither text nor gzip is a usage error."""
+    import gzip
+    import json
+
+    from umscope.errors import UsageError
     from umscope.profile.tracer import read_trace_lines
-    return read_trace_lines(path)
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    if not gz:
+        try:
+            return read_trace_lines(path)
+        except UnicodeDecodeError:
+            raise UsageError(f"{path}: not a umsim trace, libumtrace's JSON lines or their gzip") from None
+    out = []
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass  # a line cut by a crash
+    except (OSError, EOFError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: a damaged gzip trace ({err})") from None
+    return out
 
 
 def from_umtrace(records, page_bytes=4096) -> dict:
     """{'allocs': [(first_page, n_pages)], 'events': [...], 'kernels': n, 'gpu_faults': n, 'htod_bytes': n,
-    'cpu_faults': n}: the umsim trace of a libumtrace record list."""
+    'cpu_faults': n, 'recorded_htod_bytes': n, 'driver_htod_bytes': n or None}: the umsim trace of a libumtrace
+    record list. recorded_htod_bytes: every host-to-device byte CUPTI's records hold (prefetches too);
+    driver_htod_bytes: the UVM driver's own count over the run (libumtrace's uvm_counters, all GPUs), where the
+    trace has it: where the records hold less, CUPTI dropped some and the stream is incomplete."""
     allocs = sorted({(e["a"], e["b"]) for e in records if e.get("k") == "mem" and e.get("op") == 1 and e.get("b")})
     base, table = 0, []
     for a, b in allocs:
@@ -35,9 +61,14 @@ def from_umtrace(records, page_bytes=4096) -> dict:
         return None
 
     timed = []
-    stats = {"kernels": 0, "gpu_faults": 0, "htod_bytes": 0, "cpu_faults": 0}
+    stats = {"kernels": 0, "gpu_faults": 0, "htod_bytes": 0, "cpu_faults": 0, "recorded_htod_bytes": 0,
+             "driver_htod_bytes": None}
     for e in records:
         k = e.get("k")
+        if k == "uvm_counters" and e.get("dev") == -1 and e.get("htod") is not None:
+            stats["driver_htod_bytes"] = int(e["htod"])  # the last one: the run's total
+        if k == "um" and e.get("c") == 1:
+            stats["recorded_htod_bytes"] += e.get("v", 0)
         if k == "kernel":
             timed.append((e["e"], 2, None, 0))
             stats["kernels"] += 1
