@@ -432,6 +432,9 @@ def test_uvm_events_give_every_fault_entry_the_driver_counts(op, access, store_p
     htod = sum(ev["migrated"]["htod"].values())
     assert htod == drv["htod"] and size <= htod <= size + (2 << 20), (ev["migrated"], drv)
     assert "user" not in ev["migrated"]["htod"] and ev["fault_pages"] <= size // 4096
+    # Complete events carry the timelines and the per-allocation figures: every byte, on the trace's clock.
+    assert um["migrations_source"] == "the driver's events"
+    assert sum(a["htod"] for a in um["allocations"]) == htod
     assert "driver events" in res.stderr and "lost nothing" in res.stderr
 
 

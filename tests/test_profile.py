@@ -283,3 +283,12 @@ def test_every_process_of_the_program_is_read_and_labelled_by_its_own_devices(tm
     assert tr["driver_counters"]["all"] == {"htod": 12288, "dtoh": 0, "cpu_faults": 1, "gpu_faults": 5,
                                             "prefetch_htod": 0, "prefetch_dtoh": 0}
     assert [r[0] for r in tr["ranges"]] == ["rank0", "rank1"] and tr["ranges"][1][2] is None  # ids per process
+
+
+def test_time_ticks_of_a_short_burst_stay_distinct():
+    import re
+    from umscope.report.profile import _secs
+    from umscope.report.svg import line_chart
+    svg = line_chart([("in", [(0.4727, 0.0), (0.4743, 512.0)])], "t", "s", "MiB", x_log=False, x_fmt=_secs)
+    ticks = re.findall(r'text-anchor="middle">([^<]+)</text>', svg)
+    assert len(ticks) >= 3 and len(set(ticks)) == len(ticks), ticks

@@ -113,3 +113,47 @@ def test_summary_says_when_the_driver_dropped_events_or_the_queue_was_refused():
     off = summarise([{"k": "uvm_events", "ok": False, "why": "UVM_TOOLS_INIT_EVENT_TRACKER_V2: driver status 0x1f"}])
     assert off == {"on": False, "why": "UVM_TOOLS_INIT_EVENT_TRACKER_V2: driver status 0x1f"}
     assert summarise([{"k": "start"}]) == {}
+
+
+def _write(tmp_path, lines):
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def test_complete_driver_events_give_the_timelines_and_allocations(tmp_path):
+    """Where the driver's events are complete, the migration timelines and per-allocation figures come from them
+    (every byte) rather than from CUPTI's records (a share), on the trace's clock through the `clocks` reading."""
+    from umscope.profile.output import trace_records
+    from umscope.profile.tracer import parse_trace
+    base = [{"k": "start", "t": 1_000_000_000}, {"k": "device", "id": 0, "bus": "0000:1B:00.0"},
+            {"k": "mem", "op": 1, "a": 1 << 30, "b": 8 << 20},
+            # CUPTI saw one of the two migrations
+            {"k": "um", "c": 1, "v": 2 << 20, "s": 1_100_000_000, "e": 1_100_000_100, "a": 1 << 30, "src": 0, "dst": 0,
+             "f": 3},
+            {"k": "uvm_events", "ok": True}, {"k": "clocks", "raw": 5_000_000_000, "t": 1_000_000_000},
+            {"k": "uvm_migration", "src": 0, "dst": 1, "a": 1 << 30, "n": 2 << 20, "cause": 3, "t0": 5_100_000_000,
+             "t1": 5_900_000_000},  # t1: when the driver's worker passed it on, late: not the timeline's time
+            {"k": "uvm_migration", "src": 0, "dst": 1, "a": (1 << 30) + (2 << 20), "n": 2 << 20, "cause": 2,
+             "t0": 5_300_000_000, "t1": 5_900_000_000},
+            {"k": "uvm_migration", "src": 1, "dst": 0, "a": 1 << 30, "n": 1 << 20, "cause": 2, "t0": 5_400_000_000,
+             "t1": 5_900_000_000},
+            {"k": "end"}]
+    done = {"k": "uvm_events_end", "n": [0] * 16, "dropped": [0] * 16}
+    tr = parse_trace(_write(tmp_path, base + [done]), ["00000000:1b:00.0"])
+    assert tr["migrations_source"] == "the driver's events"
+    assert tr["timeline"]["htod"] == [(0.1, 2 << 20), (0.3, 4 << 20)] and tr["timeline"]["dtoh"] == [(0.4, 1 << 20)]
+    (a,) = tr["allocations"]
+    assert (a["htod"], a["dtoh"]) == (4 << 20, 1 << 20)
+    assert tr["totals"]["htod"] == 2 << 20  # CUPTI's own totals stay what the records hold
+    um = trace_records(tr)[-1]
+    assert um["migrations_source"] == "the driver's events" and um["allocations"][0]["htod"] == 4 << 20
+    # Dropped events, or no clock reading: CUPTI's records as before, and said so.
+    lost = dict(done, dropped=[0, 0, 1] + [0] * 13)
+    tr = parse_trace(_write(tmp_path, base + [lost]), ["00000000:1b:00.0"])
+    assert tr["migrations_source"] == "CUPTI records" and tr["allocations"][0]["htod"] == 2 << 20
+    noclock = [x for x in base if x.get("k") != "clocks"] + [done]
+    assert parse_trace(_write(tmp_path, noclock), ["00000000:1b:00.0"])["migrations_source"] == "CUPTI records"
+    two = base[:2] + [{"k": "device", "id": 1, "bus": "0000:1C:00.0"}] + base[2:] + [done]
+    assert parse_trace(_write(tmp_path, two), ["00000000:1b:00.0", "00000000:1c:00.0"])["migrations_source"] == \
+        "CUPTI records"  # the driver numbers its GPUs its own way: CUPTI's per-GPU records stay

@@ -123,6 +123,27 @@ def record_gpus(e, name, label) -> list:
     return [label(e.get(_GPU_FIELD.get(name, "dst"), 0))]
 
 
+def _add_to_allocation(per_alloc, allocs, addr, n, way, t):
+    """Adds a migration of n bytes at addr (way: htod or dtoh, at t seconds) to the allocation holding it."""
+    for a, b in allocs:
+        if a <= addr < a + b:
+            slot = per_alloc.setdefault(a, {"address": a, "bytes": b, "htod": 0, "dtoh": 0, "t": [], "in": [],
+                                             "out": []})
+            slot[way] += n
+            slot["t"].append(t)
+            slot["in"].append(slot["htod"])
+            slot["out"].append(slot["dtoh"])
+            return
+
+
+def _thin(per_alloc):
+    """At most 400 points per allocation's timeline, the last one kept."""
+    for a in per_alloc.values():
+        step = max(1, len(a["t"]) // 400)
+        for k in ("t", "in", "out"):
+            a[k] = a[k][::step] + ([a[k][-1]] if (len(a[k]) - 1) % step else [])
+
+
 def parse_trace(path, gpus=()) -> dict:
     """Totals, timelines and analyses from libumtrace's JSON lines; `gpus` (PCI bus ids, umscope's GPU order)
     puts each record on the GPU it came from."""
@@ -175,15 +196,7 @@ def parse_trace(path, gpus=()) -> dict:
             by_cause[name][cause] = by_cause[name].get(cause, 0) + e["v"]
             cum[name] += e["v"]
             timeline[name].append((round((e["e"] - t0) / 1e9, 6), cum[name]))
-            for a, b in allocs:
-                if a <= e["a"] < a + b:
-                    slot = per_alloc.setdefault(a, {"address": a, "bytes": b, "htod": 0, "dtoh": 0, "t": [],
-                                                     "in": [], "out": []})
-                    slot[name] += e["v"]
-                    slot["t"].append(round((e["e"] - t0) / 1e9, 6))
-                    slot["in"].append(slot["htod"])
-                    slot["out"].append(slot["dtoh"])
-                    break
+            _add_to_allocation(per_alloc, allocs, e["a"], e["v"], name, round((e["e"] - t0) / 1e9, 6))
         if name == "gpu_fault":
             acc = ACCESS.get(e.get("f", 0), str(e.get("f")))
             faults_by_access[acc] = faults_by_access.get(acc, 0) + e["v"]
@@ -211,10 +224,7 @@ def parse_trace(path, gpus=()) -> dict:
                 slot[k] = slot.get(k, 0) + e.get(k, 0)  # summed over the program's processes
     driver_refused = [e for e in ev if e.get("k") == "uvm_config" and not e.get("ok")]
     ranges, instants = nvtx_ranges([dict(e, id=(e["_p"], e.get("id"))) for e in ev if e.get("k") == "marker"], t0)
-    for a in per_alloc.values():  # at most 400 points per allocation, the last one kept
-        step = max(1, len(a["t"]) // 400)
-        for k in ("t", "in", "out"):
-            a[k] = a[k][::step] + ([a[k][-1]] if (len(a[k]) - 1) % step else [])
+    _thin(per_alloc)
     out.update(totals=totals, events=events, by_cause=by_cause, faults_by_access=faults_by_access,
                timeline=timeline, allocations=list(per_alloc.values()), ranges=ranges, instants=instants,
                wall_start=start.get("w"),
@@ -230,8 +240,27 @@ def parse_trace(path, gpus=()) -> dict:
                driver_counters_refused=bool(driver_refused) and not driver,
                kinds_configured=sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev
                                         if e.get("k") == "config" and e.get("ok")}))
-    from umscope.profile.uvm_events import summarise
+    from umscope.profile.uvm_events import migrations_on_trace_clock, summarise
     out["driver_events"] = summarise(ev)  # the driver's own event queue, with --uvm-events
+    out["migrations_source"] = "CUPTI records"
+    moves = migrations_on_trace_clock(ev) if out["driver_events"].get("complete") else None
+    if moves is not None and len(out["devices"]) <= 1:
+        # Every migration the driver made (nothing dropped), where CUPTI's records may hold a share: the timelines
+        # and per-allocation figures come from them. With several GPUs CUPTI's records stay (the driver numbers its
+        # processors its own way, not by CUDA ordinal).
+        timeline, cum, per_alloc, tl_gpu = {"htod": [], "dtoh": []}, {"htod": 0, "dtoh": 0}, {}, {"htod": [], "dtoh": []}
+        for way, addr, n, t in moves:
+            if way not in cum:
+                continue
+            x = round((t - t0) / 1e9, 6)
+            cum[way] += n
+            timeline[way].append((x, cum[way]))
+            tl_gpu[way].append((x, cum[way]))
+            _add_to_allocation(per_alloc, allocs, addr, n, way, x)
+        _thin(per_alloc)
+        gpu = next(iter(out["devices"]), next(iter(out["by_gpu"]), "gpu"))
+        out.update(timeline=timeline, allocations=list(per_alloc.values()), timeline_by_gpu={gpu: tl_gpu},
+                   migrations_source="the driver's events")
     # The studies' analyses: faults per migration, eviction against migration.
     out.update(migration_ratios(totals, events, by_cause))
     return out

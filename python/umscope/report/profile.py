@@ -6,6 +6,12 @@ from umscope.report.registry import family_section
 from umscope.report.svg import line_chart, size_tick
 
 
+def _secs(v) -> str:
+    """A time axis's tick: the nice tick values in full (a 1.5 ms burst at 0.47 s has ticks 0.4725, 0.473, ...,
+    which three digits printed as 0.473 twice)."""
+    return f"{v:.6g}"
+
+
 def charts(recs) -> str:
     """The memory-use timeline (the GH200 study's Figs. 4-5), utilisation and power, and the run."""
     run = next((r for r in recs if r["op"] == "run"), None)
@@ -22,20 +28,25 @@ def charts(recs) -> str:
             [(t, v / 2**20) for t, v in zip(x(r)["t"], x(r)["samples"])]) for r in series if r["unit"] == "bytes"]
     if mem:
         out.append(line_chart(mem, "memory use over time (MiB)", "seconds since the start", "MiB", x_log=False,
-                              x_fmt=lambda v: f"{v:.3g}", height=340, marks=marks if same_clock else ()))
+                              x_fmt=_secs, height=340, marks=marks if same_clock else ()))
     other = [(f"{r['op']} ({r['unit']})", list(zip(x(r)["t"], x(r)["samples"]))) for r in series
              if r["unit"] in ("%", "W")]
     if other:
         out.append(line_chart(other, "GPU utilisation (%) and power (W) over time", "seconds since the start",
-                              "% or W", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300,
+                              "% or W", x_log=False, x_fmt=_secs, height=300,
                               marks=marks if same_clock else ()))
     axis = "seconds since the start" if same_clock else "seconds since the trace started"
     moved = [(r["op"].replace("_cumulative", "") + " " + r["processor"], [(t, v / 2**20) for t, v in zip(x(r)["t"], x(r)["samples"])])
              for r in series if r["unit"] == "B"]
     if moved:
-        out.append(line_chart(moved, "unified memory moved over time (cumulative MiB, CUPTI)", axis, "MiB",
-                              x_log=False, x_fmt=lambda v: f"{v:.3g}", height=300, marks=marks))
-        out.append("<p class=note>Migrations the driver reports, not all data moved: see the table below.</p>")
+        complete = ux.get("migrations_source") == "the driver's events"
+        out.append(line_chart(moved, "unified memory moved over time (cumulative MiB, "
+                              + ("the driver's events" if complete else "CUPTI") + ")", axis, "MiB",
+                              x_log=False, x_fmt=_secs, height=300, marks=marks))
+        out.append("<p class=note>" + ("Every migration the driver made: its own event queue, read by the tracer "
+                                       "with nothing dropped (--uvm-events)." if complete else
+                                       "Migrations the driver reports, not all data moved: see the table below.")
+                   + "</p>")
     per_alloc = []
     for a in ux.get("allocation_timelines") or []:
         name = f"0x{a['address']:x} ({size_tick(a['bytes'])})"
@@ -44,7 +55,7 @@ def charts(recs) -> str:
             per_alloc.append((name + " out", [(t, v / 2**20) for t, v in zip(a["t"], a["out"])]))
     if per_alloc:
         out.append(line_chart(per_alloc, "migration (in: to the GPU) and eviction (out) by allocation, cumulative "
-                              "MiB", axis, "MiB", x_log=False, x_fmt=lambda v: f"{v:.3g}", height=320,
+                              "MiB", axis, "MiB", x_log=False, x_fmt=_secs, height=320,
                               marks=marks))
     if ux.get("ranges"):
         out.append(html_table(["NVTX range", "start s", "end s", "seconds"], [
@@ -73,6 +84,8 @@ def charts(recs) -> str:
         for a in ux.get("allocations") or []:
             items.append((f"allocation 0x{a['address']:x} ({size_tick(a['bytes'])})",
                           f"{a['htod'] / 2**20:.1f} MiB in, {a['dtoh'] / 2**20:.1f} MiB out",
+                          "every migration of this allocation (the driver's events, nothing dropped)"
+                          if ux.get("migrations_source") == "the driver's events" else
                           "migrations the driver reports for this allocation (see host → device)"))
         if not ux.get("trace_complete"):
             items.append(("trace", "ended early: the program died before CUPTI's last flush", ""))
