@@ -104,8 +104,9 @@ def summary(lines, page_bytes=PAGE, batch_size=256) -> dict:
     stale_e = stale_i = 0  # entries on a page an earlier batch served (and not moved back to the CPU since)
     first_batches = []
     utlbs = set()
-    # pages moved back to the CPU (dst 0, the tools interface's CPU index) leave `served` from then on
-    to_cpu = sorted((m.get("t1", m.get("t0", 0)), m["a"] // page_bytes, -(-m.get("n", 0) // page_bytes))
+    # pages moved back to the CPU (dst 0, the tools interface's CPU index) leave `served` from then on (at
+    # the time the driver queued the copy, t0: its worker stamps t1 in bursts)
+    to_cpu = sorted((m.get("t0", 0), m["a"] // page_bytes, -(-m.get("n", 0) // page_bytes))
                     for m in migr if m.get("dst") == 0 and "a" in m)
     ci = 0
     for k in order:
