@@ -448,7 +448,8 @@ FEATURES = {
 
 def choose_variant(meta, counts, device, ef, tmp):
     """Every combination of FEATURES on the calibration programs: the one whose timed entries are nearest the
-    driver's counts there (smallest median |error|, then the fewest features) is the model used for every
+    driver's counts there (smallest median |error|, then the fewest features, then the first in FEATURES'
+    order: min() keeps the first of equals) is the model used for every
     validated case. Returns {'chosen', 'figures', 'table': [(features, errors by program)]}."""
     import itertools
     table = []
@@ -652,11 +653,12 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None):
     for tname, tmeta, trows in tables:
         if tname == "added":
             lines += ["", f"Added cases ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}; "
-                      "run after umsim-3's first version: their first batches were seen while its issue order and "
-                      "the uTLB's two pages were set, their counts were never fitted).", ""]
+                      "programs added after umsim-3's first version: their first batches were seen while its issue "
+                      "order and the uTLB's two pages were set; no count of theirs was fitted, and none of them is a "
+                      "calibration program).", ""]
         elif tname == "fresh":
-            lines += ["", f"Fresh cases, run once umsim-3 was fixed ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, "
-                      f"{tmeta.get('when', '?')}).", ""]
+            lines += ["", f"Fresh cases, programs first run once umsim-3 was fixed ({tmeta['gpu']}, commit "
+                      f"{tmeta.get('commit', '?')}, {tmeta.get('when', '?')}).", ""]
         elif tname == "fresh2":
             lines += ["", f"Fresh cases run after umsim-4's mechanisms were chosen on the calibration programs "
                       f"({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}).", ""]
@@ -692,7 +694,8 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None):
         ms = variants["measured"]
         lines += ["", "umsim-4's mechanisms, chosen on the calibration programs (never on a validated case): every "
                   "combination replayed on them, the one with the smallest median |error| against the driver's "
-                  "count there (then the fewest mechanisms) is the model of every table above. Their figures, "
+                  "count there (then the fewest mechanisms, then the first in FEATURES' order) is the model of every table "
+                  "above. Their figures, "
                   "measured on the calibration programs' fault events (bench/sim_validate.py entry_figures): "
                   + "; ".join(f"{k} = {v}" for k, v in ms.items() if k != "entry_figures_from")
                   + f" (pages and instances from: {ms.get('entry_figures_from')}).", "",
