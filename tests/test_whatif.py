@@ -152,6 +152,32 @@ def test_trace_conversion_from_libumtrace_records():
     assert (tr["kernels"], tr["gpu_faults"], tr["htod_bytes"], tr["cpu_faults"]) == (1, 2, 8192, 1)
 
 
+def test_trace_conversion_takes_the_gpu_side_from_complete_driver_events():
+    """With the driver's events complete (`--uvm-events`), every fault entry and every on-demand migrated page is
+    an access, where CUPTI's records (here: none for page 2) hold a share; a CPU fault still comes from CUPTI."""
+    a = 1 << 40
+    recs = [{"k": "mem", "op": 1, "a": a, "b": 4 * 4096},
+            {"k": "um", "c": 4, "v": 1, "s": 1000, "e": 1001, "a": a + 4096, "f": 1},  # CUPTI saw one fault group
+            {"k": "kernel", "s": 900, "e": 5000},
+            {"k": "um", "c": 3, "v": 1, "s": 6000, "e": 6001, "a": a + 3 * 4096, "f": 0},
+            {"k": "uvm_events", "ok": True}, {"k": "clocks", "raw": 100, "t": 1000},   # trace clock = raw + 900
+            {"k": "uvm_fault", "g": 1, "b": 1, "a": a + 4096, "acc": 1, "t": 200, "tg": 0},
+            {"k": "uvm_fault", "g": 1, "b": 1, "a": a + 2 * 4096, "acc": 1, "t": 210, "tg": 0},
+            {"k": "uvm_migration", "src": 0, "dst": 1, "a": a, "n": 8192, "cause": 2, "t0": 300, "t1": 9000},
+            {"k": "uvm_migration", "src": 0, "dst": 1, "a": a + 8192, "n": 4096, "cause": 3, "t0": 310, "t1": 9000},
+            {"k": "uvm_counters", "dev": -1, "htod": 12288},
+            {"k": "uvm_events_end", "n": [0] * 16, "dropped": [0] * 16}]
+    tr = umtrace.from_umtrace(recs)
+    assert tr["gpu_source"] == "the driver's events"
+    assert tr["events"] == [1, 2, 0, 1, sim.BARRIER, 3 | sim.CPU]
+    assert (tr["gpu_faults"], tr["htod_bytes"], tr["recorded_htod_bytes"], tr["cpu_faults"]) == (2, 8192, 12288, 1)
+    from umscope.whatif import trace_completeness
+    assert trace_completeness(tr) == ""  # every byte the driver counted is in the stream's source
+    lost = recs[:-1] + [{"k": "uvm_events_end", "n": [0] * 16, "dropped": [0, 0, 0, 4] + [0] * 12}]
+    tr = umtrace.from_umtrace(lost)
+    assert tr["gpu_source"] == "CUPTI records" and tr["gpu_faults"] == 1 and tr["events"][0] == 1
+
+
 def test_sweep_helpers():
     pts = [{"dos": d, "relative": r} for d, r in ((78, 1.0), (100, 0.95), (109, 0.4), (156, 0.3))]
     assert dos.knee(pts) == 109

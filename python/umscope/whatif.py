@@ -112,6 +112,7 @@ def _stream(args, tmpdir):
     out = Path(tmpdir) / "trace.umstrace"
     umtrace.write(out, tr)
     args.trace_note = trace_completeness(tr)
+    args.trace_source = tr.get("gpu_source")  # the GPU's accesses: CUPTI's records or the driver's own events
     return {"trace": str(out)}, sum(n for _, n in tr["allocs"]) * 4096
 
 
@@ -218,6 +219,8 @@ def cmd_simulate(args):
         r["inputs"]["driver_parameters"] = drv or "not readable here: the open driver's defaults"
         if getattr(args, "trace_note", ""):
             r["inputs"]["trace"] = args.trace_note
+        if getattr(args, "trace_source", None):
+            r["inputs"]["trace_gpu_accesses_from"] = args.trace_source
     if args.json:
         print(json.dumps(recs, indent=1))
         return 0
@@ -240,6 +243,8 @@ def cmd_simulate(args):
             print(f"{r['counts']['policy']}: {r['inputs']['note']}")
     if getattr(args, "trace_note", ""):
         print(f"INCOMPLETE TRACE: {args.trace_note}")
+    if getattr(args, "trace_source", None):
+        print(f"the trace's GPU accesses from: {args.trace_source}")
     print(f"simulator speed: {recs[-1]['counts']['events_per_s'] / 1e6:.1f} M page events/s")
     print(calibrated.validated_text(recs[0]["validated_error"]))
     return 0

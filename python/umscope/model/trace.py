@@ -62,28 +62,32 @@ def from_umtrace(records, page_bytes=4096) -> dict:
 
     timed = []
     stats = {"kernels": 0, "gpu_faults": 0, "htod_bytes": 0, "cpu_faults": 0, "recorded_htod_bytes": 0,
-             "driver_htod_bytes": None}
+             "driver_htod_bytes": None, "gpu_source": "CUPTI records"}
+    driver = _driver_gpu_stream(records, page_bytes)
     for e in records:
         k = e.get("k")
         if k == "uvm_counters" and e.get("dev") == -1 and e.get("htod") is not None:
             stats["driver_htod_bytes"] = int(e["htod"])  # the last one: the run's total
-        if k == "um" and e.get("c") == 1:
+        if k == "um" and e.get("c") == 1 and driver is None:
             stats["recorded_htod_bytes"] += e.get("v", 0)
         if k == "kernel":
             timed.append((e["e"], 2, None, 0))
             stats["kernels"] += 1
         elif k == "um":
             c = sim_counter = e.get("c")
-            if sim_counter == 4:  # GPU page fault group
+            if sim_counter == 4 and driver is None:  # GPU page fault group
                 stats["gpu_faults"] += e.get("v", 0)
                 timed.append((e["s"], 0, e["a"], 0))
-            elif c == 1 and e.get("f") != 3:  # htod not caused by a prefetch: pages the GPU needed
+            elif c == 1 and e.get("f") != 3 and driver is None:  # htod not caused by a prefetch: pages the GPU needed
                 stats["htod_bytes"] += e.get("v", 0)
                 for off in range(0, e.get("v", 0), page_bytes):
                     timed.append((e["s"], 0, e["a"] + off, 0))
             elif c == 3:  # CPU page fault
                 stats["cpu_faults"] += 1
                 timed.append((e["s"], 1, e["a"], sim.CPU))
+    if driver is not None:
+        timed += driver["timed"]
+        stats.update({k: v for k, v in driver.items() if k != "timed"}, gpu_source="the driver's events")
     timed.sort(key=lambda x: (x[0], x[1]))
     events, last = [], None
     for _, kind, addr, flag in timed:
@@ -99,6 +103,34 @@ def from_umtrace(records, page_bytes=4096) -> dict:
             events.append(ev)
             last = ev
     return dict(stats, allocs=[(first, n) for _, _, first, n in table], events=events)
+
+
+def _driver_gpu_stream(records, page_bytes):
+    """The GPU's side of the stream from the driver's own events (`umscope profile --uvm-events`), where they are
+    complete (nothing dropped) and placed on the trace's clock: every fault entry's page, and every page migrated
+    in for coherence (on demand), with the counts of both. None otherwise: CUPTI's records are used, which
+    lose events under many faults at once."""
+    from umscope.profile.uvm_events import migrations_on_trace_clock, summarise
+    if not summarise(records).get("complete"):
+        return None
+    moves = migrations_on_trace_clock(records)
+    offset = {e.get("_p"): e["t"] - e["raw"] for e in records if e.get("k") == "clocks"}
+    if moves is None or any(e.get("_p") not in offset for e in records if e.get("k") == "uvm_fault"):
+        return None
+    timed, faults, htod, moved_in = [], 0, 0, 0
+    for e in records:
+        if e.get("k") == "uvm_fault":
+            faults += 1
+            timed.append((e["t"] + offset[e.get("_p")], 0, e["a"], 0))
+    for way, addr, n, t, cause in moves:
+        if way != "htod":
+            continue
+        moved_in += n
+        if cause != "prefetch":  # needed by the GPU, as CUPTI's non-prefetch htod records above
+            htod += n
+            for off in range(0, n, page_bytes):
+                timed.append((t, 0, addr + off, 0))
+    return {"timed": timed, "gpu_faults": faults, "htod_bytes": htod, "recorded_htod_bytes": moved_in}
 
 
 def write(path, tr, page_bytes=4096):

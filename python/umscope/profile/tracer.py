@@ -249,7 +249,7 @@ def parse_trace(path, gpus=()) -> dict:
         # and per-allocation figures come from them. With several GPUs CUPTI's records stay (the driver numbers its
         # processors its own way, not by CUDA ordinal).
         timeline, cum, per_alloc, tl_gpu = {"htod": [], "dtoh": []}, {"htod": 0, "dtoh": 0}, {}, {"htod": [], "dtoh": []}
-        for way, addr, n, t in moves:
+        for way, addr, n, t, _ in moves:
             if way not in cum:
                 continue
             x = round((t - t0) / 1e9, 6)

@@ -64,7 +64,7 @@ def summarise(ev) -> dict:
 
 
 def migrations_on_trace_clock(ev):
-    """The driver's migrations as (way, address, bytes, time on the trace's clock in ns), in time order, or None
+    """The driver's migrations as (way, address, bytes, time on the trace's clock in ns, cause), in time order, or None
     where a process's trace lacks the reading of both clocks that puts them there (libumtrace's `clocks` line).
     The time is the CPU's when the driver queued the copy (t0): the event's end time (t1) is when the driver's
     worker passed the completed copy on, in bursts (a 138 ms read's 22443 migrations all carried t1 within its last
@@ -80,5 +80,5 @@ def migrations_on_trace_clock(ev):
         if e.get("_p") not in offset:
             return None
         way = "htod" if e["src"] == 0 else "dtoh" if e["dst"] == 0 else "dtod"
-        moves.append((way, e["a"], e["n"], e["t0"] + offset[e.get("_p")]))
+        moves.append((way, e["a"], e["n"], e["t0"] + offset[e.get("_p")], CAUSES.get(e.get("cause", 0), "unknown")))
     return sorted(moves, key=lambda m: m[3])
