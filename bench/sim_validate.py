@@ -18,14 +18,25 @@ batches formed at the concurrency of each case's traced launch on the traced GPU
 resident per SM from the device's limits; SMs stalled at their first fault; --resident-blocks, --sms,
 --block-bytes of umsim). Target: simulated within +-10% of what is counted.
 
-    python3 bench/sim_validate.py [--bytes 512M] [--keep DIR] [--out docs/simulator-validation.md]
-    python3 bench/sim_validate.py --from-keep DIR     # the comparison again from kept traces (no GPU)"""
+With --uvm-events the programs run with the UVM driver's own fault events (libumtrace's event queue,
+UMSCOPE_UMTRACE_UVM_EVENTS=1): every fault-buffer entry with its batch, uTLB and GPU time, every replay;
+summarised per case (umscope.sim_events) beside the model's entries (umsim --entry-log, the same summary).
+umsim-4's per-entry mechanisms are measured and chosen on the calibration programs (--set calib), none of
+them a validated case (entry_figures, choose_variant).
+
+    python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2] [--uvm-events] [--bytes 512M]
+                                  [--keep DIR] [--out docs/simulator-validation.md]
+    python3 bench/sim_validate.py --from-keep DIR [--held-out DIR] [--fresh DIR] [--fresh2 DIR] [--calib DIR]
+                                  [--no-events DIR ...]   # the comparison again from kept traces (no GPU)"""
 import _commit  # bench/_commit.py
 import argparse
+import contextlib
 import gzip
+import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from umscope import native, probe
+from umscope import native, probe, sim_events
 from umscope import profile as profiler
 from umscope.model import dos
 from umscope.model import simulate as sim
@@ -56,8 +67,10 @@ MIG = ["--kind", "managed,first_touch=cpu"]
 def case(label, prog, args, passes=1, touch=False, cpu_read=False, htod=1, dtoh=0, access=16, window=0):
     # unroll: the grid strides one thread's loop issues at once (stream_kernels.cuh's read and write kernels
     # unroll 4; umtruth.cu's kernels 1)
+    # op: the kernel's GPU access (the migration benchmark's --op; um-truth's kernels load first)
     return dict(label=label, prog=prog, args=args, passes=passes, touch=touch, cpu_read=cpu_read, htod=htod,
-                dtoh=dtoh, access=access, window=window, unroll=4 if prog == "migration" else 1)
+                dtoh=dtoh, access=access, window=window, unroll=4 if prog == "migration" else 1,
+                op="write" if "write" in args and prog == "migration" else "read")
 
 
 def read_on(blocks, window=0, op="read"):
@@ -95,27 +108,72 @@ EXTRA = [read_on(b) for b in (1, 2, 8, 32, 64, 528)] + [read_on(b, op="write") f
 # Fresh: run once umsim-3 was fixed (grids none of the sets above has).
 FRESH = [read_on(b) for b in (12, 24, 48, 96, 180, 200)] + [read_on(b, op="write") for b in (1, 8, 64, 264)] + [
     truth_on(b) for b in (33, 528)]
-SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y")}
+# Calibration: programs none of the validated sets has, run with the driver's fault events; the model's
+# per-entry parameters are measured on these (their per-entry tables are kept), never on the sets above.
+CALIB = [read_on(b) for b in (6, 20, 160)] + [read_on(b, op="write") for b in (20, 160)] + [truth_on(b) for b in (66, 400)] + [
+    case("um-truth writeback on 264 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "264"],
+         cpu_read=True, dtoh=1, access=4)]
+# Fresh again: run after umsim-4's mechanisms were chosen on the calibration programs (grids no other set has).
+FRESH2 = [read_on(b) for b in (3, 40, 72, 240)] + [read_on(b, op="write") for b in (2, 32, 100, 200)] + [
+    truth_on(b) for b in (99, 200)] + [
+    case("um-truth writeback on 132 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "132"],
+         cpu_read=True, dtoh=1, access=4)]
+SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y"), "calib": (CALIB, "c"),
+        "fresh2": (FRESH2, "z")}
+# Trace lines of the driver's fault events: summarised (sim_events.summary) and left out of the kept trace
+EVENT_LINE = re.compile(rb'\{\s*"k"\s*:\s*"uvm_(fault|replay|migration|fault_overflow)"')
 
 
-def run_traced(args, keep, name, prog="migration"):
-    """Runs a umbench program under libumtrace; keeps the raw trace (gzip) and records in `keep`."""
+def run_traced(args, keep, name, prog="migration", uvm_events=False, entries=False):
+    """Runs a umbench program under libumtrace; keeps the raw trace (gzip) and records in `keep`. With
+    uvm_events the program runs with the driver's fault events on (sim_events.ENV): they are summarised into
+    {name}.events.json (and, with entries, a per-entry table {name}.entries.txt.gz) and left out of the kept
+    trace, which stays as small as one without them."""
     lib = profiler.tracer_path()
     if lib is None:
         sys.exit("this umscope was built without CUPTI (no libumtrace): nothing to compare with")
     fd, tf = tempfile.mkstemp(prefix="umtrace-", suffix=".jsonl")
     os.close(fd)
     env = dict(os.environ, CUDA_INJECTION64_PATH=lib, UMSCOPE_TRACE_FILE=tf)
+    if uvm_events:
+        env.update(sim_events.ENV)
+    else:
+        env.pop("UMSCOPE_UMTRACE_UVM_EVENTS", None)
     res = subprocess.run([native.umbench_path(), "run", prog, *args], env=env, capture_output=True, text=True,
                          timeout=600)
     _, status = native.parse_output(res.stdout)
     if not status or status.get("status") != "ok":
         sys.exit(f"{prog} {' '.join(args)}: {status}")
-    Path(keep).mkdir(parents=True, exist_ok=True)
-    with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
-        shutil.copyfileobj(fi, fo)
+    store_trace(tf, keep, name, uvm_events, entries)
     (Path(keep) / f"{name}.records.jsonl").write_text(res.stdout + "\n# stderr\n" + res.stderr[-2000:])
     os.unlink(tf)
+
+
+def store_trace(tf, keep, name, uvm_events=False, entries=False):
+    """Keeps a raw libumtrace trace `tf` in `keep` as run_traced does: {name}.jsonl.gz without the driver's
+    event lines, {name}.counts.json, with uvm_events {name}.events.json (and {name}.entries.txt.gz)."""
+    Path(keep).mkdir(parents=True, exist_ok=True)
+    lines = profiler.read_trace_lines(tf)
+    drv = [e for e in lines if e.get("k") == "uvm_counters" and e.get("dev", -1) >= 0]
+    # the driver's counters alone (small: what a repeat run needs to bring back)
+    (Path(keep) / f"{name}.counts.json").write_text(json.dumps(
+        {"driver": {k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
+         if drv else None, "uvm_events": uvm_events}))
+    if uvm_events:
+        ev = sim_events.summary(lines, PAGE)
+        if ev is not None and drv:
+            ev["driver_gpu_faults"] = sum(e.get("gpu_faults", 0) for e in drv)
+            ev["counter_check"] = sim_events.check_counter(ev, ev["driver_gpu_faults"])[1]
+        (Path(keep) / f"{name}.events.json").write_text(json.dumps(ev, separators=(",", ":")))
+        if entries:
+            sim_events.entry_table(lines, Path(keep) / f"{name}.entries.txt.gz", PAGE)
+        with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
+            for line in fi:
+                if not EVENT_LINE.match(line):
+                    fo.write(line)
+    else:
+        with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
+            shutil.copyfileobj(fi, fo)
 
 
 def counted(keep, name) -> dict:
@@ -148,7 +206,16 @@ def counted(keep, name) -> dict:
             # timings the timed replay takes from the run itself (never its fault counts)
             "timing": sim.trace_timing(lines, PAGE), "fault_to_migration_us": sim.fault_to_migration_us(lines),
             "cupti_instances": inst[len(inst) // 2] if len(inst) >= 10 else None,
-            "first_batch_pages": first_batch_pages(lines)}
+            "first_batch_pages": first_batch_pages(lines), "events": events_of(keep, name, lines)}
+
+
+def events_of(keep, name, lines):
+    """The driver's fault events of a kept case: its {name}.events.json (written at the run), else a
+    summary of the trace's own event lines; None where the run had none."""
+    f = Path(keep) / f"{name}.events.json"
+    if f.exists():
+        return json.loads(f.read_text())
+    return sim_events.summary(lines, PAGE)
 
 
 def first_batch_pages(lines):
@@ -208,9 +275,20 @@ def main():
     ap.add_argument("--utlb-faults", type=int, default=UTLB_FAULTS, choices=range(1, 9), metavar="N",
                     help=f"faulted pages a uTLB reports before it stalls (default {UTLB_FAULTS}, see UTLB_FAULTS)")
     ap.add_argument("--set", choices=tuple(SETS), default="main",
-                    help="the eight cases (main), the added ones (extra: more grids, writes on fewer blocks) or "
-                    "the fresh ones (fresh: grids run after umsim-3 was fixed)")
+                    help="the eight cases (main), the added ones (extra: more grids, writes on fewer blocks), "
+                    "the fresh ones (fresh: grids run after umsim-3 was fixed), the calibration programs (calib: "
+                    "umsim-4's mechanisms are measured and chosen on them) or fresh2 (run after umsim-4 was chosen)")
     ap.add_argument("--fresh", help="with --from-keep: a kept run of --set fresh, compared in its own table")
+    ap.add_argument("--fresh2", help="with --from-keep: a kept run of --set fresh2 (run after umsim-4 was chosen), "
+                    "compared in its own table")
+    ap.add_argument("--calib", help="with --from-keep: a kept run of --set calib (the programs the model's "
+                    "per-entry parameters are measured on), compared in its own table")
+    ap.add_argument("--no-events", action="append", default=[], metavar="DIR",
+                    help="with --from-keep: a run of the same set without the driver's fault events (its "
+                    "NAME.counts.json): does recording them change the driver's count? (repeatable)")
+    ap.add_argument("--uvm-events", action="store_true",
+                    help="run the programs with the UVM driver's fault events recorded (UMSCOPE_UMTRACE_UVM_EVENTS=1: "
+                    "every fault-buffer entry, batch and replay; summarised per case into NAME.events.json)")
     a = ap.parse_args()
     t0 = time.time()
     if a.from_keep:
@@ -237,14 +315,25 @@ def main():
         meta["set"] = a.set
         Path(keep).mkdir(parents=True, exist_ok=True)
         Path(keep, "meta.json").write_text(json.dumps(meta))  # first: a run cut short keeps what it did
+        meta["uvm_events"] = a.uvm_events
+        Path(keep, "meta.json").write_text(json.dumps(meta))
         for n, c in enumerate(SETS[a.set][0]):
-            run_traced(c["args"] + ["--bytes", a.bytes], keep, f"{SETS[a.set][1]}{n}", c["prog"])
+            run_traced(c["args"] + ["--bytes", a.bytes], keep, f"{SETS[a.set][1]}{n}", c["prog"], a.uvm_events,
+                       entries=a.set == "calib")
             print(f"ran {c['label']}", flush=True)
-    held = ([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
+    held = (([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
+            + ([(a.fresh2, "fresh2")] if a.fresh2 else []) + ([(a.calib, "calibration")] if a.calib else []))
     keeps = [(keep, "main")] + held
     metas = {k: (meta if k == keep else json.loads((Path(k) / "meta.json").read_text())) for k, _ in keeps}
     counts = {k: counted_all(k, metas[k]) for k, _ in keeps}
     device = device_figures([c for k, _ in keeps for c in counts[k].values()], a.utlb_faults)
+    variants = None
+    if a.calib:  # the per-entry figures of umsim-4, measured on the calibration programs' fault events
+        ef = entry_figures([(SETS[metas[a.calib].get("set", "calib")][0][n], c) for n, c in counts[a.calib].items()])
+        with tempfile.TemporaryDirectory() as tmp:
+            variants = choose_variant(metas[a.calib], counts[a.calib], device, ef, tmp)
+        device.update(variants["figures"])
+        print(f"variant chosen on the calibration programs: {variants['chosen']}", flush=True)
     print(f"device figures from the kept traces: {device}", flush=True)
     tables = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -256,7 +345,15 @@ def main():
         repeat = {n: counted(a.repeat, f"case{n}").get("driver") for n in range(len(CASES))
                   if (Path(a.repeat) / f"case{n}.jsonl.gz").exists()}
         repeat = {"meta": rm, "driver": repeat}
-    write_doc(a, tables, device, repeat, t0)
+    noev = {}
+    for d in a.no_events:
+        m = json.loads((Path(d) / "meta.json").read_text())
+        cs, prefix = SETS[m.get("set", "main")]
+        for n in range(len(cs)):
+            f = Path(d) / f"{prefix}{n}.counts.json"
+            if f.exists():
+                noev[(m.get("set", "main"), n)] = (json.loads(f.read_text()).get("driver") or {}).get("gpu_faults")
+    write_doc(a, tables, device, repeat, t0, noev, variants)
     return 0
 
 
@@ -293,6 +390,84 @@ def device_figures(cs, utlb_faults=UTLB_FAULTS):
             "fetch_from": f"median fault-to-migration delay, {len(fetch)} runs" if fetch else "none measured: 0"}
 
 
+def family(case):
+    """The kernel family a case's per-entry figures are measured for: the migration benchmark's reads or
+    writes (16-byte accesses, unrolled 4), um-truth's 4-byte words."""
+    return "truth" if case["prog"] == "um-truth" else case.get("op", "read")
+
+
+def entry_figures(calib):
+    """umsim's per-entry figures measured from the driver's fault events of the calibration programs
+    (--set calib; none of them a validated case), per kernel family: the faulted pages a uTLB holds
+    (pages per uTLB per batch) and the instances it writes per entry, from the programs whose batches stay
+    below the batch size (fewer than 10% full: there a batch holds every uTLB's entries); the delay from a
+    replay to the next fetch (the 95th percentile of the GPU write times after the previous replay: the
+    burst the replay causes); whether another uTLB's entry is merged (more than 5% of the entries whose
+    pages several uTLBs fault). calib: [(case, counted)]. Returns the figures and where each came from."""
+    def weights(hists):
+        tot = [0] * 8
+        for h in hists:
+            for k, n in (h or {}).items():
+                i = min(8, int(k.lstrip(">")) + (1 if k.startswith(">") else 0)) - 1
+                tot[i] += n
+        return ",".join(str(x) for x in tot) if sum(tot) else None
+    out, src = {}, {}
+    evs = [(c, n["events"]) for c, n in calib if (n.get("events") or {}).get("ok") and n["events"].get("entries")]
+    for fam in ("read", "write", "truth"):
+        fe = [(c, e) for c, e in evs if family(c) == fam]
+        low = [(c, e) for c, e in fe if e["batches_at_limit"] < 0.1 * e["batches"]] or fe
+        if not low:
+            continue
+        out[f"utlb_fault_weights_{fam}"] = weights([e["per_utlb_batch"]["pages"] for _, e in low])
+        out[f"entry_instances_{fam}"] = weights([e["instances_per_entry"] for _, e in low])
+        src[fam] = [c["label"] for c, _ in low]
+    p95 = sorted(e["written_after_previous_replay_us"]["p95"] for _, e in evs
+                 if (e.get("written_after_previous_replay_us") or {}).get("p95") is not None)
+    if p95:
+        out["replay_fetch_us"] = p95[len(p95) // 2]
+    shared = [e for c, e in evs if family(c) == "truth"]
+    if shared:
+        across = sum(e.get("entries_across_utlbs", 0) for e in shared) / sum(e["entries"] for e in shared)
+        out["cross_utlb_merge"] = "on" if across > 0.05 else "off"
+        out["cross_utlb_share"] = round(across, 4)
+    # a structural choice, no figure: entries written at one instant enter the buffer spread over the SMs
+    out["interleave"] = "on"
+    out["entry_figures_from"] = src
+    return out
+
+
+# The mechanisms umsim-4 can add to umsim-3's replay, each with its figures measured by entry_figures()
+FEATURES = {
+    "pages": ("utlb_fault_weights_read", "utlb_fault_weights_write", "utlb_fault_weights_truth"),
+    "instances": ("entry_instances_read", "entry_instances_write", "entry_instances_truth"),
+    "cross-merge": ("cross_utlb_merge",),
+    "replay-fetch": ("replay_fetch_us",),
+    "interleave": ("interleave",),
+}
+
+
+def choose_variant(meta, counts, device, ef, tmp):
+    """Every combination of FEATURES on the calibration programs: the one whose timed entries are nearest the
+    driver's counts there (smallest median |error|, then the fewest features, then the first in FEATURES'
+    order: min() keeps the first of equals) is the model used for every
+    validated case. Returns {'chosen', 'figures', 'table': [(features, errors by program)]}."""
+    import itertools
+    table = []
+    names = list(FEATURES)
+    for r in range(len(names) + 1):
+        for combo in itertools.combinations(names, r):
+            fig = {k: ef[k] for f in combo for k in FEATURES[f] if ef.get(k) is not None}
+            with contextlib.redirect_stdout(io.StringIO()):
+                rows = compare(meta, counts, dict(device, **fig), tmp)
+            errs = [err(r["timed"]["entries"], r["driver"]["gpu_faults"]) for r in rows
+                    if r.get("timed") and (r.get("driver") or {}).get("gpu_faults")]
+            med = sorted(map(abs, errs))[len(errs) // 2] if errs else float("inf")
+            table.append({"features": list(combo), "figures": fig, "errors": errs, "median": med,
+                          "labels": [r["label"] for r in rows]})
+    best = min(table, key=lambda t: (round(t["median"], 4), len(t["features"])))
+    return {"chosen": best["features"], "figures": best["figures"], "table": table, "measured": ef}
+
+
 def compare(meta, counts, device, tmp):
     cases = SETS[meta.get("set", "main")][0]
     drv = sim.driver_params(meta.get("uvm") or {})
@@ -307,7 +482,7 @@ def compare(meta, counts, device, tmp):
         base = dict(drv, trace=f, capacity=int(meta["free_mem"]), init="cpu", policy="uvm")
         s = sim.run(dict(base, fault_window=case["window"] or None))
         lp = launch_params(c.get("launches"), meta.get("props"), case["access"])
-        L = T = tp = src = None
+        L = T = tp = src = model_ev = None
         if lp:
             launch = dict(base, resident_blocks=lp["resident_blocks"], sms=lp["sms"], block_bytes=lp["block_bytes"])
             L = sim.run(launch)
@@ -315,14 +490,29 @@ def compare(meta, counts, device, tmp):
                 tp, src = sim.timed_params(c["timing"], pages, lp["sms"], hbm, PAGE, device["fetch_us"],
                                            device["utlb_faults"])
                 tp["fetch_us"] = c.get("fault_to_migration_us") or tp["fetch_us"]
+                # per access type, where the calibration measured it (device_figures)
+                op = family(case)
+                tp["utlb_faults"] = device.get(f"utlb_faults_{op}", tp["utlb_faults"])
+                if device.get(f"entry_instances_{op}"):
+                    tp["entry_instances"] = device[f"entry_instances_{op}"]
+                if device.get(f"utlb_fault_weights_{op}"):
+                    tp["utlb_fault_weights"] = device[f"utlb_fault_weights_{op}"]
+                for k in ("replay_fetch_us", "cross_utlb_merge", "interleave"):
+                    if device.get(k) is not None:
+                        tp[k] = device[k]
+                if device.get("cross_utlb_merge"):
+                    tp["cross_utlb_merge"] = device["cross_utlb_merge"]
                 tp["batch_us"] = round(max(0.0, c["timing"]["gap_us"] - tp["fetch_us"]), 3)
-                T = sim.run(dict(launch, unroll=case["unroll"], **tp))
-        rows.append({"label": case["label"], "window": case["window"], "truth_htod": case["htod"] * size,
+                log = Path(tmp) / "entries.log"
+                T = sim.run(dict(launch, unroll=case["unroll"], entry_log=log, **tp))
+                model_ev = sim_events.summary(sim_events.model_lines(log, PAGE), PAGE, drv.get("batch", 256))
+        rows.append({"label": case["label"], "case_index": n, "window": case["window"], "truth_htod": case["htod"] * size,
                      "truth_dtoh": case["dtoh"] * size, **c, "launch": lp, "timed_params": tp, "rate_from": src,
                      "sim_htod": (T or L or s)["h2d_bytes"], "sim_dtoh": (T or L or s)["d2h_bytes"],
                      "window_faults": s["faults"], "window_batches": s["batches"],
                      "sim_faults": L and L["faults"], "sim_entries": L and L["faults"] + L["dup_faults"],
                      "sim_batches": L and L["batches"], "sim_cpu_faults": (L or s)["cpu_faults"],
+                     "model_events": model_ev,
                      "timed": T and {k: T[k] for k in ("entries", "batches", "stale_entries", "flushed_entries",
                                                       "refaults", "timed_ms", "faults", "first_batch_pages")}})
         r = rows[-1]
@@ -346,7 +536,7 @@ def pct(x):
 
 def fault_table(rows):
     out = ["| program | launch (grid x block; blocks on SMs; bytes per block step) | driver GPU faults | "
-           "CUPTI faults (records) | umsim-3 timed: entries | vs driver | batches | stale / flushed / written again | "
+           "CUPTI faults (records) | " + sim.VERSION + " timed: entries | vs driver | batches | stale / flushed / written again | "
            "modelled / measured kernel ms (all passes) | first batch: modelled / measured pages | untimed at the launch's concurrency (umsim-2): entries | vs driver |",
            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
@@ -376,7 +566,43 @@ def errs_of(rows, key):
     return e
 
 
-def write_doc(a, tables, device, repeat, t0):
+def q(d, key, k="p50"):
+    v = ((d or {}).get(key) or {}) if "." not in key else ((d or {}).get(key.split(".")[0]) or {}).get(key.split(".")[1]) or {}
+    return v.get(k, "n/a") if isinstance(v, dict) else "n/a"
+
+
+def events_table(rows, setname, noev):
+    """The driver's fault events of each case beside the model's (umsim --entry-log through the same
+    summary): entries and how they fill batches and uTLBs."""
+    out = ["| program | driver GPU faults | events: notified entries (check) | instances | batches: driver / model | "
+           "entries per batch p50: driver / model | instances per uTLB per batch p50, p90: driver / model | "
+           "pages per uTLB per batch p50: driver / model | uTLBs per batch p50: driver / model | stale entries: driver / model | "
+           "instances written before the previous replay was done | access (instances) | service us p50: driver / model | "
+           "driver's count without events |",
+           "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+    for n, r in enumerate(rows):
+        e, m = r.get("events"), r.get("model_events") or {}
+        dv = (r["driver"] or {}).get("gpu_faults")
+        ne = noev.get((setname, r.get("case_index", n)))
+        ne_s = f"{ne} ({pct(err(dv, ne))} with events)" if ne and dv else "n/a"
+        if not e or not e.get("ok"):
+            why = "not recorded" if not e else f"refused: {e.get('why')}"
+            out.append(f"| {r['label']} | {dv} | {why} | | | | | | | | | | | {ne_s} |")
+            continue
+        chk = "==" if e.get("entries") == dv else f"{pct(err(e.get('entries', 0), dv)) if dv else 'n/a'}"
+        if e.get("dropped_total"):
+            chk += f", {e['dropped_total']} dropped"
+        pu = lambda d, k: f"{q(d, 'per_utlb_batch.instances_q', k)}"  # noqa: E731
+        out.append(
+            f"| {r['label']} | {dv} | {e.get('entries')} ({chk}) | {e.get('instances')} | {e.get('batches')} / {m.get('batches', 'n/a')} | "
+            f"{q(e, 'per_batch.entries')} / {q(m, 'per_batch.entries')} | {pu(e, 'p50')}, {pu(e, 'p90')} / {pu(m, 'p50')}, {pu(m, 'p90')} | "
+            f"{q(e, 'per_utlb_batch.pages_q')} / {q(m, 'per_utlb_batch.pages_q')} | {q(e, 'per_batch.utlbs')} / {q(m, 'per_batch.utlbs')} | "
+            f"{e.get('stale_entries')} / {m.get('stale_entries', 'n/a')} | {e.get('instances_written_before_previous_replay')} | "
+            f"{e.get('access_instances')} | {q(e, 'service_us')} / {q(m, 'service_us')} | {ne_s} |")
+    return out
+
+
+def write_doc(a, tables, device, repeat, t0, noev=None, variants=None):
     ok = lambda x: x == x and abs(x) <= 0.10  # noqa: E731
     name, meta, rows = tables[0]
     size = parse_size(meta["bytes"])
@@ -404,7 +630,7 @@ def write_doc(a, tables, device, repeat, t0):
                      f"{r['truth_dtoh']} | {d.get('dtoh', 'not written')} | {r['sim_dtoh']:.0f} |")
     lines += ["", "GPU faults. The driver counts every fault-buffer entry it fetches (`uvm_counters` gpu_faults: the "
               "UVM tools counter, once per entry after the driver merges an entry with the previous entry of its "
-              "uTLB, or of the batch, on the same page). umsim-3 (`--timed`) replays each launch in time: every "
+              "uTLB, or of the batch, on the same page). The timed replay (`--timed`, umsim-3's rules) replays each launch in time: every "
               "SM's uTLB walks the pages its blocks reach (unrolled grid-stride steps) at the SM's measured rate "
               "while they are resident, writes an entry per miss until it holds "
               f"{device['utlb_faults']} faulted pages ({device['utlb_faults_from']} in bench/sim_validate.py: "
@@ -416,22 +642,69 @@ def write_doc(a, tables, device, repeat, t0):
               "per migrated page (each run's own CUPTI migration records), flushes and replays "
               "(uvm_gpu_replayable_faults.c, replay policy BATCH_FLUSH). The untimed replay of umsim-2 (each SM "
               "stopped at its first fault, batches formed at once) is beside it. CUPTI groups faults into "
-              "records and loses records.", ""]
+              "records and loses records."
+              + (f" {sim.VERSION} adds to these rules the mechanisms chosen on the calibration programs "
+                 f"({', '.join(variants['chosen']) or 'none'}; see the last table: pages = the faulted pages a uTLB "
+                 "holds drawn from their measured distribution per kernel family instead of a fixed number, "
+                 "instances = the entries a uTLB writes per faulted page, cross-merge = the driver's merge of "
+                 "another uTLB's entry only as often as measured, replay-fetch = the next fetch a measured "
+                 "burst after each replay and a released uTLB resuming after it, interleave = simultaneous "
+                 "entries spread over the SMs)." if variants else ""), ""]
     for tname, tmeta, trows in tables:
         if tname == "added":
             lines += ["", f"Added cases ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}; "
-                      "run after umsim-3's first version: their first batches were seen while its issue order and "
-                      "the uTLB's two pages were set, their counts were never fitted).", ""]
+                      "programs added after umsim-3's first version: their first batches were seen while its issue "
+                      "order and the uTLB's two pages were set; no count of theirs was fitted, and none of them is a "
+                      "calibration program).", ""]
         elif tname == "fresh":
-            lines += ["", f"Fresh cases, run once umsim-3 was fixed ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, "
-                      f"{tmeta.get('when', '?')}).", ""]
+            lines += ["", f"Fresh cases, programs first run once umsim-3 was fixed ({tmeta['gpu']}, commit "
+                      f"{tmeta.get('commit', '?')}, {tmeta.get('when', '?')}).", ""]
+        elif tname == "fresh2":
+            lines += ["", f"Fresh cases run after umsim-4's mechanisms were chosen on the calibration programs "
+                      f"({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}).", ""]
+        elif tname == "calibration":
+            lines += ["", f"Calibration programs ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}): "
+                      "not validated cases; the model's per-entry parameters are measured on their fault events.", ""]
         lines += fault_table(trows)
-        for label, key in (("umsim-3 timed entries", "timed"), ("umsim-2 untimed entries", "untimed")):
+        if any(r.get("events") for r in trows):
+            lines += ["", f"The driver's fault events ({tname}; recorded with UMSCOPE_UMTRACE_UVM_EVENTS=1, sim_events.py; "
+                      "model: umsim --entry-log through the same summary).", ""]
+            lines += events_table(trows, tmeta.get("set", "main"), noev or {})
+        for label, key in ((f"{sim.VERSION} timed entries", "timed"), ("umsim-2 untimed entries", "untimed")):
             e = [x for x in errs_of(trows, key) if x == x]
             if e:
                 lines += ["", f"{label} against the driver's GPU faults ({tname}): within +-10% in {sum(map(ok, e))} "
                           f"of {len(e)} cases (|error| {min(map(abs, e)):.1%} to {max(map(abs, e)):.1%}, median "
                           f"{sorted(map(abs, e))[len(e) // 2]:.1%})."]
+    if noev:
+        d = []
+        for tname, tmeta, trows in tables:
+            for r in trows:
+                ne = noev.get((tmeta.get("set", "main"), r.get("case_index")))
+                dv = (r["driver"] or {}).get("gpu_faults")
+                if ne and dv and r.get("events"):
+                    d.append(err(dv, ne))
+        if d:
+            lines += ["", f"Does recording the driver's fault events change its count? The same programs run once with "
+                      f"and once without them: with events {min(d):+.1%} to {max(d):+.1%} (median "
+                      f"{sorted(d)[len(d) // 2]:+.1%}, {len(d)} programs; the count's own run-to-run spread without "
+                      "events was up to 8.1% in the previous session's repeat of the eight programs)."]
+    if variants:
+        ok10 = lambda e: sum(1 for x in e if abs(x) <= 0.10)  # noqa: E731
+        ms = variants["measured"]
+        lines += ["", "umsim-4's mechanisms, chosen on the calibration programs (never on a validated case): every "
+                  "combination replayed on them, the one with the smallest median |error| against the driver's "
+                  "count there (then the fewest mechanisms, then the first in FEATURES' order) is the model of every table "
+                  "above. Their figures, "
+                  "measured on the calibration programs' fault events (bench/sim_validate.py entry_figures): "
+                  + "; ".join(f"{k} = {v}" for k, v in ms.items() if k != "entry_figures_from")
+                  + f" (pages and instances from: {ms.get('entry_figures_from')}).", "",
+                  "| mechanisms added to umsim-3 | median abs error (calibration) | within +-10% | errors by program |",
+                  "| --- | ---: | ---: | --- |"]
+        for t in sorted(variants["table"], key=lambda t: t["median"]):
+            mark = " (chosen)" if t["features"] == variants["chosen"] else ""
+            lines.append(f"| {', '.join(t['features']) or 'none (umsim-3)'}{mark} | {t['median']:.1%} | "
+                         f"{ok10(t['errors'])} of {len(t['errors'])} | {' '.join(pct(e) for e in t['errors'])} |")
     if repeat:
         rep = repeat["driver"]
         lines += ["", f"Run-to-run spread of the driver's count (the same eight programs again, {repeat['meta'].get('when', '?')}): "
@@ -455,7 +728,7 @@ def write_doc(a, tables, device, repeat, t0):
                "htod_bytes_max_error_vs_cupti": worst("cupti_htod")}
         for tname, _, trows in tables:
             e = [x for x in errs_of(trows, "timed") if x == x]
-            if e:
+            if e and tname != "calibration":  # the programs the model was chosen on are not a validation
                 rec[f"gpu_fault_entries_max_error_vs_driver_{tname}"] = round(max(map(abs, e)), 4)
                 rec[f"gpu_fault_entries_within_10pct_{tname}"] = f"{sum(map(ok, e))} of {len(e)}"
         calibrated.write_validated("umsim", rec)

@@ -1,4 +1,4 @@
-"""umsim-3's inputs read from a trace (hand-made records, every figure worked out by hand), and the validation
+"""umsim's timed-replay inputs read from a trace (hand-made records, every figure worked out by hand), and the validation
 against the kept H100 traces (docs/simulator-validation-traces): bytes exact, and the timed replay's first
 batch equal to the one the driver migrated (the measurement the uTLB's two faulted pages rest on)."""
 import sys
@@ -46,7 +46,7 @@ def test_fault_to_migration_needs_ten_fault_records():
     assert sim.trace_timing([{"k": "um", "c": 1, "s": 0, "e": 1, "v": 4096}]) is None  # no kernel
 
 
-@pytest.mark.skipif(not (KEPT / "meta.json").exists(), reason="no kept traces")
+@pytest.mark.skipif(not (KEPT / "main" / "meta.json").exists(), reason="no kept traces")
 def test_kept_traces_bytes_exact_and_first_batches_as_measured(tmp_path):
     sys.path.insert(0, str(ROOT / "bench"))
     try:
@@ -54,7 +54,7 @@ def test_kept_traces_bytes_exact_and_first_batches_as_measured(tmp_path):
     finally:
         sys.path.pop(0)
     import json
-    for keep in (KEPT, KEPT / "extra"):
+    for keep in (KEPT / "main", KEPT / "extra"):
         meta = json.loads((keep / "meta.json").read_text())
         counts = sv.counted_all(str(keep), meta)
         rows = sv.compare(meta, counts, sv.device_figures(list(counts.values())), str(tmp_path))
@@ -64,3 +64,17 @@ def test_kept_traces_bytes_exact_and_first_batches_as_measured(tmp_path):
             # the migration reads up to 64 SMs: the modelled first batch moves what the driver's first did
             if "reads CPU-initialised" in r["label"] and lp["sms"] <= 64:
                 assert r["timed"]["first_batch_pages"] == r["first_batch_pages"], r["label"]
+
+
+@pytest.mark.skipif(not (KEPT / "main" / "meta.json").exists(), reason="no kept traces")
+def test_kept_fault_events_give_the_driver_count():
+    """Every kept run with the driver's fault events: the notified entries (distinct batch and notification
+    time) equal the driver's gpu_faults counter of the same run, no event dropped."""
+    import json
+    n = 0
+    for f in sorted(KEPT.glob("*/*.events.json")):
+        ev = json.loads(f.read_text())
+        drv = json.loads(f.with_name(f.name.replace(".events.json", ".counts.json")).read_text())["driver"]
+        assert ev["ok"] and not ev.get("dropped_total") and ev["entries"] == drv["gpu_faults"], f
+        n += 1
+    assert n >= 31

@@ -228,3 +228,62 @@ def test_timed_launch_counts_stale_entries(tmp_path):
                resident_ns=100, fetch_us=0, batch_us=5, page_us=1)
     assert (s["entries"], s["stale_entries"], s["batches"], s["refaults"]) == (4, 2, 3, 0)
     assert s["timed_ms"] == pytest.approx(0.019) and s["h2d_fault_pages"] == 4
+
+
+def test_timed_entry_log_instances_and_cross_utlb_merge(tmp_path):
+    # Two SMs whose blocks share each page (block_bytes half a page): at t=0 both fault page 0, one entry each.
+    # The driver merges SM 1's entry into SM 0's (the batch's previous entry, same page): 1 counted entry. With
+    # --cross-utlb-merge off only a uTLB's own entries merge: 2. With --entry-instances 0,1 each miss writes two
+    # instances (merged into one entry by the uTLB's own rule): still 1 and 2 entries, 4 instances in the log.
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=2, sms=2,
+                block_bytes=PB // 2, timed=True, utlb_faults=1, resident_ns=100, fetch_us=1, batch_us=1, page_us=0)
+    log = tmp_path / "e.log"
+    s = replay(tmp_path, [(0, 1)], [0, B], entry_log=log, **base)
+    assert s["entries"] == 1
+    rows = [r.split() for r in log.read_text().splitlines()]
+    assert [r[0] for r in rows] == ["f", "f", "r"] and [r[4] for r in rows[:2]] == ["0", "1"]
+    assert replay(tmp_path, [(0, 1)], [0, B], cross_utlb_merge="off", **base)["entries"] == 2
+    s = replay(tmp_path, [(0, 1)], [0, B], cross_utlb_merge="off", entry_instances="0,1", entry_log=log, **base)
+    assert s["entries"] == 2 and sum(1 for r in log.read_text().splitlines() if r.startswith("f ")) == 4
+
+
+def test_timed_utlb_fault_weights_and_replay_fetch(tmp_path):
+    # One SM, 8 pages, 4 KiB granules, no prefetch. --utlb-fault-weights 1 (always one page): 8 batches of one
+    # entry, as --utlb-faults 1; weights 0,1 (always two): 4 batches of two, as --utlb-faults 2.
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=1, sms=1,
+                block_bytes=PB, timed=True, resident_ns=100, fetch_us=10, batch_us=5, page_us=1)
+    one = replay(tmp_path, [(0, 8)], list(range(8)) + [B], utlb_fault_weights="1", **base)
+    assert (one["entries"], one["batches"]) == (8, 8)
+    two = replay(tmp_path, [(0, 8)], list(range(8)) + [B], utlb_fault_weights="0,1", **base)
+    assert (two["entries"], two["batches"]) == (8, 4)
+    # One page per batch: fetch 10 us after its first entry, 5 us + 1 us per page: 16 us x 8 = 128 us. With
+    # --replay-fetch-us 2 the SM resumes 2 us after each replay (its retried access completes) and the driver
+    # fetches again then, taking the entry the SM writes at that instant: 16, then 7 x (2 + 6) = 72 us.
+    assert one["timed_ms"] == pytest.approx(0.128)
+    rf = replay(tmp_path, [(0, 8)], list(range(8)) + [B], utlb_fault_weights="1", replay_fetch_us=2, **base)
+    assert (rf["entries"], rf["batches"]) == (8, 8) and rf["timed_ms"] == pytest.approx(0.072)
+
+
+def test_timed_new_options_refuse_bad_values(tmp_path):
+    f = tmp_path / "t.umstrace"
+    sim.write_trace(f, [(0, 4)], [0, 1, B], PB)
+    base = {"trace": f, "capacity": 64 * PB, "resident_blocks": 1, "sms": 1, "block_bytes": PB, "timed": True}
+    for bad in ({"entry_instances": "0,0"}, {"utlb_fault_weights": "1,x"}, {"utlb_fault_weights": ",".join("1" * 9)},
+                {"cross_utlb_merge": "maybe"}):
+        with pytest.raises(UsageError):
+            sim.run(dict(base, **bad))
+    with pytest.raises(UsageError, match="--entry-log needs --timed"):
+        sim.run({"trace": f, "capacity": 64 * PB, "entry_log": tmp_path / "x"})
+
+
+def test_timed_interleave_orders_simultaneous_entries_across_sms(tmp_path):
+    # Four SMs, one page each, faulting at t=0; batch of 2 entries: SM order takes the entries of SMs 0 and 1
+    # (pages 0 and 1) first; interleaved (bit-reversed: 0, 2, 1, 3) takes SMs 0 and 2 (pages 0 and 2).
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=4, sms=4,
+                block_bytes=PB, timed=True, utlb_faults=1, resident_ns=100, fetch_us=1, batch_us=1, page_us=0,
+                batch=2)
+    for inter, first in (("off", {0, 1}), ("on", {0, 2})):
+        log = tmp_path / f"e{inter}.log"
+        replay(tmp_path, [(0, 4)], [0, 1, 2, 3, B], interleave=inter, entry_log=log, **base)
+        b1 = {int(r.split()[2]) for r in log.read_text().splitlines() if r.startswith("f 1 ")}
+        assert b1 == first, inter

@@ -353,8 +353,37 @@ struct Params {
   // resident release it, the others fault again (new entries). Entries written during a service for pages
   // it migrates stay in the buffer and are counted by the next batch (stale).
   bool timed = false;
+  // --entry-log FILE: the timed replay's fault-buffer entries as it fetches them ("f batch page utlb merged
+  // written_ns fetched_ns stale", merged 1 where the driver merges the entry into the previous one, stale 1 where
+  // its page is resident when fetched) and its replays
+  // ("r batch replay_ns"), for comparison with the driver's own fault events (umscope.sim_events).
+  std::string entry_log;
+  // --entry-instances W1,W2,...: the fault-buffer entries a uTLB writes per faulted page (instances the
+  // driver merges into one, as the uTLB's consecutive entries on one page), in proportion W1 : W2 : ... for
+  // 1, 2, ... instances (a measured distribution: the driver's fault events of a calibration program).
+  // Empty: one. They fill the batch (at most batch_size instances) and the duplicates that decide the flush.
+  std::vector<uint32_t> inst_cycle;
+  // --cross-utlb-merge on|off: whether the driver's merge of an entry into the batch's previous entry on the
+  // same page (another uTLB's) applies to the modelled buffer. The model's uTLBs that fault one page do so at
+  // one modelled instant, so their entries sit side by side; the GPU writes one entry per 32 ns from all
+  // GPCs interleaved, and another uTLB's entry on the same page is rarely the previous one (measured: the
+  // driver's fault events, entries whose instances come from more than one uTLB). off: only the uTLB's own.
+  bool cross_merge = true;
+  // --interleave on|off: entries written at one modelled instant enter the buffer in a spread order of their
+  // SMs (bit-reversed), not in SM order (the driver's fault events: a kernel's first batch holds uTLBs from
+  // across the grid, its pages spanning the whole first grid stride and more)
+  bool interleave = false;
+  // --utlb-fault-weights W1,...,W8: the faulted pages a uTLB holds before it stalls, drawn per stall (from one
+  // replay that releases it to the next) in proportion W1 : W2 : ... for 1, 2, ... pages (a measured
+  // distribution: pages per uTLB per batch in the driver's fault events of calibration programs whose batches
+  // stay below the batch size); empty: always utlb_faults.
+  std::vector<uint32_t> cap_cycle;
   uint32_t unroll = 1, utlb_faults = 2, update_put_ratio = 50, max_batches_per_service = 20;
   double resident_ns = 0, fetch_us = 0, batch_us = 0, page_us = 0;
+  // --replay-fetch-us: from a replay to the driver's next fetch in the same service (the entries the replay's
+  // burst of faults writes by then are in it; measured: the driver's fault events, GPU write time of a batch's
+  // entries after the previous replay's completion)
+  double replay_fetch_us = 0;
   uint32_t thrash_threshold = 3;  // 0: off
   uint64_t thrash_lapse = 0;      // events; 0: capacity_pages
   std::string thrash_action = "remote";
@@ -377,7 +406,11 @@ enum : uint8_t { UNTOUCHED = 0, ON_CPU = 1, ON_GPU = 2 };
 
 class Sim {
  public:
+  ~Sim() { if (log_) std::fclose(log_); }
+  Sim(const Sim&) = delete;
+  Sim& operator=(const Sim&) = delete;
   Sim(const Trace& t, const Params& p) : t_(t), p_(p) {
+    if (!p.entry_log.empty() && !(log_ = std::fopen(p.entry_log.c_str(), "w"))) die("--entry-log: cannot write " + p.entry_log);
     npages_ = t.pages();
     where_.assign(npages_, p.init == "cpu" ? ON_CPU : UNTOUCHED);
     pend_.assign(npages_, 0);
@@ -650,18 +683,45 @@ class Sim {
             if (l.empty() || l.back() != pg) l.push_back(pg);
           }
         }
-    struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; };
+    struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; uint32_t cap = 1; };
     struct Entry { double t; uint32_t pg, u; };
     std::vector<Tlb> U(S);
     std::vector<Entry> buf, keep;
     std::vector<uint8_t> seen(K.size(), 0);
     if (rmt_.size() != npages_) rmt_.assign(npages_, 0);
+    const double rfetch = p_.replay_fetch_us * 1e3;
     const double rns = p_.resident_ns, fetch = p_.fetch_us * 1e3, fixed = p_.batch_us * 1e3, per = p_.page_us * 1e3;
     const double INF = 1e300;
     auto passes = [&](uint32_t pg) { return where_[pg] == ON_GPU || rmt_[pg] || (flags_[unit_[pg]] & REMOTE); };
     auto is_out = [&](const Tlb& x, uint32_t pg) {
       for (uint32_t i = 0; i < x.nout; ++i) if (x.out[i] == pg) return true;
       return false;
+    };
+    // --interleave: uTLB i's place among entries written at one instant: the bit-reversed order of i (a fixed
+    // spread over the SMs: neighbouring SMs, which hold neighbouring blocks, are far apart)
+    std::vector<uint32_t> rank(S);
+    {
+      uint32_t bits = 0;
+      while ((1u << bits) < S) ++bits;
+      std::vector<std::pair<uint32_t, uint32_t>> r;
+      for (uint32_t i = 0; i < S; ++i) {
+        uint32_t v = 0;
+        for (uint32_t k = 0; k < bits; ++k) if (i >> k & 1) v |= 1u << (bits - 1 - k);
+        r.push_back({v, i});
+      }
+      std::sort(r.begin(), r.end());
+      for (uint32_t k = 0; k < S; ++k) rank[r[k].second] = k;
+    }
+    std::vector<uint32_t> ccount(S, 0);
+    auto next_cap = [&](uint32_t i) -> uint32_t {
+      const std::vector<uint32_t>& c = p_.cap_cycle;
+      return c.empty() ? M : std::min<uint32_t>(8, c[(ccount[i]++ + size_t(i) * 13) % c.size()]);
+    };
+    for (uint32_t i = 0; i < S; ++i) U[i].cap = next_cap(i);
+    std::vector<uint32_t> icount(S, 0);
+    auto instances = [&](uint32_t i) -> uint32_t {  // the next entry's instances for uTLB i (uTLBs out of step)
+      const std::vector<uint32_t>& c = p_.inst_cycle;
+      return c.empty() ? 1 : c[(icount[i]++ + size_t(i) * 7) % c.size()];
     };
     // The uTLB walks its pages up to time `limit`, writing an entry at each miss it may still hold.
     auto run = [&](uint32_t i, double limit) {
@@ -677,8 +737,8 @@ class Sim {
           ++x.pos;
           continue;
         }
-        if (x.nout < M) {
-          buf.push_back({x.t, pg, i});
+        if (x.nout < x.cap) {
+          for (uint32_t c = instances(i); c > 0; --c) buf.push_back({x.t, pg, i});
           x.out[x.nout++] = pg;
           x.t += rns;
           ++x.pos;
@@ -696,7 +756,7 @@ class Sim {
       for (size_t pos = x.pos; pos < l.size(); ++pos, t += rns) {
         const uint32_t pg = K[l[pos]];
         if (passes(pg) || is_out(x, pg)) continue;
-        return x.nout < M ? t : INF;
+        return x.nout < x.cap ? t : INF;
       }
       return INF;
     };
@@ -709,10 +769,21 @@ class Sim {
       for (uint32_t i = 0; i < S; ++i) first = std::min(first, peek(i));
       if (first >= INF) break;
       double tf;
-      if (first < drv && inservice < p_.max_batches_per_service) { tf = drv; ++inservice; }
+      // While servicing (after a replay), the driver fetches again at once: the entries written by then,
+      // replay_fetch_us after the replay (the uTLBs' burst of faults that the replay itself causes lands in
+      // the buffer within it); with none by then its service loop ends and the next fault wakes it, fetch_us
+      // later.
+      // (replay_fetch_us 0: umsim-3's rule, at once only for entries written before the replay.)
+      const bool again = rfetch > 0 ? drv > 0 && first <= drv + rfetch : first < drv;
+      if (again && inservice < p_.max_batches_per_service) { tf = drv + rfetch; ++inservice; }
       else { tf = std::max(first, drv) + fetch; inservice = 1; }
       for (uint32_t i = 0; i < S; ++i) run(i, tf);
-      std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
+      if (p_.interleave)  // entries written at one instant: the GPCs' in an interleaved order, not SM by SM
+        std::stable_sort(buf.begin(), buf.end(), [&](const Entry& a, const Entry& b) {
+          return a.t < b.t || (a.t == b.t && rank[a.u] < rank[b.u]);
+        });
+      else
+        std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
       size_t present = 0;
       while (present < buf.size() && buf[present].t <= tf) ++present;
       const size_t n = std::min<size_t>(present, p_.batch_size);
@@ -721,10 +792,14 @@ class Sim {
       uint32_t lastg = BARRIER;
       for (size_t k = 0; k < n; ++k) {
         const Entry& e = buf[k];
-        if (lastpg[e.u] != e.pg && lastg != e.pg) {
+        const bool merged = lastpg[e.u] == e.pg || (p_.cross_merge && lastg == e.pg);
+        if (!merged) {
           ++s_.entries;
           if (passes(e.pg)) ++s_.stale;
         }
+        if (log_)
+          std::fprintf(log_, "f %llu %u %u %d %.0f %.0f %d\n", (unsigned long long)(s_.batches + 1), e.pg, e.u,
+                       merged ? 1 : 0, t_off_ + e.t, t_off_ + tf, passes(e.pg) ? 1 : 0);
         lastpg[e.u] = lastg = e.pg;
       }
       for (size_t k = 0; k < n; ++k) lastpg[buf[k].u] = BARRIER;
@@ -746,6 +821,7 @@ class Sim {
       if (!batch_pages_.empty()) flush();
       if (s_.batches == b0) { ++s_.batches; ++batch_; }  // every entry stale: fetched, counted, replayed
       const double tr = tf + fixed + double(arrived_.size()) * per;
+      if (log_) std::fprintf(log_, "r %llu %.0f\n", (unsigned long long)s_.batches, t_off_ + tr);
       if (!s_.first_batch_pages) s_.first_batch_pages = arrived_.size();
       for (size_t k = 0; k < n; ++k)  // pages the service could not bring are read over the link from now on
         if (where_[buf[k].pg] != ON_GPU) rmt_[buf[k].pg] = 1;
@@ -764,22 +840,27 @@ class Sim {
       // Replay: each uTLB's faulted pages now resident release it; the others fault again.
       for (uint32_t i = 0; i < S; ++i) {
         Tlb& x = U[i];
+        const uint32_t had = x.nout;
         uint32_t w = 0;
         for (uint32_t k = 0; k < x.nout; ++k) {
           const uint32_t pg = x.out[k];
           if (passes(pg)) continue;
           x.out[w++] = pg;
-          buf.push_back({tr, pg, i});
+          for (uint32_t c = instances(i); c > 0; --c) buf.push_back({tr, pg, i});
           ++s_.refaults;
         }
         x.nout = w;
-        if (x.blocked && x.nout < M) { x.blocked = false; x.t = std::max(x.t, tr); }
+        if (had && x.nout == 0) x.cap = next_cap(i);  // released: its next stall's pages
+        // A released uTLB resumes once its retried accesses complete: with replay_fetch_us, after the burst of
+        // re-faults (the still-missing accesses) the next fetch takes; its new misses come later.
+        if (x.blocked && x.nout < x.cap) { x.blocked = false; x.t = std::max(x.t, tr + (had && !x.nout ? rfetch : 0)); }
       }
       drv = tr;
     }
     double end = drv;
     for (const Tlb& x : U) end = std::max(end, x.t);
     s_.timed_ns += end;
+    t_off_ += end + 1e6;  // the next launch's times in the log after this one's (1 ms apart)
     s_.gpu_events += K.size();
     kernel_.clear();
   }
@@ -923,6 +1004,8 @@ class Sim {
 
   std::vector<uint32_t> want_, gran_, kernel_, arrived_;
   std::vector<uint8_t> rmt_;  // --timed: pages the GPU reads remotely (the service could not bring them)
+  FILE* log_ = nullptr;       // --entry-log
+  double t_off_ = 0;          // --entry-log: the current launch's start in the log's time (ns)
   std::vector<uint8_t> mark_;
 };
 
@@ -966,6 +1049,39 @@ Trace read_trace(const std::string& path) {
   return t;
 }
 
+// "W1,W2,..." (weights for the values 1, 2, ...) -> a cycle of at most 1000 values, each value in proportion to
+// its weight and spread out (smooth weighted round robin: each step the value with the largest credit).
+std::vector<uint32_t> weight_cycle(const std::string& opt, const std::string& v, size_t maxn) {
+  std::vector<uint64_t> w;
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    size_t c = v.find(',', pos);
+    if (c == std::string::npos) c = v.size();
+    const std::string x = v.substr(pos, c - pos);
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(x.c_str(), &end, 10);
+    if (x.empty() || *end || x[0] == '-') die(opt + ": weights are non-negative integers: '" + v + "'");
+    w.push_back(n);
+    pos = c + 1;
+  }
+  uint64_t tot = 0;
+  for (uint64_t x : w) tot += x;
+  if (tot == 0 || w.size() > maxn) die(opt + ": 1 to " + std::to_string(maxn) + " weights, not all 0");
+  const double scale = tot > 1000 ? 1000.0 / double(tot) : 1.0;
+  std::vector<int64_t> ww(w.size()), cr(w.size(), 0);
+  int64_t sum = 0;
+  for (size_t k = 0; k < w.size(); ++k) { ww[k] = int64_t(double(w[k]) * scale + 0.5); sum += ww[k]; }
+  if (sum == 0) die(opt + ": weights too small");
+  std::vector<uint32_t> out;
+  for (int64_t n = 0; n < sum; ++n) {
+    size_t best = 0;
+    for (size_t k = 0; k < w.size(); ++k) { cr[k] += ww[k]; if (cr[k] > cr[best]) best = k; }
+    cr[best] -= sum;
+    out.push_back(uint32_t(best + 1));
+  }
+  return out;
+}
+
 void usage() {
   std::fputs(
       "usage: umsim (--app NAME --footprint BYTES [--iterations N] [--reverse] | --trace FILE)\n"
@@ -973,7 +1089,9 @@ void usage() {
       "             [--unit BYTES] [--granule BYTES] [--prefetch on|off] [--prefetch-threshold PCT]\n"
       "             [--batch N] [--fault-window N] [--resident-blocks N --sms N --block-bytes BYTES]\n"
       "             [--timed --unroll N --utlb-faults N --resident-ns NS --fetch-us US --batch-us US --page-us US\n"
-      "              --update-put-ratio PCT --max-batches-per-service N]\n"
+      "              --update-put-ratio PCT --max-batches-per-service N [--entry-log FILE]\n"
+      "              [--entry-instances W1,W2,...] [--cross-utlb-merge on|off] [--utlb-fault-weights W1,...]\n"
+      "              [--replay-fetch-us US] [--interleave on|off]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
       "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
@@ -1034,6 +1152,12 @@ int main(int argc, char** argv) {
     else if (a == "--fetch-us") p.fetch_us = real(val());
     else if (a == "--batch-us") p.batch_us = real(val());
     else if (a == "--page-us") p.page_us = real(val());
+    else if (a == "--replay-fetch-us") p.replay_fetch_us = real(val());
+    else if (a == "--entry-log") p.entry_log = val();
+    else if (a == "--interleave") { std::string v = val(); if (v != "on" && v != "off") die("--interleave on|off"); p.interleave = v == "on"; }
+    else if (a == "--cross-utlb-merge") { std::string v = val(); if (v != "on" && v != "off") die("--cross-utlb-merge on|off"); p.cross_merge = v == "on"; }
+    else if (a == "--entry-instances") p.inst_cycle = weight_cycle(a, val(), 64);
+    else if (a == "--utlb-fault-weights") p.cap_cycle = weight_cycle(a, val(), 8);
     else if (a == "--thrash-threshold") p.thrash_threshold = uint32_t(num(val()));
     else if (a == "--thrash-lapse") p.thrash_lapse = num(val());
     else if (a == "--thrash-action") p.thrash_action = val();
@@ -1064,6 +1188,7 @@ int main(int argc, char** argv) {
   if (p.resident_blocks && (p.block_bytes == 0 || p.policy != "uvm"))
     die("--resident-blocks needs --block-bytes and --policy uvm");
   if (p.timed && !p.resident_blocks) die("--timed needs --resident-blocks (the launch it replays in time)");
+  if (!p.entry_log.empty() && !p.timed) die("--entry-log needs --timed");
   if (p.timed && (p.utlb_faults < 1 || p.utlb_faults > 8)) die("--utlb-faults must be 1 to 8");
   if (p.timed && (p.unroll < 1 || p.max_batches_per_service < 1)) die("--unroll and --max-batches-per-service must be at least 1");
   if (unit == 0) unit = p.policy == "svm" ? (64ull << 20) : (2ull << 20);

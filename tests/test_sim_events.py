@@ -1,0 +1,192 @@
+"""sim_events: the UVM driver's fault events of a trace, summarised (hand-made traces, every figure worked out
+by hand below)."""
+import gzip
+import sys
+from pathlib import Path
+
+import pytest
+
+from umscope import sim_events
+
+ROOT = Path(__file__).resolve().parent.parent
+P = 4096
+BASE = 0x7F0000000000
+
+
+def fault(b, page, t, tg, gpc=0, cl=1, acc=1):
+    return {"k": "uvm_fault", "g": 0, "b": b, "a": BASE + page * P + 128, "acc": acc, "ft": 0, "gpc": gpc,
+            "cl": cl, "ct": 1, "t": t, "tg": tg}
+
+
+# The GPU's clock runs 500 ns behind the CPU's: an entry written at CPU time w has tg = w - 500.
+TRACE = [
+    {"k": "uvm_events", "ok": True, "queue": 65536, "entry": 72, "mask": 0x1FF, "clock": "CLOCK_MONOTONIC_RAW"},
+    # batch 1: uTLB (0, 1) writes page 0 twice (merged: one notification, t 1000) and page 1 (t 1001); uTLB
+    # (0, 2) writes page 0 (another uTLB: not merged, notified on its own as a duplicate, t 1002)
+    fault(1, 0, 1000, 300), fault(1, 0, 1000, 150), fault(1, 1, 1001, 400), fault(1, 0, 1002, 450, cl=2),
+    {"k": "uvm_replay", "g": 0, "b": 1, "ct": 1, "t": 5000, "tg": 4600},
+    # batch 2: page 1 again (written at CPU 4900, before batch 1's replay was done: stale), a write on page 2
+    fault(2, 1, 8000, 4400, gpc=1, cl=0), fault(2, 2, 8001, 6500, gpc=1, cl=0, acc=2),
+    {"k": "uvm_replay", "g": 0, "b": 2, "ct": 1, "t": 9000, "tg": 8700},
+    {"k": "uvm_migration", "src": 0, "dst": 1, "a": BASE, "n": 65536, "cause": 2, "t0": 2000, "t1": 3000},
+    {"k": "uvm_migration", "src": 0, "dst": 1, "a": BASE + 65536, "n": 131072, "cause": 3, "t0": 3000, "t1": 4000},
+    {"k": "uvm_events_end", "n": [0] * 16, "dropped": [0] * 16},
+]
+
+
+def test_summary_counts_merged_entries_batches_utlbs_and_stale():
+    s = sim_events.summary(TRACE)
+    assert s["ok"] and s["instances"] == 6 and s["entries"] == 5 and s["batches"] == 2 and s["replays"] == 2
+    assert s["instances_per_entry"] == {"1": 4, "2": 1}
+    assert s["access_instances"] == {"read": 5, "write": 1} and s["access_entries"] == {"read": 4, "write": 1}
+    # per batch: instances 4 and 2, entries 3 and 2, pages 2 and 2, uTLBs 2 and 1
+    pb = s["per_batch"]
+    assert (pb["instances"]["p0"], pb["instances"]["p100"]) == (2, 4)
+    assert (pb["entries"]["p0"], pb["entries"]["p100"], pb["entries"]["mean"]) == (2, 3, 2.5)
+    assert pb["utlbs"]["mean"] == 1.5 and pb["pages"]["p50"] == 2
+    # per (batch, uTLB): (1,(0,1)) 3 instances on 2 pages, (1,(0,2)) 1 on 1, (2,(1,0)) 2 on 2
+    assert s["per_utlb_batch"]["instances"] == {"1": 1, "2": 1, "3": 1}
+    assert s["per_utlb_batch"]["pages"] == {"1": 1, "2": 2}
+    assert s["utlbs"] == 3 and s["gpcs"] == 2 and s["distinct_pages"] == 3
+    # page 1 was in batch 1: its entry in batch 2 is stale
+    assert (s["stale_entries"], s["stale_instances"]) == (1, 1)
+    assert s["first_batches"][0] == {"instances": 4, "entries": 3, "pages": 2, "page_range": [0, 1], "utlbs": 2}
+    # GPU write span of batch 1: tg 150 .. 450 = 0.3 us; batch 2: 4400 .. 6500 = 2.1 us
+    assert pb["gpu_write_span_us"]["p0"] == 0.3 and pb["gpu_write_span_us"]["p100"] == 2.1
+
+
+def test_summary_timing_service_gaps_waiting_and_clock_bounds():
+    s = sim_events.summary(TRACE)
+    # service: batch 1 from 1000 to its replay at 5000 (4 us), batch 2 from 8000 to 9000 (1 us)
+    assert (s["service_us"]["p0"], s["service_us"]["p100"]) == (1.0, 4.0)
+    assert s["replay_to_next_batch_us"]["p50"] == 3.0          # 5000 -> 8000
+    assert s["instances_written_before_previous_replay"] == 1   # tg 4400 < 4600
+    # t - tg: 700, 850, 601, 552, 3600, 1501: upper bound of the offset 552; replays bound it below by
+    # max(5000 - 4600, 9000 - 8700) = 400: 0.152 us of uncertainty
+    assert s["clock_offset_uncertainty_us"] == 0.152
+    w = s["write_to_notify_us"]
+    assert w["p0"] == 0.0 and w["p100"] == pytest.approx(3.048) and w["n"] == 6
+    assert s["migrated_bytes_by_cause"] == {"coherence": 65536, "prefetch": 131072} and s["migrations"] == 2
+
+
+def test_summary_absent_or_refused_and_counter_check():
+    assert sim_events.summary([{"k": "kernel"}]) is None
+    off = sim_events.summary([{"k": "uvm_events", "ok": False, "why": "no /dev/nvidia-uvm"}])
+    assert off["ok"] is False and off["why"] == "no /dev/nvidia-uvm" and off["entries"] == 0
+    s = sim_events.summary(TRACE)
+    assert sim_events.check_counter(s, 5)[0] is True
+    ok, why = sim_events.check_counter(s, 7)
+    assert ok is False and "-2" in why
+    assert sim_events.check_counter(off, 5)[0] is None
+    dropped = TRACE[:-1] + [{"k": "uvm_events_end", "n": [0] * 16, "dropped": [0, 3] + [0] * 14}]
+    assert sim_events.summary(dropped)["dropped_total"] == 3
+    assert sim_events.summary(TRACE)["fault_buffer_overflows"] == 0
+    assert sim_events.summary(TRACE + [{"k": "uvm_fault_overflow"}])["fault_buffer_overflows"] == 1
+
+
+def test_entry_table_relative_pages_and_times(tmp_path):
+    f = tmp_path / "e.txt.gz"
+    assert sim_events.entry_table(TRACE, f) == 6
+    rows = gzip.open(f, "rt").read().splitlines()
+    assert rows[0].split() == ["b", "page", "acc", "gpc", "cl", "ct", "dt_us", "dtg_us"]
+    assert rows[1].split() == ["1", "0", "1", "0", "1", "1", "0.000", "0.150"]
+    assert rows[6].split() == ["2", "2", "2", "1", "0", "1", "7.001", "6.350"]
+    assert rows[8].split() == ["r", "1", "4.000", "4.450"]
+
+
+def test_kept_trace_drops_event_lines_only():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    assert sv.EVENT_LINE.match(b'{"k":"uvm_fault","g":0}') and sv.EVENT_LINE.match(b'{"k": "uvm_replay"}')
+    assert sv.EVENT_LINE.match(b'{"k":"uvm_migration","src":0}')
+    for keep in (b'{"k":"uvm_events","ok":true}', b'{"k":"uvm_events_end","n":[]}', b'{"k":"uvm_counters"}',
+                 b'{"k":"um","c":1}'):
+        assert not sv.EVENT_LINE.match(keep)
+
+
+def test_run_traced_with_events_summarises_and_keeps_a_small_trace(tmp_path, monkeypatch):
+    """run_traced with a stand-in umbench that writes TRACE (plus the driver's counters) where libumtrace would,
+    and only when UMSCOPE_UMTRACE_UVM_EVENTS=1 is in its environment."""
+    import json
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    lines = [json.dumps({"k": "uvm_counters", "dev": 0, "htod": 3 * P, "dtoh": 0, "gpu_faults": 5, "cpu_faults": 0})]
+    (tmp_path / "events.jsonl").write_text("\n".join(json.dumps(e) for e in TRACE) + "\n")
+    (tmp_path / "base.jsonl").write_text("\n".join(lines) + "\n")
+    fake = tmp_path / "umbench"
+    fake.write_text("#!/bin/sh\ncat %s > \"$UMSCOPE_TRACE_FILE\"\n"
+                    "[ \"$UMSCOPE_UMTRACE_UVM_EVENTS\" = 1 ] && cat %s >> \"$UMSCOPE_TRACE_FILE\"\n"
+                    "echo '{\"type\":\"status\",\"status\":\"ok\"}'\n" % (tmp_path / "base.jsonl", tmp_path / "events.jsonl"))
+    fake.chmod(0o755)
+    lib = tmp_path / "libumtrace.so"
+    lib.write_text("")
+    monkeypatch.setenv("UMSCOPE_UMBENCH", str(fake))
+    monkeypatch.setenv("UMSCOPE_UMTRACE", str(lib))
+    monkeypatch.setenv("UMSCOPE_UMTRACE_UVM_EVENTS", "1")  # a run without events must not inherit it
+    keep = tmp_path / "keep"
+    sv.run_traced([], str(keep), "c0", "migration", uvm_events=True, entries=True)
+    ev = json.loads((keep / "c0.events.json").read_text())
+    assert ev["entries"] == 5 and ev["driver_gpu_faults"] == 5 and ev["counter_check"].startswith("distinct")
+    assert (keep / "c0.entries.txt.gz").exists()
+    kept = [json.loads(x) for x in gzip.open(keep / "c0.jsonl.gz", "rt").read().splitlines()]
+    assert {e["k"] for e in kept} == {"uvm_counters", "uvm_events", "uvm_events_end"}
+    assert json.loads((keep / "c0.counts.json").read_text())["driver"]["gpu_faults"] == 5
+    sv.run_traced([], str(keep), "c1", "migration", uvm_events=False)
+    assert not (keep / "c1.events.json").exists()
+    assert {json.loads(x)["k"] for x in gzip.open(keep / "c1.jsonl.gz", "rt").read().splitlines()} == {"uvm_counters"}
+
+
+def test_page_moved_back_to_the_cpu_is_not_stale():
+    back = {"k": "uvm_migration", "src": 1, "dst": 0, "a": BASE + P, "n": P, "cause": 2, "t0": 6000, "t1": 7000}
+    s = sim_events.summary(TRACE[:7] + [back] + TRACE[7:])
+    assert s["stale_entries"] == 0 and s["migrated_bytes_by_cause"]["coherence"] == 65536 + P
+
+
+def test_model_lines_of_umsim_entry_log(tmp_path):
+    """umsim --entry-log lines -> the same summary: batch 1 fetched at 100 ns: uTLB 0 writes page 5 twice
+    (merged), uTLB 1 page 5 (another uTLB: counted) and page 6 (stale); batch 2 at 900 ns."""
+    log = tmp_path / "e.log"
+    log.write_text("f 1 5 0 0 10 100 0\nf 1 5 0 1 20 100 0\nf 1 5 1 0 30 100 0\nf 1 6 1 0 40 100 1\nr 1 500\n"
+                   "f 2 7 0 0 600 900 0\nr 2 1000\n")
+    lines = sim_events.model_lines(log)
+    f = [e for e in lines if e["k"] == "uvm_fault"]
+    assert [e["t"] for e in f] == [101, 101, 102, 103, 901]
+    s = sim_events.summary(lines)
+    assert (s["instances"], s["entries"], s["batches"], s["replays"]) == (5, 4, 2, 2)
+    assert s["stale_entries"] == 1 and s["per_utlb_batch"]["instances"] == {"1": 1, "2": 2}
+    assert s["service_us"]["p0"] == 0.099 and s["service_us"]["p100"] == 0.399   # 901 -> 1000, 101 -> 500
+
+
+def test_entry_figures_from_calibration_events():
+    """umsim-4's per-entry figures from the calibration programs' summaries: pages and instances pooled per
+    family from the programs whose batches stay below the batch size; the replay's burst and the
+    cross-uTLB merge decision."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    def ev(pages, inst, full, batches=100, p95=3.0, across=0, entries=100):
+        return {"events": {"ok": True, "entries": entries, "batches": batches, "batches_at_limit": full,
+                           "per_utlb_batch": {"pages": pages}, "instances_per_entry": inst,
+                           "written_after_previous_replay_us": {"p95": p95}, "entries_across_utlbs": across}}
+    rd, wr = sv.read_on(20), sv.read_on(20, op="write")
+    tr = sv.truth_on(66)
+    calib = [(rd, ev({"1": 3, "2": 1}, {"2": 5, ">8": 1}, 0, p95=2.0)),
+             (sv.read_on(160), ev({"1": 100}, {"1": 100}, 50, p95=4.0)),   # full batches: left out of read's
+             (wr, ev({"1": 9, "3": 1}, {"4": 2}, 5, p95=5.0)),
+             (tr, ev({"1": 7}, {"1": 6, "2": 1}, 0, across=3, entries=100, p95=1.0))]
+    f = sv.entry_figures(calib)
+    assert f["utlb_fault_weights_read"] == "3,1,0,0,0,0,0,0" and f["entry_instances_read"] == "0,5,0,0,0,0,0,1"
+    assert f["utlb_fault_weights_write"] == "9,0,1,0,0,0,0,0" and f["entry_instances_write"] == "0,0,0,2,0,0,0,0"
+    assert f["utlb_fault_weights_truth"] == "7,0,0,0,0,0,0,0"
+    assert f["replay_fetch_us"] == 4.0                     # p95s 1, 2, 4, 5: the upper median
+    assert f["cross_utlb_merge"] == "off" and f["cross_utlb_share"] == 0.03
+    assert f["entry_figures_from"]["read"] == [rd["label"]]
+    assert sv.family(tr) == "truth" and sv.family(wr) == "write" and sv.family(rd) == "read"
