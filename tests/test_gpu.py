@@ -1,5 +1,6 @@
 """GPU tests: run on a GPU node (make test-gpu); skipped with the reason elsewhere."""
 import json
+import os
 
 import pytest
 
@@ -436,6 +437,35 @@ def test_uvm_events_give_every_fault_entry_the_driver_counts(op, access, store_p
     assert um["migrations_source"] == "the driver's events"
     assert sum(a["htod"] for a in um["allocations"]) == htod
     assert "driver events" in res.stderr and "lost nothing" in res.stderr
+
+
+def _events_env(trace):
+    from umscope.profile.tracer import tracer_path
+    return dict(os.environ, CUDA_INJECTION64_PATH=tracer_path(), UMSCOPE_TRACE_FILE=str(trace),
+                UMSCOPE_UMTRACE_UVM_EVENTS="1")
+
+
+def test_uvm_events_end_cleanly_on_sigterm(tmp_path):
+    """The event queue's thread does not take the program's SIGTERM (whose handler ends the trace and waits for that
+    thread), and the tracer's exit never keeps the dying program alive."""
+    import signal
+    import subprocess
+    import time
+    trace = tmp_path / "t.jsonl"
+    p = subprocess.Popen([native.umbench_path(), "run", "migration", "--kind", "managed,first_touch=cpu", "--bytes",
+                          "256M", "--iterations", "100000"], env=_events_env(trace), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not trace.exists() or '"uvm_fault"' not in trace.read_text()):
+        time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    t0 = time.time()
+    assert p.wait(timeout=60) == -signal.SIGTERM
+    assert time.time() - t0 < 10  # the tracer's exit never keeps a dying program alive (a 3 s watchdog)
+    from umscope.profile.tracer import parse_trace
+    ended = '"k":"uvm_events_end"' in trace.read_text()
+    assert parse_trace(trace)["complete"] == ('"k":"end"' in trace.read_text())
+    print("SIGTERM: the trace", "ended" if ended else "was cut by the watchdog")
 
 
 def test_peer_gpu_memory_copied_and_read_or_skipped_with_one_gpu():

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <time.h>
@@ -39,6 +40,7 @@ namespace {
 
 FILE* g_out = nullptr;
 std::mutex g_mu;
+pid_t g_setup_pid = 0;  // the process that opened the trace
 std::atomic<bool> g_done{false};
 // UM records written, per counter kind (1..8), and the records CUPTI said it dropped: the trace's own
 // accounting, written at the end so a reader can tell a quiet driver from a lost record.
@@ -399,6 +401,12 @@ void write_counters() {
 
 void finish() {
   if (g_done.exchange(true)) return;
+  // A child the program forked after CUDA started (and that ends through exit()) cannot use CUDA or CUPTI: a flush
+  // there waited for ever (H100, a forked CuPy process). Its parent ends the trace; the child writes nothing.
+  if (getpid() != g_setup_pid) {
+    if (g_writer.joinable()) g_writer.detach();  // the parent's writer: not a thread of this process
+    return;
+  }
   const uint64_t w0 = wall_ns();
   const uint64_t written0 = g_write_ns, buffers0 = g_write_buffers, records0 = g_write_records;
   flush_all("exit", settle_ms());
@@ -558,8 +566,27 @@ __attribute__((destructor)) void on_unload() {
   umprofiler::write_finalised(g_out, g_mu, "exit: libumtrace finalised");
 }
 
+volatile sig_atomic_t g_fatal_sig = 0;
+
+// finish() is not async-signal-safe: a signal that stops a thread holding a lock it needs (the trace's, the CUDA
+// driver's) leaves it waiting. Never let that keep a dying program alive: 3 s after the signal, the program dies
+// of it, with the trace as far as it got (a reader calls a trace without its end incomplete).
+void on_alarm(int) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, g_fatal_sig);
+  std::signal(g_fatal_sig, SIG_DFL);
+  pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+  raise(g_fatal_sig);
+  _exit(128 + g_fatal_sig);
+}
+
 void on_fatal(int sig) {
-  finish();  // not async-signal-safe: best effort, the program is dying anyway
+  g_fatal_sig = sig;
+  std::signal(SIGALRM, on_alarm);
+  alarm(3);
+  finish();  // best effort, the program is dying anyway
+  alarm(0);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -587,6 +614,10 @@ void setup() {
     g_out = open_trace(path && *path ? path : "umtrace.jsonl");
     if (!g_out) return;
     g_ok = true;
+    g_setup_pid = getpid();
+    // A fork copies the trace's unwritten buffer into the child, which would write it again at its exit: empty it
+    // first, with the file's lock held across the fork.
+    pthread_atfork([] { g_mu.lock(); if (g_out) std::fflush(g_out); }, [] { g_mu.unlock(); }, [] { g_mu.unlock(); });
     unsigned long long t0 = now_ns();
     // w: wall-clock time, to put the trace on the sampler's clock
     std::fprintf(g_out, "{\"k\":\"start\",\"pid\":%d,\"t\":%llu,\"w\":%llu}\n", static_cast<int>(getpid()), t0,

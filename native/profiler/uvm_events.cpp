@@ -3,6 +3,8 @@
 #include "uvm_events.hpp"
 
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +59,7 @@ Control* g_ctrl = nullptr;
 uint32_t g_entries = 0;
 std::thread* g_thread = nullptr;  // never destroyed: a program that exits without our exit hook must not terminate on it
 std::atomic<bool> g_stop{false};
+pid_t g_pid = 0;  // the process the thread runs in (a forked child has the queue's state but not the thread)
 unsigned long long g_written[kTypes] = {};
 
 unsigned long long raw_ns() {
@@ -94,6 +97,11 @@ void drain() {
 }
 
 void run() {
+  // Signals sent to the process are left to the program's threads: a handler that ends the trace (libumtrace's
+  // on SIGTERM) must not run here, where it would wait for this very thread.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   while (!g_stop.load(std::memory_order_acquire)) {
     pollfd p{g_fd, POLLIN, 0};
     poll(&p, 1, 2);  // woken when an eighth of the queue is filled, else every 2 ms
@@ -192,6 +200,7 @@ void start(const std::vector<int>& uvm_fds, FILE* out, std::mutex& mu) {
       g_fd = fd;
       g_uvm_fd = ufd;
       say(ufd, nullptr, 0, 0);
+      g_pid = getpid();
       g_thread = new std::thread(run);
       return;
     }
@@ -201,7 +210,8 @@ void start(const std::vector<int>& uvm_fds, FILE* out, std::mutex& mu) {
 }
 
 void stop() {
-  if (g_fd < 0) return;
+  if (g_fd < 0 || getpid() != g_pid) return;  // never started, or a forked child: its parent ends the queue
+  if (g_thread && g_thread->get_id() == std::this_thread::get_id()) return;
   g_stop.store(true, std::memory_order_release);
   if (g_thread && g_thread->joinable()) g_thread->join();
   // Migration and replay events are queued when their copies and replays complete, by the driver's own worker
