@@ -367,12 +367,9 @@ void start(int ndev, void* cuda) {
   if (ev && std::strcmp(ev, "1") == 0) {
     uvm_events::start(fds, g_out, g_mu);
     // The driver's events carry CLOCK_MONOTONIC_RAW times; CUPTI's records its own clock: one reading of both.
-    timespec r{};
-    clock_gettime(CLOCK_MONOTONIC_RAW, &r);
-    const unsigned long long t = now_ns();
+    const unsigned long long raw = uvm_events::raw_ns(), t = now_ns();
     std::lock_guard<std::mutex> lk(g_mu);
-    std::fprintf(g_out, "{\"k\":\"clocks\",\"raw\":%llu,\"t\":%llu}\n",
-                 static_cast<unsigned long long>(r.tv_sec) * 1000000000ull + static_cast<unsigned long long>(r.tv_nsec), t);
+    std::fprintf(g_out, "{\"k\":\"clocks\",\"raw\":%llu,\"t\":%llu}\n", raw, t);
   }
   using GetFn = int (*)(int*, int);
   using UuidFn = int (*)(unsigned char*, int);

@@ -62,12 +62,6 @@ std::atomic<bool> g_stop{false};
 pid_t g_pid = 0;  // the process the thread runs in (a forked child has the queue's state but not the thread)
 unsigned long long g_written[kTypes] = {};
 
-unsigned long long raw_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC_RAW, &t);
-  return static_cast<unsigned long long>(t.tv_sec) * 1000000000ull + static_cast<unsigned long long>(t.tv_nsec);
-}
-
 uint32_t queue_entries() {
   const char* e = std::getenv("UMSCOPE_UMTRACE_UVM_QUEUE");
   long n = e && *e ? std::atol(e) : (1l << 18);  // 18 MiB of entries
@@ -124,6 +118,12 @@ void say(int fd, const char* why, int err, unsigned rm) {
 }
 
 }  // namespace
+
+unsigned long long raw_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+  return static_cast<unsigned long long>(t.tv_sec) * 1000000000ull + static_cast<unsigned long long>(t.tv_nsec);
+}
 
 int format_entry(const unsigned char* e, std::string& line) {
   const int type = e[0];

@@ -51,6 +51,9 @@ void start(const std::vector<int>& uvm_fds, FILE* out, std::mutex& mu);
 // (events written and events the driver dropped because the queue was full, per type). `mu` must not be held.
 void stop();
 
+// The driver's clock for its events' CPU times (CLOCK_MONOTONIC_RAW, ns: NV_GETTIME in uvm_linux.h).
+unsigned long long raw_ns();
+
 // Appends one entry as a JSON line to `line` and returns its event type (types without a layout here are only
 // counted: returns the type, appends nothing).
 int format_entry(const unsigned char* entry, std::string& line);

@@ -110,11 +110,11 @@ def _driver_gpu_stream(records, page_bytes):
     complete (nothing dropped) and placed on the trace's clock: every fault entry's page, and every page migrated
     in for coherence (on demand), with the counts of both. None otherwise: CUPTI's records are used, which
     lose events under many faults at once."""
-    from umscope.profile.uvm_events import migrations_on_trace_clock, summarise
-    if not summarise(records).get("complete"):
+    from umscope.profile.uvm_events import clock_offsets, complete, migrations_on_trace_clock
+    if not complete(records):
         return None
     moves = migrations_on_trace_clock(records)
-    offset = {e.get("_p"): e["t"] - e["raw"] for e in records if e.get("k") == "clocks"}
+    offset = clock_offsets(records)
     if moves is None or any(e.get("_p") not in offset for e in records if e.get("k") == "uvm_fault"):
         return None
     timed, faults, htod, moved_in = [], 0, 0, 0

@@ -248,18 +248,17 @@ def parse_trace(path, gpus=()) -> dict:
         # Every migration the driver made (nothing dropped), where CUPTI's records may hold a share: the timelines
         # and per-allocation figures come from them. With several GPUs CUPTI's records stay (the driver numbers its
         # processors its own way, not by CUDA ordinal).
-        timeline, cum, per_alloc, tl_gpu = {"htod": [], "dtoh": []}, {"htod": 0, "dtoh": 0}, {}, {"htod": [], "dtoh": []}
+        timeline, cum, per_alloc = {"htod": [], "dtoh": []}, {"htod": 0, "dtoh": 0}, {}
         for way, addr, n, t, _ in moves:
             if way not in cum:
                 continue
             x = round((t - t0) / 1e9, 6)
             cum[way] += n
             timeline[way].append((x, cum[way]))
-            tl_gpu[way].append((x, cum[way]))
             _add_to_allocation(per_alloc, allocs, addr, n, way, x)
         _thin(per_alloc)
-        gpu = next(iter(out["devices"]), next(iter(out["by_gpu"]), "gpu"))
-        out.update(timeline=timeline, allocations=list(per_alloc.values()), timeline_by_gpu={gpu: tl_gpu},
+        gpu = next(iter(out["devices"]), next(iter(out["by_gpu"]), "gpu"))  # the one GPU: its timeline is the whole
+        out.update(timeline=timeline, allocations=list(per_alloc.values()), timeline_by_gpu={gpu: timeline},
                    migrations_source="the driver's events")
     # The studies' analyses: faults per migration, eviction against migration.
     out.update(migration_ratios(totals, events, by_cause))

@@ -11,6 +11,34 @@ TYPES = {2: "migration", 3: "gpu_fault", 4: "gpu_fault_replay", 5: "fault_buffer
 PAGE = 4096
 
 
+def _way(e) -> str:
+    """A migration's direction: processor index 0 is the CPU (uvm_id_value of UVM_ID_CPU); GPUs are 1 and up."""
+    return "htod" if e["src"] == 0 else "dtoh" if e["dst"] == 0 else "dtod"
+
+
+def _dropped(ev) -> dict:
+    """Events the driver dropped because the queue was full, per type, over every process's end line."""
+    dropped = {}
+    for e in ev:
+        if e.get("k") == "uvm_events_end":
+            for t, n in enumerate(e.get("dropped") or []):
+                if n:
+                    name = TYPES.get(t, f"type{t}")
+                    dropped[name] = dropped.get(name, 0) + n
+    return dropped
+
+
+def complete(ev) -> bool:
+    """Whether the trace holds every event of the driver's queue: it was on, reached its end, dropped nothing."""
+    return (any(e.get("k") == "uvm_events" and e.get("ok") for e in ev)
+            and any(e.get("k") == "uvm_events_end" for e in ev) and not _dropped(ev))
+
+
+def clock_offsets(ev) -> dict:
+    """Per process, the trace's clock minus the driver's (CLOCK_MONOTONIC_RAW), from libumtrace's `clocks` line."""
+    return {e.get("_p"): e["t"] - e["raw"] for e in ev if e.get("k") == "clocks"}
+
+
 def summarise(ev) -> dict:
     """`ev`: a trace's records (every process). {} when the queue was not asked for; else whether it was on
     (and why not), whether it is complete, and the counts a reader of the driver's fault path needs."""
@@ -19,13 +47,7 @@ def summarise(ev) -> dict:
         return {}
     if not any(e.get("ok") for e in cfg):
         return {"on": False, "why": "; ".join(sorted({e.get("why", "?") for e in cfg}))}
-    ends = [e for e in ev if e.get("k") == "uvm_events_end"]
-    dropped = {}
-    for e in ends:
-        for t, n in enumerate(e.get("dropped") or []):
-            if n:
-                name = TYPES.get(t, f"type{t}")
-                dropped[name] = dropped.get(name, 0) + n
+    dropped = _dropped(ev)
     faults = [e for e in ev if e.get("k") == "uvm_fault"]
     replays = [e for e in ev if e.get("k") == "uvm_replay"]
     # An entry and the instances the driver merged into it are written with one time stamp (uvm_tools.c records
@@ -43,10 +65,8 @@ def summarise(ev) -> dict:
     for e in ev:
         if e.get("k") != "uvm_migration":
             continue
-        # Processor index 0 is the CPU (uvm_id_value of UVM_ID_CPU); GPUs are 1 and up.
-        way = "htod" if e["src"] == 0 else "dtoh" if e["dst"] == 0 else "dtod"
         cause = CAUSES.get(e.get("cause", 0), str(e.get("cause")))
-        migrated[way][cause] = migrated[way].get(cause, 0) + e["n"]
+        migrated[_way(e)][cause] = migrated[_way(e)].get(cause, 0) + e["n"]
     per_batch_entries = [len({f["t"] for f in fs}) for fs in batches.values()]
     per_batch_pages = [len({f["a"] // PAGE for f in fs}) for fs in batches.values()]
     # A batch's service: from the driver's first look at its first entry to the replay it queued.
@@ -55,7 +75,7 @@ def summarise(ev) -> dict:
     def med(xs):
         return statistics.median(xs) if xs else None
 
-    return {"on": True, "complete": bool(ends) and not dropped, "dropped": dropped,
+    return {"on": True, "complete": complete(ev), "dropped": dropped,
             "gpu_fault_instances": len(faults), "gpu_fault_entries": len(entries), "batches": len(batches),
             "replays": len(replays), "fault_pages": len({(e.get("_p"), e["a"] // PAGE) for e in faults}),
             "faults_by_access": by_access, "migrated": {k: v for k, v in migrated.items() if v},
@@ -69,16 +89,12 @@ def migrations_on_trace_clock(ev):
     The time is the CPU's when the driver queued the copy (t0): the event's end time (t1) is when the driver's
     worker passed the completed copy on, in bursts (a 138 ms read's 22443 migrations all carried t1 within its last
     1.5 ms, H100), and its GPU times are on the GPU's clock."""
-    offset = {}
-    for e in ev:
-        if e.get("k") == "clocks":
-            offset[e.get("_p")] = e["t"] - e["raw"]
+    offset = clock_offsets(ev)
     moves = []
     for e in ev:
         if e.get("k") != "uvm_migration":
             continue
         if e.get("_p") not in offset:
             return None
-        way = "htod" if e["src"] == 0 else "dtoh" if e["dst"] == 0 else "dtod"
-        moves.append((way, e["a"], e["n"], e["t0"] + offset[e.get("_p")], CAUSES.get(e.get("cause", 0), "unknown")))
+        moves.append((_way(e), e["a"], e["n"], e["t0"] + offset[e.get("_p")], CAUSES.get(e.get("cause", 0), "unknown")))
     return sorted(moves, key=lambda m: m[3])
