@@ -59,13 +59,27 @@ def test_a_page_state_past_memory_is_one_line_saying_what_fits(limited, capsys):
     assert "replayed in pages of 64 KiB, not the driver's 4 KiB" in out and "recommended:" in out
 
 
-# ------------------------------------------------------------------ units past 65535 pages
 def replay(tmp_path, allocs, events, **params):
     f = tmp_path / "t.umstrace"
     sim.write_trace(f, allocs, events, PB)
     return sim.run(dict(params, trace=f))
 
 
+def test_a_trace_streams_across_chunks_and_bad_traces_are_one_line(tmp_path):
+    # 200000 events (umsim reads 65536 at a time): 100 pages read 2000 times; each page faults once.
+    ev = list(range(100)) * 2000
+    s = replay(tmp_path, [(0, 100)], ev, capacity=1 << 20, granule=PB, prefetch="off", batch=1)
+    assert (s["events"], s["faults"], s["hits"], s["batches"]) == (200000, 100, 199900, 100)
+    with pytest.raises(sim.UsageError, match="event page outside every allocation"):
+        replay(tmp_path, [(0, 100)], ev + [100], capacity=1 << 20)
+    f = tmp_path / "cut.umstrace"
+    sim.write_trace(f, [(0, 100)], ev, PB)
+    f.write_bytes(f.read_bytes()[:-4])
+    with pytest.raises(sim.UsageError, match="truncated trace events"):
+        sim.run({"trace": f, "capacity": 1 << 20})
+
+
+# ------------------------------------------------------------------ units past 65535 pages
 def test_units_past_65535_pages(tmp_path):
     big = 70000  # pages per unit: past the old uint16 limit of 65535
     allocs = [(0, 2 * big)]

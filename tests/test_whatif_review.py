@@ -67,7 +67,7 @@ def test_svm_range_is_a_64th_of_gpu_memory():
 
 @pytest.mark.parametrize("argv", [
     ["simulate", "triad", "--unit", "5T", "--policy", "uvm"], ["simulate", "triad", "--unit", "2K"],
-    ["simulate", "triad", "--page", "1000"], ["advise", "triad", "--page", "6K"],
+    ["simulate", "triad", "--page", "1000"], ["advise", "triad", "--page", "6K"], ["advise", "triad", "--page", "4M"],
     ["simulate", "triad", "--page", "3G"], ["simulate", "triad", "--iterations", "0"],
     ["simulate", "triad", "--iterations", "-3"], ["simulate", "triad", "--dos", "0"],
     ["simulate", "triad", "--batch", "0", "--policy", "uvm"], ["simulate", "triad", "--prefetch-threshold", "200"],

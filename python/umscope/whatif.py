@@ -533,6 +533,8 @@ def cmd_advise(args):
     import tempfile
     fig_doc = dos.figures(args.machine)
     extra = {"page": parse_size(args.page)} if args.page else {}
+    if extra.get("page", 0) > 2 << 20:
+        raise UsageError("advise --page is at most 2M (the VA block; `umscope simulate` takes --unit for more)")
     check_extra(extra)
     with tempfile.TemporaryDirectory() as tmp:
         args.reverse = False
