@@ -24,15 +24,13 @@ summarised per case (umscope.sim_events) beside the model's entries (umsim --ent
 umsim-4's per-entry mechanisms are measured and chosen on the calibration programs (--set calib), none of
 them a validated case (entry_figures, choose_variant).
 
-    python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2] [--uvm-events] [--bytes 512M]
+    python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2|fresh3] [--uvm-events] [--bytes 512M]
                                   [--keep DIR] [--out docs/simulator-validation.md]
-    python3 bench/sim_validate.py --from-keep DIR [--held-out DIR] [--fresh DIR] [--fresh2 DIR] [--calib DIR]
+    python3 bench/sim_validate.py --from-keep DIR [--held-out DIR] [--fresh DIR] [--fresh2 DIR] [--fresh3 DIR] [--calib DIR]
                                   [--no-events DIR ...]   # the comparison again from kept traces (no GPU)"""
 import _commit  # bench/_commit.py
 import argparse
-import contextlib
 import gzip
-import io
 import json
 import math
 import os
@@ -118,8 +116,12 @@ FRESH2 = [read_on(b) for b in (3, 40, 72, 240)] + [read_on(b, op="write") for b 
     truth_on(b) for b in (99, 200)] + [
     case("um-truth writeback on 132 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "132"],
          cpu_read=True, dtoh=1, access=4)]
+# Fresh a third time: grids no other set has, run after umsim-5's two mechanisms (write-rate, block-order)
+# were written; which mechanisms the model uses is chosen on the calibration programs alone.
+FRESH3 = [read_on(b) for b in (10, 28, 56, 112, 320)] + [read_on(b, op="write") for b in (6, 48, 144, 320)] + [
+    truth_on(b) for b in (50, 150, 800)]
 SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y"), "calib": (CALIB, "c"),
-        "fresh2": (FRESH2, "z")}
+        "fresh2": (FRESH2, "z"), "fresh3": (FRESH3, "w")}
 # Trace lines of the driver's fault events: summarised (sim_events.summary) and left out of the kept trace
 EVENT_LINE = re.compile(rb'\{\s*"k"\s*:\s*"uvm_(fault|replay|migration|fault_overflow)"')
 
@@ -277,10 +279,13 @@ def main():
     ap.add_argument("--set", choices=tuple(SETS), default="main",
                     help="the eight cases (main), the added ones (extra: more grids, writes on fewer blocks), "
                     "the fresh ones (fresh: grids run after umsim-3 was fixed), the calibration programs (calib: "
-                    "umsim-4's mechanisms are measured and chosen on them) or fresh2 (run after umsim-4 was chosen)")
+                    "the model's mechanisms are measured and chosen on them), fresh2 (run after umsim-4 was chosen) "
+                    "or fresh3 (run after umsim-5's mechanisms were written)")
     ap.add_argument("--fresh", help="with --from-keep: a kept run of --set fresh, compared in its own table")
     ap.add_argument("--fresh2", help="with --from-keep: a kept run of --set fresh2 (run after umsim-4 was chosen), "
                     "compared in its own table")
+    ap.add_argument("--fresh3", help="with --from-keep: a kept run of --set fresh3 (run after umsim-5's mechanisms "
+                    "were written, before the choice among them), compared in its own table")
     ap.add_argument("--calib", help="with --from-keep: a kept run of --set calib (the programs the model's "
                     "per-entry parameters are measured on), compared in its own table")
     ap.add_argument("--no-events", action="append", default=[], metavar="DIR",
@@ -322,7 +327,8 @@ def main():
                        entries=a.set == "calib")
             print(f"ran {c['label']}", flush=True)
     held = (([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
-            + ([(a.fresh2, "fresh2")] if a.fresh2 else []) + ([(a.calib, "calibration")] if a.calib else []))
+            + ([(a.fresh2, "fresh2")] if a.fresh2 else []) + ([(a.fresh3, "fresh3")] if a.fresh3 else [])
+            + ([(a.calib, "calibration")] if a.calib else []))
     keeps = [(keep, "main")] + held
     metas = {k: (meta if k == keep else json.loads((Path(k) / "meta.json").read_text())) for k, _ in keeps}
     counts = {k: counted_all(k, metas[k]) for k, _ in keeps}
@@ -430,8 +436,14 @@ def entry_figures(calib):
         across = sum(e.get("entries_across_utlbs", 0) for e in shared) / sum(e["entries"] for e in shared)
         out["cross_utlb_merge"] = "on" if across > 0.05 else "off"
         out["cross_utlb_share"] = round(across, 4)
-    # a structural choice, no figure: entries written at one instant enter the buffer spread over the SMs
+    # the GPU's fault-buffer write spacing: the median over the programs of each one's median burst spacing
+    ws = sorted(e["burst_write_ns"]["p50"] for _, e in evs if (e.get("burst_write_ns") or {}).get("p50"))
+    if ws:
+        out["write_ns"] = ws[len(ws) // 2]
+    # structural choices, no figure: entries written at one instant enter the buffer spread over the SMs; an
+    # SM's blocks take turns in an arbitrary order
     out["interleave"] = "on"
+    out["block_order"] = "shuffled"
     out["entry_figures_from"] = src
     return out
 
@@ -443,6 +455,8 @@ FEATURES = {
     "cross-merge": ("cross_utlb_merge",),
     "replay-fetch": ("replay_fetch_us",),
     "interleave": ("interleave",),
+    "write-rate": ("write_ns",),
+    "block-order": ("block_order",),
 }
 
 
@@ -452,23 +466,27 @@ def choose_variant(meta, counts, device, ef, tmp):
     order: min() keeps the first of equals) is the model used for every
     validated case. Returns {'chosen', 'figures', 'table': [(features, errors by program)]}."""
     import itertools
-    table = []
+    from concurrent.futures import ThreadPoolExecutor
     names = list(FEATURES)
-    for r in range(len(names) + 1):
-        for combo in itertools.combinations(names, r):
-            fig = {k: ef[k] for f in combo for k in FEATURES[f] if ef.get(k) is not None}
-            with contextlib.redirect_stdout(io.StringIO()):
-                rows = compare(meta, counts, dict(device, **fig), tmp)
-            errs = [err(r["timed"]["entries"], r["driver"]["gpu_faults"]) for r in rows
-                    if r.get("timed") and (r.get("driver") or {}).get("gpu_faults")]
-            med = sorted(map(abs, errs))[len(errs) // 2] if errs else float("inf")
-            table.append({"features": list(combo), "figures": fig, "errors": errs, "median": med,
-                          "labels": [r["label"] for r in rows]})
+    combos = [c for r in range(len(names) + 1) for c in itertools.combinations(names, r)]
+
+    def one(i, combo):  # umsim runs as a subprocess: the combinations run side by side, one folder each
+        fig = {k: ef[k] for f in combo for k in FEATURES[f] if ef.get(k) is not None}
+        sub = Path(tmp) / f"v{i}"
+        sub.mkdir(exist_ok=True)
+        rows = compare(meta, counts, dict(device, **fig), sub, quiet=True)
+        errs = [err(r["timed"]["entries"], r["driver"]["gpu_faults"]) for r in rows
+                if r.get("timed") and (r.get("driver") or {}).get("gpu_faults")]
+        med = sorted(map(abs, errs))[len(errs) // 2] if errs else float("inf")
+        return {"features": list(combo), "figures": fig, "errors": errs, "median": med,
+                "labels": [r["label"] for r in rows]}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
+        table = list(ex.map(one, range(len(combos)), combos))  # in combos' order, whatever finishes first
     best = min(table, key=lambda t: (round(t["median"], 4), len(t["features"])))
     return {"chosen": best["features"], "figures": best["figures"], "table": table, "measured": ef}
 
 
-def compare(meta, counts, device, tmp):
+def compare(meta, counts, device, tmp, quiet=False):
     cases = SETS[meta.get("set", "main")][0]
     drv = sim.driver_params(meta.get("uvm") or {})
     size = parse_size(meta["bytes"])
@@ -497,7 +515,7 @@ def compare(meta, counts, device, tmp):
                     tp["entry_instances"] = device[f"entry_instances_{op}"]
                 if device.get(f"utlb_fault_weights_{op}"):
                     tp["utlb_fault_weights"] = device[f"utlb_fault_weights_{op}"]
-                for k in ("replay_fetch_us", "cross_utlb_merge", "interleave"):
+                for k in ("replay_fetch_us", "cross_utlb_merge", "interleave", "write_ns", "block_order"):
                     if device.get(k) is not None:
                         tp[k] = device[k]
                 if device.get("cross_utlb_merge"):
@@ -517,6 +535,8 @@ def compare(meta, counts, device, tmp):
                                                       "refaults", "timed_ms", "faults", "first_batch_pages")}})
         r = rows[-1]
         d = r["driver"] or {}
+        if quiet:
+            continue
         print(f"{case['label']}\n  htod: truth {r['truth_htod']}  driver {d.get('htod', 'n/a')}  CUPTI "
               f"{r['cupti_htod']}  simulated {r['sim_htod']:.0f}\n  GPU faults: driver {d.get('gpu_faults', 'n/a')}"
               f"  CUPTI {r['cupti_faults']} in {r['cupti_fault_records']} records  timed {T and T['entries']} "
@@ -662,6 +682,10 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None):
         elif tname == "fresh2":
             lines += ["", f"Fresh cases run after umsim-4's mechanisms were chosen on the calibration programs "
                       f"({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}).", ""]
+        elif tname == "fresh3":
+            lines += ["", f"Fresh cases run after umsim-5's mechanisms were written, the choice among them made on the "
+                      f"calibration programs alone ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, "
+                      f"{tmeta.get('when', '?')}).", ""]
         elif tname == "calibration":
             lines += ["", f"Calibration programs ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}): "
                       "not validated cases; the model's per-entry parameters are measured on their fault events.", ""]

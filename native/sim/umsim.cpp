@@ -487,6 +487,14 @@ struct Params {
   // burst of faults writes by then are in it; measured: the driver's fault events, GPU write time of a batch's
   // entries after the previous replay's completion)
   double replay_fetch_us = 0;
+  // --block-order shuffled: an SM's resident blocks run side by side, so the first of them to miss in a grid
+  // step is any of them, not the lowest-numbered (measured: the driver's fault events of um-truth with 8 blocks
+  // per SM fault pages spread over the whole grid step in each batch, not the pages of its first blocks)
+  bool shuffle_blocks = false;
+  // --write-ns: the GPU writes fault-buffer entries one at a time, this far apart (measured: the driver's fault
+  // events, GPU write times of a replay's burst of entries, about 21 ns apart in every program on the H100); a
+  // fetch takes only those written by then. 0: all at once.
+  double write_ns = 0;
   uint32_t thrash_threshold = 3;  // 0: off
   uint64_t thrash_lapse = 0;      // events; 0: capacity_pages
   std::string thrash_action = "remote";
@@ -780,9 +788,26 @@ class Sim {
     std::vector<std::vector<uint32_t>> src(S);
     const uint64_t steps = (nchunks + uint64_t(B) * Un - 1) / (uint64_t(B) * Un);
     const uint64_t cpages = (C + pb - 1) / pb + 1;  // pages a chunk can span (unaligned: one more)
+    // --block-order shuffled (see Params): the SM takes its blocks in a fixed pseudo-random order per step.
+    std::vector<uint32_t> border(B);
+    for (uint32_t b = 0; b < B; ++b) border[b] = b;
     for (uint64_t j = 0; j < steps; ++j)
-      for (uint64_t q = 0; q < cpages; ++q)
-        for (uint32_t b = 0; b < B; ++b) {
+      for (uint64_t q = 0; q < cpages; ++q) {
+        if (p_.shuffle_blocks && q == 0 && B > S) {  // each SM's blocks (b = sm mod S) among themselves
+          const uint32_t per_sm = (B + S - 1) / S;
+          for (uint32_t sm = 0; sm < S; ++sm) {
+            std::vector<uint32_t> mine;
+            for (uint32_t i = 0; i < per_sm; ++i) if (sm + i * S < B) mine.push_back(sm + i * S);
+            uint64_t h = (j + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t(sm) + 1) * 0xC2B2AE3D27D4EB4Full;
+            for (size_t i = mine.size(); i > 1; --i) {
+              h ^= h >> 31; h *= 0xD6E8FEB86659FD93ull; h ^= h >> 32;
+              std::swap(mine[i - 1], mine[h % i]);
+            }
+            for (uint32_t i = 0; i < mine.size(); ++i) border[sm + i * S] = mine[i];
+          }
+        }
+        for (uint32_t bi = 0; bi < B; ++bi) {
+          const uint32_t b = border[bi];
           std::vector<uint32_t>& l = src[b % S];
           for (uint32_t k = 0; k < Un; ++k) {
             const uint64_t c = (uint64_t(Un) * j + k) * B + b;
@@ -793,8 +818,9 @@ class Sim {
             if (l.empty() || l.back() != pg) l.push_back(pg);
           }
         }
+      }
     struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; uint32_t cap = 1; };
-    struct Entry { double t; uint32_t pg, u; };
+    struct Entry { double t; uint32_t pg, u; bool q = false; };
     std::vector<Tlb> U(S);
     std::vector<Entry> buf, keep;
     std::vector<uint8_t> seen(K.size(), 0);
@@ -870,6 +896,19 @@ class Sim {
       }
       return INF;
     };
+    // --write-ns: entries not yet written take their place in the buffer one write_ns after the previous one
+    double wlast = -1e300;
+    auto serialize = [&]() {
+      if (p_.write_ns <= 0) return;
+      bool moved = false;
+      for (Entry& e : buf) {
+        if (e.q) continue;
+        const double w = std::max(e.t, wlast + p_.write_ns);
+        if (w != e.t) moved = true;
+        e.t = w; e.q = true; wlast = w;
+      }
+      if (moved) std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
+    };
     std::vector<uint32_t> lastpg(S, BARRIER);
     double drv = 0;
     uint32_t inservice = 0;
@@ -894,6 +933,7 @@ class Sim {
         });
       else
         std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
+      serialize();
       size_t present = 0;
       while (present < buf.size() && buf[present].t <= tf) ++present;
       const size_t n = std::min<size_t>(present, p_.batch_size);
@@ -942,6 +982,8 @@ class Sim {
       for (uint32_t pg : arrived_) where_[pg] = ON_GPU;
       // Flush: the entries present at the fetch (the cached PUT), or every entry written by now when the
       // batch's duplicates exceed the ratio (PUT read again).
+      std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
+      serialize();
       const double cut = dups * 100 > uint64_t(n) * p_.update_put_ratio ? tr : tf;
       keep.clear();
       for (const Entry& e : buf)
@@ -1355,6 +1397,8 @@ int main(int argc, char** argv) {
     else if (a == "--batch-us") p.batch_us = real(val());
     else if (a == "--page-us") p.page_us = real(val());
     else if (a == "--replay-fetch-us") p.replay_fetch_us = real(val());
+    else if (a == "--write-ns") p.write_ns = real(val());
+    else if (a == "--block-order") { std::string v = val(); if (v != "ordered" && v != "shuffled") die("--block-order ordered|shuffled"); p.shuffle_blocks = v == "shuffled"; }
     else if (a == "--entry-log") p.entry_log = val();
     else if (a == "--interleave") { std::string v = val(); if (v != "on" && v != "off") die("--interleave on|off"); p.interleave = v == "on"; }
     else if (a == "--cross-utlb-merge") { std::string v = val(); if (v != "on" && v != "off") die("--cross-utlb-merge on|off"); p.cross_merge = v == "on"; }

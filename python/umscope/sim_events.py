@@ -193,6 +193,17 @@ def summary(lines, page_bytes=PAGE, batch_size=256) -> dict:
                       if "tg" in f and f["tg"] >= prev_rep["tg"]]
         prev_rep = rep.get(k)
     out["written_after_previous_replay_us"] = quantiles(after, (0.0, 0.5, 0.9, 0.95, 1.0))
+    # GPU ns between consecutive instances of a replay's burst (each batch's instances written after the
+    # previous replay, at least 8 of them: (last - first) / (n - 1)): the rate the GPU writes the fault buffer
+    spacing = []
+    prev_rep = None
+    for k in order:
+        if prev_rep is not None and "tg" in prev_rep:
+            w = sorted(f["tg"] for _, grp in by_batch[k] for f in grp if "tg" in f and f["tg"] >= prev_rep["tg"])
+            if len(w) >= 8:
+                spacing.append((w[-1] - w[0]) / (len(w) - 1))
+        prev_rep = rep.get(k)
+    out["burst_write_ns"] = quantiles(spacing, (0.1, 0.5, 0.9))
     # GPU write to CPU notification: the clocks differ by an unknown offset `off` (CPU = GPU + off); every
     # fault is notified after it was written (off <= t - tg) and every replay is done after it was queued
     # (off >= t_r - tg_r). Latencies are given against the upper bound (each a lower bound; the smallest 0)

@@ -17,7 +17,7 @@ from array import array
 from umscope import native
 from umscope.errors import UsageError
 
-VERSION = "umsim-4"
+VERSION = "umsim-5"
 POLICIES = ("uvm", "svm", "ats", "zerocopy")
 EVICTIONS = ("lrf", "lru", "clock")
 SIM_APPS = ("triad", "conv2d", "jacobi2d", "mvt", "gesummv", "sgemm", "gemm", "syr2k", "bfs", "hotspot", "srad",
