@@ -180,3 +180,31 @@ def test_cli_simulates_and_advises_the_suite_apps(app, capsys):
     (rec,) = json.loads(capsys.readouterr().out)
     assert rec["params"]["iterations"] == str(it)
     assert rec["counts"]["barriers"] == it * (2 if app == "himeno" else 1)
+
+
+@pytest.mark.parametrize("footprint, most", [(1 << 30, 2), (500 << 30, 1)])
+def test_policies_run_side_by_side_only_while_their_page_states_are_small(footprint, most, monkeypatch):
+    # 1 GiB: 262144 pages, side by side; 500 GiB: 1.3 G of page state each, one at a time (each umsim's check of
+    # the memory it needs would not count the others started beside it).
+    import os
+    import threading
+    import time
+
+    from umscope import whatif
+    now = {"n": 0, "max": 0}
+    lock = threading.Lock()
+
+    def fake(p, progress=None):
+        with lock:
+            now["n"] += 1
+            now["max"] = max(now["max"], now["n"])
+        time.sleep(0.2)
+        with lock:
+            now["n"] -= 1
+        raise RuntimeError("counted")
+
+    monkeypatch.setattr(sim, "run", fake)
+    with pytest.raises(RuntimeError, match="counted"):
+        whatif.simulate_all({"app": "triad", "footprint": footprint}, 64 << 30, ["uvm", "zerocopy", "ats"], {}, {},
+                            {})
+    assert now["max"] == min(most, os.cpu_count() or 1)

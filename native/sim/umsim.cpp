@@ -240,11 +240,10 @@ void gemm_waves(Gen& g, uint64_t n, int iters, uint64_t conc, uint64_t TM, uint6
         }
         for (uint64_t kk = k; kk < std::min(n, k + kstep); ++kk) {
           uint64_t j0 = tc0 * TN, j1 = std::min(n, (tc1 + 1) * TN);
-          for (uint64_t j = j0; j < j1; j += g.epp) {
-            uint32_t p = page(B, kk, j);
+          uint32_t p = page(B, kk, j0);  // page(B, kk, j0 + m epp) is p + m
+          for (uint64_t j = j0; j < j1; j += g.epp, ++p)
             if (p != last) g.r(p), last = p;
-          }
-          uint32_t p = page(B, kk, j1 - 1);
+          p = page(B, kk, j1 - 1);
           if (p != last) g.r(p), last = p;
         }
       }

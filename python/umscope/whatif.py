@@ -180,7 +180,8 @@ def check_extra(extra: dict):
 
 
 def simulate_all(stream, capacity, policies, fig, extra, drv, progress=None):
-    """One umsim per policy, run side by side (one core each, at most this machine's cores)."""
+    """One umsim per policy, run side by side (one core each, at most this machine's cores) where their page
+    states are small."""
     from concurrent.futures import ThreadPoolExecutor
     params = []
     for pol in policies:
@@ -191,7 +192,11 @@ def simulate_all(stream, capacity, policies, fig, extra, drv, progress=None):
             p["unit"] = svm_unit(capacity, extra.get("page", 4096))
         p.update(extra)
         params.append(p)
-    with ThreadPoolExecutor(max_workers=max(1, min(len(params), os.cpu_count() or 1))) as pool:
+    # Side by side only while their page states are small (about 10 bytes a page each, docs/simulator.md): each
+    # umsim checks what it needs against the memory free when it starts, which the others beside it would take.
+    pages = stream.get("footprint", 0) // extra.get("page", 4096)
+    workers = max(1, min(len(params), os.cpu_count() or 1)) if pages * 10 <= 1 << 30 else 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         counts = list(pool.map(lambda p: sim.run(p, progress=progress), params))
     return [sim.record(s, fig, extra.get("_src", ""), {"params": {k: str(v) for k, v in p.items()}})
             for s, p in zip(counts, params)]
