@@ -54,9 +54,14 @@ def test_a_page_state_past_memory_is_one_line_saying_what_fits(limited, capsys):
                      "--policy", "zerocopy", "--json"]) == 0
     (rec,) = json.loads(capsys.readouterr().out)
     assert rec["counts"]["footprint_pages"] >= int(most * 0.9) * (1 << 30) // PB - 2
+    assert "page_note" not in rec["inputs"]  # 4 KiB pages: nothing to say
     assert cli.main(["advise", "triad", "--footprint", "200G", "--machine", "gh200", "--page", "64K"]) == 0
     out = capsys.readouterr().out
     assert "replayed in pages of 64 KiB, not the driver's 4 KiB" in out and "recommended:" in out
+    assert cli.main(["simulate", "triad", "--footprint", "200G", "--capacity", "96G", "--page", "64K",
+                     "--policy", "zerocopy", "--json"]) == 0
+    (rec,) = json.loads(capsys.readouterr().out)
+    assert rec["counts"]["page_bytes"] == 65536 and "per 64 KiB page" in rec["inputs"]["page_note"]
 
 
 def replay(tmp_path, allocs, events, **params):

@@ -223,6 +223,8 @@ def cmd_simulate(args):
     for r in recs:
         r["inputs"]["figures_source"] = src
         r["inputs"]["driver_parameters"] = drv or "not readable here: the open driver's defaults"
+        if page_note(r["counts"]["page_bytes"]):
+            r["inputs"]["page_note"] = page_note(r["counts"]["page_bytes"])
         if getattr(args, "trace_note", ""):
             r["inputs"]["trace"] = args.trace_note
         if getattr(args, "trace_source", None):
