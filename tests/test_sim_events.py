@@ -69,6 +69,18 @@ def test_summary_timing_service_gaps_waiting_and_clock_bounds():
     assert s["migrated_bytes_by_cause"] == {"coherence": 65536, "prefetch": 131072} and s["migrations"] == 2
 
 
+def test_summary_burst_write_spacing():
+    # batch 2's instances written after batch 1's replay (tg 4600): ten, 20 ns apart (tg 5000 .. 5180), and one
+    # written before it (not part of the burst); batch 1 has no previous replay; a burst under 8 counts not
+    tr = [TRACE[0], fault(1, 0, 1000, 300), {"k": "uvm_replay", "g": 0, "b": 1, "ct": 1, "t": 5000, "tg": 4600},
+          fault(2, 9, 7000, 4400)] + [fault(2, i, 7001 + i, 5000 + 20 * i, cl=i) for i in range(10)] + [
+          {"k": "uvm_replay", "g": 0, "b": 2, "ct": 1, "t": 9000, "tg": 8700},
+          fault(3, 20, 9500, 8800), fault(3, 21, 9501, 8900),
+          {"k": "uvm_replay", "g": 0, "b": 3, "ct": 1, "t": 9900, "tg": 9600}, TRACE[-1]]
+    w = sim_events.summary(tr)["burst_write_ns"]
+    assert w["n"] == 1 and w["p50"] == 20.0
+
+
 def test_summary_absent_or_refused_and_counter_check():
     assert sim_events.summary([{"k": "kernel"}]) is None
     off = sim_events.summary([{"k": "uvm_events", "ok": False, "why": "no /dev/nvidia-uvm"}])
@@ -172,21 +184,24 @@ def test_entry_figures_from_calibration_events():
         import sim_validate as sv
     finally:
         sys.path.pop(0)
-    def ev(pages, inst, full, batches=100, p95=3.0, across=0, entries=100):
+    def ev(pages, inst, full, batches=100, p95=3.0, across=0, entries=100, wns=21.0):
         return {"events": {"ok": True, "entries": entries, "batches": batches, "batches_at_limit": full,
                            "per_utlb_batch": {"pages": pages}, "instances_per_entry": inst,
-                           "written_after_previous_replay_us": {"p95": p95}, "entries_across_utlbs": across}}
+                           "written_after_previous_replay_us": {"p95": p95}, "entries_across_utlbs": across,
+                           "burst_write_ns": {"p50": wns}}}
     rd, wr = sv.read_on(20), sv.read_on(20, op="write")
     tr = sv.truth_on(66)
     calib = [(rd, ev({"1": 3, "2": 1}, {"2": 5, ">8": 1}, 0, p95=2.0)),
              (sv.read_on(160), ev({"1": 100}, {"1": 100}, 50, p95=4.0)),   # full batches: left out of read's
              (wr, ev({"1": 9, "3": 1}, {"4": 2}, 5, p95=5.0)),
-             (tr, ev({"1": 7}, {"1": 6, "2": 1}, 0, across=3, entries=100, p95=1.0))]
+             (tr, ev({"1": 7}, {"1": 6, "2": 1}, 0, across=3, entries=100, p95=1.0, wns=30.0))]
     f = sv.entry_figures(calib)
     assert f["utlb_fault_weights_read"] == "3,1,0,0,0,0,0,0" and f["entry_instances_read"] == "0,5,0,0,0,0,0,1"
     assert f["utlb_fault_weights_write"] == "9,0,1,0,0,0,0,0" and f["entry_instances_write"] == "0,0,0,2,0,0,0,0"
     assert f["utlb_fault_weights_truth"] == "7,0,0,0,0,0,0,0"
     assert f["replay_fetch_us"] == 4.0                     # p95s 1, 2, 4, 5: the upper median
     assert f["cross_utlb_merge"] == "off" and f["cross_utlb_share"] == 0.03
+    assert f["write_ns"] == 21.0 and f["block_order"] == "shuffled"   # spacings 21, 21, 21, 30: upper median
+    assert f["page_order"] == "chunks"
     assert f["entry_figures_from"]["read"] == [rd["label"]]
     assert sv.family(tr) == "truth" and sv.family(wr) == "write" and sv.family(rd) == "read"

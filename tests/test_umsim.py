@@ -287,3 +287,54 @@ def test_timed_interleave_orders_simultaneous_entries_across_sms(tmp_path):
         replay(tmp_path, [(0, 4)], [0, 1, 2, 3, B], interleave=inter, entry_log=log, **base)
         b1 = {int(r.split()[2]) for r in log.read_text().splitlines() if r.startswith("f 1 ")}
         assert b1 == first, inter
+
+
+def test_timed_write_ns_writes_the_fault_buffer_one_entry_at_a_time(tmp_path):
+    # Four SMs, one page each, faulting at t=0; the driver fetches 1 us after the first entry. Written at once,
+    # the first batch holds all four. Written 400 ns apart (at 0, 400, 800, 1200 ns), it holds the three written
+    # by the fetch; the fourth waits for the next batch (where SM 3's refault at the replay merges into it).
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=4, sms=4,
+                block_bytes=PB, timed=True, utlb_faults=1, resident_ns=100, fetch_us=1, batch_us=1, page_us=0)
+    for wns, first in ((0, 4), (400, 3)):
+        log = tmp_path / f"w{wns}.log"
+        s = replay(tmp_path, [(0, 4)], [0, 1, 2, 3, B], write_ns=wns, entry_log=log, **base)
+        rows = [r.split() for r in log.read_text().splitlines() if r.startswith("f ")]
+        assert sum(1 for r in rows if r[1] == "1") == first, wns
+        assert s["entries"] == 4 and s["h2d_fault_pages"] == 4
+    written = sorted(float(r[5]) for r in rows if r[4] == "0")
+    assert [b - a for a, b in zip(written, written[1:])] == [400.0] * 3
+
+
+def test_timed_block_order_shuffled_takes_an_sms_blocks_in_any_order(tmp_path):
+    # Two SMs, eight blocks of one page (blocks 0, 2, 4, 6 on SM 0), 64 pages: eight grid steps of 8 pages.
+    # Each uTLB holds one faulted page. In block order SM 0 faults its lowest block's page first in every step
+    # (0, 2, 4, 6, 8, ...); shuffled, the pages of each step are the same but not always in that order.
+    base = dict(capacity=128 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=8, sms=2,
+                block_bytes=PB, timed=True, utlb_faults=1, resident_ns=100, fetch_us=1, batch_us=1, page_us=0)
+    seqs = {}
+    for order in ("ordered", "shuffled"):
+        log = tmp_path / f"{order}.log"
+        s = replay(tmp_path, [(0, 64)], list(range(64)) + [B], block_order=order, entry_log=log, **base)
+        assert s["entries"] == 64 and s["h2d_fault_pages"] == 64
+        seqs[order] = [int(r.split()[2]) for r in log.read_text().splitlines() if r.startswith("f ") and r.split()[3] == "0"]
+    assert seqs["ordered"] == list(range(0, 64, 2))
+    steps = lambda q: [sorted(q[i:i + 4]) for i in range(0, 32, 4)]  # noqa: E731
+    assert steps(seqs["shuffled"]) == steps(seqs["ordered"]) and seqs["shuffled"] != seqs["ordered"]
+    with pytest.raises(UsageError):
+        replay(tmp_path, [(0, 64)], list(range(64)) + [B], block_order="random", **base)
+
+
+def test_timed_page_order_chunks_misses_a_chunks_pages_before_the_next_chunk(tmp_path):
+    # One SM, one block, chunks of two pages, two chunks per unrolled step (one grid stride apart: pages 0-1
+    # and 2-3, then 4-5 and 6-7); one faulted page per batch. By pages: the first page of each chunk, then the
+    # second (0, 2, 1, 3, ...); by chunks: every page of the first chunk, then the second's (0, 1, 2, 3, ...).
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=1, sms=1,
+                block_bytes=2 * PB, unroll=2, timed=True, utlb_faults=1, resident_ns=100, fetch_us=1, batch_us=1,
+                page_us=0)
+    for order, want in (("pages", [0, 2, 1, 3, 4, 6, 5, 7]), ("chunks", list(range(8)))):
+        log = tmp_path / f"{order}.log"
+        s = replay(tmp_path, [(0, 8)], list(range(8)) + [B], page_order=order, entry_log=log, **base)
+        assert [int(r.split()[2]) for r in log.read_text().splitlines() if r.startswith("f ")] == want, order
+        assert s["entries"] == 8 and s["batches"] == 8
+    with pytest.raises(UsageError):
+        replay(tmp_path, [(0, 8)], list(range(8)) + [B], page_order="rows", **base)

@@ -490,6 +490,11 @@ struct Params {
   // step is any of them, not the lowest-numbered (measured: the driver's fault events of um-truth with 8 blocks
   // per SM fault pages spread over the whole grid step in each batch, not the pages of its first blocks)
   bool shuffle_blocks = false;
+  // --page-order chunks: an SM misses every page of an unrolled step's first chunk (its warps' first loads),
+  // then every page of its second chunk, ... (measured: the driver's fault events of the migration kernel on 16
+  // blocks, whose first batches hold pages 0-3 of each SM's first chunk); pages: the first page of each chunk,
+  // then the second page of each, ...
+  bool chunk_first = false;
   // --write-ns: the GPU writes fault-buffer entries one at a time, this far apart (measured: the driver's fault
   // events, GPU write times of a replay's burst of entries, about 21 ns apart in every program on the H100); a
   // fetch takes only those written by then. 0: all at once.
@@ -782,42 +787,48 @@ class Sim {
     const uint64_t nchunks = (total + C - 1) / C;
     // Each SM's (uTLB's) pages in the order its warps miss them: block b's step j covers the chunks
     // (Un j + k) B + b, k < Un (one grid stride apart), and each warp issues its Un loads at once, so the SM
-    // walks the first page of each of the step's chunks, then the second page of each, ...; the blocks of
-    // one SM (b mod S) run side by side (their warps interleaved).
+    // walks the first page of each of the step's chunks, then the second page of each, ... (--page-order
+    // chunks: every page of the first chunk, then of the second, ...); the blocks of one SM (b mod S) run
+    // side by side (their warps interleaved).
     std::vector<std::vector<uint32_t>> src(S);
     const uint64_t steps = (nchunks + uint64_t(B) * Un - 1) / (uint64_t(B) * Un);
     const uint64_t cpages = (C + pb - 1) / pb + 1;  // pages a chunk can span (unaligned: one more)
     // --block-order shuffled (see Params): the SM takes its blocks in a fixed pseudo-random order per step.
     std::vector<uint32_t> border(B);
     for (uint32_t b = 0; b < B; ++b) border[b] = b;
-    for (uint64_t j = 0; j < steps; ++j)
-      for (uint64_t q = 0; q < cpages; ++q) {
-        if (p_.shuffle_blocks && q == 0 && B > S) {  // each SM's blocks (b = sm mod S) among themselves
-          const uint32_t per_sm = (B + S - 1) / S;
-          for (uint32_t sm = 0; sm < S; ++sm) {
-            std::vector<uint32_t> mine;
-            for (uint32_t i = 0; i < per_sm; ++i) if (sm + i * S < B) mine.push_back(sm + i * S);
-            uint64_t h = (j + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t(sm) + 1) * 0xC2B2AE3D27D4EB4Full;
-            for (size_t i = mine.size(); i > 1; --i) {
-              h ^= h >> 31; h *= 0xD6E8FEB86659FD93ull; h ^= h >> 32;
-              std::swap(mine[i - 1], mine[h % i]);
-            }
-            for (uint32_t i = 0; i < mine.size(); ++i) border[sm + i * S] = mine[i];
+    auto add = [&](uint64_t j, uint32_t k, uint64_t q, uint32_t b) {
+      std::vector<uint32_t>& l = src[b % S];
+      const uint64_t c = (uint64_t(Un) * j + k) * B + b;
+      if (c >= nchunks) return;
+      const uint64_t first = c * C / pb, last = (std::min(total, (c + 1) * C) - 1) / pb;
+      if (first + q > last) return;
+      const uint32_t pg = uint32_t(first + q);
+      if (l.empty() || l.back() != pg) l.push_back(pg);
+    };
+    for (uint64_t j = 0; j < steps; ++j) {
+      if (p_.shuffle_blocks && B > S) {  // each SM's blocks (b = sm mod S) among themselves
+        const uint32_t per_sm = (B + S - 1) / S;
+        for (uint32_t sm = 0; sm < S; ++sm) {
+          std::vector<uint32_t> mine;
+          for (uint32_t i = 0; i < per_sm; ++i) if (sm + i * S < B) mine.push_back(sm + i * S);
+          uint64_t h = (j + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t(sm) + 1) * 0xC2B2AE3D27D4EB4Full;
+          for (size_t i = mine.size(); i > 1; --i) {
+            h ^= h >> 31; h *= 0xD6E8FEB86659FD93ull; h ^= h >> 32;
+            std::swap(mine[i - 1], mine[h % i]);
           }
-        }
-        for (uint32_t bi = 0; bi < B; ++bi) {
-          const uint32_t b = border[bi];
-          std::vector<uint32_t>& l = src[b % S];
-          for (uint32_t k = 0; k < Un; ++k) {
-            const uint64_t c = (uint64_t(Un) * j + k) * B + b;
-            if (c >= nchunks) continue;
-            const uint64_t first = c * C / pb, last = (std::min(total, (c + 1) * C) - 1) / pb;
-            if (first + q > last) continue;
-            const uint32_t pg = uint32_t(first + q);
-            if (l.empty() || l.back() != pg) l.push_back(pg);
-          }
+          for (uint32_t i = 0; i < mine.size(); ++i) border[sm + i * S] = mine[i];
         }
       }
+      if (p_.chunk_first) {  // every page of the step's first chunk, then of its second, ...
+        for (uint32_t k = 0; k < Un; ++k)
+          for (uint64_t q = 0; q < cpages; ++q)
+            for (uint32_t bi = 0; bi < B; ++bi) add(j, k, q, border[bi]);
+      } else {  // the first page of each chunk, then the second of each, ...
+        for (uint64_t q = 0; q < cpages; ++q)
+          for (uint32_t bi = 0; bi < B; ++bi)
+            for (uint32_t k = 0; k < Un; ++k) add(j, k, q, border[bi]);
+      }
+    }
     struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; uint32_t cap = 1; };
     struct Entry { double t; uint32_t pg, u; bool q = false; };
     std::vector<Tlb> U(S);
@@ -1333,7 +1344,8 @@ void usage() {
       "             [--timed --unroll N --utlb-faults N --resident-ns NS --fetch-us US --batch-us US --page-us US\n"
       "              --update-put-ratio PCT --max-batches-per-service N [--entry-log FILE]\n"
       "              [--entry-instances W1,W2,...] [--cross-utlb-merge on|off] [--utlb-fault-weights W1,...]\n"
-      "              [--replay-fetch-us US] [--interleave on|off]]\n"
+      "              [--replay-fetch-us US] [--interleave on|off] [--write-ns NS] [--block-order ordered|shuffled]\n"
+      "              [--page-order pages|chunks]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N] [--progress SECONDS]\n"
       "apps: read triad conv2d jacobi2d mvt gesummv sgemm gemm syr2k bfs hotspot srad pathfinder needle himeno\n",
@@ -1397,6 +1409,7 @@ int main(int argc, char** argv) {
     else if (a == "--page-us") p.page_us = real(val());
     else if (a == "--replay-fetch-us") p.replay_fetch_us = real(val());
     else if (a == "--write-ns") p.write_ns = real(val());
+    else if (a == "--page-order") { std::string v = val(); if (v != "pages" && v != "chunks") die("--page-order pages|chunks"); p.chunk_first = v == "chunks"; }
     else if (a == "--block-order") { std::string v = val(); if (v != "ordered" && v != "shuffled") die("--block-order ordered|shuffled"); p.shuffle_blocks = v == "shuffled"; }
     else if (a == "--entry-log") p.entry_log = val();
     else if (a == "--interleave") { std::string v = val(); if (v != "on" && v != "off") die("--interleave on|off"); p.interleave = v == "on"; }
