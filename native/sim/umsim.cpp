@@ -908,16 +908,17 @@ class Sim {
     };
     // --write-ns: entries not yet written take their place in the buffer one write_ns after the previous one
     double wlast = -1e300;
+    // (buf in time order before and after; sorted again only where a write moved an entry past another)
+    auto by_time = [](const Entry& a, const Entry& b) { return a.t < b.t; };
     auto serialize = [&]() {
       if (p_.write_ns <= 0) return;
-      bool moved = false;
       for (Entry& e : buf) {
         if (e.q) continue;
-        const double w = std::max(e.t, wlast + p_.write_ns);
-        if (w != e.t) moved = true;
-        e.t = w; e.q = true; wlast = w;
+        e.t = std::max(e.t, wlast + p_.write_ns);
+        e.q = true;
+        wlast = e.t;
       }
-      if (moved) std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
+      if (!std::is_sorted(buf.begin(), buf.end(), by_time)) std::stable_sort(buf.begin(), buf.end(), by_time);
     };
     std::vector<uint32_t> lastpg(S, BARRIER);
     double drv = 0;
@@ -992,8 +993,10 @@ class Sim {
       for (uint32_t pg : arrived_) where_[pg] = ON_GPU;
       // Flush: the entries present at the fetch (the cached PUT), or every entry written by now when the
       // batch's duplicates exceed the ratio (PUT read again).
-      std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
-      serialize();
+      if (p_.write_ns > 0) {  // the entries written during the service, appended SM by SM, into time order
+        if (!std::is_sorted(buf.begin(), buf.end(), by_time)) std::stable_sort(buf.begin(), buf.end(), by_time);
+        serialize();
+      }
       const double cut = dups * 100 > uint64_t(n) * p_.update_put_ratio ? tr : tf;
       keep.clear();
       for (const Entry& e : buf)
