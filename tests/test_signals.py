@@ -121,3 +121,17 @@ def test_signal_leaves_no_orphan_and_no_lost_record(sig, tmp_path):
         assert (run_id2, done, status) == (run_id, planned, "complete")
         resumed += 1
     assert resumed >= 1, "no trial ended a run midway: the random points missed the run"
+
+
+def test_finished_run_ignores_signals_while_python_shuts_down():
+    """Python puts back the default action of SIGINT, SIGTERM and SIGHUP while it shuts down: a signal then
+    would end a run that has finished (its records and report written) as killed (-15) instead of with its
+    status. Once main() returns, umscope's entry point ignores them."""
+    code = ("import signal, sys, umscope.__main__ as m\n"
+            "sys.argv = ['umscope', 'list']\n"
+            "rc = m.run()\n"
+            "print(rc, all(signal.getsignal(s) is signal.SIG_IGN for s in "
+            "(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    rc, ignored = out.stdout.splitlines()[-1].split()
+    assert ignored == "True" and rc in ("0", "2"), (out.stdout[-300:], out.stderr[-300:])  # 2: no umbench here
