@@ -829,7 +829,10 @@ class Sim {
             for (uint32_t k = 0; k < Un; ++k) add(j, k, q, border[bi]);
       }
     }
-    struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; uint32_t cap = 1; };
+    // scan, scan_ev: where the uTLB's last look-ahead found its next miss (the pages before it pass, and stay so
+    // until an eviction: s_.evictions was scan_ev)
+    struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; uint32_t cap = 1;
+                 size_t scan = 0; uint64_t scan_ev = 0; };
     struct Entry { double t; uint32_t pg, u; bool q = false; };
     std::vector<Tlb> U(S);
     std::vector<Entry> buf, keep;
@@ -895,15 +898,20 @@ class Sim {
     };
     // The time of the uTLB's next entry with the residency as it is (INF: none before a replay).
     auto peek = [&](uint32_t i) {
-      const Tlb& x = U[i];
+      Tlb& x = U[i];
       if (x.blocked) return INF;
       const std::vector<uint32_t>& l = src[i];
-      double t = x.t;
-      for (size_t pos = x.pos; pos < l.size(); ++pos, t += rns) {
+      size_t pos = x.pos;
+      if (x.scan > pos && x.scan_ev == s_.evictions) pos = x.scan;  // the pages between pass: not walked again
+      double t = x.t + double(pos - x.pos) * rns;
+      x.scan_ev = s_.evictions;
+      for (; pos < l.size(); ++pos, t += rns) {
         const uint32_t pg = K[l[pos]];
         if (passes(pg) || is_out(x, pg)) continue;
+        x.scan = pos;
         return x.nout < x.cap ? t : INF;
       }
+      x.scan = pos;
       return INF;
     };
     // --write-ns: entries not yet written take their place in the buffer one write_ns after the previous one
