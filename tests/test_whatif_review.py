@@ -47,27 +47,27 @@ def _one_line_exit_2(argv, capsys):
 
 # ------------------------------------------------------------------ simulate
 def test_simulate_at_the_default_gpu_capacity_runs_every_policy(capsys):
-    # The H100's 79.2 GiB: the SVM range of 1/64 (1.2 GiB) is past umsim's largest unit; it used to end every
-    # `umscope simulate APP` (all policies) in "umsim: error: --unit must be 1 to 65535 pages".
+    # The H100's 79.2 GiB: the SVM range of 1/64 (1.2 GiB, 324403 pages) used to be past umsim's largest unit
+    # (65535 pages): it ended every `umscope simulate APP` in "umsim: error: --unit must be 1 to 65535 pages",
+    # then was capped at 256 MiB. umsim's units are now bounded only by its page numbers: the range is 1/64.
     assert cli.main(["simulate", "triad", "--footprint", "8M", "--json"]) == 0
     recs = {r["counts"]["policy"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(recs) == {"uvm", "svm", "ats", "zerocopy"}
-    assert "umsim's largest unit" in recs["svm"]["inputs"]["note"]
-    assert recs["svm"]["inputs"]["parameters"]["unit_pages"] == whatif.UMSIM_MAX_UNIT_PAGES
-    assert cli.main(["simulate", "triad", "--footprint", "8M", "--policy", "svm"]) == 0
-    assert "svm: SVM range 256.0 MiB (umsim's largest unit" in capsys.readouterr().out
+    cap = recs["svm"]["counts"]["capacity_pages"]
+    assert recs["svm"]["inputs"]["parameters"]["unit_pages"] == cap // 64 > 65535
+    assert "note" not in recs["svm"]["inputs"]
 
 
-def test_svm_range_is_a_64th_of_gpu_memory_up_to_umsims_largest_unit():
-    assert whatif.svm_unit(256 << 20) == (4 << 20, "")
-    assert whatif.svm_unit((256 << 20) + 100) == (4 << 20, "")  # whole pages
-    unit, note = whatif.svm_unit(64 * GIB)
-    assert unit == 65535 * 4096 and "not 1/64 of the GPU memory (1 GiB)" in note
-    assert whatif.svm_unit(64 * GIB, page=65536) == (GIB, "")
+def test_svm_range_is_a_64th_of_gpu_memory():
+    assert whatif.svm_unit(256 << 20) == 4 << 20
+    assert whatif.svm_unit((256 << 20) + 100) == 4 << 20  # whole pages
+    assert whatif.svm_unit(64 * GIB) == GIB  # 262144 pages: past the old limit of 65535
+    assert whatif.svm_unit(64 * GIB, page=65536) == GIB
 
 
 @pytest.mark.parametrize("argv", [
-    ["simulate", "triad", "--unit", "1G", "--policy", "uvm"], ["simulate", "triad", "--page", "1000"],
+    ["simulate", "triad", "--unit", "5T", "--policy", "uvm"], ["simulate", "triad", "--unit", "2K"],
+    ["simulate", "triad", "--page", "1000"], ["advise", "triad", "--page", "6K"], ["advise", "triad", "--page", "4M"],
     ["simulate", "triad", "--page", "3G"], ["simulate", "triad", "--iterations", "0"],
     ["simulate", "triad", "--iterations", "-3"], ["simulate", "triad", "--dos", "0"],
     ["simulate", "triad", "--batch", "0", "--policy", "uvm"], ["simulate", "triad", "--prefetch-threshold", "200"],

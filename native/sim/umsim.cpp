@@ -28,15 +28,24 @@
 // Input: a generated application stream (--app NAME, see gen_*) or a trace
 // file (--trace FILE: "UMSTRACE" magic, u32 page_bytes, u32 n_allocs,
 // n_allocs x (u32 first_page, u32 n_pages), u64 n_events, n_events x u32).
+// Either streams into the replay in chunks (Feed): memory holds the page
+// state, never the stream (a GEMM's grows as footprint^1.5: at 200 GB it is
+// about 2e10 events, 80 GB as one array).
 // An event word: 0xFFFFFFFF = barrier; bit 31 = write; bit 30 = CPU access;
 // bits 0-29 = page number. Output: one JSON line of counts and the
 // simulator's own speed (events per second of replay, generation excluded).
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -56,22 +65,32 @@ struct Alloc {
   uint32_t first, n;
 };
 
+// The address space of a stream: its page size and allocations (the events themselves are never stored).
 struct Trace {
   uint64_t page_bytes = 4096;
   std::vector<Alloc> allocs;
-  std::vector<uint32_t> ev;
   uint32_t pages() const { return allocs.empty() ? 0 : allocs.back().first + allocs.back().n; }
 };
+
+// Where a stream's events go, a chunk at a time.
+using Feed = std::function<void(const uint32_t*, size_t)>;
+constexpr size_t CHUNK = 1 << 16;
 
 // ---------------------------------------------------------------- generators
 // Sizes are in pages of 4-byte elements; arrays start on --align page
 // boundaries (a VA block) as cudaMallocManaged's do.
+// Every allocation comes before the first event (the replay sizes its page state from them).
 struct Gen {
   Trace& t;
   uint32_t align;
   uint64_t epp;  // elements per page
-  explicit Gen(Trace& tr, uint32_t al) : t(tr), align(al), epp(tr.page_bytes / 4) {}
+  const Feed& out;
+  std::vector<uint32_t> buf;
+  size_t n_ = 0;
+  bool started = false;
+  Gen(Trace& tr, uint32_t al, const Feed& o) : t(tr), align(al), epp(tr.page_bytes / 4), out(o), buf(CHUNK) {}
   uint32_t alloc(uint64_t elems) {
+    if (started) die("internal: a generator allocated after its first event");
     uint32_t n = uint32_t((elems + epp - 1) / epp);
     if (n == 0) n = 1;
     uint32_t first = t.pages();
@@ -79,9 +98,18 @@ struct Gen {
     t.allocs.push_back({first, n});
     return first;
   }
-  void r(uint32_t p) { t.ev.push_back(p); }
-  void w(uint32_t p) { t.ev.push_back(p | WRITE); }
-  void bar() { t.ev.push_back(BARRIER); }
+  void push(uint32_t e) {
+    buf[n_++] = e;
+    if (n_ == CHUNK) drain();
+  }
+  void drain() {  // hands the events so far to the replay (also at the end of the stream)
+    started = true;
+    if (n_) out(buf.data(), n_);
+    n_ = 0;
+  }
+  void r(uint32_t p) { push(p); }
+  void w(uint32_t p) { push(p | WRITE); }
+  void bar() { push(BARRIER); }
 };
 
 // One array read page after page (the migration benchmark's GPU read).
@@ -189,16 +217,14 @@ void gen_gesummv(Gen& g, uint64_t foot, int iters, uint64_t conc) {
   }
 }
 
-// C = A B, n x n, row-major; 128 x 128 output tiles run in waves of `conc` tiles (row-major tile
-// order); within a wave each k-slab of one page width reads the A pages of the wave's tile rows and
-// the B rows of the slab over the wave's tile columns; C tiles written at the end of the wave.
-void gen_sgemm(Gen& g, uint64_t foot, int iters, uint64_t conc) {
-  uint64_t n = square_side(foot / 12);
+// C = A B, n x n, row-major; TM x TN output tiles run in waves of `conc` tiles (row-major tile order);
+// within a wave each k-slab of one page width reads the A pages of the wave's tile rows and the B rows of the
+// slab over the wave's tile columns; C tiles written at the end of the wave.
+void gemm_waves(Gen& g, uint64_t n, int iters, uint64_t conc, uint64_t TM, uint64_t TN) {
   uint32_t A = g.alloc(n * n), B = g.alloc(n * n), C = g.alloc(n * n);
-  const uint64_t T = 128, tiles = (n + T - 1) / T, total = tiles * tiles;
+  const uint64_t rtiles = (n + TM - 1) / TM, tiles = (n + TN - 1) / TN, total = rtiles * tiles;
   const uint64_t kstep = std::min<uint64_t>(g.epp, n);
   auto page = [&](uint32_t base, uint64_t i, uint64_t j) { return uint32_t(base + (i * n + j) / g.epp); };
-  std::vector<char> seen;
   for (int it = 0; it < iters; ++it) {
     for (uint64_t w0 = 0; w0 < total; w0 += conc) {
       uint64_t w1 = std::min(total, w0 + conc);
@@ -206,27 +232,74 @@ void gen_sgemm(Gen& g, uint64_t foot, int iters, uint64_t conc) {
       uint64_t tc0 = (tr0 == tr1) ? w0 % tiles : 0, tc1 = (tr0 == tr1) ? (w1 - 1) % tiles : tiles - 1;
       for (uint64_t k = 0; k < n; k += kstep) {
         uint32_t last = BARRIER;
-        for (uint64_t i = tr0 * T; i < std::min(n, (tr1 + 1) * T); ++i) {
+        for (uint64_t i = tr0 * TM; i < std::min(n, (tr1 + 1) * TM); ++i) {
           for (uint64_t kk = k; kk < std::min(n, k + kstep); kk += g.epp) {
             uint32_t p = page(A, i, kk);
             if (p != last) g.r(p), last = p;
           }
         }
         for (uint64_t kk = k; kk < std::min(n, k + kstep); ++kk) {
-          uint64_t j0 = tc0 * T, j1 = std::min(n, (tc1 + 1) * T);
-          for (uint64_t j = j0; j < j1; j += g.epp) {
-            uint32_t p = page(B, kk, j);
+          uint64_t j0 = tc0 * TN, j1 = std::min(n, (tc1 + 1) * TN);
+          uint32_t p = page(B, kk, j0);  // page(B, kk, j0 + m epp) is p + m
+          for (uint64_t j = j0; j < j1; j += g.epp, ++p)
             if (p != last) g.r(p), last = p;
-          }
-          uint32_t p = page(B, kk, j1 - 1);
+          p = page(B, kk, j1 - 1);
           if (p != last) g.r(p), last = p;
         }
       }
       uint32_t last = BARRIER;
-      for (uint64_t i = tr0 * T; i < std::min(n, (tr1 + 1) * T); ++i)
-        for (uint64_t j = tc0 * T; j < std::min(n, (tc1 + 1) * T); j += g.epp) {
+      for (uint64_t i = tr0 * TM; i < std::min(n, (tr1 + 1) * TM); ++i)
+        for (uint64_t j = tc0 * TN; j < std::min(n, (tc1 + 1) * TN); j += g.epp) {
           uint32_t p = page(C, i, j);
           if (p != last) g.w(p), last = p;
+        }
+    }
+    g.bar();
+  }
+}
+
+// Cooper et al.'s SGEMM: 128 x 128 tiles, 264 in flight (two per SM of an H100) unless --concurrency.
+void gen_sgemm(Gen& g, uint64_t foot, int iters, uint64_t conc) {
+  gemm_waves(g, square_side(foot / 12), iters, conc ? conc : 264, 128, 128);
+}
+
+// The suite's gemm (native/apps/gemm.cu, fp32): cuBLAS's kernel on the H100 computes C in tiles of 128 rows x 256
+// columns (its name and the GPU's counters, bench/model_linkbytes.py), one block per SM: 132 tiles in flight
+// unless --concurrency. The order of cuBLAS's tiles is not published: row-major, as sgemm's.
+void gen_gemm(Gen& g, uint64_t foot, int iters, uint64_t conc) {
+  gemm_waves(g, square_side(foot / 12), iters, conc ? conc : 132, 128, 256);
+}
+
+// The suite's syr2k (native/apps/syr2k.cu): C (n x n) = alpha (A B^T + B A^T) + beta C, A and B n x n. A block
+// computes a 64 x 64 tile of C from four panels: the rows of A and B of its tile row and of its tile column, all
+// of k. Tiles run in waves of `conc` (default 1056: eight 256-thread blocks on each of 132 SMs) in row-major
+// order; per wave and k-slab of one page, the A and B pages of the wave's rows (tile rows, then tile columns,
+// as rows of A and B); then the wave's C tiles read and written.
+void gen_syr2k(Gen& g, uint64_t foot, int iters, uint64_t conc) {
+  const uint64_t n = square_side(foot / 12), T = 64;
+  uint32_t A = g.alloc(n * n), B = g.alloc(n * n), C = g.alloc(n * n);
+  const uint64_t tiles = (n + T - 1) / T, total = tiles * tiles, kstep = std::min<uint64_t>(g.epp, n);
+  conc = conc ? conc : 1056;
+  auto page = [&](uint32_t base, uint64_t i, uint64_t j) { return uint32_t(base + (i * n + j) / g.epp); };
+  for (int it = 0; it < iters; ++it) {
+    for (uint64_t w0 = 0; w0 < total; w0 += conc) {
+      const uint64_t w1 = std::min(total, w0 + conc), tr0 = w0 / tiles, tr1 = (w1 - 1) / tiles;
+      const uint64_t tc0 = (tr0 == tr1) ? w0 % tiles : 0, tc1 = (tr0 == tr1) ? (w1 - 1) % tiles : tiles - 1;
+      const uint64_t rows[2][2] = {{tr0 * T, std::min(n, (tr1 + 1) * T)}, {tc0 * T, std::min(n, (tc1 + 1) * T)}};
+      for (uint64_t k = 0; k < n; k += kstep)
+        for (const auto& rr : rows)
+          for (uint32_t M : {A, B}) {
+            uint32_t last = BARRIER;
+            for (uint64_t i = rr[0]; i < rr[1]; ++i) {
+              uint32_t p = page(M, i, k);
+              if (p != last) g.r(p), last = p;
+            }
+          }
+      uint32_t last = BARRIER;
+      for (uint64_t i = rows[0][0]; i < rows[0][1]; ++i)
+        for (uint64_t j = rows[1][0]; j <= rows[1][1]; j += g.epp) {
+          uint32_t p = page(C, i, std::min(j, rows[1][1] - 1));  // the row's last page too
+          if (p != last) { g.r(p); g.w(p); last = p; }
         }
     }
     g.bar();
@@ -296,6 +369,35 @@ void gen_pathfinder(Gen& g, uint64_t foot, int) {
     for (uint64_t j = 0; j < rowp; ++j) { g.r(uint32_t(W + i * rowp + j)); g.r(uint32_t(src + j % vp)); g.w(uint32_t(dst + j % vp)); }
   }
   g.bar();
+}
+
+// Himeno (native/apps/himeno.cu): 14 arrays of I x J x K floats ([i][j][k], k contiguous; I = J = i + 1,
+// K = 2 i + 1 for the footprint, as the application sizes its grid). Per iteration, the Jacobi kernel walks the
+// interior lines (i, j) in order: a line reads p on the nine lines i-1..i+1, j-1..j+1, which at page granularity
+// are the pages one plane (J K elements) before, at and after the line's page, reads the 12 coefficient arrays
+// there and writes wrk2; then the copy back reads wrk2 and writes p.
+void gen_himeno(Gen& g, uint64_t foot, int iters) {
+  uint64_t i = 1;  // himeno.cu: i = floor(cbrt(footprint / 56 / 2))
+  while ((i + 1) * (i + 1) * (i + 1) <= foot / 112) ++i;
+  const uint64_t I = i + 1, J = i + 1, K = 2 * i + 1, n = I * J * K, plane = J * K;
+  const uint32_t p = g.alloc(n);
+  uint32_t coef[12];
+  for (uint32_t& a : coef) a = g.alloc(n);
+  const uint32_t wrk2 = g.alloc(n);
+  const uint64_t q0 = plane / g.epp, q1 = ((I - 1) * plane - 1) / g.epp;  // pages of the interior planes
+  for (int it = 0; it < iters; ++it) {
+    for (uint64_t q = q0; q <= q1; ++q) {
+      const uint64_t e = q * g.epp;
+      g.r(uint32_t(p + (e - std::min(e, plane)) / g.epp));
+      g.r(uint32_t(p + q));
+      g.r(uint32_t(p + std::min(n - 1, e + plane) / g.epp));
+      for (uint32_t a : coef) g.r(uint32_t(a + q));
+      g.w(uint32_t(wrk2 + q));
+    }
+    g.bar();
+    for (uint64_t q = q0; q <= q1; ++q) { g.r(uint32_t(wrk2 + q)); g.w(uint32_t(p + q)); }
+    g.bar();
+  }
 }
 
 // Needle (Needleman-Wunsch): 16x16 blocks along anti-diagonals over score and reference matrices.
@@ -455,15 +557,18 @@ class Sim {
     if (p.policy == "uvm") bits_.assign(U * size_t(words_), 0);
     mark_.assign(leaves_, 0);
     lapse_ = p.thrash_lapse ? p.thrash_lapse : p.capacity_pages;
+    mode_ = p.policy == "uvm" ? 0 : p.policy == "svm" ? 1 : p.policy == "ats" ? 2 : 3;
+    lru_ = p.eviction == "lru";
+    clock_ = p.eviction == "clock";
   }
 
-  Stats run() {
-    const std::string& pol = p_.policy;
-    int mode = pol == "uvm" ? 0 : pol == "svm" ? 1 : pol == "ats" ? 2 : 3;
-    lru_ = p_.eviction == "lru";
-    clock_ = p_.eviction == "clock";
+  // Replays the next n events of the stream.
+  void feed(const uint32_t* ev, size_t n) {
+    const int mode = mode_;
     const bool launch = mode == 0 && p_.resident_blocks > 0;
-    for (uint32_t e : t_.ev) {
+    s_.events += n;
+    for (const uint32_t* end = ev + n; ev != end; ++ev) {
+      const uint32_t e = *ev;
       ++now_;
       if (e == BARRIER) {
         ++s_.barriers;
@@ -495,9 +600,12 @@ class Sim {
         default: ++s_.remote_gpu; break;
       }
     }
-    if (launch) p_.timed ? replay_kernel_timed() : replay_kernel();
-    if (mode == 0) flush();
-    s_.events = t_.ev.size();
+  }
+  uint64_t events() const { return s_.events; }
+  // The end of the stream: the last launch and the pending batch; the counts.
+  Stats finish() {
+    if (mode_ == 0 && p_.resident_blocks > 0) p_.timed ? replay_kernel_timed() : replay_kernel();
+    if (mode_ == 0) flush();
     s_.cpu_events = s_.events - s_.gpu_events - s_.barriers;
     return s_;
   }
@@ -509,6 +617,7 @@ class Sim {
   Stats s_;
   uint64_t now_ = 0, used_ = 0, lapse_;
   uint32_t leaves_;
+  int mode_ = 0;  // uvm, svm, ats, zerocopy
   bool lru_ = false, clock_ = false;
   uint32_t lastu_ = 0xFFFFFFFFu, hand_ = 0, batch_ = 1;
   std::vector<uint8_t> where_, inlist_, ref_, flags_;
@@ -1089,13 +1198,12 @@ uint64_t parse_bytes(const std::string& s) {
   return uint64_t(v * m + 0.5);
 }
 
-Trace read_trace(const std::string& path) {
+// A trace file's header (page size, allocations) into t; the file is left at its first event, their count in ne.
+FILE* open_trace(const std::string& path, Trace& t, uint64_t& ne) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) die("cannot open trace '" + path + "'");
-  Trace t;
   char magic[8];
   uint32_t pb = 0, na = 0;
-  uint64_t ne = 0;
   if (std::fread(magic, 1, 8, f) != 8 || std::memcmp(magic, "UMSTRACE", 8) != 0) die("not a umsim trace: " + path);
   if (std::fread(&pb, 4, 1, f) != 1 || std::fread(&na, 4, 1, f) != 1) die("truncated trace header");
   t.page_bytes = pb;
@@ -1104,13 +1212,46 @@ Trace read_trace(const std::string& path) {
   for (size_t i = 1; i < t.allocs.size(); ++i)
     if (t.allocs[i].first < t.allocs[i - 1].first + t.allocs[i - 1].n) die("allocations must be sorted and disjoint");
   if (std::fread(&ne, 8, 1, f) != 1) die("truncated trace header");
-  t.ev.resize(ne);
-  if (ne && std::fread(t.ev.data(), 4, ne, f) != ne) die("truncated trace events");
+  return f;
+}
+
+// A trace file's events into the replay, a chunk at a time.
+void stream_trace(const std::string& path, const Feed& out) {
+  Trace t;
+  uint64_t ne = 0;
+  FILE* f = open_trace(path, t, ne);
+  std::vector<uint32_t> buf(CHUNK);
+  for (uint64_t left = ne; left > 0;) {
+    const size_t k = size_t(std::min<uint64_t>(left, CHUNK));
+    if (std::fread(buf.data(), 4, k, f) != k) die("truncated trace events");
+    out(buf.data(), k);
+    left -= k;
+  }
   std::fclose(f);
-  uint32_t np = t.pages();
-  for (uint32_t e : t.ev)
-    if (e != BARRIER && (e & PAGE_MASK) >= np) die("event page outside every allocation");
-  return t;
+}
+
+// An application's stream (gen_*) into the replay.
+void generate(const std::string& app, Trace& t, uint32_t align, const Feed& out, uint64_t foot, int iters,
+              bool reverse, uint64_t conc) {
+  Gen g(t, align, out);
+  const uint64_t c = conc ? conc : 8192;
+  if (app == "read") gen_read(g, foot, iters);
+  else if (app == "triad") gen_triad(g, foot, iters);
+  else if (app == "conv2d") gen_conv2d(g, foot, iters);
+  else if (app == "jacobi2d") gen_jacobi2d(g, foot, iters, reverse);
+  else if (app == "mvt") gen_mvt(g, foot, iters, c);
+  else if (app == "gesummv") gen_gesummv(g, foot, iters, c);
+  else if (app == "sgemm") gen_sgemm(g, foot, iters, conc);
+  else if (app == "gemm") gen_gemm(g, foot, iters, conc);
+  else if (app == "syr2k") gen_syr2k(g, foot, iters, conc);
+  else if (app == "himeno") gen_himeno(g, foot, iters);
+  else if (app == "bfs") gen_bfs(g, foot, iters);
+  else if (app == "hotspot") gen_hotspot(g, foot, iters);
+  else if (app == "srad") gen_srad(g, foot, iters);
+  else if (app == "pathfinder") gen_pathfinder(g, foot, iters);
+  else if (app == "needle") gen_needle(g, foot, iters);
+  else die("unknown --app '" + app + "'");
+  g.drain();
 }
 
 // "W1,W2,..." (weights for the values 1, 2, ...) -> a cycle of at most 1000 values, each value in proportion to
@@ -1146,6 +1287,65 @@ std::vector<uint32_t> weight_cycle(const std::string& opt, const std::string& v,
   return out;
 }
 
+// The largest VA block / SVM range / counter region: the page-number space (30 bits) itself.
+constexpr uint64_t MAX_UNIT_PAGES = PAGE_MASK + 1ull;
+
+std::string gib(uint64_t bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.1f GiB", double(bytes) / double(1ull << 30));
+  return b;
+}
+
+// Bytes of the replay's page state (Sim's vectors): per page its place, batch stamp and unit (9 bytes, one
+// more under --timed), per unit its recency list, stamps and counters (40 bytes) and, under uvm, the
+// prefetcher's occupancy bitmap (a bit per leaf of its tree), one unit's marks (a byte per leaf), and 64 MiB
+// for the program and the stream's chunks.
+uint64_t state_bytes(uint64_t pages, const Params& p) {
+  const uint64_t units = pages / p.unit_pages + 8;
+  uint64_t leaves = 1;
+  while (leaves < p.unit_pages) leaves *= 2;
+  return pages * (p.timed ? 10 : 9) + units * (40 + (p.policy == "uvm" ? (leaves + 63) / 64 * 8 : 0)) + leaves +
+         (64ull << 20);
+}
+
+// Memory this process may still take: the smaller of the system's available memory and the address-space
+// limit (ulimit -v) less what is mapped now; 0 where neither can be read.
+uint64_t memory_left() {
+  uint64_t avail = 0;
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { avail = kb * 1024; break; }
+    std::fclose(f);
+  }
+  struct rlimit rl {};
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    unsigned long long vm = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%llu", &vm) != 1) vm = 0;
+      std::fclose(f);
+    }
+    const uint64_t mapped = vm * uint64_t(sysconf(_SC_PAGESIZE));
+    const uint64_t left = rl.rlim_cur > mapped ? rl.rlim_cur - mapped : 0;
+    avail = avail ? std::min(avail, left) : left;
+  }
+  return avail;
+}
+
+// Refuses, before anything runs, a replay whose page state would not fit in this machine's memory: one line
+// saying what it needs, what is here and the largest footprint that fits at this page size.
+void check_memory(uint64_t pages, const Params& p, uint64_t page_bytes, uint64_t foot) {
+  const uint64_t need = state_bytes(pages, p), left = memory_left();
+  if (!left || need <= left) return;
+  const uint64_t per = state_bytes(1ull << 20, p) - state_bytes(0, p);  // bytes per 2^20 pages
+  const uint64_t fit = left > state_bytes(0, p) ? (left - state_bytes(0, p)) / per * (1ull << 20) : 0;
+  die(std::string(foot ? "--footprint " + gib(foot) : "the trace") + " in pages of " +
+      std::to_string(page_bytes / 1024) + " KiB needs about " + gib(need) + " of memory for the simulator's page state, " +
+      gib(left) + " is available here: at most " + gib(fit * page_bytes) + " at this --page (a page 16 times larger "
+      "holds a footprint 16 times larger)");
+}
+
 void usage() {
   std::fputs(
       "usage: umsim (--app NAME --footprint BYTES [--iterations N] [--reverse] | --trace FILE)\n"
@@ -1158,8 +1358,8 @@ void usage() {
       "              [--replay-fetch-us US] [--interleave on|off] [--write-ns NS] [--block-order ordered|shuffled]\n"
       "              [--page-order pages|chunks]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
-      "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N]\n"
-      "apps: read triad conv2d jacobi2d mvt gesummv sgemm bfs hotspot srad pathfinder needle\n",
+      "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N] [--progress SECONDS]\n"
+      "apps: read triad conv2d jacobi2d mvt gesummv sgemm gemm syr2k bfs hotspot srad pathfinder needle himeno\n",
       stderr);
 }
 
@@ -1170,6 +1370,7 @@ int main(int argc, char** argv) {
   std::string app, trace;
   uint64_t foot = 0, cap = 0, page = 4096, unit = 0, granule = 65536, conc = 0;
   int iters = 1, repeat = 1;
+  double progress = 0;  // seconds between progress lines on stderr (0: none)
   bool reverse = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -1233,6 +1434,7 @@ int main(int argc, char** argv) {
     else if (a == "--concurrency") conc = num(val());
     else if (a == "--init") p.init = val();
     else if (a == "--repeat") repeat = int(num(val()));
+    else if (a == "--progress") progress = real(val());
     else { usage(); die("unknown option '" + a + "'"); }
   }
   if (p.policy != "uvm" && p.policy != "svm" && p.policy != "ats" && p.policy != "zerocopy")
@@ -1247,7 +1449,8 @@ int main(int argc, char** argv) {
 
   Trace t;
   if (!trace.empty()) {
-    t = read_trace(trace);
+    uint64_t ne = 0;
+    std::fclose(open_trace(trace, t, ne));
   } else {
     if (page < 4096 || page % 4096) die("--page must be a multiple of 4096");
     t.page_bytes = page;
@@ -1260,41 +1463,71 @@ int main(int argc, char** argv) {
   if (p.timed && (p.utlb_faults < 1 || p.utlb_faults > 8)) die("--utlb-faults must be 1 to 8");
   if (p.timed && (p.unroll < 1 || p.max_batches_per_service < 1)) die("--unroll and --max-batches-per-service must be at least 1");
   if (unit == 0) unit = p.policy == "svm" ? (64ull << 20) : (2ull << 20);
-  if (unit < t.page_bytes || unit / t.page_bytes > 65535) die("--unit must be 1 to 65535 pages");
+  if (unit < t.page_bytes || unit / t.page_bytes > MAX_UNIT_PAGES)
+    die("--unit must be 1 to " + std::to_string(MAX_UNIT_PAGES) + " pages (the page-number space)");
   if (granule < t.page_bytes) granule = t.page_bytes;
   p.unit_pages = uint32_t(unit / t.page_bytes);
   p.granule_pages = uint32_t(std::min(unit, granule) / t.page_bytes);
   p.capacity_pages = cap / t.page_bytes;
+  uint64_t want_pages = t.pages();
   if (trace.empty()) {
     if (foot == 0) die("--footprint is required with --app");
-    if (foot / t.page_bytes >= PAGE_MASK / 2) die("--footprint too large for 30-bit page numbers at this --page");
-    Gen g(t, p.unit_pages);
-    uint64_t c = conc ? conc : 8192;
-    if (app == "read") gen_read(g, foot, iters);
-    else if (app == "triad") gen_triad(g, foot, iters);
-    else if (app == "conv2d") gen_conv2d(g, foot, iters);
-    else if (app == "jacobi2d") gen_jacobi2d(g, foot, iters, reverse);
-    else if (app == "mvt") gen_mvt(g, foot, iters, c);
-    else if (app == "gesummv") gen_gesummv(g, foot, iters, c);
-    else if (app == "sgemm") gen_sgemm(g, foot, iters, conc ? conc : 264);
-    else if (app == "bfs") gen_bfs(g, foot, iters);
-    else if (app == "hotspot") gen_hotspot(g, foot, iters);
-    else if (app == "srad") gen_srad(g, foot, iters);
-    else if (app == "pathfinder") gen_pathfinder(g, foot, iters);
-    else if (app == "needle") gen_needle(g, foot, iters);
-    else die("unknown --app '" + app + "'");
-    const uint32_t np = t.pages();
-    for (uint32_t e : t.ev)
-      if (e != BARRIER && (e & PAGE_MASK) >= np) die("internal: generator '" + app + "' left its allocations");
+    if (foot / t.page_bytes >= PAGE_MASK / 2)
+      die("--footprint " + gib(foot) + " is too large for 30-bit page numbers at --page " + std::to_string(t.page_bytes) +
+          ": at most " + gib((PAGE_MASK / 2 - 1) * t.page_bytes) + " (a larger --page holds more)");
+    // The generators' arrays: the footprint plus at most a unit of alignment per array (7 at most).
+    want_pages = foot / t.page_bytes + 8ull * p.unit_pages;
   }
+  check_memory(want_pages, p, t.page_bytes, trace.empty() ? foot : 0);
   Stats s;
   double best = 1e300;
-  for (int r = 0; r < repeat; ++r) {
-    Sim sim(t, p);
-    auto t0 = std::chrono::steady_clock::now();
-    s = sim.run();
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, dt);
+  try {
+    for (int r = 0; r < repeat; ++r) {
+      // The replay's time only: generating or reading the stream is not counted.
+      Trace tr = t;
+      std::unique_ptr<Sim> sim;
+      double dt = 0;
+      const std::string bad = trace.empty() ? "internal: generator '" + app + "' left its allocations"
+                                            : "event page outside every allocation";
+      uint32_t np = 0;
+      const auto start = std::chrono::steady_clock::now();
+      double said = 0;
+      Feed feed = [&](const uint32_t* e, size_t n) {
+        if (!sim) {
+          np = tr.pages();
+          sim.reset(new Sim(tr, p));
+        }
+        for (size_t k = 0; k < n; ++k)
+          if (e[k] != BARRIER && (e[k] & PAGE_MASK) >= np) die(bad);
+        const auto t0 = std::chrono::steady_clock::now();
+        sim->feed(e, n);
+        const auto t1 = std::chrono::steady_clock::now();
+        dt += std::chrono::duration<double>(t1 - t0).count();
+        const double el = std::chrono::duration<double>(t1 - start).count();
+        if (progress > 0 && el - said >= progress) {
+          said = el;
+          std::fprintf(stderr, "umsim: progress: %s %s: %.3g page events in %.0f s\n", p.policy.c_str(),
+                       trace.empty() ? app.c_str() : "trace", double(sim->events()), el);
+          std::fflush(stderr);
+        }
+      };
+      if (trace.empty()) {
+        tr.allocs.clear();
+        generate(app, tr, p.unit_pages, feed, foot, iters, reverse, conc);
+      } else {
+        stream_trace(trace, feed);
+      }
+      if (!sim) sim.reset(new Sim(tr, p));
+      const auto t0 = std::chrono::steady_clock::now();
+      s = sim->finish();
+      dt += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best = std::min(best, dt);
+      if (r == repeat - 1) t = tr;
+    }
+  } catch (const std::bad_alloc&) {
+    die("out of memory for the page state of " + std::to_string(want_pages) + " pages of " +
+        std::to_string(t.page_bytes) + " bytes (" + gib(state_bytes(want_pages, p)) +
+        " estimated): give a larger --page or a smaller footprint");
   }
   uint64_t footprint_pages = 0;
   for (auto& a : t.allocs) footprint_pages += a.n;

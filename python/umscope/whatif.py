@@ -2,6 +2,7 @@
 calibrated model. Every figure these commands print is modelled and says so."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,8 +18,12 @@ MACHINE_HELP = ("model figures: h100-sxm-pcie5 (default: the project's measured 
 SIM_FIGURES_HELP = ("this machine's own figures: those a run in the store (or a JSON-lines file of records) "
                     "measured (migration, cpu-stream, copy: bulk and first-pass migration, link and HBM rates), over "
                     "--machine's; the fault cost per batch is calibrated again from them")
-# umsim's largest VA block / SVM range / counter region, in pages (native/sim/umsim.cpp checks it).
-UMSIM_MAX_UNIT_PAGES = 65535
+# umsim's largest VA block / SVM range / counter region, in pages: its page-number space (30 bits;
+# native/sim/umsim.cpp checks it).
+UMSIM_MAX_UNIT_PAGES = 1 << 30
+PAGE_HELP = ("page size the simulator replays at (default 4K, the driver's); umsim refuses, in one line, a footprint "
+             "whose page state does not fit in this machine's memory and says what fits: a page 16 times larger "
+             "fits 16 times more (counts are then per page of that size: docs/simulator.md)")
 
 
 def add_parsers(sub):
@@ -39,7 +44,7 @@ def add_parsers(sub):
     s.add_argument("--thrash-threshold", type=int, help="0 turns thrashing detection off")
     s.add_argument("--counter-threshold", type=int)
     s.add_argument("--unit", help="VA block / SVM range / counter region size")
-    s.add_argument("--page", help="page size (default 4K)")
+    s.add_argument("--page", help=PAGE_HELP)
     s.add_argument("--machine", default="h100-sxm-pcie5", help=MACHINE_HELP)
     s.add_argument("--figures", metavar="RUN|FILE", help=SIM_FIGURES_HELP)
     s.add_argument("--store", help="results store for --figures RUN")
@@ -67,6 +72,7 @@ def add_parsers(sub):
     s.add_argument("--footprint", default="1G")
     s.add_argument("--capacity", help="GPU memory available (default: the machine's)")
     s.add_argument("--iterations", type=int)
+    s.add_argument("--page", help=PAGE_HELP)
     s.add_argument("--machine", default="h100-sxm-pcie5", help=MACHINE_HELP)
     s.add_argument("--figures", metavar="RUN|FILE", help=SIM_FIGURES_HELP)
     s.add_argument("--store", help="results store for --figures RUN")
@@ -147,15 +153,10 @@ def _policies(text, ats):
     return pols
 
 
-def svm_unit(capacity: int, page: int = 4096) -> tuple:
-    """(range bytes, note) of the SVM model: 1/64 of GPU memory (Cooper et al.: a 1 GiB range on a 64 GiB
-    GPU), in whole pages, at most umsim's largest unit; the note says when it was capped ('' otherwise)."""
-    want = max(page, capacity // 64 // page * page)
-    most = UMSIM_MAX_UNIT_PAGES * page
-    if want <= most:
-        return want, ""
-    return most, (f"SVM range {format_size(most)} (umsim's largest unit, {UMSIM_MAX_UNIT_PAGES} pages), not 1/64 "
-                  f"of the GPU memory ({format_size(want)})")
+def svm_unit(capacity: int, page: int = 4096) -> int:
+    """The SVM model's range in bytes: 1/64 of GPU memory (Cooper et al.: a 1 GiB range on a 64 GiB GPU), in
+    whole pages."""
+    return max(page, capacity // 64 // page * page)
 
 
 def check_extra(extra: dict):
@@ -167,8 +168,8 @@ def check_extra(extra: dict):
     if unit is None and page > 2 << 20:
         raise UsageError(f"--page {format_size(page)} exceeds the 2 MiB VA block: give --unit too")
     if unit is not None and not page <= unit <= UMSIM_MAX_UNIT_PAGES * page:
-        raise UsageError(f"--unit must be 1 to {UMSIM_MAX_UNIT_PAGES} pages of {format_size(page)} "
-                         f"(at most {format_size(UMSIM_MAX_UNIT_PAGES * page)})")
+        raise UsageError(f"--unit must be 1 to {UMSIM_MAX_UNIT_PAGES} pages of {format_size(page)} (umsim's page-number "
+                         f"space; at most {format_size(UMSIM_MAX_UNIT_PAGES * page)})")
     for k in ("batch", "counter_threshold"):
         if extra.get(k) is not None and extra[k] < 1:
             raise UsageError(f"--{k.replace('_', '-')} must be at least 1")
@@ -178,22 +179,27 @@ def check_extra(extra: dict):
         raise UsageError("--prefetch-threshold is a percentage (0-100)")
 
 
-def simulate_all(stream, capacity, policies, fig, extra, drv):
-    out = []
+def simulate_all(stream, capacity, policies, fig, extra, drv, progress=None):
+    """One umsim per policy, run side by side (one core each, at most this machine's cores) where their page
+    states are small."""
+    from concurrent.futures import ThreadPoolExecutor
+    params = []
     for pol in policies:
         p = dict(stream, capacity=capacity, policy=pol)
         if pol == "uvm":
             p.update(drv)
-        note = ""
         if pol == "svm" and "unit" not in extra:
-            p["unit"], note = svm_unit(capacity, extra.get("page", 4096))
+            p["unit"] = svm_unit(capacity, extra.get("page", 4096))
         p.update(extra)
-        s = sim.run(p)
-        rec = sim.record(s, fig, extra.get("_src", ""), {"params": {k: str(v) for k, v in p.items()}})
-        if note:
-            rec["inputs"]["note"] = note
-        out.append(rec)
-    return out
+        params.append(p)
+    # Side by side only while their page states are small (about 10 bytes a page each, docs/simulator.md): each
+    # umsim checks what it needs against the memory free when it starts, which the others beside it would take.
+    pages = stream.get("footprint", 0) // extra.get("page", 4096)
+    workers = max(1, min(len(params), os.cpu_count() or 1)) if pages * 10 <= 1 << 30 else 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        counts = list(pool.map(lambda p: sim.run(p, progress=progress), params))
+    return [sim.record(s, fig, extra.get("_src", ""), {"params": {k: str(v) for k, v in p.items()}})
+            for s, p in zip(counts, params)]
 
 
 def cmd_simulate(args):
@@ -213,10 +219,12 @@ def cmd_simulate(args):
         pols = _policies(args.policy, fig_doc.get("ats"))
         fig, src = sim_figures(args)  # calibrating the fault cost runs umsim: after every check
         drv = _driver()
-        recs = simulate_all(stream, cap, pols, fig, extra, drv)
+        recs = simulate_all(stream, cap, pols, fig, extra, drv, progress=_progress(args))
     for r in recs:
         r["inputs"]["figures_source"] = src
         r["inputs"]["driver_parameters"] = drv or "not readable here: the open driver's defaults"
+        if page_note(r["counts"]["page_bytes"]):
+            r["inputs"]["page_note"] = page_note(r["counts"]["page_bytes"])
         if getattr(args, "trace_note", ""):
             r["inputs"]["trace"] = args.trace_note
         if getattr(args, "trace_source", None):
@@ -229,6 +237,8 @@ def cmd_simulate(args):
           f"{format_size(c0['capacity_pages'] * c0['page_bytes'])} (DOS {100 * c0['footprint_pages'] / max(1, c0['capacity_pages']):.1f}), "
           f"{c0['page_bytes'] // 1024} KiB pages; model {sim.VERSION}")
     print(f"times from: {src}")
+    if page_note(c0["page_bytes"]):
+        print(page_note(c0["page_bytes"]))
     print(f"driver parameters: {drv or 'not readable here; open-driver defaults (batch 256, prefetch threshold 51%, thrashing threshold 3, counter threshold 256)'}")
     print(f"{'policy':<9} {'faults':>9} {'batches':>8} {'migr.':>8} {'in MiB':>9} {'evict.':>7} {'out MiB':>9} "
           f"{'remote MiB':>10} {'hits':>9} {'modelled ms':>11}")
@@ -238,9 +248,6 @@ def cmd_simulate(args):
         print(f"{c['policy']:<9} {c['faults']:>9} {c['batches']:>8} {c['migrations']:>8} "
               f"{c['h2d_bytes'] / 2 ** 20:>9.1f} {c['evictions']:>7} {c['d2h_bytes'] / 2 ** 20:>9.1f} "
               f"{c['remote_gpu_pages'] * mib:>10.1f} {c['hits']:>9} {t['total'] * 1e3:>11.2f}")
-    for r in recs:
-        if r["inputs"].get("note"):
-            print(f"{r['counts']['policy']}: {r['inputs']['note']}")
     if getattr(args, "trace_note", ""):
         print(f"INCOMPLETE TRACE: {args.trace_note}")
     if getattr(args, "trace_source", None):
@@ -248,6 +255,11 @@ def cmd_simulate(args):
     print(f"simulator speed: {recs[-1]['counts']['events_per_s'] / 1e6:.1f} M page events/s")
     print(calibrated.validated_text(recs[0]["validated_error"]))
     return 0
+
+
+def _progress(args):
+    """Progress lines of long replays on stderr (not with --json)."""
+    return None if args.json else (lambda m: print(f"  {m}", file=sys.stderr, flush=True))
 
 
 def _sweep(args):
@@ -452,6 +464,16 @@ TIMES_NOTE = ("modelled times: umsim's counts priced with the machine figures (m
               "not validated against measured times, so the gain is an estimate without a validated error")
 
 
+def page_note(page_bytes: int) -> str:
+    """What a replay at a page larger than the driver's 4 KiB counts ('' at 4 KiB)."""
+    if page_bytes == 4096:
+        return ""
+    return (f"replayed in pages of {format_size(page_bytes)}, not the driver's 4 KiB: faults, batches and the accesses "
+            f"the ats counters count are per {format_size(page_bytes)} page (up to {page_bytes // 4096}x fewer), so "
+            "fault costs are lower bounds and counter migration comes later; bytes moved by uvm and svm, which "
+            "migrate whole granules and blocks, keep their scale (docs/simulator.md)")
+
+
 def sim_figures(args) -> tuple:
     """The simulator's figures: --machine's description, with --figures RUN|FILE's measurements over it and
     the fault cost per batch calibrated again from them."""
@@ -473,12 +495,12 @@ def sim_figures(args) -> tuple:
     return fig, src
 
 
-def advise(stream, foot, capacity, machine, iterations_note="", figures=None):
+def advise(stream, foot, capacity, machine, iterations_note="", figures=None, extra=None, progress=None):
     fig_doc = dos.figures(machine)
     fig, src = figures or dos.machine_figures(machine)
     drv = _driver() if machine == "h100-sxm-pcie5" else {}
     pols = ["uvm", "zerocopy"] + (["ats"] if fig_doc.get("ats") else [])
-    recs = {r["counts"]["policy"]: r for r in simulate_all(stream, capacity, pols, fig, {}, drv)}
+    recs = {r["counts"]["policy"]: r for r in simulate_all(stream, capacity, pols, fig, extra or {}, drv, progress)}
     t = {"managed": recs["uvm"]["modelled_seconds"]["total"], "zerocopy": recs["zerocopy"]["modelled_seconds"]["total"]}
     if "ats" in recs:
         t["system"] = recs["ats"]["modelled_seconds"]["total"]
@@ -508,6 +530,7 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None):
         evidence["managed-prefetch"]["how"] = PREFETCH_ESTIMATE
     return {"status": "modelled", "model_version": sim.VERSION, "machine": machine, "figures_source": src,
             "times": TIMES_NOTE,
+            "page_bytes": pb, "page_note": page_note(pb),
             "recommended": best, "predicted_gain_vs_managed": base / t[best] if t[best] else None,
             "hints": hints, "evidence": evidence, "footprint": foot, "capacity": capacity,
             "validated_error": calibrated.validated("umsim", version=sim.VERSION)}
@@ -516,11 +539,16 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None):
 def cmd_advise(args):
     import tempfile
     fig_doc = dos.figures(args.machine)
+    extra = {"page": parse_size(args.page)} if args.page else {}
+    if extra.get("page", 0) > 2 << 20:
+        raise UsageError("advise --page is at most 2M (the VA block; `umscope simulate` takes --unit for more)")
+    check_extra(extra)
     with tempfile.TemporaryDirectory() as tmp:
         args.reverse = False
         stream, foot = _stream(args, tmp)
         cap = _capacity(args, foot, fig_doc)
-        res = advise(stream, foot, cap, args.machine, figures=sim_figures(args))
+        res = advise(stream, foot, cap, args.machine, figures=sim_figures(args), extra=extra,
+                     progress=_progress(args))
     if getattr(args, "trace_note", ""):
         res["trace"] = args.trace_note
         res["hints"].append(f"INCOMPLETE TRACE: {args.trace_note}")
@@ -532,6 +560,8 @@ def cmd_advise(args):
         return 0
     what = args.app or args.trace
     print(f"{LABEL}: advice for {what} on {args.machine} (figures: {res['figures_source']}; model {sim.VERSION})")
+    if res["page_note"]:
+        print(res["page_note"])
     print(f"recommended: {res['recommended']}  (modelled {res['predicted_gain_vs_managed']:.2f}x against plain "
           f"managed memory; {TIMES_NOTE})")
     for h in res["hints"]:

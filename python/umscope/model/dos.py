@@ -16,9 +16,13 @@ from umscope.model import simulate as sim
 HERE = Path(__file__).resolve().parent
 COOPER_APPS = ("triad", "conv2d", "jacobi2d", "gesummv", "mvt", "sgemm")
 # Iterations per application in the sweep: single-pass for the streaming category (Cooper et al. Sec. 3.2:
-# "these applications don't have data reuse"), several for the iterative ones.
+# "these applications don't have data reuse"), several for the iterative ones; the suite's gemm, syr2k and
+# himeno (in no study's sweep) run their applications' default iterations (native/apps/*.cu).
 ITERATIONS = {"triad": 1, "conv2d": 1, "jacobi2d": 4, "gesummv": 1, "mvt": 1, "sgemm": 1, "bfs": 8,
-              "hotspot": 10, "srad": 10, "pathfinder": 1, "needle": 1}
+              "hotspot": 10, "srad": 10, "pathfinder": 1, "needle": 1, "gemm": 5, "syr2k": 3, "himeno": 20}
+# FLOPs per n^3 of the dense kernels over three n x n fp32 matrices (footprint 12 n^2 bytes): C = A B, and
+# syr2k's C = alpha (A B^T + B A^T) + beta C.
+CUBIC = {"sgemm": 2.0, "gemm": 2.0, "syr2k": 4.0}
 SCHIEFFER_APPS = ("bfs", "hotspot", "needle", "pathfinder", "srad")
 DOS_POINTS = (78, 85, 95, 100, 105, 109, 117, 125, 140, 156, 180, 200)
 RATIOS = (0.8, 1.0, 1.2, 1.5, 2.0)
@@ -81,16 +85,16 @@ def machine_figures(machine: str, calibration_machine="h100-sxm-pcie5") -> tuple
 
 
 def _work(app, footprint):
-    # Work done by one run (throughput = work / time): proportional to the footprint, except GEMM (n^3).
-    return footprint ** 1.5 if app == "sgemm" else float(footprint)
+    # Work done by one run (throughput = work / time): proportional to the footprint, except the dense kernels (n^3).
+    return footprint ** 1.5 if app in CUBIC else float(footprint)
 
 
 def _compute_s(app, stats, fig):
-    # GEMM is compute-bound in memory: 2 n^3 FLOP at the fp32 peak of the machine description, if known.
-    if app != "sgemm" or not fig.get("fp32_tflops"):
+    # The dense kernels are compute-bound in memory: their FLOPs at the fp32 peak of the machine description, if known.
+    if app not in CUBIC or not fig.get("fp32_tflops"):
         return 0.0
     n = int((stats["footprint_pages"] * stats["page_bytes"] / 12) ** 0.5)
-    return 2.0 * n ** 3 / (fig["fp32_tflops"] * 1e12)
+    return CUBIC[app] * n ** 3 / (fig["fp32_tflops"] * 1e12)
 
 
 def sweep_point(app, dos, policy, fig, capacity=CAPACITY, extra=None) -> dict:

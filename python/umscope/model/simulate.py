@@ -20,8 +20,8 @@ from umscope.errors import UsageError
 VERSION = "umsim-5"
 POLICIES = ("uvm", "svm", "ats", "zerocopy")
 EVICTIONS = ("lrf", "lru", "clock")
-SIM_APPS = ("triad", "conv2d", "jacobi2d", "mvt", "gesummv", "sgemm", "bfs", "hotspot", "srad", "pathfinder",
-            "needle")
+SIM_APPS = ("triad", "conv2d", "jacobi2d", "mvt", "gesummv", "sgemm", "gemm", "syr2k", "bfs", "hotspot", "srad",
+            "pathfinder", "needle", "himeno")
 BARRIER = 0xFFFFFFFF
 WRITE = 1 << 31
 CPU = 1 << 30
@@ -89,13 +89,27 @@ def args_for(params: dict) -> list:
     return argv
 
 
-def run(params: dict, timeout=600) -> dict:
-    """Runs umsim once: the counts it reports (one JSON object). Bad parameters raise UsageError."""
-    res = subprocess.run([umsim_path(), *args_for(params)], capture_output=True, text=True, timeout=timeout)
-    if res.returncode != 0:
-        raise UsageError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else
-                         f"umsim failed (exit {res.returncode})")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+PROGRESS = "umsim: progress: "
+
+
+def run(params: dict, progress=None, every=10.0) -> dict:
+    """Runs umsim once: the counts it reports (one JSON object). Bad parameters (and a stream whose page state
+    would not fit in this machine's memory) raise UsageError. progress: called with umsim's progress line
+    (events replayed so far) every `every` seconds of a long replay."""
+    argv = [umsim_path(), *args_for(params)] + (["--progress", str(every)] if progress else [])
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        err = []
+        for line in proc.stderr:  # umsim writes its one line of counts at the end: stdout cannot fill first
+            if line.startswith(PROGRESS) and progress:
+                progress(line[len(PROGRESS):].strip())
+            else:
+                err.append(line)
+        out = proc.stdout.read()
+        rc = proc.wait()
+    if rc != 0:
+        text = "".join(err).strip()
+        raise UsageError(text.splitlines()[-1] if text else f"umsim failed (exit {rc})")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------ modelled time
