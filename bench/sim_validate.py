@@ -355,8 +355,7 @@ def main():
                     if name == "calibration":
                         continue
                     rows = compare(metas[k], counts[k], dict(device, **alt["figures"]), tmp, quiet=True)
-                    alt["validated"][name] = [err(r["timed"]["entries"], r["driver"]["gpu_faults"]) for r in rows
-                                              if r.get("timed") and (r.get("driver") or {}).get("gpu_faults")]
+                    alt["validated"][name] = errs_of(rows, "timed")
         device.update(variants["figures"])
         print(f"variant chosen on the calibration programs: {variants['chosen']}", flush=True)
     print(f"device figures from the kept traces: {device}", flush=True)
@@ -499,8 +498,7 @@ def choose_variant(meta, counts, device, ef, tmp):
         sub = Path(tmp) / f"v{i}"
         sub.mkdir(exist_ok=True)
         rows = compare(meta, counts, dict(device, **fig), sub, quiet=True)
-        errs = [err(r["timed"]["entries"], r["driver"]["gpu_faults"]) for r in rows
-                if r.get("timed") and (r.get("driver") or {}).get("gpu_faults")]
+        errs = errs_of(rows, "timed")
         med = sorted(map(abs, errs))[len(errs) // 2] if errs else float("inf")
         return {"features": list(combo), "figures": fig, "errors": errs, "median": med,
                 "within": sum(1 for e in errs if abs(e) <= 0.10), "worst": max(map(abs, errs), default=float("inf")),
@@ -547,8 +545,6 @@ def compare(meta, counts, device, tmp, quiet=False):
                 for k in ("replay_fetch_us", "cross_utlb_merge", "interleave", "write_ns", "block_order", "page_order"):
                     if device.get(k) is not None:
                         tp[k] = device[k]
-                if device.get("cross_utlb_merge"):
-                    tp["cross_utlb_merge"] = device["cross_utlb_merge"]
                 tp["batch_us"] = round(max(0.0, c["timing"]["gap_us"] - tp["fetch_us"]), 3)
                 if quiet:  # choosing among variants: the counts only, not the model's events table
                     T = sim.run(dict(launch, unroll=case["unroll"], **tp))

@@ -834,6 +834,7 @@ class Sim {
     struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; uint32_t cap = 1;
                  size_t scan = 0; uint64_t scan_ev = 0; };
     struct Entry { double t; uint32_t pg, u; bool q = false; };
+    auto by_time = [](const Entry& a, const Entry& b) { return a.t < b.t; };
     std::vector<Tlb> U(S);
     std::vector<Entry> buf, keep;
     std::vector<uint8_t> seen(K.size(), 0);
@@ -915,9 +916,8 @@ class Sim {
       return INF;
     };
     // --write-ns: entries not yet written take their place in the buffer one write_ns after the previous one
-    double wlast = -1e300;
     // (buf in time order before and after; sorted again only where a write moved an entry past another)
-    auto by_time = [](const Entry& a, const Entry& b) { return a.t < b.t; };
+    double wlast = -1e300;
     auto serialize = [&]() {
       if (p_.write_ns <= 0) return;
       for (Entry& e : buf) {
@@ -951,7 +951,7 @@ class Sim {
           return a.t < b.t || (a.t == b.t && rank[a.u] < rank[b.u]);
         });
       else
-        std::stable_sort(buf.begin(), buf.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
+        std::stable_sort(buf.begin(), buf.end(), by_time);
       serialize();
       size_t present = 0;
       while (present < buf.size() && buf[present].t <= tf) ++present;

@@ -183,26 +183,19 @@ def summary(lines, page_bytes=PAGE, batch_size=256) -> dict:
     out["service_us"] = quantiles(svc)
     out["replay_to_next_batch_us"] = quantiles(gaps)
     out["instances_written_before_previous_replay"] = waited
-    # GPU time (one clock) from the previous batch's replay being done to each later entry's write: the burst
-    # of faults a replay causes (the entries written after it)
-    after = []
-    prev_rep = None
-    for k in order:
-        if prev_rep is not None and "tg" in prev_rep:
-            after += [(f["tg"] - prev_rep["tg"]) / 1e3 for _, grp in by_batch[k] for f in grp
-                      if "tg" in f and f["tg"] >= prev_rep["tg"]]
-        prev_rep = rep.get(k)
-    out["written_after_previous_replay_us"] = quantiles(after, (0.0, 0.5, 0.9, 0.95, 1.0))
-    # GPU ns between consecutive instances of a replay's burst (each batch's instances written after the
-    # previous replay, at least 8 of them: (last - first) / (n - 1)): the rate the GPU writes the fault buffer
-    spacing = []
+    # The burst a replay causes: each batch's entries written (GPU time, one clock) after the previous batch's
+    # replay was done. Their times after it, and the GPU ns between consecutive instances of a burst of at
+    # least 8 ((last - first) / (n - 1)): the rate the GPU writes the fault buffer.
+    after, spacing = [], []
     prev_rep = None
     for k in order:
         if prev_rep is not None and "tg" in prev_rep:
             w = sorted(f["tg"] for _, grp in by_batch[k] for f in grp if "tg" in f and f["tg"] >= prev_rep["tg"])
+            after += [(x - prev_rep["tg"]) / 1e3 for x in w]
             if len(w) >= 8:
                 spacing.append((w[-1] - w[0]) / (len(w) - 1))
         prev_rep = rep.get(k)
+    out["written_after_previous_replay_us"] = quantiles(after, (0.0, 0.5, 0.9, 0.95, 1.0))
     out["burst_write_ns"] = quantiles(spacing, (0.1, 0.5, 0.9))
     # GPU write to CPU notification: the clocks differ by an unknown offset `off` (CPU = GPU + off); every
     # fault is notified after it was written (off <= t - tg) and every replay is done after it was queued
