@@ -223,8 +223,9 @@ def cmd_simulate(args):
     for r in recs:
         r["inputs"]["figures_source"] = src
         r["inputs"]["driver_parameters"] = drv or "not readable here: the open driver's defaults"
-        if page_note(r["counts"]["page_bytes"]):
-            r["inputs"]["page_note"] = page_note(r["counts"]["page_bytes"])
+        note = page_note(r["counts"]["page_bytes"])
+        if note:
+            r["inputs"]["page_note"] = note
         if getattr(args, "trace_note", ""):
             r["inputs"]["trace"] = args.trace_note
         if getattr(args, "trace_source", None):
@@ -237,8 +238,8 @@ def cmd_simulate(args):
           f"{format_size(c0['capacity_pages'] * c0['page_bytes'])} (DOS {100 * c0['footprint_pages'] / max(1, c0['capacity_pages']):.1f}), "
           f"{c0['page_bytes'] // 1024} KiB pages; model {sim.VERSION}")
     print(f"times from: {src}")
-    if page_note(c0["page_bytes"]):
-        print(page_note(c0["page_bytes"]))
+    if recs[0]["inputs"].get("page_note"):
+        print(recs[0]["inputs"]["page_note"])
     print(f"driver parameters: {drv or 'not readable here; open-driver defaults (batch 256, prefetch threshold 51%, thrashing threshold 3, counter threshold 256)'}")
     print(f"{'policy':<9} {'faults':>9} {'batches':>8} {'migr.':>8} {'in MiB':>9} {'evict.':>7} {'out MiB':>9} "
           f"{'remote MiB':>10} {'hits':>9} {'modelled ms':>11}")
