@@ -181,6 +181,8 @@ def test_driver_params_are_read_from_the_uvm_module():
     uvm = {"readable": True, "params": {"uvm_perf_fault_batch_count": "128", "uvm_perf_prefetch_enable": "0",
                                         "uvm_perf_thrashing_enable": "0", "uvm_perf_thrashing_threshold": "3"}}
     assert sim.driver_params(uvm) == {"batch": 128, "prefetch": "off", "thrash_threshold": 0}
+    uvm["params"]["uvm_perf_fault_replay_update_put_ratio"] = "30"
+    assert sim.driver_params(uvm)["update_put_ratio"] == 30
     assert sim.driver_params({"readable": False}) == {}
 
 
@@ -338,3 +340,39 @@ def test_timed_page_order_chunks_misses_a_chunks_pages_before_the_next_chunk(tmp
         assert s["entries"] == 8 and s["batches"] == 8
     with pytest.raises(UsageError):
         replay(tmp_path, [(0, 8)], list(range(8)) + [B], page_order="rows", **base)
+
+
+def test_timed_release_blocks_lets_an_sm_go_on_once_its_va_block_is_mapped(tmp_path):
+    # Two SMs, one page per block step (SM 0: pages 0, 2, 4, 6; SM 1: 1, 3, 5, 7), one page per VA block, each
+    # uTLB holding one faulted page. The first batch holds pages 0 and 1; its service maps page 0's block 10 us
+    # before page 1's and replays after both. Released at the replay, SM 0 faults page 2 after it; released as
+    # its block is mapped (--release blocks), during the service, before the replay.
+    base = dict(capacity=64 * PB, unit=PB, granule=PB, prefetch="off", resident_blocks=2, sms=2, block_bytes=PB,
+                timed=True, utlb_faults=1, resident_ns=100, fetch_us=1, batch_us=1, page_us=10)
+    for release, before in (("replay", False), ("blocks", True)):
+        log = tmp_path / f"r{release}.log"
+        s = replay(tmp_path, [(0, 8)], list(range(8)) + [B], release=release, entry_log=log, **base)
+        rows = [r.split() for r in log.read_text().splitlines()]
+        replay1 = next(float(r[2]) for r in rows if r[0] == "r" and r[1] == "1")
+        page2 = next(float(r[5]) for r in rows if r[0] == "f" and r[2] == "2")
+        assert {int(r[2]) for r in rows if r[0] == "f" and r[1] == "1"} == {0, 1}
+        assert (page2 < replay1) == before, release
+        assert s["h2d_fault_pages"] == 8
+    with pytest.raises(UsageError):
+        replay(tmp_path, [(0, 8)], list(range(8)) + [B], release="early", **base)
+
+
+def test_timed_counts_batches_flushed_whole_by_the_update_put_ratio(tmp_path):
+    # Sixteen SMs, one page each, every entry written twice (one duplicate in two: 50%) or three times (two in
+    # three): at the driver's ratio 50 a batch of pairs keeps its PUT, one of triples is flushed whole; at 100
+    # neither is; at 0 both are.
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=16, sms=16,
+                block_bytes=PB, timed=True, utlb_faults=1, resident_ns=100, fetch_us=1, batch_us=1, page_us=0)
+    got = {}
+    for inst in ("0,1", "0,0,1"):
+        for ratio in (0, 50, 100):
+            s = replay(tmp_path, [(0, 16)], list(range(16)) + [B], entry_instances=inst, update_put_ratio=ratio, **base)
+            assert s["batches"] >= 1
+            got[(inst, ratio)] = s["update_put_batches"] / s["batches"]
+    assert got == {("0,1", 0): 1.0, ("0,1", 50): 0.0, ("0,1", 100): 0.0,
+                   ("0,0,1", 0): 1.0, ("0,0,1", 50): 1.0, ("0,0,1", 100): 0.0}

@@ -495,6 +495,13 @@ struct Params {
   // blocks, whose first batches hold pages 0-3 of each SM's first chunk); pages: the first page of each chunk,
   // then the second page of each, ...
   bool chunk_first = false;
+  // --release blocks: the driver services a batch's VA blocks one after another (address order), each block's
+  // pages mapped when its migrations are done; a uTLB whose faulted pages are all mapped then goes on before the
+  // batch's replay (measured: the driver's fault events of the migration kernel on 132 blocks, where a uTLB
+  // writes entries for new pages during a batch's service only once every page it faulted in that batch has
+  // migrated, 72-460 us after the last of them: a VA block's remaining migrations). replay: every uTLB waits for
+  // the replay.
+  bool block_release = false;
   // --write-ns: the GPU writes fault-buffer entries one at a time, this far apart (measured: the driver's fault
   // events, GPU write times of a replay's burst of entries, about 21 ns apart in every program on the H100); a
   // fetch takes only those written by then. 0: all at once.
@@ -514,6 +521,7 @@ struct Stats {
   // --timed: fault-buffer entries the driver counts, of them stale (page resident when fetched), entries
   // flushed uncounted, faults written again at a replay, and the modelled time of the launches.
   uint64_t entries = 0, stale = 0, flushed = 0, refaults = 0, first_batch_pages = 0;
+  uint64_t update_put_batches = 0;  // batches whose duplicates exceeded the ratio: flushed up to the PUT read again
   double timed_ns = 0;
 };
 
@@ -995,8 +1003,30 @@ class Sim {
       for (size_t k = 0; k < n; ++k)  // pages the service could not bring are read over the link from now on
         if (where_[buf[k].pg] != ON_GPU) rmt_[buf[k].pg] = 1;
       buf.erase(buf.begin(), buf.begin() + long(n));
-      // Entries written while the service runs see the pages it migrates as not yet there (mapped at the end).
+      // Entries written while the service runs see the pages it migrates as not yet there (mapped at the end, or
+      // with --release blocks as each VA block's migrations end, releasing the uTLBs whose faulted pages are all
+      // mapped then).
       for (uint32_t pg : arrived_) where_[pg] = UNTOUCHED + 3;
+      if (p_.block_release) {
+        for (size_t k = 0; k < arrived_.size();) {
+          size_t k2 = k;
+          while (k2 < arrived_.size() && unit_[arrived_[k2]] == unit_[arrived_[k]]) ++k2;
+          const double te = tf + fixed + double(k2) * per;  // this VA block's last migration ends
+          for (uint32_t i = 0; i < S; ++i) run(i, te);
+          for (size_t q = k; q < k2; ++q) where_[arrived_[q]] = ON_GPU;
+          for (uint32_t i = 0; i < S; ++i) {
+            Tlb& x = U[i];
+            if (!x.nout) continue;
+            bool all = true;
+            for (uint32_t q = 0; q < x.nout && all; ++q) all = passes(x.out[q]);
+            if (!all) continue;
+            x.nout = 0;
+            x.cap = next_cap(i);
+            if (x.blocked) { x.blocked = false; x.t = std::max(x.t, te); }
+          }
+          k = k2;
+        }
+      }
       for (uint32_t i = 0; i < S; ++i) run(i, tr);
       for (uint32_t pg : arrived_) where_[pg] = ON_GPU;
       // Flush: the entries present at the fetch (the cached PUT), or every entry written by now when the
@@ -1005,7 +1035,9 @@ class Sim {
         if (!std::is_sorted(buf.begin(), buf.end(), by_time)) std::stable_sort(buf.begin(), buf.end(), by_time);
         serialize();
       }
-      const double cut = dups * 100 > uint64_t(n) * p_.update_put_ratio ? tr : tf;
+      const bool update_put = dups * 100 > uint64_t(n) * p_.update_put_ratio;
+      s_.update_put_batches += update_put;
+      const double cut = update_put ? tr : tf;
       keep.clear();
       for (const Entry& e : buf)
         if (e.t <= cut) ++s_.flushed; else keep.push_back(e);
@@ -1356,7 +1388,7 @@ void usage() {
       "              --update-put-ratio PCT --max-batches-per-service N [--entry-log FILE]\n"
       "              [--entry-instances W1,W2,...] [--cross-utlb-merge on|off] [--utlb-fault-weights W1,...]\n"
       "              [--replay-fetch-us US] [--interleave on|off] [--write-ns NS] [--block-order ordered|shuffled]\n"
-      "              [--page-order pages|chunks]]\n"
+      "              [--page-order pages|chunks] [--release replay|blocks]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N] [--progress SECONDS]\n"
       "apps: read triad conv2d jacobi2d mvt gesummv sgemm gemm syr2k bfs hotspot srad pathfinder needle himeno\n",
@@ -1422,6 +1454,7 @@ int main(int argc, char** argv) {
     else if (a == "--write-ns") p.write_ns = real(val());
     else if (a == "--page-order") { std::string v = val(); if (v != "pages" && v != "chunks") die("--page-order pages|chunks"); p.chunk_first = v == "chunks"; }
     else if (a == "--block-order") { std::string v = val(); if (v != "ordered" && v != "shuffled") die("--block-order ordered|shuffled"); p.shuffle_blocks = v == "shuffled"; }
+    else if (a == "--release") { std::string v = val(); if (v != "replay" && v != "blocks") die("--release replay|blocks"); p.block_release = v == "blocks"; }
     else if (a == "--entry-log") p.entry_log = val();
     else if (a == "--interleave") { std::string v = val(); if (v != "on" && v != "off") die("--interleave on|off"); p.interleave = v == "on"; }
     else if (a == "--cross-utlb-merge") { std::string v = val(); if (v != "on" && v != "off") die("--cross-utlb-merge on|off"); p.cross_merge = v == "on"; }
@@ -1543,7 +1576,7 @@ int main(int argc, char** argv) {
       "\"remote_gpu_pages\":%llu,\"remote_cpu_pages\":%llu,\"thrash_units\":%llu,\"counter_migrations\":%llu,\"counter_refused\":%llu,"
       "\"peak_gpu_pages\":%llu,\"fault_window\":%u,\"resident_blocks\":%u,\"sms\":%u,\"block_bytes\":%llu,"
       "\"h2d_bytes\":%.0f,\"d2h_bytes\":%.0f,\"timed\":%s,\"entries\":%llu,\"stale_entries\":%llu,"
-      "\"flushed_entries\":%llu,\"refaults\":%llu,\"first_batch_pages\":%llu,\"timed_ms\":%.4f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
+      "\"flushed_entries\":%llu,\"update_put_batches\":%llu,\"refaults\":%llu,\"first_batch_pages\":%llu,\"timed_ms\":%.4f,\"sim_seconds\":%.6f,\"events_per_s\":%.0f}\n",
       p.policy.c_str(), p.eviction.c_str(), app.empty() ? "trace" : app.c_str(), (unsigned long long)t.page_bytes,
       p.unit_pages, p.granule_pages, p.prefetch ? "true" : "false", p.prefetch_threshold, p.batch_size,
       p.thrash_threshold, p.counter_threshold, (unsigned long long)p.capacity_pages,
@@ -1558,7 +1591,7 @@ int main(int argc, char** argv) {
       p.fault_window, p.resident_blocks, p.sms, (unsigned long long)p.block_bytes,
       double(s.h2d_fault + s.h2d_prefetch + s.h2d_counter) * pb, double(s.d2h_evict + s.d2h_cpu_fault) * pb,
       p.timed ? "true" : "false", (unsigned long long)s.entries, (unsigned long long)s.stale,
-      (unsigned long long)s.flushed, (unsigned long long)s.refaults, (unsigned long long)s.first_batch_pages,
+      (unsigned long long)s.flushed, (unsigned long long)s.update_put_batches, (unsigned long long)s.refaults, (unsigned long long)s.first_batch_pages,
       s.timed_ns / 1e6, best,
       best > 0 ? double(s.events) / best : 0.0);
   return 0;

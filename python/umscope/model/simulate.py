@@ -34,6 +34,9 @@ _DRIVER = {
     "uvm_perf_prefetch_threshold": ("prefetch_threshold", int),
     "uvm_perf_thrashing_threshold": ("thrash_threshold", int),
     "uvm_perf_access_counter_threshold": ("counter_threshold", int),
+    # the timed replay's flush rule and service loop (uvm_gpu_replayable_faults.c)
+    "uvm_perf_fault_replay_update_put_ratio": ("update_put_ratio", int),
+    "uvm_perf_fault_max_batches_per_service": ("max_batches_per_service", int),
 }
 
 
