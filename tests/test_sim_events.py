@@ -205,3 +205,23 @@ def test_entry_figures_from_calibration_events():
     assert f["page_order"] == "chunks"
     assert f["entry_figures_from"]["read"] == [rd["label"]]
     assert sv.family(tr) == "truth" and sv.family(wr) == "write" and sv.family(rd) == "read"
+
+
+def test_summary_flush_mode_by_the_update_put_ratio_and_its_check():
+    # batch 1: page 0 three times (one uTLB, merged) and page 1: 4 instances, 2 duplicates (50%: not over the
+    # ratio 50, its PUT kept); batch 2: page 2 three times, one instance written (tg 2000) long before batch 1's
+    # replay (tg 10000): left by batch 1's flush; 2 duplicates of 3 (67%: flushed whole); batch 3: page 3 written
+    # after batch 2's replay. At ratio 70 no batch is flushed whole.
+    tr = [TRACE[0],
+          fault(1, 0, 1000, 100), fault(1, 0, 1000, 120), fault(1, 0, 1000, 140), fault(1, 1, 1001, 160),
+          {"k": "uvm_replay", "g": 0, "b": 1, "ct": 1, "t": 10500, "tg": 10000},
+          fault(2, 2, 11000, 2000), fault(2, 2, 11000, 10300), fault(2, 2, 11000, 10320),
+          {"k": "uvm_replay", "g": 0, "b": 2, "ct": 1, "t": 20500, "tg": 20000},
+          fault(3, 3, 21000, 20400),
+          {"k": "uvm_replay", "g": 0, "b": 3, "ct": 1, "t": 22500, "tg": 22000}]
+    f = sim_events.summary(tr)["flush"]
+    assert (f["update_put"], f["cached_put"]) == (1, 2)
+    assert (f["older_entries_after_cached_put"], f["older_entries_after_update_put"]) == (1, 0)
+    assert f["duplicate_pct"]["p50"] == 50.0 and f["update_put_ratio"] == 50
+    f = sim_events.summary(tr, update_put_ratio=70)["flush"]
+    assert (f["update_put"], f["cached_put"]) == (0, 3)

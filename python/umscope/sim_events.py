@@ -57,10 +57,10 @@ def _merged(faults):
     return groups
 
 
-def summary(lines, page_bytes=PAGE, batch_size=256) -> dict:
+def summary(lines, page_bytes=PAGE, batch_size=256, update_put_ratio=50) -> dict:
     """The per-program figures of the driver's fault events in a trace (see the module's doc); batch_size:
     the driver's uvm_perf_fault_batch_count (batches that fetched that many instances are counted as full,
-    `batches_at_limit`). None when the
+    `batches_at_limit`); update_put_ratio: its uvm_perf_fault_replay_update_put_ratio (`flush`). None when the
     trace has no `uvm_events` header (a tracer without the events, or the program ran without
     UMSCOPE_UMTRACE_UVM_EVENTS=1)."""
     head = next((e for e in lines if e.get("k") == "uvm_events"), None)
@@ -196,6 +196,30 @@ def summary(lines, page_bytes=PAGE, batch_size=256) -> dict:
                 spacing.append((w[-1] - w[0]) / (len(w) - 1))
         prev_rep = rep.get(k)
     out["written_after_previous_replay_us"] = quantiles(after, (0.0, 0.5, 0.9, 0.95, 1.0))
+    # How the driver flushed each batch (uvm_gpu_replayable_faults.c, replay policy BATCH_FLUSH): when the
+    # batch's duplicate instances (each entry's instances but one, and all of an entry whose page an earlier
+    # entry of the batch has) exceed update_put_ratio % of its instances, it reads the buffer's PUT again and
+    # drops every entry written by then (UPDATE_PUT); otherwise only those up to the PUT it read at the fetch
+    # (CACHED_PUT), so entries written during the service stay for the next batch. The check: no batch after an
+    # UPDATE_PUT one holds an instance written (GPU time) more than 3 us before that batch's replay was recorded
+    # (the replay's own burst lands up to about 1 us before its recorded time).
+    shares, upd, after_upd, after_cached = [], 0, 0, 0
+    for i, k in enumerate(order):
+        inst = [f for _, grp in by_batch[k] for f in grp]
+        dup = len(inst) - len({f["a"] // page_bytes for f in inst})
+        shares.append(100.0 * dup / len(inst))
+        u = dup * 100 > len(inst) * update_put_ratio
+        upd += u
+        r = rep.get(k)
+        if i + 1 < len(order) and r and "tg" in r:
+            old = any(f.get("tg", math.inf) < r["tg"] - 3000 for _, grp in by_batch[order[i + 1]] for f in grp)
+            if old and u:
+                after_upd += 1
+            elif old:
+                after_cached += 1
+    out["flush"] = {"update_put_ratio": update_put_ratio, "update_put": upd, "cached_put": len(order) - upd,
+                    "duplicate_pct": quantiles(shares, (0.1, 0.5, 0.9)),
+                    "older_entries_after_update_put": after_upd, "older_entries_after_cached_put": after_cached}
     out["burst_write_ns"] = quantiles(spacing, (0.1, 0.5, 0.9))
     # GPU write to CPU notification: the clocks differ by an unknown offset `off` (CPU = GPU + off); every
     # fault is notified after it was written (off <= t - tg) and every replay is done after it was queued
