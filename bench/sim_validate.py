@@ -168,7 +168,7 @@ def store_trace(tf, keep, name, uvm_events=False, entries=False):
         {"driver": {k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
          if drv else None, "uvm_events": uvm_events}))
     if uvm_events:
-        ev = sim_events.summary(lines, PAGE)
+        ev = sim_events.summary(lines, PAGE, **summary_params(keep))
         if ev is not None and drv:
             ev["driver_gpu_faults"] = sum(e.get("gpu_faults", 0) for e in drv)
             ev["counter_check"] = sim_events.check_counter(ev, ev["driver_gpu_faults"])[1]
@@ -182,6 +182,13 @@ def store_trace(tf, keep, name, uvm_events=False, entries=False):
     else:
         with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
             shutil.copyfileobj(fi, fo)
+
+
+def summary_params(keep):
+    """sim_events.summary's driver parameters (batch size, update-PUT ratio) from a kept run's meta.json."""
+    m = Path(keep) / "meta.json"
+    drv = sim.driver_params(json.loads(m.read_text()).get("uvm") or {}) if m.exists() else {}
+    return {"batch_size": drv.get("batch", 256), "update_put_ratio": drv.get("update_put_ratio", 50)}
 
 
 def counted(keep, name) -> dict:
@@ -223,7 +230,7 @@ def events_of(keep, name, lines):
     f = Path(keep) / f"{name}.events.json"
     if f.exists():
         return json.loads(f.read_text())
-    return sim_events.summary(lines, PAGE)
+    return sim_events.summary(lines, PAGE, **summary_params(keep))
 
 
 def first_batch_pages(lines):
@@ -278,8 +285,10 @@ def main():
     ap.add_argument("--keep", help="folder for the raw traces and records (default: a temporary one)")
     ap.add_argument("--from-keep", help="compare again from the traces a GPU run kept there; runs nothing")
     ap.add_argument("--held-out", help="with --from-keep: a kept run of --set extra, compared in its own table")
-    ap.add_argument("--repeat", help="with --from-keep: a kept repeat of the main set (its driver counts: the "
-                    "run-to-run spread)")
+    ap.add_argument("--repeat", action="append", default=[], metavar="DIR",
+                    help="with --from-keep: a second run of a set compared in the document (its NAME.counts.json and, "
+                    "with events, NAME.events.json): the driver's run-to-run spread and the model against both runs "
+                    "(repeatable)")
     ap.add_argument("--utlb-faults", type=int, default=UTLB_FAULTS, choices=range(1, 9), metavar="N",
                     help=f"faulted pages a uTLB reports before it stalls (default {UTLB_FAULTS}, see UTLB_FAULTS)")
     ap.add_argument("--set", choices=tuple(SETS), default="main",
@@ -363,12 +372,18 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for k, name in keeps:
             tables.append((name, metas[k], compare(metas[k], counts[k], device, tmp)))
-    repeat = None
-    if a.repeat:
-        rm = json.loads((Path(a.repeat) / "meta.json").read_text())
-        repeat = {n: counted(a.repeat, f"case{n}").get("driver") for n in range(len(CASES))
-                  if (Path(a.repeat) / f"case{n}.jsonl.gz").exists()}
-        repeat = {"meta": rm, "driver": repeat}
+    repeat = {}  # set name -> (meta, {case: {"driver": counters, "events": summary or None}})
+    for d in a.repeat:
+        rm = json.loads((Path(d) / "meta.json").read_text())
+        cs, prefix = SETS[rm.get("set", "main")]
+        got = {}
+        for n in range(len(cs)):
+            f = Path(d) / f"{prefix}{n}.counts.json"
+            if f.exists():
+                ev = Path(d) / f"{prefix}{n}.events.json"
+                got[n] = {"driver": json.loads(f.read_text()).get("driver"),
+                          "events": json.loads(ev.read_text()) if ev.exists() else None}
+        repeat[rm.get("set", "main")] = (rm, got)
     noev = {}
     for d in a.no_events:
         m = json.loads((Path(d) / "meta.json").read_text())
@@ -377,7 +392,11 @@ def main():
             f = Path(d) / f"{prefix}{n}.counts.json"
             if f.exists():
                 noev[(m.get("set", "main"), n)] = (json.loads(f.read_text()).get("driver") or {}).get("gpu_faults")
-    write_doc(a, tables, device, repeat, t0, noev, variants)
+    sens = None
+    if a.calib:
+        with tempfile.TemporaryDirectory() as tmp:
+            sens = threshold_sensitivity(meta, counts[keep], device, tmp)
+    write_doc(a, tables, device, repeat, t0, noev, variants, sens)
     return 0
 
 
@@ -464,6 +483,8 @@ def entry_figures(calib):
     out["interleave"] = "on"
     out["block_order"] = "shuffled"
     out["page_order"] = "chunks"
+    # a uTLB whose faulted pages are all mapped goes on before the batch's replay, as each VA block's service ends
+    out["release"] = "blocks"
     out["entry_figures_from"] = src
     return out
 
@@ -478,6 +499,7 @@ FEATURES = {
     "write-rate": ("write_ns",),
     "block-order": ("block_order",),
     "page-order": ("page_order",),
+    "block-release": ("release",),
 }
 
 
@@ -542,7 +564,8 @@ def compare(meta, counts, device, tmp, quiet=False):
                     tp["entry_instances"] = device[f"entry_instances_{op}"]
                 if device.get(f"utlb_fault_weights_{op}"):
                     tp["utlb_fault_weights"] = device[f"utlb_fault_weights_{op}"]
-                for k in ("replay_fetch_us", "cross_utlb_merge", "interleave", "write_ns", "block_order", "page_order"):
+                for k in ("replay_fetch_us", "cross_utlb_merge", "interleave", "write_ns", "block_order", "page_order",
+                          "release"):
                     if device.get(k) is not None:
                         tp[k] = device[k]
                 tp["batch_us"] = round(max(0.0, c["timing"]["gap_us"] - tp["fetch_us"]), 3)
@@ -551,7 +574,8 @@ def compare(meta, counts, device, tmp, quiet=False):
                 else:
                     log = Path(tmp) / "entries.log"
                     T = sim.run(dict(launch, unroll=case["unroll"], entry_log=log, **tp))
-                    model_ev = sim_events.summary(sim_events.model_lines(log, PAGE), PAGE, drv.get("batch", 256))
+                    model_ev = sim_events.summary(sim_events.model_lines(log, PAGE), PAGE, drv.get("batch", 256),
+                                                  drv.get("update_put_ratio", 50))
         rows.append({"label": case["label"], "case_index": n, "window": case["window"], "truth_htod": case["htod"] * size,
                      "truth_dtoh": case["dtoh"] * size, **c, "launch": lp, "timed_params": tp, "rate_from": src,
                      "sim_htod": (T or L or s)["h2d_bytes"], "sim_dtoh": (T or L or s)["d2h_bytes"],
@@ -559,7 +583,7 @@ def compare(meta, counts, device, tmp, quiet=False):
                      "sim_faults": L and L["faults"], "sim_entries": L and L["faults"] + L["dup_faults"],
                      "sim_batches": L and L["batches"], "sim_cpu_faults": (L or s)["cpu_faults"],
                      "model_events": model_ev,
-                     "timed": T and {k: T[k] for k in ("entries", "batches", "stale_entries", "flushed_entries",
+                     "timed": T and {k: T[k] for k in ("entries", "batches", "stale_entries", "flushed_entries", "update_put_batches",
                                                       "refaults", "timed_ms", "faults", "first_batch_pages")}})
         r = rows[-1]
         d = r["driver"] or {}
@@ -626,8 +650,8 @@ def events_table(rows, setname, noev):
            "entries per batch p50: driver / model | instances per uTLB per batch p50, p90: driver / model | "
            "pages per uTLB per batch p50: driver / model | uTLBs per batch p50: driver / model | stale entries: driver / model | "
            "instances written before the previous replay was done | access (instances) | service us p50: driver / model | "
-           "driver's count without events |",
-           "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+           "driver's count without events | batches flushed whole (duplicates over the update-PUT ratio): driver / model |",
+           "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
     for n, r in enumerate(rows):
         e, m = r.get("events"), r.get("model_events") or {}
         dv = (r["driver"] or {}).get("gpu_faults")
@@ -635,7 +659,7 @@ def events_table(rows, setname, noev):
         ne_s = f"{ne} ({pct(err(dv, ne))} with events)" if ne and dv else "n/a"
         if not e or not e.get("ok"):
             why = "not recorded" if not e else f"refused: {e.get('why')}"
-            out.append(f"| {r['label']} | {dv} | {why} | | | | | | | | | | | {ne_s} |")
+            out.append(f"| {r['label']} | {dv} | {why} | | | | | | | | | | | {ne_s} | |")
             continue
         chk = "==" if e.get("entries") == dv else f"{pct(err(e.get('entries', 0), dv)) if dv else 'n/a'}"
         if e.get("dropped_total"):
@@ -646,11 +670,120 @@ def events_table(rows, setname, noev):
             f"{q(e, 'per_batch.entries')} / {q(m, 'per_batch.entries')} | {pu(e, 'p50')}, {pu(e, 'p90')} / {pu(m, 'p50')}, {pu(m, 'p90')} | "
             f"{q(e, 'per_utlb_batch.pages_q')} / {q(m, 'per_utlb_batch.pages_q')} | {q(e, 'per_batch.utlbs')} / {q(m, 'per_batch.utlbs')} | "
             f"{e.get('stale_entries')} / {m.get('stale_entries', 'n/a')} | {e.get('instances_written_before_previous_replay')} | "
-            f"{e.get('access_instances')} | {q(e, 'service_us')} / {q(m, 'service_us')} | {ne_s} |")
+            f"{e.get('access_instances')} | {q(e, 'service_us')} / {q(m, 'service_us')} | {ne_s} | "
+            f"{flush_cell(e)} / {flush_cell(m)} |")
     return out
 
 
-def write_doc(a, tables, device, repeat, t0, noev=None, variants=None):
+# The instances per entry the sensitivity replays (weights for 1, 2, 3, 4 instances): every entry two; one or
+# three in ten single; the read kernels' mix on 132 blocks (the driver's events, main case 5, rounded); one in
+# ten with three or four instead of two.
+SENSITIVITY_INSTANCES = {"all 2": "0,1", "10% 1, 90% 2": "1,9", "30% 1, 70% 2": "3,7",
+                         "35% 1, 47% 2, 7% 3, 11% 4": "35,47,7,11", "90% 2, 5% 3, 5% 4": "0,18,1,1"}
+
+
+def threshold_sensitivity(meta, counts, device, tmp, case=5, ratios=(0, 50, 100)):
+    """The chosen model on one program of the main set (reads on 132 blocks), its read instances per entry
+    replaced by each of SENSITIVITY_INSTANCES, under the driver's update-PUT ratio and two others (0: every batch
+    with a duplicate flushed whole; 100: none). Returns {ratio: {label: entries}} and the driver's count."""
+    if case not in counts:
+        return None
+    out = {}
+    for ratio in ratios:
+        m = json.loads(json.dumps(meta))
+        params = ((m.setdefault("uvm", {})).setdefault("params", {}))
+        m["uvm"]["readable"] = True
+        params["uvm_perf_fault_replay_update_put_ratio"] = str(ratio)
+        row = {}
+        for label, w in SENSITIVITY_INSTANCES.items():
+            rows = compare(m, {case: counts[case]}, dict(device, entry_instances_read=w), tmp, quiet=True)
+            row[label] = (rows[0].get("timed") or {}).get("entries")
+        out[ratio] = row
+    return {"case": case, "driver": (counts[case].get("driver") or {}).get("gpu_faults"), "entries": out,
+            "ratio": sim.driver_params(meta.get("uvm") or {}).get("update_put_ratio", 50)}
+
+
+def sensitivity_section(sens, check=None):
+    """The table of threshold_sensitivity(); check: (batches the rule flushes whole, of them followed by a batch
+    holding older entries, runs, batches it keeps, of them followed by older entries) over every events summary
+    that has the flush figures."""
+    label = CASES[sens["case"]]["label"]
+    rule = (f"The driver flushes a batch whole when its duplicate instances exceed {sens['ratio']}% of its instances "
+            "(uvm_perf_fault_replay_update_put_ratio), and only what it fetched otherwise, so that entries written "
+            "during a service stay for the next batch. An entry of two instances is one duplicate in two: 50%.")
+    if check and check[0]:
+        rule += (f" Read from the driver's events: of {check[0]} batches the rule flushes whole ({check[2]} runs), "
+                 f"{check[1]} were followed by a batch holding an entry written more than 3 us before their replay "
+                 f"(the others' next batches hold only the replay's own burst); of the {check[3]} it keeps, "
+                 f"{check[4]} were (a batch kept leaves older entries only where SMs wrote entries during its service).")
+    out = ["", "## The count at the driver's update-PUT threshold", "", rule, "",
+           f"The chosen model on '{label}' (driver: {sens['driver']} entries) with its read instances per entry "
+           "replaced, under the driver's ratio and two others:", "",
+           "| instances per entry | " + " | ".join(f"ratio {r}" + (" (the driver's)" if r == sens["ratio"] else "")
+                                          for r in sens["entries"]) + " |",
+           "| --- |" + " ---: |" * len(sens["entries"])]
+    for lab in SENSITIVITY_INSTANCES:
+        out.append(f"| {lab} | " + " | ".join(str(sens["entries"][r][lab]) for r in sens["entries"]) + " |")
+    rng = {r: (min(v.values()), max(v.values())) for r, v in sens["entries"].items() if all(v.values())}
+    out += ["", "Largest over smallest count across these mixes: " + "; ".join(
+        f"ratio {r}: {hi / lo:.2f}x" for r, (lo, hi) in rng.items()) + "."]
+    return out
+
+
+def repeat_section(tables, repeat):
+    """Each validated program's second run beside its first: the driver's count and its batches flushed whole,
+    and the model (one prediction per program) against both runs."""
+    out = ["", "## Run to run: every validated program a second time", "",
+           "The driver's count of the same program, run again on the same machine, and how many of its batches the "
+           "driver flushed whole (their duplicate instances over the update-PUT ratio, `flush` in the events "
+           "summary). The model makes one prediction per program.", "",
+           "| set | program | driver GPU faults: first run / second (change) | batches flushed whole: first / second / model | "
+           f"{sim.VERSION} entries | vs first | vs second |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    change, e1s, e2s, either = [], [], [], 0
+    for tname, tmeta, trows in tables:
+        if tname == "calibration" or tmeta.get("set", "main") not in repeat:
+            continue
+        rm, got = repeat[tmeta.get("set", "main")]
+        for r in trows:
+            g = got.get(r.get("case_index"))
+            d1 = (r["driver"] or {}).get("gpu_faults")
+            d2 = ((g or {}).get("driver") or {}).get("gpu_faults")
+            T = r.get("timed") or {}
+            if not g or not d1 or not d2 or not T.get("entries"):
+                continue
+            e1, e2 = err(T["entries"], d1), err(T["entries"], d2)
+            change.append(err(d2, d1))
+            e1s.append(e1)
+            e2s.append(e2)
+            either += abs(e1) <= 0.10 or abs(e2) <= 0.10
+            tb = T.get("batches")
+            mf = f"{T['update_put_batches']} of {tb}" if T.get("update_put_batches") is not None and tb else "n/a"
+            out.append(f"| {tname} | {r['label']} | {d1} / {d2} ({pct(change[-1])}) | {flush_cell(r.get('events'))} / "
+                       f"{flush_cell(g.get('events'))} / {mf} | {T['entries']} | {pct(e1)} | {pct(e2)} |")
+    if change:
+        ac = sorted(map(abs, change))
+        ok10 = lambda e: sum(1 for x in e if abs(x) <= 0.10)  # noqa: E731
+        whens = sorted({rm.get("when", "?") for rm, _ in repeat.values()})
+        out += ["", f"Second runs ({', '.join(whens)}): the driver's count moved by |change| median "
+                f"{ac[len(ac) // 2]:.1%}, 90th percentile {ac[int(0.9 * len(ac))]:.1%}, largest {ac[-1]:.1%} "
+                f"(more than 10% in {sum(1 for x in ac if x > 0.10)} of {len(ac)} programs). {sim.VERSION} within +-10%: "
+                f"of the first run in {ok10(e1s)}, of the second in {ok10(e2s)}, of at least one in {either} of "
+                f"{len(ac)}."]
+    return out
+
+
+def flush_cell(s):
+    """'UPDATE_PUT batches of all' from an events summary's `flush` (n/a where the summary predates it); for
+    the driver, where a batch after one flushed whole held older entries, how many (the rule's check: 0)."""
+    f = (s or {}).get("flush")
+    if not f:
+        return "n/a"
+    c = f" ({f['older_entries_after_update_put']} held older entries after)" if f.get("older_entries_after_update_put") else ""
+    return f"{f['update_put']} of {f['update_put'] + f['cached_put']}{c}"
+
+
+def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None):
     ok = lambda x: x == x and abs(x) <= 0.10  # noqa: E731
     name, meta, rows = tables[0]
     size = parse_size(meta["bytes"])
@@ -700,7 +833,8 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None):
                  "entries spread over the SMs, write-rate = the GPU writing the fault buffer one entry at a time "
                  "at the measured spacing, so that a fetch takes only those written by then, block-order = an "
                  "SM's resident blocks missing in any order, page-order = an SM missing every page of an "
-                 "unrolled step's first chunk before the next chunk's)." if variants else ""), ""]
+                 "unrolled step's first chunk before the next chunk's, block-release = a uTLB going on during a "
+                 "batch's service once the VA blocks of its faulted pages are mapped)." if variants else ""), ""]
     for tname, tmeta, trows in tables:
         if tname == "added":
             lines += ["", f"Added cases ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}; "
@@ -782,11 +916,15 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None):
                          f"{ok10(t['errors'])} of {len(t['errors'])} | {t['worst']:.1%} | "
                          f"{' '.join(pct(e) for e in t['errors'])} |")
     if repeat:
-        rep = repeat["driver"]
-        lines += ["", f"Run-to-run spread of the driver's count (the same eight programs again, {repeat['meta'].get('when', '?')}): "
-                  + "; ".join(f"case {n}: {(tables[0][2][n]['driver'] or {}).get('gpu_faults')} then "
-                              f"{(d or {}).get('gpu_faults')} ({pct(err((d or {}).get('gpu_faults', 0), (tables[0][2][n]['driver'] or {}).get('gpu_faults', 0)))})"
-                              for n, d in rep.items() if n < len(tables[0][2])) + "."]
+        lines += repeat_section(tables, repeat)
+    if sens:
+        evs = [r.get("events") for _, _, trows in tables for r in trows]
+        evs += [g.get("events") for _, got in (repeat or {}).values() for g in got.values()]
+        fl = [e["flush"] for e in evs if e and e.get("flush")]
+        lines += sensitivity_section(sens, (sum(f["update_put"] for f in fl),
+                                            sum(f["older_entries_after_update_put"] for f in fl), len(fl),
+                                            sum(f["cached_put"] for f in fl),
+                                            sum(f["older_entries_after_cached_put"] for f in fl)))
     lines += ["", "CUPTI host-to-device bytes by cause: " + "; ".join(
         f"case {n}: {r['cupti_by_cause']}" for n, r in enumerate(rows)) + "."]
     Path(a.out).write_text("\n".join(lines) + "\n")

@@ -105,3 +105,28 @@ def test_choose_variant_meets_the_target_most_often_then_misses_it_least(tmp_pat
     assert v["by_median"]["chosen"] == ["pages"]
     t = {tuple(x["features"]): x for x in v["table"]}
     assert t[("pages",)]["within"] == 3 and t[("pages",)]["worst"] == pytest.approx(0.64)
+
+
+def test_repeat_section_sets_each_program_beside_its_second_run():
+    # Two programs: the driver counted 100 and 200 first, 110 and 150 the second time; the model 105 and 160.
+    # Changes +10% and -25%; the model -4.5% / +5% and +6.7% / -20%: within +-10% of the first run once, of
+    # the second twice, of at least one twice.
+    ev = {"flush": {"update_put": 3, "cached_put": 1, "older_entries_after_update_put": 0}}
+    rows = [{"label": "p0", "case_index": 0, "driver": {"gpu_faults": 100}, "events": None,
+             "timed": {"entries": 105, "batches": 4, "update_put_batches": 2}},
+            {"label": "p1", "case_index": 1, "driver": {"gpu_faults": 200}, "events": ev,
+             "timed": {"entries": 160, "batches": 4, "update_put_batches": 4}}]
+    repeat = {"fresh": ({"when": "now"}, {0: {"driver": {"gpu_faults": 110}, "events": ev},
+                                          1: {"driver": {"gpu_faults": 150}, "events": None}})}
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    out = sv.repeat_section([("fresh", {"set": "fresh"}, rows), ("calibration", {"set": "calib"}, rows)], repeat)
+    table = [r for r in out if r.startswith("| fresh |")]
+    assert table[0] == "| fresh | p0 | 100 / 110 (+10.0%) | n/a / 3 of 4 / 2 of 4 | 105 | +5.0% | -4.5% |"
+    assert table[1] == "| fresh | p1 | 200 / 150 (-25.0%) | 3 of 4 / n/a / 4 of 4 | 160 | -20.0% | +6.7% |"
+    assert len(table) == 2  # the calibration programs are not repeated
+    assert ("more than 10% in 1 of 2 programs). umsim" in out[-1]
+            and "of the first run in 1, of the second in 2, of at least one in 2 of 2." in out[-1])
