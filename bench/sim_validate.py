@@ -396,6 +396,8 @@ def main():
     if a.calib:
         with tempfile.TemporaryDirectory() as tmp:
             sens = threshold_sensitivity(meta, counts[keep], device, tmp)
+            sens["own"] = own_figures([(metas[k], counts[k]) for k, name in keeps if name != "calibration"], device,
+                                      tmp)
     write_doc(a, tables, device, repeat, t0, noev, variants, sens)
     return 0
 
@@ -439,6 +441,16 @@ def family(case):
     return "truth" if case["prog"] == "um-truth" else case.get("op", "read")
 
 
+def weights(hists):
+    """umsim's weight list (1, 2, ..., 8 and more) of summed event histograms ({'1': n, ..., '>8': n})."""
+    tot = [0] * 8
+    for h in hists:
+        for k, n in (h or {}).items():
+            i = min(8, int(k.lstrip(">")) + (1 if k.startswith(">") else 0)) - 1
+            tot[i] += n
+    return ",".join(str(x) for x in tot) if sum(tot) else None
+
+
 def entry_figures(calib):
     """umsim's per-entry figures measured from the driver's fault events of the calibration programs
     (--set calib; none of them a validated case), per kernel family: the faulted pages a uTLB holds
@@ -447,13 +459,6 @@ def entry_figures(calib):
     replay to the next fetch (the 95th percentile of the GPU write times after the previous replay: the
     burst the replay causes); whether another uTLB's entry is merged (more than 5% of the entries whose
     pages several uTLBs fault). calib: [(case, counted)]. Returns the figures and where each came from."""
-    def weights(hists):
-        tot = [0] * 8
-        for h in hists:
-            for k, n in (h or {}).items():
-                i = min(8, int(k.lstrip(">")) + (1 if k.startswith(">") else 0)) - 1
-                tot[i] += n
-        return ",".join(str(x) for x in tot) if sum(tot) else None
     out, src = {}, {}
     evs = [(c, n["events"]) for c, n in calib if (n.get("events") or {}).get("ok") and n["events"].get("entries")]
     for fam in ("read", "write", "truth"):
@@ -703,6 +708,29 @@ def threshold_sensitivity(meta, counts, device, tmp, case=5, ratios=(0, 50, 100)
             "ratio": sim.driver_params(meta.get("uvm") or {}).get("update_put_ratio", 50)}
 
 
+def own_figures(runs, device, tmp):
+    """Not a prediction: the chosen model on each validated program with the pages a uTLB holds and the instances
+    per entry taken from that program's own fault events (the figures the calibration programs give every
+    program of a kernel family), with umsim's two release rules. runs: [(meta, counts)]. Returns {release:
+    [errors]}."""
+    out = {}
+    for release in ("replay", "blocks"):
+        errs = []
+        for meta, cnts in runs:
+            cases = SETS[meta.get("set", "main")][0]
+            for n, c in cnts.items():
+                e = c.get("events") or {}
+                if not e.get("instances_per_entry") or not e.get("per_utlb_batch"):
+                    continue
+                fam = family(cases[n])
+                dev = dict(device, release=release)
+                dev[f"entry_instances_{fam}"] = weights([e["instances_per_entry"]])
+                dev[f"utlb_fault_weights_{fam}"] = weights([e["per_utlb_batch"]["pages"]])
+                errs += errs_of(compare(meta, {n: c}, dev, tmp, quiet=True), "timed")
+        out[release] = errs
+    return out
+
+
 def sensitivity_section(sens, check=None):
     """The table of threshold_sensitivity(); check: (batches the rule flushes whole, of them followed by a batch
     holding older entries, runs, batches it keeps, of them followed by older entries) over every events summary
@@ -727,6 +755,16 @@ def sensitivity_section(sens, check=None):
     rng = {r: (min(v.values()), max(v.values())) for r, v in sens["entries"].items() if all(v.values())}
     out += ["", "Largest over smallest count across these mixes: " + "; ".join(
         f"ratio {r}: {hi / lo:.2f}x" for r, (lo, hi) in rng.items()) + "."]
+    own = sens.get("own") or {}
+    if own.get("replay"):
+        def fig(e):
+            a = sorted(map(abs, e))
+            return (f"within +-10% in {sum(1 for x in a if x <= 0.10)} of {len(a)} (|error| median "
+                    f"{a[len(a) // 2]:.1%}, 90th percentile {a[int(0.9 * len(a))]:.1%})")
+        out += ["", "Not a prediction: the chosen model on every validated program with its per-family figures (the "
+                "pages a uTLB holds, the instances per entry) replaced by that program's own, from the fault events "
+                f"of the very run it is compared with, is {fig(own['replay'])}; with block-release as well, "
+                f"{fig(own['blocks'])}."]
     return out
 
 

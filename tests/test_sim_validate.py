@@ -130,3 +130,23 @@ def test_repeat_section_sets_each_program_beside_its_second_run():
     assert len(table) == 2  # the calibration programs are not repeated
     assert ("more than 10% in 1 of 2 programs). umsim" in out[-1]
             and "of the first run in 1, of the second in 2, of at least one in 2 of 2." in out[-1])
+
+
+def test_own_figures_replays_each_program_with_its_own_event_figures(monkeypatch):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    seen = []
+
+    def fake(meta, counts, device, tmp, quiet=False):
+        (n, c), = counts.items()
+        seen.append((n, device["release"], device["entry_instances_read"], device["utlb_fault_weights_read"]))
+        return [{"timed": {"entries": 110}, "driver": {"gpu_faults": 100}}]
+    monkeypatch.setattr(sv, "compare", fake)
+    ev = {"instances_per_entry": {"1": 3, "2": 5, ">8": 1}, "per_utlb_batch": {"pages": {"1": 7, "2": 2}}}
+    counts = {0: {"events": ev}, 1: {"events": None}}  # case 1 has no events: left out
+    out = sv.own_figures([({"set": "main"}, counts)], {"entry_instances_read": "0,1"}, "/tmp")
+    assert out == {"replay": [pytest.approx(0.1)], "blocks": [pytest.approx(0.1)]}
+    assert seen == [(0, "replay", "3,5,0,0,0,0,0,1", "7,2,0,0,0,0,0,0"), (0, "blocks", "3,5,0,0,0,0,0,1", "7,2,0,0,0,0,0,0")]
