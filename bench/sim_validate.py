@@ -396,8 +396,9 @@ def main():
     if a.calib:
         with tempfile.TemporaryDirectory() as tmp:
             sens = threshold_sensitivity(meta, counts[keep], device, tmp)
-            sens["own"] = own_figures([(metas[k], counts[k]) for k, name in keeps if name != "calibration"], device,
-                                      tmp)
+            if sens:
+                sens["own"] = own_figures([(metas[k], counts[k]) for k, name in keeps if name != "calibration"],
+                                          device, tmp)
     write_doc(a, tables, device, repeat, t0, noev, variants, sens)
     return 0
 
