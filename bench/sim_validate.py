@@ -168,7 +168,7 @@ def store_trace(tf, keep, name, uvm_events=False, entries=False):
         {"driver": {k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
          if drv else None, "uvm_events": uvm_events}))
     if uvm_events:
-        ev = sim_events.summary(lines, PAGE, **summary_params(keep))
+        ev = sim_events.summary(lines, PAGE, **summary_params(kept_meta(keep)))
         if ev is not None and drv:
             ev["driver_gpu_faults"] = sum(e.get("gpu_faults", 0) for e in drv)
             ev["counter_check"] = sim_events.check_counter(ev, ev["driver_gpu_faults"])[1]
@@ -184,11 +184,32 @@ def store_trace(tf, keep, name, uvm_events=False, entries=False):
             shutil.copyfileobj(fi, fo)
 
 
-def summary_params(keep):
-    """sim_events.summary's driver parameters (batch size, update-PUT ratio) from a kept run's meta.json."""
+def kept_meta(keep):
+    """A kept run's meta.json ({} where there is none)."""
     m = Path(keep) / "meta.json"
-    drv = sim.driver_params(json.loads(m.read_text()).get("uvm") or {}) if m.exists() else {}
+    return json.loads(m.read_text()) if m.exists() else {}
+
+
+def summary_params(meta):
+    """sim_events.summary's driver parameters (batch size, update-PUT ratio) from a run's meta (the driver's
+    module parameters it recorded), the driver's defaults where it recorded none."""
+    drv = sim.driver_params(meta.get("uvm") or {})
     return {"batch_size": drv.get("batch", 256), "update_put_ratio": drv.get("update_put_ratio", 50)}
+
+
+def second_run(d):
+    """A kept run read from its small files alone (NAME.counts.json, NAME.events.json where recorded): its meta
+    and {case: {"driver": counters, "events": summary or None}}."""
+    meta = json.loads((Path(d) / "meta.json").read_text())
+    cs, prefix = SETS[meta.get("set", "main")]
+    got = {}
+    for n in range(len(cs)):
+        f = Path(d) / f"{prefix}{n}.counts.json"
+        if f.exists():
+            ev = Path(d) / f"{prefix}{n}.events.json"
+            got[n] = {"driver": json.loads(f.read_text()).get("driver"),
+                      "events": json.loads(ev.read_text()) if ev.exists() else None}
+    return meta, got
 
 
 def counted(keep, name) -> dict:
@@ -230,7 +251,7 @@ def events_of(keep, name, lines):
     f = Path(keep) / f"{name}.events.json"
     if f.exists():
         return json.loads(f.read_text())
-    return sim_events.summary(lines, PAGE, **summary_params(keep))
+    return sim_events.summary(lines, PAGE, **summary_params(kept_meta(keep)))
 
 
 def first_batch_pages(lines):
@@ -374,24 +395,13 @@ def main():
             tables.append((name, metas[k], compare(metas[k], counts[k], device, tmp)))
     repeat = {}  # set name -> (meta, {case: {"driver": counters, "events": summary or None}})
     for d in a.repeat:
-        rm = json.loads((Path(d) / "meta.json").read_text())
-        cs, prefix = SETS[rm.get("set", "main")]
-        got = {}
-        for n in range(len(cs)):
-            f = Path(d) / f"{prefix}{n}.counts.json"
-            if f.exists():
-                ev = Path(d) / f"{prefix}{n}.events.json"
-                got[n] = {"driver": json.loads(f.read_text()).get("driver"),
-                          "events": json.loads(ev.read_text()) if ev.exists() else None}
+        rm, got = second_run(d)
         repeat[rm.get("set", "main")] = (rm, got)
     noev = {}
     for d in a.no_events:
-        m = json.loads((Path(d) / "meta.json").read_text())
-        cs, prefix = SETS[m.get("set", "main")]
-        for n in range(len(cs)):
-            f = Path(d) / f"{prefix}{n}.counts.json"
-            if f.exists():
-                noev[(m.get("set", "main"), n)] = (json.loads(f.read_text()).get("driver") or {}).get("gpu_faults")
+        m, got = second_run(d)
+        for n, g in got.items():
+            noev[(m.get("set", "main"), n)] = (g["driver"] or {}).get("gpu_faults")
     sens = None
     if a.calib:
         with tempfile.TemporaryDirectory() as tmp:
@@ -580,8 +590,7 @@ def compare(meta, counts, device, tmp, quiet=False):
                 else:
                     log = Path(tmp) / "entries.log"
                     T = sim.run(dict(launch, unroll=case["unroll"], entry_log=log, **tp))
-                    model_ev = sim_events.summary(sim_events.model_lines(log, PAGE), PAGE, drv.get("batch", 256),
-                                                  drv.get("update_put_ratio", 50))
+                    model_ev = sim_events.summary(sim_events.model_lines(log, PAGE), PAGE, **summary_params(meta))
         rows.append({"label": case["label"], "case_index": n, "window": case["window"], "truth_htod": case["htod"] * size,
                      "truth_dtoh": case["dtoh"] * size, **c, "launch": lp, "timed_params": tp, "rate_from": src,
                      "sim_htod": (T or L or s)["h2d_bytes"], "sim_dtoh": (T or L or s)["d2h_bytes"],
@@ -706,7 +715,7 @@ def threshold_sensitivity(meta, counts, device, tmp, case=5, ratios=(0, 50, 100)
             row[label] = (rows[0].get("timed") or {}).get("entries")
         out[ratio] = row
     return {"case": case, "driver": (counts[case].get("driver") or {}).get("gpu_faults"), "entries": out,
-            "ratio": sim.driver_params(meta.get("uvm") or {}).get("update_put_ratio", 50)}
+            "ratio": summary_params(meta)["update_put_ratio"]}
 
 
 def own_figures(runs, device, tmp):

@@ -196,6 +196,7 @@ def summary(lines, page_bytes=PAGE, batch_size=256, update_put_ratio=50) -> dict
                 spacing.append((w[-1] - w[0]) / (len(w) - 1))
         prev_rep = rep.get(k)
     out["written_after_previous_replay_us"] = quantiles(after, (0.0, 0.5, 0.9, 0.95, 1.0))
+    out["burst_write_ns"] = quantiles(spacing, (0.1, 0.5, 0.9))
     # How the driver flushed each batch (uvm_gpu_replayable_faults.c, replay policy BATCH_FLUSH): when the
     # batch's duplicate instances (each entry's instances but one, and all of an entry whose page an earlier
     # entry of the batch has) exceed update_put_ratio % of its instances, it reads the buffer's PUT again and
@@ -204,11 +205,10 @@ def summary(lines, page_bytes=PAGE, batch_size=256, update_put_ratio=50) -> dict
     # UPDATE_PUT one holds an instance written (GPU time) more than 3 us before that batch's replay was recorded
     # (the replay's own burst lands up to about 1 us before its recorded time).
     shares, upd, after_upd, after_cached = [], 0, 0, 0
-    for i, k in enumerate(order):
-        inst = [f for _, grp in by_batch[k] for f in grp]
-        dup = len(inst) - len({f["a"] // page_bytes for f in inst})
-        shares.append(100.0 * dup / len(inst))
-        u = dup * 100 > len(inst) * update_put_ratio
+    for i, (k, n, npg) in enumerate(zip(order, raw_pb, pages_pb)):  # a batch's instances and distinct pages
+        dup = n - npg
+        shares.append(100.0 * dup / n)
+        u = dup * 100 > n * update_put_ratio
         upd += u
         r = rep.get(k)
         if i + 1 < len(order) and r and "tg" in r:
@@ -220,7 +220,6 @@ def summary(lines, page_bytes=PAGE, batch_size=256, update_put_ratio=50) -> dict
     out["flush"] = {"update_put_ratio": update_put_ratio, "update_put": upd, "cached_put": len(order) - upd,
                     "duplicate_pct": quantiles(shares, (0.1, 0.5, 0.9)),
                     "older_entries_after_update_put": after_upd, "older_entries_after_cached_put": after_cached}
-    out["burst_write_ns"] = quantiles(spacing, (0.1, 0.5, 0.9))
     # GPU write to CPU notification: the clocks differ by an unknown offset `off` (CPU = GPU + off); every
     # fault is notified after it was written (off <= t - tg) and every replay is done after it was queued
     # (off >= t_r - tg_r). Latencies are given against the upper bound (each a lower bound; the smallest 0)
