@@ -1,5 +1,5 @@
 """umsim's timed-replay inputs read from a trace (hand-made records, every figure worked out by hand), and the validation
-against the kept H100 traces (docs/simulator-validation-traces): bytes exact, and the timed replay's first
+against the kept H100 traces (data/sim-traces): bytes exact, and the timed replay's first
 batch equal to the one the driver migrated (the measurement the uTLB's two faulted pages rest on)."""
 import sys
 from pathlib import Path
@@ -9,7 +9,7 @@ import pytest
 from umscope.model import simulate as sim
 
 ROOT = Path(__file__).resolve().parent.parent
-KEPT = ROOT / "docs" / "simulator-validation-traces"
+KEPT = ROOT / "data" / "sim-traces"
 
 
 def htod(s, e, v):
