@@ -64,7 +64,7 @@ UNITS = {"rss": ("memory", "bytes"), "mem": ("memory", "bytes"), "mem_device": (
          "util": ("utilisation", "%"), "power": ("power", "W"), "host_energy": ("energy_counter", "J")}
 
 
-def _records(cmd, s, wall, rc, status, energy, notes):
+def _records(cmd, s, wall, rc, status, energy, notes, stderr_tail=""):
     recs = []
     for name, pts in s.series.items():
         if not pts:
@@ -93,7 +93,7 @@ def _records(cmd, s, wall, rc, status, energy, notes):
                  "command": " ".join(cmd), "exit_status": status,
                  "signal": signal.Signals(-rc).name if rc < 0 else None, "samples_taken": s.samples,
                  "period_s": s.period, "sampler_cpu_s": round(s.cpu_s, 4), "sampler_overhead": round(overhead, 5),
-                 "notes": notes})
+                 "notes": notes, "stderr_tail": stderr_tail})
     return recs
 
 
