@@ -54,6 +54,7 @@ def trace_records(tr: dict) -> list:
                  "records_lost": tr.get("records_lost"), "driver_counters": tr.get("driver_counters", {}),
                  "driver_events": tr.get("driver_events", {}),
                  "migrations_source": tr.get("migrations_source", "CUPTI records"),
+                 "tracks": tr.get("tracks"),
                  "processes": tr.get("processes", 1),
                  "record_shortfall": record_shortfall(tr), "cupti_errors": [e.get("what", "") + ": " + e.get("cupti", "")
                                                             for e in tr["errors"]]})
