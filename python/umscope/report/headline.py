@@ -197,11 +197,14 @@ def winner_line(cls, app, recs, best, other) -> str:
     phases = deciding_phases(w, o)
     if phases:
         line += f". {e(other)} loses on " + " and ".join(f"{n} {lv:.3g} ms vs {wv:.3g}" for n, lv, wv in phases)
-    line += f"; {periter}"
-    bufs = [(m, host_buffers(m)) for m in (best, other)]
-    if any(b for _, b in bufs):
-        line += ". Buffers: " + "; ".join(f"{e(m)}: {e(b)}" for m, b in bufs if b)
-    return line + "."
+    return line + f"; {periter}."
+
+
+def buffers_note(wins) -> str:
+    """Once, under the list: what each mode named above puts its buffers in (the host buffers' kind)."""
+    modes = list(OrderedDict.fromkeys(m for w in wins for m in (w[3], w[4])))
+    parts = [f"<b>{e(m)}</b>: {e(host_buffers(m))}" for m in modes if host_buffers(m)]
+    return "<p class=note>Buffers — " + "; ".join(parts) + ".</p>" if parts else ""
 
 
 def section(records, findings_html="") -> str:
@@ -216,7 +219,7 @@ def section(records, findings_html="") -> str:
     if wins:
         li = [f"<li>{winner_line(*w)}</li>" for w in wins]
         parts.append("<p>Which memory mode wins, per application (whole run without the CPU's initialisation), and "
-                     "the phase that decides it:</p><ul class=answer>" + "".join(li) + "</ul>")
+                     "the phase that decides it:</p><ul class=answer>" + "".join(li) + "</ul>" + buffers_note(wins))
     if findings_html:
         parts.append(findings_html)
     parts.append(f"<p class=note>Each line quotes one record of this run; {e(REPRESENTATIVE_RULE)}. "

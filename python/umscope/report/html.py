@@ -86,7 +86,7 @@ def render(run, cases, records, others=None) -> str:
     body += [s.render(page) for s in sections if s.order >= registry.FAMILIES_AT]
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{e(title)}"
              f"</title><style>{_CSS}</style></head><body>",
-             f"<h1>{e(run['kind'])} run {e(run['id'])} on <span class=host>{e(host)}</span> — "
+             f"<h1>umscope {e(run['kind'])}, run {e(run['id'])}, on <span class=host>{e(host)}</span> — "
              f"<span class=gpu>{e(gpu)}</span></h1>",
              f"<p class=note>Started {e(started)}, stored status <b>{e(run['status'])}</b>. Command: "
              f"<code>{e(run['command'])}</code>" + (f" · label {e(run['label'])}" if run.get("label") else "")

@@ -280,3 +280,47 @@ def heatmap(rows, cols, values, title: str, unit: str, cell_w=110, cell_h=26, co
                        f'fill="{ink}">{_fmt(v)}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def timeline(lanes, t_lo, t_hi, title, width=860, left=170, lane_h=30) -> str:
+    """Lanes over one time axis [t_lo, t_hi] (seconds). lanes: [(label, kind, items, note)] where kind is 'spans'
+    (items: (start, end, text)) or 'bars' (items: (start, end, value, colour[, base]): stacked on base; height is relative
+    to the lane's largest stack, which the note states). Drawn size depends on the items given, never on the trace's length."""
+    right, top = 20, 28
+    pw = width - left - right
+    height = top + lane_h * len(lanes) + 30
+    span = (t_hi - t_lo) or 1.0
+
+    def X(t):
+        return left + pw * (max(t_lo, min(t_hi, t)) - t_lo) / span
+
+    out = [f'<svg class="chart timeline" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'role="img" aria-label="{escape(title)}">',
+           f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>']
+    for v in _nice_ticks(t_lo, t_hi, False):
+        if t_lo <= v <= t_hi:
+            out.append(f'<line x1="{X(v):.1f}" y1="{top}" x2="{X(v):.1f}" y2="{height - 26}" stroke="#eee"/>'
+                       f'<text class="tick" x="{X(v):.1f}" y="{height - 12}" font-size="10" text-anchor="middle">'
+                       f'{v:.6g}</text>')
+    for i, (label, kind, items, note) in enumerate(lanes):
+        y = top + lane_h * i
+        out.append(f'<text x="{left - 6}" y="{y + lane_h / 2}" font-size="11" text-anchor="end">{escape(label)}'
+                   f'</text><text x="{left - 6}" y="{y + lane_h / 2 + 11}" font-size="9" fill="#666" '
+                   f'text-anchor="end">{escape(note)}</text>'
+                   f'<line x1="{left}" y1="{y + lane_h - 2}" x2="{left + pw}" y2="{y + lane_h - 2}" stroke="#ccc"/>')
+        if kind == "spans":
+            for a, b, text in items:
+                w = max(0.8, X(b) - X(a))
+                out.append(f'<rect x="{X(a):.1f}" y="{y + 4}" width="{w:.1f}" height="{lane_h - 9}" fill="#9467bd" '
+                           f'fill-opacity="0.7"><title>{escape(text)}</title></rect>')
+        else:
+            top_v = max((it[2] + (it[4] if len(it) > 4 else 0) for it in items), default=0) or 1
+            for it in items:
+                a, b, v, colour = it[:4]
+                base = (lane_h - 6) * (it[4] if len(it) > 4 else 0) / top_v
+                h = (lane_h - 6) * v / top_v
+                out.append(f'<rect x="{X(a):.1f}" y="{y + lane_h - 2 - base - h:.1f}" '
+                           f'width="{max(0.8, X(b) - X(a)):.1f}" height="{h:.1f}" fill="{colour}"/>')
+    out.append(f'<text x="{left + pw / 2}" y="{height - 1}" font-size="11" text-anchor="middle">seconds since the '
+               f'program started</text></svg>')
+    return "".join(out)
