@@ -38,7 +38,7 @@ def test_interrupted_run_names_the_signal_the_case_and_every_case_not_run(tmp_pa
     assert "every case ran" not in html and "every one of the" not in html
     skipped = html.split("<h2 id=skipped>")[1]
     assert plan[1].case_id in skipped and "not run" in skipped
-    assert "<title>umscope bench mpi · nodeA · NVIDIA H100 80GB HBM3 · run 1</title>" in html
+    assert "<title>umscope bench mpi (interrupted) · nodeA · NVIDIA H100 80GB HBM3 · run 1</title>" in html
 
 
 def test_selftest_ended_before_any_case_says_so(tmp_path):

@@ -79,7 +79,9 @@ def render(run, cases, records, others=None) -> str:
     page = registry.Page(run, cases, ok, run.get("fingerprint"), tuple(records))
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started"])) if run.get("started") else "?"
     host, gpu = machine_line(run, run.get("fingerprint"))
-    title = f"umscope {run['kind']} · {host} · {gpu} · run {run['id']}"
+    from umscope.report.status import verdict
+    word = verdict(run, cases, records)[0]
+    title = f"umscope {run['kind']}{'' if word == 'complete' else ' (' + word + ')'} · {host} · {gpu} · run {run['id']}"
     sections = registry.page_sections()
     body = [s.render(page) for s in sections if s.order < registry.FAMILIES_AT]
     body += _families(page)

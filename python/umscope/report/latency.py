@@ -40,7 +40,7 @@ def charts(recs, fp) -> str:
                 series.setdefault(kind_label(r), []).append((r["bytes"], r["median"], r["min"], r["max"]))
         who = "GPU (one thread)" if proc.startswith("gpu") else "CPU (one thread)"
         out.append(line_chart(list(series.items()), f"{who}: load-to-use latency against footprint, {proc}",
-                              "footprint (random cycle, 128-byte slots)", "ns per load", y_log=True,
+                              "footprint (random cycle, 128-byte slots)", "ns per load", y_log=True, unit="ns",
                               x_fmt=size_tick, marks=cache_marks(fp, proc), height=380))
     if timers:
         t = timers[0]

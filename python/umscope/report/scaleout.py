@@ -90,7 +90,7 @@ def mpi_section(recs) -> str:
         for r in rs:
             series.setdefault(_pair(r), []).append(_point(r))
         out.append(line_chart(list(series.items()), f"MPI {title} per kind pair", "message size", ylab,
-                              x_fmt=size_tick, y_log=op == "latency"))
+                              x_fmt=size_tick, y_log=op == "latency", unit=rs[0]["unit"]))
     mbw = [r for r in recs if r["op"] == "mbw"]
     if mbw:
         series = OrderedDict()
