@@ -203,7 +203,7 @@ def _unit_chart(bench, recs) -> str:
     unit = recs[0]["unit"]
     values = [r["median"] for r in recs if r["median"] and r["median"] > 0]
     log = bool(values) and max(values) / min(values) > 1000  # several decades: a log axis, with its ticks
-    return hbar_chart(list(groups.items()), unit, f"{bench}: {recs[0]['metric']} ({unit}), bars median, "
+    return hbar_chart(list(groups.items()), unit, f"{bench}: {recs[0]['metric']} ({unit or 'count'}), bars median, "
                                                   f"whiskers min–max", log=log)
 
 

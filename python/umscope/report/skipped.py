@@ -17,5 +17,7 @@ def section(page) -> str:
     if planned_ids(page.run):
         empty = f"<p>None: every one of the {len(planned_ids(page.run))} planned cases ran.</p>"
     else:
-        empty = f"<p>None of the {len(page.cases)} stored case(s) was skipped or failed (this run kind keeps no plan).</p>"
+        why = ("this run kind has one case, the program" if page.run.get("kind") in ("profile", "place")
+               else "no plan was stored with this run, so cases that never started cannot be listed")
+        empty = f"<p>None of the {len(page.cases)} stored case(s) was skipped or failed ({why}).</p>"
     return f"<h2 id=skipped>{TITLE}</h2>\n" + html_table(["case", "status", "reason"], rows, empty=empty)
