@@ -50,6 +50,8 @@ def test_winner_line_names_the_deciding_phases_and_equal_iterations():
     assert "<b>managed</b> wins, 20.7 ms whole run against explicit 141.2 ms (6.82×)" in line
     assert "explicit loses on copy-back 85.6 ms vs 6 and free 44.4 ms vs 3.5" in line
     assert "per-iteration times equal: 0.094 ms managed, 0.094 ms explicit" in line
+    man.update(median=7.46, min=0.5, max=400.0)  # a wide range (first iteration migrates) is not equality
+    assert "per-iteration times differ: 7.46 ms managed, 0.094 ms explicit" in headline.winner_line(*w)
 
 
 def test_facts_quote_the_record_and_its_bound_source():

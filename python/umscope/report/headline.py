@@ -157,8 +157,9 @@ def app_winners(records) -> list:
 
 
 def _same(a, b) -> bool:
-    """Whether two per-iteration medians are equal within their measured spread (their min–max overlap)."""
-    return not (a["max"] < b["min"] or b["max"] < a["min"])
+    """Whether two per-iteration medians are equal: within 5% of the larger. (Their min–max ranges are no test:
+    a managed run's first iteration, which migrates, stretches its range over the other's.)"""
+    return abs(a["median"] - b["median"]) <= 0.05 * max(a["median"], b["median"])
 
 
 def deciding_phases(win, lose) -> list:
