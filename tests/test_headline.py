@@ -31,9 +31,27 @@ def test_application_winner_uses_the_whole_run_not_the_iteration_median():
               total_excl_init_ms=400.0)
     man = rec("hotspot", "app", "managed", 256 << 20, 0.728, unit="ms", app="hotspot", mode="managed",
               total_excl_init_ms=520.0)
-    (cls, app, best, t0, second, margin, vs_exp), = headline.app_winners([man, exp])
-    assert (cls, app, best, second) == ("stencil", "hotspot", "explicit", "managed")
-    assert t0 == 400.0 and abs(margin - 1.3) < 1e-12 and vs_exp == 1.0
+    (cls, app, recs, best, other), = headline.app_winners([man, exp])
+    assert (cls, app, best, other) == ("stencil", "hotspot", "explicit", "managed")
+    assert headline.app_time_ms(recs[best]) == 400.0
+
+
+def test_winner_line_names_the_deciding_phases_and_equal_iterations():
+    # The example: equal per-iteration times, explicit loses on its copy back and free.
+    common = dict(unit="ms", app="triad", context_ms=0.01, alloc_ms=0.3, transfer_ms=9.0, compute_ms=1.9)
+    exp = rec("triad", "app", "device", 256 << 20, 0.094, mode="explicit", back_ms=85.6, free_ms=44.4,
+              total_excl_init_ms=141.2, **common)
+    man = rec("triad", "app", "managed", 256 << 20, 0.094, mode="managed", back_ms=6.0, free_ms=3.5,
+              total_excl_init_ms=20.7, **common)
+    for r in (exp, man):
+        r["min"], r["max"] = 0.093, 0.095
+    w = headline.app_winners([exp, man])[0]
+    line = headline.winner_line(*w)
+    assert "<b>managed</b> wins, 20.7 ms whole run against explicit 141.2 ms (6.82×)" in line
+    assert "explicit loses on copy-back 85.6 ms vs 6 and free 44.4 ms vs 3.5" in line
+    assert "per-iteration times equal: 0.094 ms managed, 0.094 ms explicit" in line
+    man.update(median=7.46, min=0.5, max=400.0)  # a wide range (first iteration migrates) is not equality
+    assert "per-iteration times differ: 7.46 ms managed, 0.094 ms explicit" in headline.winner_line(*w)
 
 
 def test_facts_quote_the_record_and_its_bound_source():
@@ -41,7 +59,9 @@ def test_facts_quote_the_record_and_its_bound_source():
             bound_source="datasheet: H100 SXM5 HBM3 3.35 TB/s")
     (what, text), = headline.facts([r])
     assert what.startswith("GPU memory, triad by SMs (1")
-    assert text == "3000 GB/s = 90% of 3352 GB/s (datasheet: H100 SXM5 HBM3 3.35 TB/s)"
+    assert text == "3000 GB/s = 90% of the datapath bound 3352 GB/s (datasheet: H100 SXM5 HBM3 3.35 TB/s)"
+    (_, text), = headline.facts([rec("gpu-stream", "triad", "device", 1 << 30, 3000.0)])
+    assert text == "3000 GB/s (no bound known: the bounds model has none for this path)"
 
 
 def test_missing_records_leave_their_line_out():

@@ -43,7 +43,7 @@ def test_modelled_section_is_apart_and_labelled(tmp_path):
     assert "<td>explicit</td>" not in sec
     # The modelled frame comes after every measured section and before the list of skipped cases.
     assert html.index("id=modelled") > html.index('id="applications"')
-    assert html.index("id=modelled") < html.index("Skipped and failed cases")
+    assert html.index("id=modelled") < html.index("<h2 id=skipped>")
 
 
 def test_modelled_section_says_when_no_figures(tmp_path):

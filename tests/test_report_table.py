@@ -77,11 +77,16 @@ def test_records_table_bound_cells_and_flagged_spread():
     rec = {"op": "read", "processor": "gpu0", "kind": "device", "policy": "", "bytes": 1 << 30, "threads": None,
            "median": 1900.0, "min": 1800.0, "max": 2000.0, "unit": "GB/s", "n": 5, "spread": 0.2,
            "extra": {"bound": 2000.0, "efficiency": 0.95, "datapath": "HBM<3>", "bound_source": "spec"}}
-    t = _Tree(records_table([rec, dict(rec, spread=0.01, extra={"bound_note": "no bound: <why>"})]))
+    # The flag's threshold follows the family's noise: three times its median spread (here 1.2%), at least 5%.
+    quiet = dict(rec, spread=0.012)
+    t = _Tree(records_table([rec, dict(rec, spread=0.01, extra={"bound_note": "no bound: <why>"}), quiet]))
+    assert "above 5.0%: three times this family&#x27;s median spread (1.2%)" in records_table([rec, quiet, quiet])
+    noisy = [dict(rec, spread=s) for s in (0.2, 0.25, 0.3)]  # a noisy family: 20% is its usual, not flagged
+    assert "⚠" not in records_table(noisy).split("<p")[0]
     heads = [c[2] for c in t.cells if c[0] == "th"]
     assert heads[:3] == ["op", "processor", "kind [policy]"] and heads[-3:] == ["bound", "of bound", "limit"]
     body = [c for c in t.cells if c[0] == "td"]
-    first, second = body[:14], body[14:]
+    first, second = body[:14], body[14:28]
     assert first[10] == ["td", {"class": "num flag"}, "20.0% ⚠"]
     assert first[11:] == [["td", {"class": "num"}, "2000"], ["td", {"class": "num"}, "95%"],
                           ["td", {}, "HBM<3> (spec)"]]

@@ -3,6 +3,7 @@ umscope by more than a second, no completed case loses a record, and `umscope ru
 the run. CI runs UMSCOPE_SIGNAL_TRIALS (default 5) trials per signal (about 30-70 s on 2 cores); the issue's
 20 per signal: `UMSCOPE_SIGNAL_TRIALS=20 python -m pytest tests/test_signals.py` (about 3 minutes)."""
 
+import json
 import os
 import random
 import signal
@@ -111,6 +112,10 @@ def test_signal_leaves_no_orphan_and_no_lost_record(sig, tmp_path):
         if proc.returncode == EXPECTED_RC[sig] and sig != signal.SIGKILL:
             assert status == "interrupted", status
             assert f"umscope run --resume {run_id}" in err, err
+            db = sqlite3.connect(store)
+            opts = json.loads(db.execute("SELECT options FROM runs WHERE id=?", (run_id,)).fetchone()[0])
+            db.close()
+            assert opts["interrupted"]["signal"] == signal.Signals(sig).name  # what the report's banner says
         if status == "complete":
             assert done == planned
             continue

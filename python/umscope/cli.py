@@ -126,7 +126,10 @@ def build_parser():
     s.add_argument("--run", help="run id (default: every run)")
     s.add_argument("--format", choices=export_formats.FORMATS, default="jsonl",
                    help="jsonl, csv (with the columns that tell records apart), nvbandwidth (nvbandwidth -j's "
-                        "JSON, one run), openmetrics (node_exporter textfile), caliper (json-split for Hatchet/Thicket)")
+                        "JSON, one run), openmetrics (node_exporter textfile), caliper (json-split for Hatchet/Thicket), "
+                        "perfetto (Chrome Trace Event JSON of one profile run, for ui.perfetto.dev)")
+    s.add_argument("--benchmark", action="append", metavar="FAMILY",
+                   help="only this family's records (repeatable; 'applications': every application record)")
     s.add_argument("-o", "--output", help="output file (default stdout)")
     s = sub.add_parser("merge", help="gather the runs of several stores (one per node) into OUT")
     s.add_argument("out", help="the store to write (created if missing)")
@@ -313,6 +316,8 @@ def cmd_run(args):
         # The saved options, unless given again now (a bad saved value can be replaced that way).
         opts = run["options"] if isinstance(run["options"], dict) else {}
         for k, v in opts.items():
+            if k == "interrupted":  # what ended the run before: kept for its report, not an option
+                continue
             if k in ("device", "reps", "warmup", "machine") and getattr(args, k, None) is not None:
                 continue
             if k in ("allow_oversubscription", "allow_host_overcommit"):
@@ -438,11 +443,12 @@ def cmd_export(args):
         store.run(run_id)  # a clear error for an unknown run
     records, damage = store.salvage_records(run_id)
     if damage:  # a damaged store: every record still readable, as JSON lines, and one line saying what was lost
+        records = [r for r in records if export_formats.in_families(r, args.benchmark)]
         text = store.export("jsonl", run_id, records) if args.format == "jsonl" else ""
         if args.format != "jsonl":
             damage += "; `--format jsonl` writes every readable record"
     else:
-        text = export_formats.export(store, args.format, run_id)
+        text = export_formats.export(store, args.format, run_id, args.benchmark)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:

@@ -130,7 +130,7 @@ def report_html(records, esc) -> str:
     readings = [(r.get("extra") or {}).get("conditions") for r in records]
     readings = [c for c in readings if c]
     if not readings:
-        return "<p class=note>No conditions were recorded with these records (an older store).</p>"
+        return "<p class=note>These records carry no NVML readings of the GPU's conditions.</p>"
     if not any((c.get("before") or {}).get("available") for c in readings):
         why = (readings[0].get("before") or {}).get("reason", "")
         return f"<p class=note>GPU conditions unavailable: {esc(why)}.</p>"

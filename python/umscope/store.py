@@ -169,6 +169,17 @@ class Store:
         self._write(lambda db: db.execute("UPDATE runs SET status=?, finished=? WHERE id=?",
                                           (status, time.time(), run_id)))
 
+    def note_interruption(self, run_id, signal_name, case_id=None):
+        """Keeps with the run what ended it (the signal's name) and the case that was running then, in its options
+        under 'interrupted' (the report's status banner reads it; a resume ignores it)."""
+        def write(db):
+            row = db.execute("SELECT options FROM runs WHERE id=?", (run_id,)).fetchone()
+            opts = json.loads(row[0]) if row and row[0] else {}
+            opts = opts if isinstance(opts, dict) else {}
+            opts["interrupted"] = {"signal": signal_name, "case": case_id, "at": time.time()}
+            db.execute("UPDATE runs SET options=? WHERE id=?", (json.dumps(opts), run_id))
+        self._write(write)
+
     def set_run_status(self, run_id, status):
         self._write(lambda db: db.execute("UPDATE runs SET status=? WHERE id=?", (status, run_id)))
 

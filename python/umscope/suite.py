@@ -377,12 +377,14 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
     def device_of(case):
         return int(case.params.get("device", options.get("device") or 0))
 
+    running = []  # the case started and not yet stored (named if a signal ends the run)
     try:
         for segment in _segments(todo, options):
             starts = {}
 
             def on_start(case):
                 bar.start(case)
+                running[:] = [case.case_id]
                 starts[id(case)] = (time.time(), conditions.read(device_of(case)))
 
             if segment[0].batchable(options):
@@ -401,11 +403,14 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
                         annotate(outcome.records)
                     store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
                                           outcome.records)
+                    if running == [case.case_id]:
+                        running.clear()
                 bar.finish(case, outcome)
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
         with deferred_signals():
             store.finish_run(run_id, "interrupted")
+            store.note_interruption(run_id, signal.Signals(signum).name, running[0] if running else None)
             try:  # after SIGHUP the terminal may be gone
                 sys.stderr.write(f"\ninterrupted by {signal.Signals(signum).name}: completed cases are kept; "
                                  f"`umscope run --resume {run_id}` finishes run {run_id}\n")

@@ -11,6 +11,8 @@ sampler measures its own CPU time, so its overhead is reported, not assumed.
 import os
 import signal
 import subprocess
+import sys
+import threading
 import time
 
 from umscope import nvml
@@ -63,7 +65,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
         hw.start()
     start = time.time()
     try:
-        proc = subprocess.Popen(cmd, env=env)
+        proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE)
     except (FileNotFoundError, PermissionError) as err:
         sampler.stop.set()
         sampler.go.set()
@@ -73,6 +75,11 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             hw.finish()
         raise UsageError(f"{what}: {cmd[0]}") from None
     sampler.root = proc.pid
+    # The program's stderr passes through as it comes; its end is kept for the report (what a failure said).
+    from umscope.place import OUTPUT_KEEP, _tee
+    err_tail = bytearray()
+    tee = threading.Thread(target=_tee, args=(proc.stderr, sys.stderr.buffer, err_tail), daemon=True)
+    tee.start()
     sampler.go.set()
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the program; we keep the samples
     maxrss = None
@@ -92,6 +99,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             hw.stop()  # NVML's last reading runs while the sampler stops and the trace is read
         sampler.join()
     wall = ended - start
+    tee.join(5)  # a grandchild that keeps stderr open does not hold the profile up
+    stderr_tail = err_tail[-OUTPUT_KEEP:].decode(errors="replace")
     status = rc if rc >= 0 else 128 - rc
     energy = {}
     if power:
@@ -116,7 +125,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
         counter_records, counter_notes = hw.finish(start)
         extra += counter_records
         notes += counter_notes
-    records = _records(cmd, sampler, wall, rc, status, energy, notes) + extra
+    records = _records(cmd, sampler, wall, rc, status, energy, notes, stderr_tail) + extra
     if maxrss:
         records.insert(0, {"type": "record", "benchmark": "profile", "op": "rss_peak", "processor": "host",
                            "metric": "memory", "unit": "bytes", "n": 1, "median": maxrss, "min": maxrss,

@@ -54,6 +54,7 @@ def trace_records(tr: dict) -> list:
                  "records_lost": tr.get("records_lost"), "driver_counters": tr.get("driver_counters", {}),
                  "driver_events": tr.get("driver_events", {}),
                  "migrations_source": tr.get("migrations_source", "CUPTI records"),
+                 "tracks": tr.get("tracks"),
                  "processes": tr.get("processes", 1),
                  "record_shortfall": record_shortfall(tr), "cupti_errors": [e.get("what", "") + ": " + e.get("cupti", "")
                                                             for e in tr["errors"]]})
@@ -64,7 +65,7 @@ UNITS = {"rss": ("memory", "bytes"), "mem": ("memory", "bytes"), "mem_device": (
          "util": ("utilisation", "%"), "power": ("power", "W"), "host_energy": ("energy_counter", "J")}
 
 
-def _records(cmd, s, wall, rc, status, energy, notes):
+def _records(cmd, s, wall, rc, status, energy, notes, stderr_tail=""):
     recs = []
     for name, pts in s.series.items():
         if not pts:
@@ -93,7 +94,7 @@ def _records(cmd, s, wall, rc, status, energy, notes):
                  "command": " ".join(cmd), "exit_status": status,
                  "signal": signal.Signals(-rc).name if rc < 0 else None, "samples_taken": s.samples,
                  "period_s": s.period, "sampler_cpu_s": round(s.cpu_s, 4), "sampler_overhead": round(overhead, 5),
-                 "notes": notes})
+                 "notes": notes, "stderr_tail": stderr_tail})
     return recs
 
 

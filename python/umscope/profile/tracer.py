@@ -144,6 +144,114 @@ def _thin(per_alloc):
             a[k] = a[k][::step] + ([a[k][-1]] if (len(a[k]) - 1) % step else [])
 
 
+TRACK_BINS = 400      # intervals of the per-allocation migration and fault lanes, whatever the trace's length
+TRACK_SPANS = 1500    # kernel (and copy) slices kept per GPU; closer ones are merged beyond that
+TRACK_ALLOCS = 8      # allocations with lanes of their own (the most migrated); the rest are summed as 'other'
+
+
+def _merge_spans(spans, limit=TRACK_SPANS) -> list:
+    """[[start s, end s, count, name, bytes]] sorted, merged where closer than a gap that leaves at most `limit`:
+    a merged slice says how many it holds, so the counts stay exact while the size stays bounded."""
+    spans = sorted(spans)
+    if not spans:
+        return []
+    extent = max(s[1] for s in spans) - spans[0][0] or 1e-9
+    gap = 0.0
+    while True:
+        out = []
+        for s in spans:
+            if out and s[0] - out[-1][1] <= gap:
+                last = out[-1]
+                last[1] = max(last[1], s[1])
+                last[2] += s[2]
+                last[4] += s[4]
+                if last[3] != s[3] and not last[3].endswith(" …"):
+                    last[3] += " …"
+            else:
+                out.append(list(s))
+        if len(out) <= limit:
+            return [[round(a, 6), round(b, 6), n, name, nb] for a, b, n, name, nb in out]
+        gap = gap * 2 if gap else extent / (4 * limit)
+
+
+def event_tracks(ev, um, t0, allocs, label, moves=None) -> dict:
+    """The timeline's lanes, bounded in size whatever the trace's: kernels and copies as slices per GPU
+    (_merge_spans), and per allocation the bytes migrated in (by cause) and out, and the GPU page faults, in
+    TRACK_BINS equal intervals (per interval, not cumulative). moves: the driver's migrations (way, address, bytes,
+    ns, cause) where they are the source, else CUPTI's records."""
+    ends = [e.get("e", e.get("s", e.get("t"))) for e in ev if e.get("k") in ("um", "kernel", "memcpy", "mem")]
+    ends += [m[3] for m in moves or []]
+    ends = [t for t in ends if t is not None]
+    extent = max(1e-6, (max(ends) - t0) / 1e9) if ends else 1e-6
+    width = extent / TRACK_BINS
+
+    def b(ns):
+        return max(0, min(TRACK_BINS - 1, int(((ns - t0) / 1e9) / width)))
+
+    def owner(addr):
+        for a, n in allocs:
+            if a <= addr < a + n:
+                return a
+        return None
+
+    lanes = {}
+
+    def lane(addr):
+        return lanes.setdefault(addr, {"address": addr, "bytes": dict(allocs).get(addr, 0), "htod": {}, "dtoh": {},
+                                       "faults": {}, "moved": 0})
+
+    def add(d, key, i, v):
+        slot = d.setdefault(key, {})
+        slot[i] = slot.get(i, 0) + v
+
+    if moves is not None:
+        for way, addr, n, t, cause in moves:
+            if way in ("htod", "dtoh"):
+                ln = lane(owner(addr))
+                add(ln[way], cause, b(t), n)
+                ln["moved"] += n
+    for e in um:
+        name = COUNTERS.get(e["c"])
+        if name == "gpu_fault":
+            ln = lane(owner(e.get("a", 0)))
+            ln["faults"][b(e["s"])] = ln["faults"].get(b(e["s"]), 0) + e["v"]
+        elif name in ("htod", "dtoh") and moves is None:
+            ln = lane(owner(e["a"]))
+            add(ln[name], CAUSES.get(e.get("f", 0), str(e.get("f"))), b(e["e"]), e["v"])
+            ln["moved"] += e["v"]
+    ranked = sorted(lanes.values(), key=lambda ln: (ln["address"] is None, -ln["moved"]))
+    kept, rest = ranked[:TRACK_ALLOCS], ranked[TRACK_ALLOCS:]
+    if rest:
+        other = {"address": None, "bytes": sum(ln["bytes"] for ln in rest), "htod": {}, "dtoh": {}, "faults": {},
+                 "moved": 0}
+        for ln in rest:
+            for way in ("htod", "dtoh"):
+                for cause, bins in ln[way].items():
+                    for i, v in bins.items():
+                        add(other[way], cause, i, v)
+            for i, v in ln["faults"].items():
+                other["faults"][i] = other["faults"].get(i, 0) + v
+            other["moved"] += ln["moved"]
+        kept = [k for k in kept if k["address"] is not None] + [other]
+    sparse = lambda d: sorted([i, v] for i, v in d.items())  # noqa: E731
+    allocations = [{"address": ln["address"], "bytes": ln["bytes"],
+                    "htod": {c: sparse(v) for c, v in ln["htod"].items()},
+                    "dtoh": {c: sparse(v) for c, v in ln["dtoh"].items()}, "faults": sparse(ln["faults"])}
+                   for ln in kept]
+    kernels, copies = {}, {}
+    for e in ev:
+        if e.get("k") == "kernel" and "s" in e and "e" in e:
+            kernels.setdefault(label(e["_p"], e.get("d", 0)), []).append(
+                ((e["s"] - t0) / 1e9, (e["e"] - t0) / 1e9, 1, str(e.get("n", "kernel"))[:80], 0))
+        elif e.get("k") == "memcpy" and "s" in e and "e" in e:
+            way = {1: "host→device", 2: "device→host", 8: "device→device", 10: "peer"}.get(e.get("ck"), "copy")
+            copies.setdefault(label(e["_p"], e.get("d", 0)), []).append(
+                ((e["s"] - t0) / 1e9, (e["e"] - t0) / 1e9, 1, way, e.get("b", 0)))
+    return {"start": 0.0, "width": width, "bins": TRACK_BINS, "allocations": allocations,
+            "kernels": {g: _merge_spans(v) for g, v in kernels.items()},
+            "copies": {g: _merge_spans(v) for g, v in copies.items()}}
+
+
 def parse_trace(path, gpus=()) -> dict:
     """Totals, timelines and analyses from libumtrace's JSON lines; `gpus` (PCI bus ids, umscope's GPU order)
     puts each record on the GPU it came from."""
@@ -260,6 +368,8 @@ def parse_trace(path, gpus=()) -> dict:
         gpu = next(iter(out["devices"]), next(iter(out["by_gpu"]), "gpu"))  # the one GPU: its timeline is the whole
         out.update(timeline=timeline, allocations=list(per_alloc.values()), timeline_by_gpu={gpu: timeline},
                    migrations_source="the driver's events")
+    out["tracks"] = event_tracks(ev, um, t0, allocs, label,
+                                 moves if out["migrations_source"] == "the driver's events" else None)
     # The studies' analyses: faults per migration, eviction against migration.
     out.update(migration_ratios(totals, events, by_cause))
     return out
@@ -277,5 +387,12 @@ def shift_trace(tr, offset):
     for a in tr["allocations"]:
         a["t"] = [sh(t) for t in a["t"]]
     tr["ranges"] = [(n, sh(a), sh(b)) for n, a, b in tr["ranges"]]
+    if tr.get("tracks"):
+        tk = tr["tracks"]
+        tk["start"] = sh(tk["start"])
+        for per in (tk["kernels"], tk["copies"]):
+            for spans in per.values():
+                for s in spans:
+                    s[0], s[1] = sh(s[0]), sh(s[1])
     tr["instants"] = [(n, sh(t)) for n, t in tr["instants"]]
     tr["clock"] = "program"

@@ -4,7 +4,7 @@ application (the study's Fig. 3), the phases of each run, per-iteration times, a
 from collections import OrderedDict
 
 from umscope import verify
-from umscope.report.common import SPREAD_FLAG, cell, e, html_table, num, num_cell
+from umscope.report.common import cell, spread_note, spread_threshold, e, html_table, num, num_cell
 from umscope.report.registry import family_section
 from umscope.report.svg import heatmap, line_chart, size_tick
 
@@ -47,6 +47,7 @@ def charts(recs) -> str:
     out.append(heatmap(list(by), modes, comp, "computation: median time per iteration (ms)", "ms", cell_w=104,
                        corner="app ↓ mode →"))
     rows = []
+    limit = spread_threshold(recs)[0]
     for label, d in by.items():
         for m in modes:
             r = d.get(m)
@@ -59,13 +60,15 @@ def charts(recs) -> str:
                 rate = f"{xr['edges'] / (xr['compute_ms'] * 1e-3) / 1e9:.3g} GTEPS"
             check = verify.method(r)
             rows.append([label, m, num_cell(size_tick(r["bytes"]))] + [num_cell(num(xr.get(p))) for p in APP_PHASES]
+                        + [num_cell(num(speed.get((label, m))))]
                         + [num_cell(num(xr.get("total_ms"))), num_cell(num(xr.get("total_excl_init_ms"))),
                            num_cell(xr.get("iterations")),
-                           num_cell(f"{r['median']:.4g}{' ⚠' if (r.get('spread') or 0) > SPREAD_FLAG else ''}"),
+                           num_cell(f"{r['median']:.4g}{' ⚠' if (r.get('spread') or 0) > limit else ''}"),
                            rate.strip(), cell(html=f"{e(check)} <code>{e(xr.get('checksum', ''))}</code>")])
     out.append(html_table(
         ["application", "mode", "arrays"] + [f"{p[:-3]} ms" for p in APP_PHASES]
-        + ["total ms", "total without init ms", "iterations", "ms per iteration", "rate", "verified by"], rows,
+        + ["speedup over explicit ×", "total ms", "total without init ms", "iterations", "ms per iteration", "rate",
+           "verified by"], rows,
         "Phases: context = the first CUDA call; transfer = explicit copies, prefetch or "
         "advice; back = copies to the host and the CPU reading every result (the checksum). Speedups follow "
         "the studies' convention of leaving out the CPU's initialisation of the inputs. Rates use the least "
@@ -73,17 +76,18 @@ def charts(recs) -> str:
         "from the CPU reference is a failed case (see the end of the report). After the cases ran, the suite "
         "compares every mode's checksum with the explicit mode's of the same application and parameters: a "
         "disagreeing case is failed; agreeing records are verified 'cross-mode-checksum'. Each application "
-        "is also checked against its CPU reference once per run at a small footprint ('cpu-reference')."))
+        "is also checked against its CPU reference once per run at a small footprint ('cpu-reference'). "
+        + e(spread_note(recs))))
     charts = []
     for label, d in by.items():
         series = [(m, list(enumerate(x(r).get("samples") or r.get("samples") or [], 1))) for m, r in d.items()]
         series = [(m, pts) for m, pts in series if len(pts) > 1]
         if series:
             charts.append(line_chart(series, f"{label}: time per iteration (ms)", "iteration", "ms", x_log=False,
-                                     y_log=True, x_fmt=lambda v: f"{v:g}", height=240))
+                                     y_log=True, x_fmt=lambda v: f"{v:g}", height=240, css="chart samples"))
     if charts:
         out.append("<details><summary>Per-iteration times of the iterative applications (first iterations "
-                   "show migration and first-touch costs)</summary>" + "".join(charts) + "</details>")
+                   "show migration and first-touch costs; every sample: <code>--format jsonl</code>)</summary>" + "".join(charts) + "</details>")
     gemm = [r for r in recs if x(r).get("app") == "gemm"]
     if gemm:
         out.append("<h3>GEMM placement</h3>" + html_table(

@@ -146,22 +146,50 @@ def bound_cells(r) -> list:
             cell(html=f"{e(x.get('datapath'))} <span class=note>({e(src)})</span>")]
 
 
-def records_table(recs) -> str:
-    """Every record: its statistics, spread (flagged above SPREAD_FLAG) and bound."""
+def spread_threshold(recs) -> tuple:
+    """(threshold, the family's median spread): a record is flagged where its spread is above three times the
+    median spread of its family's records, and never below SPREAD_FLAG, so the flag marks a record noisier than
+    its family usually is rather than firing on most rows of a noisy family."""
+    import statistics
+    spreads = [r.get("spread") or 0 for r in recs]
+    usual = statistics.median(spreads) if spreads else 0.0
+    return max(SPREAD_FLAG, 3 * usual), usual
+
+
+def spread_note(recs) -> str:
+    limit, usual = spread_threshold(recs)
+    return (f"Spread flagged ⚠ above {100 * limit:.1f}%: three times this family's median spread "
+            f"({100 * usual:.1f}%), and at least {100 * SPREAD_FLAG:.0f}%.")
+
+
+def records_table(recs, columns=()) -> str:
+    """Every record: its statistics, spread (flagged above the family's threshold) and bound. columns: (heading,
+    fn(record) -> cell text) added after the size, for what the family's chart draws besides."""
     rows = []
+    limit, _ = spread_threshold(recs)
     for r in recs:
         spread = r.get("spread") or 0
-        flag = spread > SPREAD_FLAG
-        rows.append([r["op"], r["processor"], kind_label(r), num_cell(format_size(r["bytes"]) if r["bytes"] else ""),
-                     num_cell(r["threads"] or ""), num_cell(f"{r['median']:.4g}"), num_cell(f"{r['min']:.4g}"),
-                     num_cell(f"{r['max']:.4g}"), r["unit"], num_cell(r["n"]),
-                     num_cell(f"{spread * 100:.1f}%{' ⚠' if flag else ''}", flag)] + bound_cells(r))
-    return html_table(["op", "processor", "kind [policy]", "size", "threads", "median", "min", "max", "unit", "n",
-                       "spread", "bound", "of bound", "limit"], rows)
+        flag = spread > limit
+        rows.append([r["op"], r["processor"], kind_label(r), num_cell(format_size(r["bytes"]) if r["bytes"] else "")]
+                    + [num_cell(fn(r)) for _, fn in columns]
+                    + [num_cell(r["threads"] or ""), num_cell(f"{r['median']:.4g}"), num_cell(f"{r['min']:.4g}"),
+                       num_cell(f"{r['max']:.4g}"), r["unit"], num_cell(r["n"]),
+                       num_cell(f"{spread * 100:.1f}%{' ⚠' if flag else ''}", flag)] + bound_cells(r))
+    return html_table(["op", "processor", "kind [policy]", "size"] + [h for h, _ in columns]
+                      + ["threads", "median", "min", "max", "unit", "n", "spread", "bound", "of bound", "limit"], rows,
+                      e(spread_note(recs)))
 
 
 def chart(bench, recs) -> str:
-    """Bars of every record's median (whiskers min-max), grouped by kind, size and launch shape where they vary."""
+    """Bars of every record's median (whiskers min-max), grouped by kind, size and launch shape where they vary;
+    one chart per unit, so an axis never mixes units."""
+    by_unit = OrderedDict()
+    for r in recs:
+        by_unit.setdefault(r["unit"] or "(no unit)", []).append(r)
+    return "".join(_unit_chart(bench, rs) for rs in by_unit.values())
+
+
+def _unit_chart(bench, recs) -> str:
     groups = OrderedDict()
     vary_size = len({x["bytes"] for x in recs}) > 1
     vary_grid = len({((x.get("extra") or {}).get("grid"), (x.get("extra") or {}).get("block")) for x in recs}) > 1
@@ -173,8 +201,10 @@ def chart(bench, recs) -> str:
         series = r["op"] + (f" ×{r['threads']} thr" if r.get("threads") else "")
         groups.setdefault(label, []).append((series, r["median"], r["min"], r["max"]))
     unit = recs[0]["unit"]
-    return hbar_chart(list(groups.items()), unit, f"{bench}: {recs[0]['metric']} ({unit}), bars median, "
-                                                  f"whiskers min–max")
+    values = [r["median"] for r in recs if r["median"] and r["median"] > 0]
+    log = bool(values) and max(values) / min(values) > 1000  # several decades: a log axis, with its ticks
+    return hbar_chart(list(groups.items()), unit, f"{bench}: {recs[0]['metric']} ({unit or 'count'}), bars median, "
+                                                  f"whiskers min–max", log=log)
 
 
 def chart_and_table(bench, recs, page=None) -> str:

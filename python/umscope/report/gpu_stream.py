@@ -38,5 +38,7 @@ def section(bench, recs, page=None) -> str:
     if plain:
         parts += [chart(bench, plain), records_table(plain)]
     if scaled:
-        parts += ["<h3>Scaling</h3>", scaling(scaled), records_table(scaled)]
+        parts += ["<h3>Scaling</h3>", scaling(scaled), records_table(scaled, [
+            ("blocks", lambda r: (r.get("extra") or {}).get("grid", "")),
+            ("threads per block", lambda r: (r.get("extra") or {}).get("block", ""))])]
     return "".join(parts)

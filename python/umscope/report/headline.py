@@ -79,7 +79,10 @@ def _bw_line(label, r) -> tuple:
     text = f"{r['median']:.4g} {r['unit']}"
     if eff and bnd:
         src = bound_source(r)
-        text += f" = {100 * eff:.0f}% of {bnd:.4g} {r['unit']}" + (f" ({src})" if src else "")
+        text += (f" = {100 * eff:.0f}% of the {_x(r).get('datapath') or 'datapath'} bound {bnd:.4g} {r['unit']} ("
+                 + (src or "its source was not recorded") + ")")
+    else:
+        text += " (no bound known: " + (_x(r).get("bound_note") or "the bounds model has none for this path") + ")"
     return label + (f" ({size})" if size else ""), text
 
 
@@ -124,9 +127,14 @@ def facts(records) -> list:
     return out
 
 
+PHASES = [("context_ms", "context creation"), ("alloc_ms", "allocation"), ("transfer_ms", "transfer in"),
+          ("compute_ms", "the iterations"), ("back_ms", "copy-back"), ("free_ms", "free")]
+
+
 def app_winners(records) -> list:
-    """(class, app, best mode, margin over the next, margin over explicit) from whole-run times of the run's
-    application records; only applications measured in at least two modes at the same size."""
+    """Per application measured in at least two GPU modes at one size: (class, app, {mode: record}, best mode,
+    the mode it is set against: explicit where it was measured and lost, else the runner-up), by whole-run time
+    without the CPU's initialisation."""
     by = OrderedDict()
     for r in records:
         if r.get("op") != "app" or r.get("status") != "ok" or app_time_ms(r) is None:
@@ -135,17 +143,69 @@ def app_winners(records) -> list:
         if x.get("processor_kind") == "cpu" or str(r.get("processor", "")).startswith("cpu"):
             continue
         key = (x.get("app") or r.get("benchmark"), r.get("bytes"))
-        by.setdefault(key, {})[x.get("mode") or r.get("kind")] = app_time_ms(r)
+        by.setdefault(key, {})[x.get("mode") or r.get("kind")] = r
     out = []
     for cls, names in APP_CLASSES.items():
-        for (app, _size), times in by.items():
-            if app not in names or len(times) < 2:
+        for (app, _size), recs in by.items():
+            if app not in names or len(recs) < 2:
                 continue
-            ranked = sorted(times.items(), key=lambda kv: kv[1])
-            (best, t0), (second, t1) = ranked[0], ranked[1]
-            vs_explicit = times.get("explicit")
-            out.append((cls, app, best, t0, second, t1 / t0, (vs_explicit / t0) if vs_explicit else None))
+            ranked = sorted(recs, key=lambda m: app_time_ms(recs[m]))
+            best = ranked[0]
+            other = "explicit" if best != "explicit" and "explicit" in recs else ranked[1]
+            out.append((cls, app, recs, best, other))
     return out
+
+
+def _same(a, b) -> bool:
+    """Whether two per-iteration medians are equal: within 5% of the larger. (Their min–max ranges are no test:
+    a managed run's first iteration, which migrates, stretches its range over the other's.)"""
+    return abs(a["median"] - b["median"]) <= 0.05 * max(a["median"], b["median"])
+
+
+def deciding_phases(win, lose) -> list:
+    """(phase, loser's ms, winner's ms) of the phases that make up most of the gap, largest first."""
+    gap = app_time_ms(lose) - app_time_ms(win)
+    diffs = sorted(((_x(lose).get(k) or 0) - (_x(win).get(k) or 0), k, name) for k, name in PHASES)
+    out = []
+    for d, k, name in reversed(diffs):
+        if d <= 0 or (out and d < 0.2 * gap):
+            break
+        out.append((name, _x(lose).get(k) or 0, _x(win).get(k) or 0))
+        if len(out) == 2:
+            break
+    return out
+
+
+def host_buffers(mode) -> str:
+    """What the mode puts the arrays in, as the native runner declares it (`umbench list --json`)."""
+    try:
+        from umscope import registry
+        return next((m.get("description") or m.get("help") or "" for m in registry.load()["modes"]
+                     if m.get("name") == mode), "")
+    except Exception:  # noqa: BLE001 - a report drawn without umbench names the mode only
+        return ""
+
+
+def winner_line(cls, app, recs, best, other) -> str:
+    """One line: the winning mode, by how much and against which, the phases that decide it, and per-iteration
+    times, every figure from the records."""
+    w, o = recs[best], recs[other]
+    tw, to = app_time_ms(w), app_time_ms(o)
+    line = (f"<b>{e(app)}</b> ({e(cls)}): <b>{e(best)}</b> wins, {tw:.4g} ms whole run against {e(other)} "
+            f"{to:.4g} ms ({to / tw:.2f}×)")
+    periter = (f"per-iteration times {'equal' if _same(w, o) else 'differ'}: {w['median']:.3g} ms {e(best)}, "
+               f"{o['median']:.3g} ms {e(other)}")
+    phases = deciding_phases(w, o)
+    if phases:
+        line += f". {e(other)} loses on " + " and ".join(f"{n} {lv:.3g} ms vs {wv:.3g}" for n, lv, wv in phases)
+    return line + f"; {periter}."
+
+
+def buffers_note(wins) -> str:
+    """Once, under the list: what each mode named above puts its buffers in (the host buffers' kind)."""
+    modes = list(OrderedDict.fromkeys(m for w in wins for m in (w[3], w[4])))
+    parts = [f"<b>{e(m)}</b>: {e(host_buffers(m))}" for m in modes if host_buffers(m)]
+    return "<p class=note>Buffers — " + "; ".join(parts) + ".</p>" if parts else ""
 
 
 def section(records, findings_html="") -> str:
@@ -158,14 +218,9 @@ def section(records, findings_html="") -> str:
     if rows:
         parts.append(html_table(None, [[th(w), f] for w, f in rows]))
     if wins:
-        li = []
-        for cls, app, best, t0, second, margin, vs_exp in wins:
-            line = (f"{cls}: {app} runs fastest in <b>{e(best)}</b> mode ({t0:.4g} ms whole run), "
-                    f"{margin:.2f}× ahead of {e(second)}")
-            if vs_exp and best != "explicit":
-                line += f", {vs_exp:.2f}× explicit"
-            li.append(f"<li>{line}</li>")
-        parts.append("<p>Which memory mode wins, per access pattern:</p><ul>" + "".join(li) + "</ul>")
+        li = [f"<li>{winner_line(*w)}</li>" for w in wins]
+        parts.append("<p>Which memory mode wins, per application (whole run without the CPU's initialisation), and "
+                     "the phase that decides it:</p><ul class=answer>" + "".join(li) + "</ul>" + buffers_note(wins))
     if findings_html:
         parts.append(findings_html)
     parts.append(f"<p class=note>Each line quotes one record of this run; {e(REPRESENTATIVE_RULE)}. "

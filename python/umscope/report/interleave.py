@@ -14,8 +14,10 @@ def charts(recs) -> str:
         series.setdefault(f"{kind_label(r)} · CPU writes {x.get('cpu_write')}", []).append(
             (x.get("gpu_writes"), r["median"], r["min"], r["max"]))
     return line_chart(list(series.items()), "time per GPU write after a CPU write, against GPU writes in a row",
-                      "GPU writes after each CPU write (N)", "ms per GPU write", y_log=True,
-                      x_fmt=lambda v: f"{v:.0f}", height=380) + records_table(recs)
+                      "GPU writes after each CPU write (N)", "ms per GPU write", y_log=True, unit=recs[0]["unit"],
+                      x_fmt=lambda v: f"{v:.0f}", height=380) + records_table(recs, [
+        ("GPU writes in a row (N)", lambda r: (r.get("extra") or {}).get("gpu_writes", "")),
+        ("CPU writes", lambda r: (r.get("extra") or {}).get("cpu_write", ""))])
 
 
 @family_section("interleave")

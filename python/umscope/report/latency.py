@@ -3,7 +3,7 @@ caches marked from the machine's own description, the GPU's clocks, and every re
 
 from collections import OrderedDict
 
-from umscope.report.common import SPREAD_FLAG, e, html_table, kind_label, num, num_cell
+from umscope.report.common import e, spread_note, spread_threshold, html_table, kind_label, num, num_cell
 from umscope.report.registry import family_section
 from umscope.report.svg import line_chart, size_tick
 
@@ -40,7 +40,7 @@ def charts(recs, fp) -> str:
                 series.setdefault(kind_label(r), []).append((r["bytes"], r["median"], r["min"], r["max"]))
         who = "GPU (one thread)" if proc.startswith("gpu") else "CPU (one thread)"
         out.append(line_chart(list(series.items()), f"{who}: load-to-use latency against footprint, {proc}",
-                              "footprint (random cycle, 128-byte slots)", "ns per load", y_log=True,
+                              "footprint (random cycle, 128-byte slots)", "ns per load", y_log=True, unit="ns",
                               x_fmt=size_tick, marks=cache_marks(fp, proc), height=380))
     if timers:
         t = timers[0]
@@ -54,9 +54,9 @@ def charts(recs, fp) -> str:
         ["processor", "kind [policy]", "footprint", "ns median", "min", "max", "spread", "cycles", "residency"],
         [[r["processor"], kind_label(r), num_cell(size_tick(r["bytes"])), num_cell(f"{r['median']:.4g}"),
           num_cell(f"{r['min']:.4g}"), num_cell(f"{r['max']:.4g}"),
-          num_cell(f"{100 * (r.get('spread') or 0):.1f}%", (r.get("spread") or 0) > SPREAD_FLAG),
+          num_cell(f"{100 * (r.get('spread') or 0):.1f}%", (r.get("spread") or 0) > spread_threshold(chase)[0]),
           num_cell(num((r.get("extra") or {}).get("cycles"))), (r.get("extra") or {}).get("residency", "")]
-         for r in chase]))
+         for r in chase], e(spread_note(chase))))
     return "".join(out)
 
 

@@ -26,7 +26,7 @@ def charts(recs) -> str:
             if series:
                 out.append(line_chart(list(series.items()), f"GPU {op} of {size_tick(size)}: bandwidth per iteration",
                                       "iteration", "GB/s", x_log=True, y_log=True, x_fmt=lambda v: f"{v:.0f}",
-                                      height=400))
+                                      height=400, css="chart samples"))
     rows = []
     for r in plain:
         x = r.get("extra") or {}
@@ -37,7 +37,8 @@ def charts(recs) -> str:
                     + bound_cells(r))
     out.append(html_table(["op", "kind [policy]", "CPU writes between", "size", "trial", "first GB/s", "steady GB/s",
                            "min", "max", "iterations", "residency", "bound", "of bound", "limit"], rows,
-                          "first = the first iteration; steady = median of the second half of the iterations."))
+                          "first = the first iteration; steady = median of the second half of the iterations. The per-iteration "
+                          "curves above draw every sample: <code>--format jsonl</code> exports them."))
     if over:
         out.append("<h3>Oversubscription</h3>")
         series = OrderedDict()

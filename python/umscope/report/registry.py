@@ -24,11 +24,12 @@ FAMILIES_AT = 100  # page sections ordered below this come before the per-family
 @dataclass(frozen=True)
 class Page:
     """What a section may read: the run's row, its cases, its measured records (status ok, with a median;
-    each with its case's params) and the machine fingerprint."""
+    each with its case's params), the machine fingerprint and every record of the run."""
     run: dict
     cases: list
     records: list
     fp: dict = None
+    all_records: tuple = ()  # every record of the run, whatever its status (the status banner reads them)
 
 
 @dataclass(frozen=True)

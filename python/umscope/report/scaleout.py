@@ -5,7 +5,8 @@ pair of kinds, and MPI throughput against the processes per node."""
 from collections import OrderedDict
 
 from umscope import verify
-from umscope.report.common import e, extra, html_table, num_cell, records_table, short_kind
+from umscope.report.common import (cell, e, extra, html_table, num_cell, records_table, short_kind, spread_note,
+                                   spread_threshold)
 from umscope.report.registry import family_section
 from umscope.report.svg import line_chart, size_tick
 
@@ -55,12 +56,20 @@ def nccl_section(recs, fp=None) -> str:
                f"NCCL {e(first.get('nccl_version'))} from <code>{e(first.get('nccl_library'))}</code>, "
                f"NCCL_NVLS_ENABLE={e(first.get('nccl_nvls_enable'))}."
                + ("" if bound else " No peer-link bound: the probe found no GPU pair link.") + "</p>")
+    limit = spread_threshold(recs)[0]
+    bound_cells = (lambda r: [num_cell(f"{bound[0]:.4g}"), num_cell(f"{100 * r['median'] / bound[0]:.0f}%"),
+                              cell(bound[1], "note")]) if bound else (lambda r: [])
     out.append(html_table(
-        ["op", "kind", "ranks", "launch", "size", "time µs", "algbw GB/s", "busbw GB/s", "spread", "verified"],
+        ["op", "kind", "ranks", "launch", "size", "time µs", "algbw GB/s", "busbw GB/s", "min", "max", "spread",
+         "verified"] + (["peer-link bound GB/s", "busbw of bound", "bound source"] if bound else []),
         [[r["op"], short_kind(r["kind"], r.get("policy")), extra(r).get("ranks"), extra(r).get("launch"),
           num_cell(size_tick(r["bytes"])), num_cell(f"{extra(r).get('time_us', 0):.4g}"),
-          num_cell(f"{extra(r).get('algbw', 0):.4g}"), num_cell(f"{r['median']:.4g}"),
-          num_cell(f"{100 * (r.get('spread') or 0):.1f}%"), verify.method(r)] for r in recs]))
+          num_cell(f"{extra(r).get('algbw', 0):.4g}"), num_cell(f"{r['median']:.4g}"), num_cell(f"{r['min']:.4g}"),
+          num_cell(f"{r['max']:.4g}"),
+          num_cell(f"{100 * (r.get('spread') or 0):.1f}%", (r.get("spread") or 0) > limit), verify.method(r)]
+         + bound_cells(r) for r in recs], e(spread_note(recs)) + (
+            " The bound is the slowest GPU pair's peer link, per direction (the chart's dashed line); the bounds "
+            "model has no datapath model of the collectives themselves." if bound else "")))
     return "".join(out)
 
 
@@ -81,7 +90,7 @@ def mpi_section(recs) -> str:
         for r in rs:
             series.setdefault(_pair(r), []).append(_point(r))
         out.append(line_chart(list(series.items()), f"MPI {title} per kind pair", "message size", ylab,
-                              x_fmt=size_tick, y_log=op == "latency"))
+                              x_fmt=size_tick, y_log=op == "latency", unit=rs[0]["unit"]))
     mbw = [r for r in recs if r["op"] == "mbw"]
     if mbw:
         series = OrderedDict()
@@ -106,4 +115,5 @@ def section(bench, recs, fp=None) -> str:
 
 @family_section("nccl", "mpi")
 def _family(bench, recs, page) -> str:
-    return section(bench, recs, page.fp) + records_table(recs)
+    # NCCL's own table holds every record (with the chart's bound); MPI's records are its records table.
+    return section(bench, recs, page.fp) + ("" if bench == "nccl" else records_table(recs))

@@ -4,7 +4,7 @@ and every case that did not run to completion with its reason. The HTML report h
 
 from umscope import conditions
 from umscope.report import headline
-from umscope.report.common import SPREAD_FLAG, kind_label
+from umscope.report.common import kind_label, spread_threshold
 from umscope.sizes import format_size
 
 
@@ -16,6 +16,7 @@ def print_summary(records, cases, representative=False):
         ok = [_whole_run(r) for r in headline.representative(ok)]
         print(f"one row per case: {headline.REPRESENTATIVE_RULE}; every record is in the report")
     if ok:
+        limit = spread_threshold(ok)[0]
         # Columns as wide as their longest entry (up to a limit), so a long op name does not shift the row.
         opw = min(max(6, *(len(str(r["op"] or "")) for r in ok)), 24)
         benchw = min(max(11, *(len(str(r["benchmark"] or "")) for r in ok)), 16)
@@ -23,7 +24,7 @@ def print_summary(records, cases, representative=False):
               f"{'thr':>4} {'median':>10} {'spread':>7}  {'unit':<5} {'of bound':>8}")
         for r in ok:
             kind = kind_label(r)
-            flag = " !" if (r["spread"] or 0) > SPREAD_FLAG else ""
+            flag = " !" if (r["spread"] or 0) > limit else ""
             print(f"{str(r['benchmark'])[:benchw]:<{benchw}} {str(r['op'] or '')[:opw]:<{opw}} {r['processor']:<5} "
                   f"{kind[:58]:<58} "
                   f"{format_size(r['bytes']) if r['bytes'] else '':>8} {r['threads'] or '':>4} "

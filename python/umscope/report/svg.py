@@ -65,8 +65,8 @@ def hbar_chart(groups, unit: str, title: str, width=860, log=False) -> str:
         if v is None or v <= 0:
             return 0.0
         return plot_w * math.log(v / vmin) / math.log(vmax / vmin) if vmax > vmin else plot_w
-    height = top + sum(len(b) * bar_h + gap for _, b in groups) + 30
-    out = [f'<svg class="chart" width="{width}" height="{height}" '
+    height = top + sum(len(b) * bar_h + gap for _, b in groups) + (40 if log else 30)
+    out = [f'<svg class="chart" data-unit="{escape(unit)}" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
            f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>'] + legend
     y = top
@@ -75,7 +75,7 @@ def hbar_chart(groups, unit: str, title: str, width=860, log=False) -> str:
         out.append(_label(label, left - 6, y + gh / 2 + 4))
         for s, med, mn, mx in bars:
             w = scale(med)
-            out.append(f'<rect class="bar" x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" '
+            out.append(f'<rect class="bar" data-v="{med!r}" x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" '
                        f'fill="{color[s]}"><title>{escape(label)} {escape(s)}: {_fmt(med)} {escape(unit)}'
                        f'</title></rect>')
             if mn is not None and mx is not None and mx > mn:
@@ -87,8 +87,16 @@ def hbar_chart(groups, unit: str, title: str, width=860, log=False) -> str:
             y += bar_h
         y += gap
     out.append(f'<line x1="{left}" y1="{top - 4}" x2="{left}" y2="{y}" stroke="#444"/>')
-    out.append(f'<text x="{left + plot_w}" y="{y + 16}" font-size="11" text-anchor="end">{escape(unit)}'
-               f'{" (log scale)" if log else ""}</text>')
+    if log:  # tick values, so a log-scale bar's length can be read
+        for k in range(math.floor(math.log10(vmin)), math.ceil(math.log10(vmax)) + 1):
+            v = 10.0 ** k
+            if vmin <= v <= vmax * 1.0001:
+                xt = left + scale(v)
+                out.append(f'<line x1="{xt:.1f}" y1="{top - 4}" x2="{xt:.1f}" y2="{y}" stroke="#ddd"/>'
+                           f'<text class="tick" x="{xt:.1f}" y="{y + 12}" font-size="10" text-anchor="middle">'
+                           f'{v:g}</text>')
+    out.append(f'<text x="{left + plot_w}" y="{y + 26 if log else y + 16}" font-size="11" text-anchor="end">'
+               f'{escape(unit)}{" (log scale)" if log else ""}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -118,12 +126,36 @@ def _nice_ticks(lo: float, hi: float, log: bool) -> list:
     return [start + i * step for i in range(int((hi - start) / step) + 2)]
 
 
+def segments(ps, x_log=True) -> list:
+    """The runs of consecutive points a line may join: neighbours in the sweep. A step more than twice the
+    series' usual (median) step means sizes between were not measured, so the line breaks there; a series of
+    two points is joined only where they are at most 4x (log axis) apart, else drawn as points."""
+    import math
+    if len(ps) < 2:
+        return [ps]
+    tx = (lambda v: math.log2(max(v, 1e-300))) if x_log else (lambda v: v)
+    steps = [tx(b[0]) - tx(a[0]) for a, b in zip(ps, ps[1:])]
+    usual = sorted(steps)[len(steps) // 2]
+    limit = 2 * usual if len(ps) > 2 else (2.0 if x_log else float("inf"))
+    out, cur = [], [ps[0]]
+    for p, step in zip(ps[1:], steps):
+        if step > limit + 1e-9:
+            out.append(cur)
+            cur = []
+        cur.append(p)
+    out.append(cur)
+    return out
+
+
 def line_chart(series, title: str, x_label: str, y_label: str, x_log=True, y_log=False, x_fmt=None,
-               marks=(), points_only=False, width=860, height=340) -> str:
-    """Lines (or points) through (x, y) per series, optional min..max whiskers.
+               marks=(), points_only=False, width=860, height=340, unit=None, x_range=None, css="chart") -> str:
+    """Lines (or points) through (x, y) per series, optional min..max whiskers. Lines join only neighbours in
+    the sweep (segments()); a lone point is a point.
 
     series: [(label, [(x, y) or (x, y, ymin, ymax), ...]), ...]
-    marks: [(x, label)] drawn as dashed vertical lines (cache sizes, say)."""
+    marks: [(x, label)] drawn as dashed vertical lines (cache sizes, say).
+    unit: the y values' unit (default y_label), kept on the chart for the tables' check.
+    x_range: (lo, hi) the x axis spans whatever the points (one time axis for several charts)."""
     import math
     pts = [p for _, ps in series for p in ps if p[1] is not None]
     if not pts:
@@ -143,7 +175,7 @@ def line_chart(series, title: str, x_label: str, y_label: str, x_log=True, y_log
         legend_rows.append(row)
     top += 16 * len(legend_rows)
     height += 16 * len(legend_rows)
-    xs = [p[0] for p in pts] + [m[0] for m in marks if m[0] > 0]
+    xs = [p[0] for p in pts] + [m[0] for m in marks if m[0] > 0] + list(x_range or ())
     ys = [p[1] for p in pts] + [p[3] for p in pts if len(p) > 3 and p[3] is not None]
     x0, x1 = min(xs), max(xs)
     y0, y1 = (min(ys), max(ys)) if y_log else (0.0, max(ys) or 1.0)
@@ -160,7 +192,8 @@ def line_chart(series, title: str, x_label: str, y_label: str, x_log=True, y_log
     def Y(v):
         return top + ph - ph * (ty(v) - ty(y0)) / ((ty(y1) - ty(y0)) or 1)
 
-    out = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+    out = [f'<svg class="{css}" data-unit="{escape(unit or y_label)}" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="{escape(title)}">', f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>']
     for r, items in enumerate(legend_rows):
         for lx, i, label in items:
@@ -185,14 +218,16 @@ def line_chart(series, title: str, x_label: str, y_label: str, x_log=True, y_log
     for i, (label, ps) in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
         ps = sorted((p for p in ps if p[1] is not None), key=lambda p: p[0])
-        if not points_only and len(ps) > 1:
-            d = " ".join(f"{X(p[0]):.1f},{Y(p[1]):.1f}" for p in ps)
-            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{d}"/>')
+        for seg in ([] if points_only else segments(ps, x_log)):
+            if len(seg) > 1:
+                d = " ".join(f"{X(p[0]):.1f},{Y(p[1]):.1f}" for p in seg)
+                out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{d}"/>')
         for p in ps:
             if len(p) > 3 and p[2] is not None and p[3] is not None and p[3] > p[2]:
                 out.append(f'<line x1="{X(p[0]):.1f}" y1="{Y(p[2]):.1f}" x2="{X(p[0]):.1f}" y2="{Y(p[3]):.1f}" '
                            f'stroke="{color}"/>')
-            out.append(f'<circle class="pt" cx="{X(p[0]):.1f}" cy="{Y(p[1]):.1f}" r="{4 if points_only else 2.5}" '
+            out.append(f'<circle class="pt" data-v="{p[1]!r}" cx="{X(p[0]):.1f}" cy="{Y(p[1]):.1f}" '
+                       f'r="{4 if points_only else 2.5}" '
                        f'fill="{color}"><title>{escape(label)}: {escape(x_fmt(p[0]))}, {_fmt(p[1])}</title></circle>')
     out.append(f'<text x="{left + pw / 2}" y="{height - 6}" font-size="11" text-anchor="middle">{escape(x_label)}</text>')
     out.append(f'<text x="12" y="{top + ph / 2}" font-size="11" text-anchor="middle" '
@@ -217,7 +252,8 @@ def heatmap(rows, cols, values, title: str, unit: str, cell_w=110, cell_h=26, co
         if hi <= lo:
             return 1.0
         return 0.15 + 0.85 * (math.log(max(v, lo)) - math.log(lo)) / (math.log(hi) - math.log(lo))
-    out = [f'<svg class="chart heatmap" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+    out = [f'<svg class="chart heatmap" data-unit="{escape(unit)}" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" '
            f'role="img" aria-label="{escape(title)}">',
            f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>',
            f'<text x="{left - 6}" y="{top - 8}" font-size="10" text-anchor="end" fill="#555">{escape(corner)}</text>']
@@ -238,9 +274,53 @@ def heatmap(rows, cols, values, title: str, unit: str, cell_w=110, cell_h=26, co
             t = max(0.0, min(1.0, shade(v)))
             rgb = tuple(int(255 - t * (255 - c0)) for c0 in (31, 119, 180))
             ink = "#fff" if t > 0.55 else "#000"
-            out.append(f'<rect class="cell" x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" '
+            out.append(f'<rect class="cell" data-v="{v!r}" x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" '
                        f'fill="rgb{rgb}"><title>{escape(r)} → {escape(c)}: {_fmt(v)} {escape(unit)}</title></rect>'
                        f'<text x="{x + cell_w / 2}" y="{y + cell_h / 2 + 4}" font-size="11" text-anchor="middle" '
                        f'fill="{ink}">{_fmt(v)}</text>')
     out.append("</svg>")
+    return "".join(out)
+
+
+def timeline(lanes, t_lo, t_hi, title, width=860, left=170, lane_h=30) -> str:
+    """Lanes over one time axis [t_lo, t_hi] (seconds). lanes: [(label, kind, items, note)] where kind is 'spans'
+    (items: (start, end, text)) or 'bars' (items: (start, end, value, colour[, base]): stacked on base; height is relative
+    to the lane's largest stack, which the note states). Drawn size depends on the items given, never on the trace's length."""
+    right, top = 20, 28
+    pw = width - left - right
+    height = top + lane_h * len(lanes) + 30
+    span = (t_hi - t_lo) or 1.0
+
+    def X(t):
+        return left + pw * (max(t_lo, min(t_hi, t)) - t_lo) / span
+
+    out = [f'<svg class="chart timeline" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'role="img" aria-label="{escape(title)}">',
+           f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>']
+    for v in _nice_ticks(t_lo, t_hi, False):
+        if t_lo <= v <= t_hi:
+            out.append(f'<line x1="{X(v):.1f}" y1="{top}" x2="{X(v):.1f}" y2="{height - 26}" stroke="#eee"/>'
+                       f'<text class="tick" x="{X(v):.1f}" y="{height - 12}" font-size="10" text-anchor="middle">'
+                       f'{v:.6g}</text>')
+    for i, (label, kind, items, note) in enumerate(lanes):
+        y = top + lane_h * i
+        out.append(f'<text x="{left - 6}" y="{y + lane_h / 2}" font-size="11" text-anchor="end">{escape(label)}'
+                   f'</text><text x="{left - 6}" y="{y + lane_h / 2 + 11}" font-size="9" fill="#666" '
+                   f'text-anchor="end">{escape(note)}</text>'
+                   f'<line x1="{left}" y1="{y + lane_h - 2}" x2="{left + pw}" y2="{y + lane_h - 2}" stroke="#ccc"/>')
+        if kind == "spans":
+            for a, b, text in items:
+                w = max(0.8, X(b) - X(a))
+                out.append(f'<rect x="{X(a):.1f}" y="{y + 4}" width="{w:.1f}" height="{lane_h - 9}" fill="#9467bd" '
+                           f'fill-opacity="0.7"><title>{escape(text)}</title></rect>')
+        else:
+            top_v = max((it[2] + (it[4] if len(it) > 4 else 0) for it in items), default=0) or 1
+            for it in items:
+                a, b, v, colour = it[:4]
+                base = (lane_h - 6) * (it[4] if len(it) > 4 else 0) / top_v
+                h = (lane_h - 6) * v / top_v
+                out.append(f'<rect x="{X(a):.1f}" y="{y + lane_h - 2 - base - h:.1f}" '
+                           f'width="{max(0.8, X(b) - X(a)):.1f}" height="{h:.1f}" fill="{colour}"/>')
+    out.append(f'<text x="{left + pw / 2}" y="{height - 1}" font-size="11" text-anchor="middle">seconds since the '
+               f'program started</text></svg>')
     return "".join(out)
