@@ -41,7 +41,7 @@ from _commit import commit as _commit  # noqa: E402
 
 NCCL_OPS = "allreduce,allgather,reducescatter,broadcast,alltoall"
 NCCL_KINDS = ["device", "managed,first_touch=gpu"]
-MPI_KINDS = ["device", "pinned", "managed"]
+MPI_KINDS = ["device", "system", "pinned"]
 # MPI: the latency at small messages, the bandwidths at 1 MiB and 64 MiB; mbw (k pairs at once) at 1 MiB
 # and 16 MiB only where there are two pairs or more (with one pair it is bw again). A 64 MiB repetition
 # moves 8 GiB one way (a window of 64, two loops), 1-2 s through host staging: 3 repetitions after one
@@ -57,7 +57,7 @@ MULTICAST_VARS = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHM
 # 4K,1M,1G: 8 s for 2 ordered pairs; nccl: 4 s, nccl-mpi: 11 s; mpi: 41 s and 35 s for bw and bibw of
 # the two host kinds, 5 s for the latency command; mbw and torch not yet run there: guesses).
 COST = {"info": 2, "copy": 0.25, "pingpong": 1.5, "latency": 4.0, "nccl": 6, "nccl-mpi": 12,
-        "mpi-latency": 5, "mpi-bw": 40, "mpi-mbw": 8, "torch": 30}
+        "mpi-latency": 5, "mpi-bw": 40, "mpi-mbw": 8, "torch": 120}
 
 
 def quick_settings(quick: bool) -> dict:
@@ -414,6 +414,13 @@ def render_mpi(records) -> list:
 
 
 def render_torch(res, nccl_records=()) -> list:
+    if res and res.get("markdown"):  # bench/scaleout.py's tables, its headings one level down
+        return [("#" + line if line.startswith("## ") else line) for line in res["markdown"].splitlines()
+                if not line.startswith("# ")]
+    return _render_torch_ops(res, nccl_records)
+
+
+def _render_torch_ops(res, nccl_records=()) -> list:
     """torch's busbw per collective beside umscope's (the one-process nccl record of the same op, device
     buffers and size) and their ratio, umscope / torch."""
     if not res or "error" in res:
@@ -439,7 +446,7 @@ TITLES = {"info": "Topology — `umscope info`", "copy": "Peer copy matrix — `
           "nccl": "NCCL, one process driving every GPU — `umscope bench nccl`",
           "nccl-mpi": "NCCL, one rank per GPU under mpirun — `umscope bench nccl --launcher mpirun`",
           "mpi": "MPI point-to-point, one rank per GPU — `umscope bench mpi`",
-          "torch": "PyTorch torch.distributed on the same collectives — `bench/scaleout.py`'s ranks"}
+          "torch": "Anchors side by side: OSU 7.2, nccl-tests 2.19.6, PyTorch — `bench/scaleout.py --quick`"}
 
 
 def show(argv) -> str:
@@ -591,38 +598,23 @@ def run_umscope(args, store, timeout):
     return data, rc, time.time() - t0
 
 
-def run_torch(world, size_bytes, reps, timeout):
-    """bench/scaleout.py's torch.distributed ranks, `world` of them, under torch.multiprocessing (PyTorch's
-    own launcher); in a child process so that a hang is killed with its group."""
-    code = ("import json,sys,os,tempfile;sys.path.insert(0,{b!r});import node_reference as m;"
-            "print(json.dumps(m._torch_child({w},{s},{r})))").format(b=str(ROOT / "bench"), w=world, s=size_bytes,
-                                                                    r=reps)
+def run_torch(world, size_bytes, reps, timeout, anchors=".anchors"):
+    """The anchors side by side: bench/scaleout.py --quick (OSU, nccl-tests and PyTorch's collectives beside
+    umscope's, in the same call), in a child process so that a hang is killed with its group; its markdown."""
     t0 = time.time()
-    p = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=max(1, timeout))
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        out, rc = _stop(p, 5), "timeout"
-    try:
-        res = json.loads(out.strip().splitlines()[-1]) if rc == 0 else {"error": f"exit status {rc}"}
-    except (ValueError, IndexError):
-        res = {"error": "no result printed"}
-    return res, rc, time.time() - t0
-
-
-def _torch_child(world, size_bytes, reps):
-    import torch
-    import torch.multiprocessing as mp
-    import scaleout as sc  # bench/scaleout.py (bench/ is on sys.path): spawned ranks import it by this name
     with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "out.json")
-        mp.spawn(sc._torch_rank, args=(world, os.path.join(d, "init"), size_bytes, reps, out), nprocs=world,
-                 join=True)
-        with open(out) as f:
-            ops = json.load(f)
-    return {"ops": ops, "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-            "world": world}
+        argv = [PY, str(ROOT / "bench" / "scaleout.py"), "--quick", "--skip", "host", "--reps", str(reps),
+                "--anchors", anchors, "--out", d]
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, start_new_session=True)
+        try:
+            p.communicate(timeout=max(1, timeout))
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            _stop(p, 5)
+            rc = "timeout"
+        md = Path(d) / "scaleout.md"
+        res = {"markdown": md.read_text()} if md.exists() else {"error": f"exit status {rc}, no table written"}
+    return res, rc, time.time() - t0
 
 
 def render_records(text: str, kept=None, keep=None, note=None) -> str:
@@ -673,7 +665,8 @@ def main(argv=None):
                     f"(default {MPI_REPS}: a 64 MiB repetition takes 1-3 s through host staging)")
     ap.add_argument("--pairs", choices=["all", "star"], help="ping-pong and latency pairs: every pair, or each "
                     "pair from GPU 0 plus one disjoint pair (default: all up to 4 GPUs, star above)")
-    ap.add_argument("--no-torch", action="store_true", help="leave out the torch.distributed comparison")
+    ap.add_argument("--no-torch", action="store_true", help="leave out the anchors' comparison (bench/scaleout.py)")
+    ap.add_argument("--anchors", default=".anchors", help="folder of the built OSU and nccl-tests (bench/scaleout.py)")
     ap.add_argument("--budget", type=float, default=600, help="seconds for the whole run (default 600): a step "
                     "that would start with less than 5 s left is written as not measured")
     ap.add_argument("--keep", metavar="FILE", help="an earlier document: its sections this script does not make "
@@ -768,7 +761,7 @@ def main(argv=None):
                 if name == "torch":
                     from umscope.sizes import parse_size_list
                     t, rc, w = run_torch(n, parse_size_list(c[c.index("--size") + 1])[0],
-                                         int(c[c.index("--reps") + 1]), left)
+                                         int(c[c.index("--reps") + 1]), left, a.anchors)
                     res["torch"] = t
                 else:
                     data, rc, w = run_umscope(c, store, left)

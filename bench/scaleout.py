@@ -1,181 +1,406 @@
 #!/usr/bin/env python3
-"""Scale-out figures the scale-out issue asks for, measured in one run on a
-node with two GPUs (nvidia-h200-x2). Not a test: it prints what it measured.
+"""umscope's scale-out figures beside the public tools' in one call (issue 38), on a node of N >= 2 GPUs:
 
-    python3 bench/scaleout.py [--size 1G] [--reps 20]
+    python3 bench/scaleout.py [--anchors .anchors] [--out DIR] [--quick] [--no-torch]
 
-1. NCCL all-reduce and all-gather bus bandwidth at 1 GiB with device buffers:
-   umscope's nccl family (one process, ncclCommInitAll) against PyTorch's
-   torch.distributed (NCCL backend, 2 processes), both with NCCL_NVLS_ENABLE=0
-   and the same libnccl where the nvidia-nccl-cu13 wheel is installed; the
-   target is a ratio >= 0.98. Both time one call per sample with CUDA events
-   and take the slower rank; busbw by nccl-tests' definitions.
-2. The NVLink bound of the pair: links x per-link rate from NVML (and the
-   probe's peer-link bound where the probe provides one).
-3. The mpi family with 2 ranks (one per GPU) under mpirun on device, pinned
-   and managed buffers, or the reason the machine's MPI cannot."""
+1. MPI point-to-point, host (system) memory, 8 B to 64 MiB: umscope's `mpi` family (bw, bibw, latency) beside
+   osu_bw, osu_bibw and osu_latency (OSU 7.2), both under one mpirun line (`-n 2 --bind-to core --map-by core`:
+   the same ranks on the same cores); each umscope record lists its ranks' cores.
+2. mbw (k pairs at once, k = 1 .. N_mpi/2, 2 N ranks) beside osu_mbw_mr run with 2k ranks, 1 MiB and 16 MiB.
+3. NCCL all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, device buffers, 1 MiB to 4 GiB (x4):
+   umscope's `nccl` family in one process (ncclCommInitAll) and one rank per GPU (`mpirun -n N`), beside
+   nccl-tests 2.19.6 (`*_perf -g N`, `*_perf_mpi` under the same mpirun line; out-of-place busbw) and
+   PyTorch's torch.distributed (N processes, 20 calls between two CUDA events after 5 warm-ups).
+4. NCCL with host-memory (pinned, registered) and peer-GPU buffers (peer:1: each rank's buffers on the next
+   GPU), all-reduce and all-gather at 1 MiB and 64 MiB, as Fusco et al.'s Fig. 18; what NCCL refuses is listed
+   with NCCL's own reason.
+
+Ratio: umscope's figure over the anchor's (for latency the anchor's over umscope's), so >= 1 is at parity or
+better; the targets are 0.95 (MPI, spread <= 5% from 1 MiB) and 0.98 (NCCL). Spread: (max - min) / median
+of umscope's repetitions (the anchors print one figure). Anchors are looked up in --anchors (osu/, and
+nccl-tests/ or nccl-tests/bin/); a missing one is skipped and said. Writes scaleout.md and scaleout.jsonl
+(every umscope record) to --out (default $OUT, else .), prints the markdown. About 4-5 minutes on 4 x H100.
+"""
 import argparse
+import json
 import os
+import re
+import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
+from pathlib import Path
 
 from umscope import native, probe, scaleout
-from umscope.suite import execute
+from umscope.suite import Case, execute
 
-TARGET = 0.98
+MPI_SIZES = [8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
+MBW_SIZES = [1 << 20, 16 << 20]
+NCCL_SIZES = [(1 << 20) << (2 * i) for i in range(7)]  # 1 MiB .. 4 GiB, x4
+NCCL_OPS = ["allreduce", "allgather", "reducescatter", "broadcast", "alltoall"]
+NCCL_TESTS = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+              "broadcast": "broadcast", "alltoall": "alltoall"}
+OSU = {"bw": "osu_bw", "bibw": "osu_bibw", "latency": "osu_latency"}
+TARGET = {"mpi": 0.95, "nccl": 0.98}
+SKIPPED = []  # (what, why)
+LOG = []
 
 
-def umscope_nccl(size, reps):
-    recs, status = native.run_case("nccl", "--kind", "device", "--op", "allreduce,allgather", "--bytes", size,
-                                   "--reps", str(reps), "--warmup", "5", timeout=600)
-    if status["status"] != "ok":
-        sys.exit(f"umscope nccl: {status['status']}: {status.get('reason')}")
-    return {r["op"]: r for r in recs}
+def log(msg):
+    LOG.append(msg)
+    print(msg, file=sys.stderr, flush=True)
 
 
-def _torch_rank(rank, world, init_file, size_bytes, reps, out_file):
+def sh(argv, timeout=300, env=None):
+    """Runs an anchor; its stdout, or None (the reason goes to SKIPPED)."""
+    t0 = time.time()
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        SKIPPED.append((shlex.join(argv), f"timed out after {timeout} s"))
+        return None
+    log(f"  {time.time() - t0:5.1f} s  {shlex.join(argv)}")
+    if res.returncode != 0:
+        SKIPPED.append((shlex.join(argv), f"exit {res.returncode}: {(res.stderr or res.stdout)[-300:]}"))
+        return None
+    return res.stdout
+
+
+def mpirun(n, extra=()):
+    argv = ["mpirun", "-n", str(n), "--bind-to", "core", "--map-by", "core"]
+    if os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+    for var in ("NCCL_NVLS_ENABLE", "UMSCOPE_NCCL", "LD_LIBRARY_PATH"):
+        if var in os.environ:
+            argv += ["-x", var]
+    return argv + list(extra)
+
+
+def osu_table(text):
+    """{size: value} from an OSU output (the first number after the size)."""
+    out = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].isdigit():
+            out[int(parts[0])] = float(parts[1])
+    return out
+
+
+def nccl_tests_table(text):
+    """{size: out-of-place busbw} from a nccl-tests output."""
+    out = {}
+    for line in (text or "").splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[0].isdigit() and p[1].isdigit():
+            out[int(p[0])] = float(p[7])
+    return out
+
+
+def ours_mpi(prefix, ops, sizes, reps, kind="system"):
+    """umscope's mpi family under `prefix` (an mpirun line): its records, or [] (the reason to SKIPPED)."""
+    params = {"op": ",".join(ops), "bytes": ",".join(str(s) for s in sizes), "launcher": shlex.join(prefix)}
+    case = Case("mpi", kind, params, timeout=300, launch=prefix)
+    t0 = time.time()
+    out = execute(case, {"reps": reps, "warmup": 1})
+    log(f"  {time.time() - t0:5.1f} s  umscope mpi {ops} ({shlex.join(prefix)})")
+    if out.status != "ok":
+        SKIPPED.append((f"umscope mpi {kind} {','.join(ops)}", f"{out.status}: {out.reason}"))
+    return out.records
+
+
+def ours_nccl(kind, ops, sizes, reps, launch=None):
+    scaleout._prepare_env()
+    params = {"op": ",".join(ops), "bytes": ",".join(str(s) for s in sizes)}
+    if launch:
+        params.update(launch="mpi", launcher=shlex.join(launch))
+    case = Case("nccl", kind, params, timeout=600, launch=launch)
+    t0 = time.time()
+    out = execute(case, {"reps": reps, "warmup": 1})
+    log(f"  {time.time() - t0:5.1f} s  umscope nccl {kind} ({'mpirun' if launch else 'one process'})")
+    if out.status != "ok":
+        SKIPPED.append((f"umscope nccl {kind} {'under ' + shlex.join(launch) if launch else 'one process'}",
+                        f"{out.status}: {out.reason}"))
+    return out.records
+
+
+# ------------------------------------------------------------------ PyTorch
+
+def _torch_rank(rank, world, init_file, sizes, out_file):
     import torch
     import torch.distributed as dist
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", init_method=f"file://{init_file}", rank=rank, world_size=world,
                             device_id=torch.device("cuda", rank))
-    count = size_bytes // 4
-    results = {}
-    for op in ("allreduce", "allgather"):
-        if op == "allreduce":
-            src = torch.full((count,), float(rank + 1), device="cuda")
-            dst = src.clone()  # all_reduce is in place: a fresh copy each call would add a copy to the time
-            call = lambda: dist.all_reduce(dst)  # noqa: E731
-            factor = 2 * (world - 1) / world
-        else:
-            per = count // world
-            src = torch.full((per,), float(rank + 1), device="cuda")
-            dst = torch.empty(per * world, device="cuda")
-            call = lambda: dist.all_gather_into_tensor(dst, src)  # noqa: E731
-            factor = (world - 1) / world
-        used = (count if op == "allreduce" else (count // world) * world) * 4
-        stream = torch.cuda.current_stream()
-        for _ in range(5):
-            call()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record(stream)
-            call()
-            b.record(stream)
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        t = torch.tensor(times, device="cuda")
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)  # per sample, the slower rank's time
-        # Check the result as umscope does: all-reduce sums ranks (after 5 + reps in-place calls it
-        # grows; check all-gather, whose output is fixed).
-        if op == "allgather":
-            want = torch.cat([torch.full((count // world,), float(r + 1), device="cuda") for r in range(world)])
-            assert torch.equal(dst, want), "torch all_gather result differs"
-        busbw = [used / (ms * 1e-3) / 1e9 * factor for ms in t.tolist()]
-        results[op] = (statistics.median(busbw), min(busbw), max(busbw), used)
+    res = {}
+    for op in NCCL_OPS:
+        for size in sizes:
+            n = size // 4
+            per = n // world
+            if op == "allreduce":
+                t = torch.ones(n, device="cuda")
+                call, factor, used = (lambda: dist.all_reduce(t)), 2 * (world - 1) / world, n * 4
+            elif op == "broadcast":
+                t = torch.ones(n, device="cuda")
+                call, factor, used = (lambda: dist.broadcast(t, 0)), 1.0, n * 4
+            elif op == "allgather":
+                a, b = torch.ones(per, device="cuda"), torch.empty(per * world, device="cuda")
+                call, factor, used = (lambda: dist.all_gather_into_tensor(b, a)), (world - 1) / world, per * world * 4
+            elif op == "reducescatter":
+                a, b = torch.ones(per * world, device="cuda"), torch.empty(per, device="cuda")
+                call, factor, used = (lambda: dist.reduce_scatter_tensor(b, a)), (world - 1) / world, per * world * 4
+            else:
+                a, b = torch.ones(per * world, device="cuda"), torch.empty(per * world, device="cuda")
+                call, factor, used = (lambda: dist.all_to_all_single(b, a)), (world - 1) / world, per * world * 4
+            for _ in range(5):
+                call()
+            torch.cuda.synchronize()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(20):
+                call()
+            e.record()
+            e.synchronize()
+            ms = torch.tensor([s.elapsed_time(e) / 20], device="cuda")
+            dist.all_reduce(ms, op=dist.ReduceOp.MAX)
+            res[f"{op} {size}"] = used / (ms.item() * 1e-3) / 1e9 * factor
+            del call
+            torch.cuda.empty_cache()
     if rank == 0:
-        import json
         with open(out_file, "w") as f:
-            json.dump(results, f)
+            json.dump(res, f)
     dist.destroy_process_group()
 
 
-def torch_nccl(size_bytes, reps):
-    import json
-    import torch
-    import torch.multiprocessing as mp
+def torch_collectives(world, sizes):
+    try:
+        import torch
+        import torch.multiprocessing as mp
+    except ImportError as e:
+        SKIPPED.append(("PyTorch collectives", str(e)))
+        return {}, None
+    t0 = time.time()
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "out.json")
-        mp.spawn(_torch_rank, args=(2, os.path.join(d, "init"), size_bytes, reps, out), nprocs=2, join=True)
+        try:
+            mp.spawn(_torch_rank, args=(world, os.path.join(d, "init"), sizes, out), nprocs=world, join=True)
+        except Exception as e:  # a failed rank: say so, keep the rest of the comparison
+            SKIPPED.append(("PyTorch collectives", f"{type(e).__name__}: {str(e)[-300:]}"))
+            return {}, None
         with open(out) as f:
             res = json.load(f)
-    return res, torch.__version__, ".".join(map(str, torch.cuda.nccl.version()))
+    log(f"  {time.time() - t0:5.1f} s  torch.distributed {world} processes")
+    return res, f"torch {torch.__version__}, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}"
 
 
-def nvlink_bound(fp):
-    lines = []
-    try:
-        from umscope.model import bounds
-        pl = getattr(bounds, "peer_link", None)
-        if pl:
-            b = pl(fp, 0, 1)
-            if b:
-                lines.append(f"{b[0]:g} GB/s per direction ({b[1]})")
-    except Exception as e:  # the probe's bound is optional here
-        lines.append(f"probe bound unavailable: {e}")
-    try:
-        import pynvml
-        pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
-        active = 0
-        for link in range(pynvml.NVML_NVLINK_MAX_LINKS):
-            try:
-                active += pynvml.nvmlDeviceGetNvLinkState(h, link) == pynvml.NVML_FEATURE_ENABLED
-            except pynvml.NVMLError:
-                break
-        field = getattr(pynvml, "NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON", None)
-        rate = None
-        if field is not None:
-            v = pynvml.nvmlDeviceGetFieldValues(h, [field])[0]
-            if v.nvmlReturn == 0:
-                rate = v.value.uiVal / 1000.0  # MB/s -> GB/s per link
-        if active and rate:
-            lines.append(f"{active * rate:.1f} GB/s per direction (NVML: {active} active links x {rate:.3f} GB/s "
-                         "link speed)")
-        elif active:
-            lines.append(f"{active} active NVLinks (NVML gave no link speed)")
-        pynvml.nvmlShutdown()
-    except Exception as e:
-        lines.append(f"NVML unavailable: {e}")
-    return lines
+# ------------------------------------------------------------------ tables
+
+def size_text(n):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def ratio_cell(ratio, target):
+    if ratio is None:
+        return "—"
+    return f"{ratio:.3f}" + ("" if ratio >= target else " **below**")
+
+
+def spread_text(r):
+    return f"{100 * r['spread']:.1f}%" if r and r.get("spread") is not None else "—"
+
+
+def rows_mpi(recs, anchors, ops):
+    rows = []
+    for op in ops:
+        for r in sorted((r for r in recs if r["op"] == op), key=lambda r: r["bytes"]):
+            a = anchors.get(op, {}).get(r["bytes"])
+            if op == "latency":
+                ratio = a / r["median"] if a else None
+                ours, theirs = f"{r['median']:.3g} µs", f"{a:.3g} µs" if a else "not run"
+            else:
+                a = a / 1000 if a else None  # OSU prints MB/s (10^6 B/s)
+                ratio = r["median"] / a if a else None
+                ours, theirs = f"{r['median']:.4g} GB/s", f"{a:.4g} GB/s" if a else "not run"
+            rows.append([op, size_text(r["bytes"]), ours, spread_text(r), theirs, ratio_cell(ratio, TARGET["mpi"])])
+    return rows
+
+
+def md_table(head, rows):
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                     + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
+
+
+def find_anchor(root, *names):
+    for n in names:
+        p = Path(root) / n
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+    SKIPPED.append((names[0], f"not built in {root} (the anchors' folder): its comparison is left out"))
+    return None
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--size", default="1GiB", help="collective size, nccl-tests' definition (default 1 GiB)")
-    ap.add_argument("--reps", type=int, default=20)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--anchors", default=".anchors", help="folder of the built anchors (osu/, nccl-tests/)")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for scaleout.md and scaleout.jsonl")
+    ap.add_argument("--reps", type=int, default=10, help="umscope's repetitions per figure (after one warm-up)")
+    ap.add_argument("--quick", action="store_true", help="MPI 8 B, 1 MiB, 64 MiB; NCCL 1 MiB, 64 MiB, 1 GiB")
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--skip", default="", help="comma list of parts to leave out: mpi,mbw,nccl,host")
     a = ap.parse_args()
-    fp = probe.probe_gpu()
-    if len(fp["gpus"]) < 2:
-        sys.exit(f"needs two GPUs; this machine has {len(fp['gpus'])}")
-    os.environ["NCCL_NVLS_ENABLE"] = os.environ.get("NCCL_NVLS_ENABLE", "0")
+    t_start = time.time()
+    skip = set(filter(None, a.skip.split(",")))
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     if os.environ["NCCL_NVLS_ENABLE"] != "0":
         sys.exit("NCCL_NVLS_ENABLE must be 0 here (no multicast on shared machines)")
-    scaleout._prepare_env()  # the same libnccl as PyTorch's where the wheel is installed
-    from umscope.sizes import parse_size_list
-    size = parse_size_list(a.size)[0]
+    scaleout._prepare_env()
+    lib = scaleout.nccl_library()
+    if lib:  # nccl-tests and torch load the same libnccl as umscope
+        os.environ["LD_LIBRARY_PATH"] = os.path.dirname(lib) + ":" + os.environ.get("LD_LIBRARY_PATH", "")
+    fp = probe.probe()  # the MPI part runs without a GPU too
+    n = len(fp["gpus"])
+    cpus = os.cpu_count() or 1
+    mpi_sizes = [8, 1 << 20, 64 << 20] if a.quick else MPI_SIZES
+    nccl_sizes = [1 << 20, 64 << 20, 1 << 30] if a.quick else NCCL_SIZES
+    osu_dir, nt_dir = Path(a.anchors) / "osu", Path(a.anchors) / "nccl-tests"
+    md = [f"# Scale-out beside its anchors\n",
+          f"{fp['gpus'][0]['name'] if n else 'no GPU'} x{n}, {cpus} CPUs; commit {native_commit()}; "
+          f"NCCL_NVLS_ENABLE={os.environ['NCCL_NVLS_ENABLE']}; NCCL library {lib or 'libnccl.so.2 on the path'}.\n"]
+    records = []
 
-    ours = umscope_nccl(str(size), a.reps)
-    theirs, torch_version, torch_nccl_version = torch_nccl(size, a.reps)
-    first = next(iter(ours.values()))
-    print(f"\n{fp['gpus'][0]['name']} x{len(fp['gpus'])}; umscope NCCL {first['nccl_version']} "
-          f"({first['nccl_library']}); torch {torch_version} NCCL {torch_nccl_version}; "
-          f"NCCL_NVLS_ENABLE={os.environ['NCCL_NVLS_ENABLE']}")
-    print(f"{'collective (device buffers)':<30} {'umscope busbw':>14} {'torch busbw':>12} {'ratio':>6}  target")
-    for op in ("allreduce", "allgather"):
-        r, (tm, tmin, tmax, used) = ours[op], theirs[op]
-        ratio = r["median"] / tm
-        print(f"{op + ' ' + str(r['bytes'] >> 20) + ' MiB':<30} {r['median']:>9.1f} GB/s {tm:>7.1f} GB/s "
-              f"{ratio:>6.3f}  >= {TARGET} {'met' if ratio >= TARGET else 'NOT met'}")
-        print(f"{'':<30} umscope min-max {r['min']:.1f}-{r['max']:.1f}, spread {100 * r['spread']:.1f}%, "
-              f"algbw {r['algbw']:.1f} GB/s, verified {r['verified']}; torch min-max {tmin:.1f}-{tmax:.1f}")
-    for line in nvlink_bound(fp):
-        print(f"NVLink bound: {line}")
+    if "mpi" not in skip:
+        log("MPI point-to-point, 2 ranks, host memory")
+        prefix = mpirun(2)
+        ops = ["bw", "bibw", "latency"]
+        recs = ours_mpi(prefix, ops, mpi_sizes, a.reps)
+        records += recs
+        anchors = {}
+        for op in ops:
+            exe = find_anchor(osu_dir, OSU[op])
+            if not exe:
+                continue
+            small = [s for s in mpi_sizes if s <= 8192]
+            large = [s for s in mpi_sizes if s > 8192]
+            table = {}
+            if small:  # OSU's own loop counts up to 8 KiB; fewer above (64 MiB windows are 4 GiB)
+                table.update(osu_table(sh(prefix + [exe, "-m", f"{min(small)}:{max(small)}", "H", "H"])))
+            if large:
+                few = ["-i", "100", "-x", "10"] if op == "latency" else ["-i", "10", "-x", "2"]
+                table.update(osu_table(sh(prefix + [exe, "-m", f"{min(large)}:{max(large)}"] + few + ["H", "H"])))
+            anchors[op] = table
+        md.append(f"## MPI point-to-point, host memory, 2 ranks\n\nBoth under `{shlex.join(prefix)}`; umscope "
+                  f"`mpi --kind system` ({a.reps} repetitions after one warm-up; cores per rank: "
+                  f"{recs[0].get('rank_cpus') if recs else '—'}); OSU 7.2 `-m MIN:MAX H H` (its own loop counts up "
+                  "to 8 KiB, `-i 10 -x 2` above, latency `-i 100 -x 10`). Ratio: umscope / OSU (latency: OSU / "
+                  "umscope); target 0.95.\n")
+        md.append(md_table(["op", "size", "umscope", "spread", "OSU 7.2", "ratio"], rows_mpi(recs, anchors, ops)))
 
-    print("\nmpi family, 2 ranks under mpirun (one per GPU), 8 B / 1 MiB / 64 MiB:")
-    for kind in ("device", "pinned", "managed"):
-        (case,) = scaleout.mpi_cases(fp, [kind], "8,1MiB,64MiB", "bw,bibw,latency", launcher="mpirun", ranks=2)
-        out = execute(case, {"reps": 5, "warmup": 1})
-        if out.status != "ok":
-            print(f"  {kind:<8} {out.status}: {out.reason}")
-            continue
-        for r in out.records:
-            print(f"  {kind:<8} {r['op']:<8} {r['bytes']:>9} B  {r['median']:>10.4g} {r['unit']:<5} "
-                  f"(min {r['min']:.4g}, max {r['max']:.4g}; {r['pointers']} pointers, verified {r['verified']})")
-    print(f"  launcher: {case.params['launcher']}")
+    if "mbw" not in skip and cpus >= 4:
+        ranks = min(2 * n if n >= 2 else 4, cpus - cpus % 2, 8)
+        log(f"mbw, {ranks} ranks")
+        prefix = mpirun(ranks)
+        recs = ours_mpi(prefix, ["mbw"], MBW_SIZES, a.reps)
+        records += recs
+        exe = find_anchor(osu_dir, "osu_mbw_mr")
+        rows = []
+        for r in sorted(recs, key=lambda r: (r["bytes"], r["pairs"])):
+            k = r["pairs"]
+            anchor = None
+            if exe:
+                key = ("mbw", k)
+                if key not in OSU_CACHE:
+                    OSU_CACHE[key] = osu_table(sh(mpirun(2 * k) + [exe, "-m", f"{min(MBW_SIZES)}:{max(MBW_SIZES)}",
+                                                                 "-i", "10", "-x", "2"]))
+                anchor = OSU_CACHE[key].get(r["bytes"])
+                anchor = anchor / 1000 if anchor else None
+            rows.append([str(k), size_text(r["bytes"]), f"{r['median']:.4g} GB/s", spread_text(r),
+                         f"{anchor:.4g} GB/s" if anchor else "not run",
+                         ratio_cell(r["median"] / anchor if anchor else None, TARGET["mpi"])])
+        md.append(f"\n## mbw: k pairs at once (processes per node)\n\numscope `mpi --ops mbw` with {ranks} ranks under "
+                  f"`{shlex.join(prefix)}` (pair i: ranks i and i + {ranks // 2}); osu_mbw_mr under the same line with "
+                  "2k ranks (`-i 10 -x 2`). Total bytes over the slowest pair's time (OSU: over rank 0's).\n")
+        md.append(md_table(["pairs", "size", "umscope", "spread", "osu_mbw_mr", "ratio"], rows))
+
+    if "nccl" not in skip and n >= 2:
+        log(f"NCCL, {n} GPUs")
+        one = ours_nccl("device", NCCL_OPS, nccl_sizes, a.reps)
+        launch = mpirun(n)
+        per_rank = ours_nccl("device", NCCL_OPS, nccl_sizes, a.reps, launch=launch)
+        records += one + per_rank
+        nt_one, nt_mpi = {}, {}
+        lo, hi = min(nccl_sizes), max(nccl_sizes)
+        for op, name in NCCL_TESTS.items():
+            flags = ["-b", str(lo), "-e", str(hi), "-f", "4", "-c", "1", "-n", "20", "-w", "5"]
+            exe = find_anchor(nt_dir, f"{name}_perf", f"bin/{name}_perf")
+            if exe:
+                nt_one[op] = nccl_tests_table(sh([exe] + flags + ["-g", str(n)]))
+            exe = find_anchor(nt_dir, f"{name}_perf_mpi", f"bin/{name}_perf_mpi")
+            if exe:
+                nt_mpi[op] = nccl_tests_table(sh(launch + [exe] + flags + ["-g", "1"]))
+        torch_res, torch_ver = ({}, None) if a.no_torch else torch_collectives(n, nccl_sizes)
+        rows = []
+        for op in NCCL_OPS:
+            for size in nccl_sizes:
+                o = next((r for r in one if r["op"] == op and r["bytes"] == size), None)
+                m = next((r for r in per_rank if r["op"] == op and r["bytes"] == size), None)
+                t1, tm = nt_one.get(op, {}).get(size), nt_mpi.get(op, {}).get(size)
+                tt = torch_res.get(f"{op} {size}")
+                rows.append([op, size_text(size),
+                             f"{o['median']:.4g} ({spread_text(o)})" if o else "—", f"{t1:.4g}" if t1 else "—",
+                             ratio_cell(o["median"] / t1 if o and t1 else None, TARGET["nccl"]),
+                             f"{m['median']:.4g} ({spread_text(m)})" if m else "—", f"{tm:.4g}" if tm else "—",
+                             ratio_cell(m["median"] / tm if m and tm else None, TARGET["nccl"]),
+                             f"{tt:.4g}" if tt else "—", ratio_cell(o["median"] / tt if o and tt else None, 0.98)])
+        md.append(f"\n## NCCL collectives, device buffers, busbw (GB/s), {n} GPUs\n\numscope `nccl --kind device` "
+                  f"({a.reps} repetitions after one warm-up, each of 20 calls up to 256 MiB, 1 at 4 GiB, behind one "
+                  f"untimed call) in one process (ncclCommInitAll) and under `{shlex.join(launch)}`; nccl-tests "
+                  f"2.19.6 `-b {lo} -e {hi} -f 4 -n 20 -w 5` with `-g {n}` and `_mpi` under the same line "
+                  f"(out-of-place busbw); PyTorch: {torch_ver or 'not run'} ({n} processes, 20 calls between two "
+                  "events after 5 warm-ups, the slowest rank). Ratio target 0.98.\n")
+        md.append(md_table(["op", "size", "umscope 1 proc (spread)", "nccl-tests -g", "ratio",
+                            f"umscope {n} ranks (spread)", "nccl-tests _mpi", "ratio", "torch", "umscope/torch"],
+                           rows))
+
+    if "host" not in skip and n >= 2:
+        log("NCCL over host and peer memory")
+        rows = []
+        for kind in ("device", "pinned", "registered", "peer:1"):
+            recs = ours_nccl(kind, ["allreduce", "allgather"], [1 << 20, 64 << 20], 3)
+            records += recs
+            for r in recs:
+                rows.append([kind, r["op"], size_text(r["bytes"]), f"{r['median']:.4g} GB/s", spread_text(r),
+                             r.get("buffers_on") or ""])
+            if not recs:
+                rows.append([kind, "allreduce, allgather", "—", "skipped", "", SKIPPED[-1][1] if SKIPPED else ""])
+        md.append("\n## NCCL over host and peer-GPU memory (Fusco et al. Fig. 18), one process, busbw\n")
+        md.append(md_table(["buffers", "op", "size", "busbw", "spread", "note"], rows))
+
+    if SKIPPED:
+        md.append("\n## Not run\n\n" + "\n".join(f"- `{w}`: {why}" for w, why in SKIPPED))
+    md.append(f"\nWall time {time.time() - t_start:.0f} s.\n")
+    text = "\n".join(md)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scaleout.md").write_text(text)
+    with open(out / "scaleout.jsonl", "w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    print(text)
+
+
+OSU_CACHE = {}
+
+
+def native_commit():
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parent).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
@@ -201,6 +202,49 @@ int cmd_list_json() {
 
 // Parses a kind spec and prints its canonical form; the Python side validates
 // user input through this so there is one parser.
+// The placement a rank started by a launcher takes (placement.hpp: plan_rank), from the launcher's environment,
+// without pinning anything: a check of the logic on any host. --cpus LIST stands for the CPUs the launcher
+// allows, --gpu-cpus "LIST;LIST;..." for each GPU's local CPUs (default: this host's), --one-core as the mpi
+// family. Prints one JSON line.
+int cmd_rank_placement(int argc, char** argv) {
+  std::vector<int> allowed = os::allowed_cpus();
+  std::vector<std::vector<int>> gpu_cpus;
+  bool one_core = false, fake_gpus = false;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--one-core") {
+      one_core = true;
+    } else if ((a == "--cpus" || a == "--gpu-cpus") && i + 1 < argc) {
+      std::string v = argv[++i];
+      if (a == "--cpus") {
+        allowed = parse_cpu_list(v);
+        continue;
+      }
+      fake_gpus = true;
+      std::stringstream ss(v);
+      std::string part;
+      while (std::getline(ss, part, ';')) gpu_cpus.push_back(parse_cpu_list(part));
+    } else {
+      std::cerr << "umbench rank-placement [--cpus LIST] [--gpu-cpus 'LIST;LIST;...'] [--one-core]\n";
+      return 2;
+    }
+  }
+  if (!fake_gpus)
+    for (const std::string& bus : gpu_bus_ids()) {
+      std::vector<int> cpus;
+      int node = -1;
+      if (bus.empty() || !gpu_locality(bus, cpus, node)) cpus.clear();
+      gpu_cpus.push_back(cpus);
+    }
+  const LaunchRank lr = launcher_rank();
+  const RankPlace p = plan_rank(lr, allowed, gpu_cpus, one_core, fake_gpus ? +[](int c) { return c; } : core_of_cpu);
+  JsonObject o;
+  o.set("rank", lr.rank).set("size", lr.size).set("local_rank", lr.local_rank).set("local_size", lr.local_size);
+  o.set("source", lr.source).set("gpu", p.gpu).set("cpus", cpu_ranges(p.cpus)).set("how", p.how);
+  std::cout << o.str() << std::endl;
+  return 0;
+}
+
 int cmd_check_kind(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "umbench check-kind: give a kind spec\n";
@@ -332,9 +376,30 @@ int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "info") return cmd_info();
   if (cmd == "list") return argc > 2 && std::string(argv[2]) == "--json" ? cmd_list_json() : cmd_list();
+  if (cmd == "rank-placement") return cmd_rank_placement(argc, argv);
 #ifdef UMSCOPE_HAVE_MPI
   if (cmd == "run") {
+    // Each rank on its own cores before MPI_Init allocates (placement.hpp: plan_rank): from the launcher's
+    // environment, else from MPI's view of the host once it is up. The mpi family takes one core per rank.
+    const bool one_core = argc > 2 && std::string(argv[2]) == "mpi";
+    LaunchRank lr = launcher_rank();
+    RankPlace rp;
+    try {
+      if (lr.local_rank >= 0) rp = pin_rank(lr, one_core);
+    } catch (const std::exception& e) {
+      rp.how = std::string("not placed: ") + e.what();
+    }
     mpi_world_init(&argc, &argv);
+    World& w = world();
+    if (lr.local_rank < 0) {
+      lr = {w.rank, w.size, w.local_rank, w.local_size, "MPI_Comm_split_type (" + lr.source + ")"};
+      try {
+        rp = pin_rank(lr, one_core);
+      } catch (const std::exception& e) {
+        rp.how = std::string("not placed: ") + e.what();
+      }
+    }
+    w.rank_placement = rp.how;
     int code = cmd_run(argc, argv);
     mpi_world_finalize();
     return code;
@@ -346,6 +411,6 @@ int main(int argc, char** argv) {
 #endif
   if (cmd == "check-kind") return cmd_check_kind(argc, argv);
   if (cmd == "parse-sizes") return cmd_parse_sizes(argc, argv);
-  std::cerr << "usage: umbench info | list [--json] | check-kind SPEC | parse-sizes SIZE... | run BENCH [--key value]... | batch\n";
+  std::cerr << "usage: umbench info | list [--json] | check-kind SPEC | rank-placement [...] | parse-sizes SIZE... | run BENCH [--key value]... | batch\n";
   return 2;
 }

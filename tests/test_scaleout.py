@@ -179,6 +179,10 @@ def test_mpi_two_local_ranks_on_system_memory(store_path):
         assert x["verified"] and x["ranks"] == 2 and x["pointers"] == "host"
         assert x["launcher"].startswith("mpirun -n 2") and r["median"] > 0
         assert r["unit"] == ("us" if r["op"] == "latency" else "GB/s")
+        # Each rank's CPUs are listed, and no two ranks share one (OSU's single buffer per side by default).
+        cpus = dict(part.split(":") for part in x["rank_cpus"].split())
+        assert sorted(cpus) == ["0", "1"] and not (_cpus(cpus["0"]) & _cpus(cpus["1"])), x["rank_cpus"]
+        assert x["buffers"] == "single" and x["rank_placement"]
 
 
 @pytest.mark.gpu
@@ -225,3 +229,64 @@ def test_nccl_one_rank_per_gpu_under_mpirun(store_path):
         x = r["extra"]
         assert x["launch"] == "mpi" and x["ranks"] == 2 and x["verified"] and r["median"] > 1
         assert x["launcher"].startswith("mpirun -n 2")
+
+
+def _launcher_env(launcher, rank, nodes=2, per_node=4):
+    """The variables each launcher gives rank `rank` of nodes x per_node ranks (block placement)."""
+    node, local = divmod(rank, per_node)
+    size = nodes * per_node
+    if launcher == "mpirun":
+        return {"OMPI_COMM_WORLD_RANK": rank, "OMPI_COMM_WORLD_SIZE": size, "OMPI_COMM_WORLD_LOCAL_RANK": local,
+                "OMPI_COMM_WORLD_LOCAL_SIZE": per_node}
+    if launcher == "srun":
+        return {"SLURM_PROCID": rank, "SLURM_NTASKS": size, "SLURM_LOCALID": local, "SLURM_NODEID": node,
+                "SLURM_TASKS_PER_NODE": f"{per_node}(x{nodes})"}
+    return {"FLUX_TASK_RANK": rank, "FLUX_JOB_SIZE": size, "FLUX_TASK_LOCAL_ID": local, "FLUX_JOB_NNODES": nodes}
+
+
+def _rank_placement(env, *args):
+    import subprocess
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("OMPI_", "SLURM_", "FLUX_", "PMI_", "MPI_LOCAL"))}
+    clean.update({k: str(v) for k, v in env.items()})
+    res = subprocess.run([native.umbench_path(), "rank-placement", *args], capture_output=True, text=True,
+                         env=clean, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def _cpus(text):
+    out = set()
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out |= set(range(int(a), int(b or a) + 1))
+    return out
+
+
+@pytest.mark.parametrize("launcher", ["mpirun", "srun", "flux"])
+@pytest.mark.parametrize("one_core", [False, True])
+def test_rank_placement_two_nodes_of_four_ranks(launcher, one_core):
+    """2 nodes x 4 ranks, the launcher's environment faked on the CPU: each rank learns its node-local rank, takes
+    GPU local_rank mod 4 and cores of its own, inside that GPU's local CPUs (two sockets of 32 CPUs, GPUs 0-1 on
+    the first); ranks of one node never share a CPU; with --one-core (the mpi family) one CPU each."""
+    layout = "0-31;0-31;32-63;32-63"
+    extra = ["--one-core"] if one_core else []
+    by_node = {0: [], 1: []}
+    for rank in range(8):
+        p = _rank_placement(_launcher_env(launcher, rank), "--cpus", "0-63", "--gpu-cpus", layout, *extra)
+        assert (p["rank"], p["size"], p["local_rank"], p["local_size"]) == (rank, 8, rank % 4, 4), p
+        assert p["gpu"] == rank % 4
+        cpus = _cpus(p["cpus"])
+        assert cpus <= (set(range(32)) if p["gpu"] < 2 else set(range(32, 64))), p
+        assert len(cpus) == (1 if one_core else 16), p
+        by_node[rank // 4].append(cpus)
+    for sets in by_node.values():
+        assert all(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1:]), sets
+    assert by_node[0] == by_node[1]  # the same layout on every node
+
+
+def test_rank_placement_keeps_a_launchers_binding_and_says_when_it_knows_nothing():
+    bound = _rank_placement(_launcher_env("mpirun", 1), "--cpus", "5", "--gpu-cpus", "0-63;0-63;0-63;0-63")
+    assert bound["cpus"] == "5" and "the launcher bound this rank" in bound["how"]
+    alone = _rank_placement({}, "--cpus", "0-7", "--gpu-cpus", "0-7")
+    assert alone["local_rank"] == -1 and alone["cpus"] == "0-7" and "no launcher variables" in alone["how"]

@@ -95,3 +95,51 @@ def test_probe_reads_llc_instances():
     info = probe.cpu_info()
     for inst in info["llc_instances"]:
         assert inst["cpus"] and inst["bytes"] > 0
+
+
+def _four_gpus(link_of=lambda a, b: ("NVLink", 18), cpus_of=lambda d: list(range(64)), nvml=True):
+    """A 4-GPU fingerprint: link_of(a, b) -> (type, count) for every ordered pair (None: NVML unavailable)."""
+    gpus = [{"device": d, "sms": 132, "free_mem": 80 << 30} for d in range(4)]
+    pairs = []
+    for a in range(4):
+        for b in range(4):
+            if a != b:
+                kind, count = link_of(a, b)
+                pairs.append({"a": a, "b": b, "type": kind if nvml else None, "nvlinks": count, "via": "direct",
+                              "nvlink_version": 4, "p2p": {"read": True, "write": True}})
+    topo = {"gpus": [{"device": d, "numa_node": 0, "cpus": cpus_of(d)} for d in range(4)], "pairs": pairs}
+    return dict(ONE_NODE, gpus=gpus, topology=topo)
+
+
+def _across(cases):
+    lat = {(c.params["device"], c.kind) for c in cases if c.benchmark == "latency" and "device" in c.params}
+    pp = {(c.params["device"], c.params["peer"]) for c in cases if c.benchmark == "pingpong" and "peer" in c.params}
+    peer_copies = {(c.params.get("device", "0"), c.kind, c.params["dst"]) for c in cases if c.benchmark == "copy"
+                   and "peer:" in (c.kind + c.params["dst"])}
+    return lat, pp, peer_copies
+
+
+def test_default_plan_measures_one_pair_per_distinct_link_and_says_so():
+    """Issue 38: on a uniform NV18 node every GPU pair repeats one figure: the default suite measures pair 0-1
+    across GPUs (latency, ping-pong, peer copies) and notes it in the fingerprint; the families' own plans keep
+    every pair."""
+    fp = _four_gpus()
+    lat, pp, copies = _across(plans.default_plan(fp))
+    assert lat == {("0", "peer:1")} and pp == {("0", "1")}
+    assert {k for _, k, d in copies} | {d for _, _, d in copies} <= {"peer:1", "device", "pinned", "registered",
+                                                                      "system"}
+    assert "1 of 12 ordered GPU pairs (0-1)" in fp["pair_choice"]["note"]
+    assert len(_across(plans.latency_cases(fp, sizes=plans.LATENCY_SHORT))[0]) == 12
+    assert len(_across(plans.pingpong_cases(fp))[1]) == 6
+    # Two kinds of link (GPUs 0-1 and 2-3 on NV18, the rest NV6): one pair of each.
+    two = _four_gpus(lambda a, b: ("NVLink", 18 if {a, b} in ({0, 1}, {2, 3}) else 6))
+    lat, pp, copies = _across(plans.default_plan(two))
+    assert lat == {("0", "peer:1"), ("0", "peer:2")} and pp == {("0", "1"), ("0", "2")}
+    # GPUs on two sockets: the pair within a socket and the pair across differ even with one link type.
+    sockets = _four_gpus(cpus_of=lambda d: list(range(32)) if d < 2 else list(range(32, 64)))
+    lat, _, _ = _across(plans.default_plan(sockets))
+    assert ("0", "peer:1") in lat and ("0", "peer:2") in lat and ("2", "peer:0") in lat
+    # Unknown links (no NVML): every pair, and no note.
+    blind = _four_gpus(nvml=False)
+    lat, pp, _ = _across(plans.default_plan(blind))
+    assert len(lat) == 12 and len(pp) == 6 and "pair_choice" not in blind

@@ -34,6 +34,8 @@
 #include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
+#include "umscope/os.hpp"
+#include "umscope/placement.hpp"
 #include "umscope/world.hpp"
 #include "umscope/timing.hpp"
 
@@ -65,6 +67,7 @@ struct Nccl {
   nccl_result (*Recv)(void*, size_t, int, int, nccl_comm, cudaStream_t) = nullptr;
   nccl_result (*GroupStart)() = nullptr;
   nccl_result (*GroupEnd)() = nullptr;
+  const char* (*GetLastError)(nccl_comm) = nullptr;  // NCCL 2.13+: the text of the last warning
 
   // "" when loaded, else why not.
   std::string load() {
@@ -101,6 +104,7 @@ struct Nccl {
     sym(GroupStart, "ncclGroupStart");
     sym(GroupEnd, "ncclGroupEnd");
     if (!missing.empty()) return path + " lacks " + missing + " (NCCL older than 2.7?)";
+    GetLastError = reinterpret_cast<const char* (*)(nccl_comm)>(dlsym(handle, "ncclGetLastError"));
     int v = 0;
     GetVersion(&v);
     // Since 2.9: major*10000 + minor*100 + patch; before: major*1000 + minor*100 + patch.
@@ -113,6 +117,8 @@ struct Nccl {
   void check(nccl_result r, const char* what, const KindSpec& kind) const {
     if (r == 0) return;
     std::string msg = std::string(what) + ": " + GetErrorString(r);
+    const char* last = GetLastError ? GetLastError(nullptr) : nullptr;
+    if (last && *last) msg += std::string(" (NCCL: ") + last + ")";
     if (r == kInvalidArgument || r == kInvalidUsage) throw Skip("NCCL refused " + kind.str() + " buffers: " + msg);
     throw std::runtime_error(msg);
   }
@@ -190,6 +196,8 @@ void run_nccl(Context& ctx) {
   const std::string launch = ctx.args.choices("launch", "single", {"single", "mpi"})[0];
   const std::string launcher = ctx.args.str("launcher", "");
   const std::string gpus_arg = ctx.args.str("gpus", "all");
+  const long long iters_arg = ctx.args.integer("iters", 0);
+  if (iters_arg < 0 || iters_arg > 10000) throw UsageError("--iters must be from 1 to 10000 (0: by size)");
   World& w = world();
   if (launch == "mpi" && w.runtime != "mpi")
     throw UsageError("--launch mpi runs in umbench-mpi under a launcher: umscope bench nccl --launcher mpirun -n 2");
@@ -198,8 +206,8 @@ void run_nccl(Context& ctx) {
 
   Nccl nccl;
   world_agree(nccl.load());
-  if (kind.name == "peer")
-    throw Skip("peer:N is not a placement for NCCL buffers: each rank's buffers belong to its own GPU");
+  // peer:N: each rank's buffers on the GPU N places further along (rank on GPU d: GPU (d + N) mod GPUs), the
+  // peer-memory placement of Fusco et al.'s Fig. 18; NCCL decides whether it takes them.
   if (!gpu_caps(0).present) throw Skip(gpu_caps(0).why_absent);
   int visible = 0;
   UM_CUDA(cudaGetDeviceCount(&visible));
@@ -242,8 +250,15 @@ void run_nccl(Context& ctx) {
     for (Rank& r : ranks) {
       AllocOptions opt = ctx.alloc;
       opt.device = r.dev;
-      r.send.reset(new Buffer(kind, max_bytes, opt));
-      r.recv.reset(new Buffer(kind, max_bytes, opt));
+      KindSpec k = kind;
+      if (k.name == "peer") {
+        if (k.arg % visible == 0)
+          throw Skip("peer:" + std::to_string(k.arg) + " is the rank's own GPU on this host of " +
+                     std::to_string(visible) + " GPUs (peer:N takes the GPU N places further along)");
+        k.arg = (r.dev + k.arg) % visible;
+      }
+      r.send.reset(new Buffer(k, max_bytes, opt));
+      r.recv.reset(new Buffer(k, max_bytes, opt));
       if (!r.send->gpu()) {
         why = "NCCL's kernels need GPU-reachable memory: " + r.send->gpu_unreachable();
         break;
@@ -302,28 +317,33 @@ void run_nccl(Context& ctx) {
   auto issue = [&](Op op, size_t count, int times) {
     for (int t = 0; t < times; ++t) {
       nccl.check(nccl.GroupStart(), "ncclGroupStart", kind);
-      for (Rank& r : ranks) {
-        switch (op) {
-          case kAllReduce:
-            nccl.check(nccl.AllReduce(r.sp, r.rp, count, kFloat32, kSum, r.comm, r.stream), "ncclAllReduce", kind);
-            break;
-          case kAllGather:
-            nccl.check(nccl.AllGather(r.sp, r.rp, count, kFloat32, r.comm, r.stream), "ncclAllGather", kind);
-            break;
-          case kReduceScatter:
-            nccl.check(nccl.ReduceScatter(r.sp, r.rp, count, kFloat32, kSum, r.comm, r.stream), "ncclReduceScatter",
-                       kind);
-            break;
-          case kBroadcast:
-            nccl.check(nccl.Broadcast(r.sp, r.rp, count, kFloat32, 0, r.comm, r.stream), "ncclBroadcast", kind);
-            break;
-          case kAllToAll:
-            for (int j = 0; j < n; ++j) {
-              nccl.check(nccl.Send(r.sp + j * count, count, kFloat32, j, r.comm, r.stream), "ncclSend", kind);
-              nccl.check(nccl.Recv(r.rp + j * count, count, kFloat32, j, r.comm, r.stream), "ncclRecv", kind);
-            }
-            break;
+      try {
+        for (Rank& r : ranks) {
+          switch (op) {
+            case kAllReduce:
+              nccl.check(nccl.AllReduce(r.sp, r.rp, count, kFloat32, kSum, r.comm, r.stream), "ncclAllReduce", kind);
+              break;
+            case kAllGather:
+              nccl.check(nccl.AllGather(r.sp, r.rp, count, kFloat32, r.comm, r.stream), "ncclAllGather", kind);
+              break;
+            case kReduceScatter:
+              nccl.check(nccl.ReduceScatter(r.sp, r.rp, count, kFloat32, kSum, r.comm, r.stream), "ncclReduceScatter",
+                         kind);
+              break;
+            case kBroadcast:
+              nccl.check(nccl.Broadcast(r.sp, r.rp, count, kFloat32, 0, r.comm, r.stream), "ncclBroadcast", kind);
+              break;
+            case kAllToAll:
+              for (int j = 0; j < n; ++j) {
+                nccl.check(nccl.Send(r.sp + j * count, count, kFloat32, j, r.comm, r.stream), "ncclSend", kind);
+                nccl.check(nccl.Recv(r.rp + j * count, count, kFloat32, j, r.comm, r.stream), "ncclRecv", kind);
+              }
+              break;
+          }
         }
+      } catch (...) {
+        nccl.GroupEnd();  // a refused call leaves no group open behind it
+        throw;
       }
       nccl.check(nccl.GroupEnd(), "ncclGroupEnd", kind);
     }
@@ -342,6 +362,14 @@ void run_nccl(Context& ctx) {
     proc = std::to_string(n) + " ranks";
   }
   std::vector<std::string> hosts = launch == "mpi" ? w.gather(w.host) : std::vector<std::string>{w.host};
+  std::vector<std::string> cpus = launch == "mpi" ? w.gather(cpu_ranges(os::allowed_cpus()))
+                                                   : std::vector<std::string>{cpu_ranges(os::allowed_cpus())};
+  std::string rank_cpus, peer_gpus;
+  for (size_t r = 0; r < cpus.size(); ++r) rank_cpus += (r ? " " : "") + std::to_string(r) + ":" + cpus[r];
+  for (Rank& r : ranks)
+    if (kind.name == "peer")
+      peer_gpus += (peer_gpus.empty() ? "gpu" : " gpu") + std::to_string(r.dev) + ":gpu" +
+                   std::to_string((r.dev + kind.arg) % visible);
   std::sort(hosts.begin(), hosts.end());
   const int nhosts = static_cast<int>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
 
@@ -354,8 +382,10 @@ void run_nccl(Context& ctx) {
       if (count == 0) continue;  // smaller than one float per rank
       const size_t used = (per_rank ? count * n : count) * 4;
       const size_t recv_elems = op == kReduceScatter ? count : per_rank ? count * n : count;
-      // Ops per timed sample: enough that a small collective's launch is not the whole time.
-      const int inner = static_cast<int>(std::clamp<size_t>((size_t(64) << 20) / used, 1, 20));
+      // Calls per timed sample: nccl-tests' 20 (-n 20) up to 256 MiB, then fewer, down to 1 at 4 GiB and more
+      // (a sample of at least about 4 GiB per rank); --iters sets it.
+      const int inner = iters_arg ? static_cast<int>(iters_arg)
+                                  : static_cast<int>(std::clamp<size_t>((size_t(4) << 30) / used, 1, 20));
       for (Rank& r : ranks) {
         UM_CUDA(cudaSetDevice(r.dev));
         poison<<<1024, 256, 0, r.stream>>>(r.rp, recv_elems);
@@ -366,6 +396,10 @@ void run_nccl(Context& ctx) {
       sync_all();
       std::vector<double> busbw, algbw, time_us;
       for (int rep = 0; rep < ctx.warmup + ctx.reps; ++rep) {
+        // One untimed call first: the timed ones queue behind it, so the start event fires when the GPU is
+        // already busy and the sample holds neither the host's launch of the first call nor the ranks'
+        // arrival skew (one call per sample at 64 MiB measured 0.91x nccl-tests' 20 back-to-back).
+        issue(op, count, 1);
         for (Rank& r : ranks) {
           UM_CUDA(cudaSetDevice(r.dev));
           r.clock->record(0);
@@ -411,8 +445,10 @@ void run_nccl(Context& ctx) {
       rec.set("time_us", t.median).set("time_us_min", t.min).set("time_us_max", t.max);
       rec.set("bus_factor", factor);
       rec.set("ranks", n).set("hosts", nhosts).set("gpus", list_text(devs));
-      rec.set("launch", launch).set("launcher", launcher);
-      rec.set("ops_per_sample", inner).set("dtype", "float32").set("in_place", false);
+      rec.set("launch", launch).set("launcher", launcher).set("rank_cpus", rank_cpus);
+      if (launch == "mpi") rec.set("rank_placement", w.rank_placement);
+      if (kind.name == "peer") rec.set("buffers_on", peer_gpus);
+      rec.set("ops_per_sample", inner).set("lead_in_calls", 1).set("dtype", "float32").set("in_place", false);
       rec.set("nccl_version", nccl.version).set("nccl_library", nccl.path);
       const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
       rec.set("nccl_nvls_enable", nvls ? nvls : "");
@@ -428,7 +464,7 @@ BenchRegistrar reg({"nccl", "gpu",
                     "any kind: algbw and busbw as nccl-tests defines them; one process for every local GPU "
                     "(--launch single) or one rank per GPU under a launcher (--launch mpi, umbench-mpi)",
                     {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall"},
-                    {"kind", "op", "bytes", "launch", "launcher", "gpus"},
+                    {"kind", "op", "bytes", "launch", "launcher", "gpus", "iters"},
                     run_nccl});
 
 }  // namespace

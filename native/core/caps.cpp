@@ -94,6 +94,22 @@ static GpuCaps probe(int dev) {
 }
 #endif
 
+std::vector<std::string> gpu_bus_ids() {
+  std::vector<std::string> out;
+#ifdef UMSCOPE_HAVE_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return out;
+  }
+  for (int d = 0; d < count; ++d) {
+    char bus[32] = {0};
+    out.push_back(cudaDeviceGetPCIBusId(bus, sizeof bus, d) == cudaSuccess ? bus : "");
+  }
+#endif
+  return out;
+}
+
 namespace {
 std::mutex caps_mu;
 std::map<int, GpuCaps> caps_cache;

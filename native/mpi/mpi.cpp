@@ -6,14 +6,16 @@
 // pairs (rank i with i + n/2) at once for k = 1, 2, 4, ... n/2: the aggregate
 // throughput against the processes per node.
 //
-//   bw       a window of Isends from A, Irecvs on B, then a 4-byte ack (osu_bw)
+//   bw       a window of Isends from A, Irecvs on B, then a 4-byte ack, per window (osu_bw)
 //   bibw     both sides post a window of Irecvs and Isends (osu_bibw)
 //   latency  blocking ping-pong, half the round trip (osu_latency)
 //   mbw      bw over k pairs at once, total bytes over the slowest pair's time (osu_mbw_mr)
 //
 // Device memory is passed to MPI only where the library is CUDA-aware; host
 // kinds (pinned, registered, system, numa, managed through its host mapping)
-// are passed as host pointers. Received data is checked against the sender's
+// are passed as host pointers. As OSU's default, every message of a window is sent from one buffer and
+// received into one (--buffers window: one per message). Each rank runs on its own cores (placement.hpp:
+// plan_rank) and every record lists them. Received data is checked against the sender's
 // pattern after the timed repetitions of each size.
 #include <mpi.h>
 
@@ -25,10 +27,14 @@
 #include "umscope/bench.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
+#include "umscope/os.hpp"
+#include "umscope/placement.hpp"
 #include "umscope/world.hpp"
 
 namespace umscope {
 namespace {
+
+constexpr size_t kOsuLargeMessage = 8192;  // OSU's LARGE_MESSAGE_SIZE: fewer loops above it
 
 unsigned char pattern(int sender, size_t i) { return static_cast<unsigned char>((sender * 31 + i * 7) % 251); }
 
@@ -104,6 +110,17 @@ std::string make_side(Side& s, const KindSpec& kind, size_t bytes, const AllocOp
   return "";
 }
 
+// Windows (bw, bibw, mbw) or round trips (latency) per timed sample, as OSU's loop counts (bw: 100 windows
+// up to 8 KiB, 20 above; latency: 10000 round trips up to 8 KiB, 1000 above) where a sample stays short,
+// else fewer, down to one window or 10 round trips: a sample moves at most 512 MiB one way (a window of 64
+// MiB messages is 4 GiB: one window).
+int loops_per_sample(const std::string& op, size_t bytes, int window) {
+  const bool small = bytes <= kOsuLargeMessage;
+  if (op == "latency")
+    return static_cast<int>(std::clamp<size_t>((size_t(256) << 20) / (2 * bytes), 10, small ? 10000 : 1000));
+  return static_cast<int>(std::clamp<size_t>((size_t(512) << 20) / (window * bytes), 1, small ? 100 : 20));
+}
+
 void run_mpi(Context& ctx) {
   World& w = world();
   if (w.runtime != "mpi")
@@ -115,6 +132,10 @@ void run_mpi(Context& ctx) {
   for (const std::string& s : ctx.args.list("bytes", "8,1KiB,64KiB,1MiB,4MiB")) sizes.push_back(parse_bytes(s));
   const int window = static_cast<int>(ctx.args.integer("window", 64));
   if (window < 1 || window > 4096) throw UsageError("--window must be from 1 to 4096");
+  // single: every message of a window from and into one buffer (OSU's default, -b single); window: a buffer
+  // per message (OSU's -b multiple), so that a window's bytes do not stay in the CPU's caches.
+  const std::string buffers = ctx.args.choices("buffers", "single", {"single", "window"})[0];
+  const int slots = buffers == "single" ? 1 : window;
   const std::string launcher = ctx.args.str("launcher", "");
   if (w.size < 2) throw Skip("the mpi benchmark needs at least 2 ranks; it ran as 1 (launch it with -n 2 or more)");
 
@@ -124,7 +145,6 @@ void run_mpi(Context& ctx) {
   const int partner = side_a ? w.rank + half : w.rank - half;
   const KindSpec& mine = side_a ? kind_a : kind_b;
   const size_t max_bytes = *std::max_element(sizes.begin(), sizes.end());
-  const size_t slots = static_cast<size_t>(window) * max_bytes;
 
   // This rank's GPU: one per rank on the host, in local-rank order.
   std::string why;
@@ -132,64 +152,61 @@ void run_mpi(Context& ctx) {
   const int gpus = gpu_count();
   if (gpus > 0) opt.device = w.local_rank % gpus;
   Side side;
-  if (in_pairs) why = make_side(side, mine, slots, opt, w.rank);
+  if (in_pairs) why = make_side(side, mine, slots * max_bytes, opt, w.rank);
   world_agree(why);
 
-  // Hosts: how many distinct hosts the ranks run on.
+  // Hosts, and each rank's CPUs (where the launcher and umbench-mpi placed it: placement.hpp).
   std::vector<std::string> hosts = w.gather(w.host);
   std::set<std::string> distinct(hosts.begin(), hosts.end());
+  std::vector<std::string> cpus = w.gather(cpu_ranges(os::allowed_cpus()));
+  std::string rank_cpus;
+  for (size_t r = 0; r < cpus.size(); ++r) rank_cpus += (r ? " " : "") + std::to_string(r) + ":" + cpus[r];
   const int pairs_max = half;
   std::vector<int> ks;
   for (int k = 1; k < pairs_max; k *= 2) ks.push_back(k);
   ks.push_back(pairs_max);
 
+  std::vector<MPI_Request> req(2 * window);
   for (const std::string& op : ops) {
     for (size_t bytes : sizes) {
-      const bool small = bytes <= (64u << 10);
-      const size_t per_loop = (op == "latency" ? 2 : static_cast<size_t>(window)) * bytes;
-      const int loops = op == "latency" ? (small ? 1000 : 100)
-                                        : static_cast<int>(std::clamp<size_t>((256u << 20) / per_loop, 2, 100));
+      const int loops = loops_per_sample(op, bytes, window);
+      const int count = static_cast<int>(bytes);
+      auto slot = [&](char* base, int i) { return base + (slots == 1 ? 0 : i * bytes); };
       for (int k : (op == "mbw" ? ks : std::vector<int>{1})) {
         const bool active = in_pairs && (w.rank % half) < k;  // ranks i and i + half for i < k
         const bool receives = active && (op == "bibw" || op == "latency" || !side_a);
-        if (receives) poison(side.rp, window * bytes, side.device_ptr);
+        if (receives) poison(side.rp, slots * bytes, side.device_ptr);
         std::vector<double> samples;
         for (int r = 0; r < ctx.warmup + ctx.reps; ++r) {
           MPI_Barrier(MPI_COMM_WORLD);
           double t = 0;
           if (active) {
-            std::vector<MPI_Request> req(2 * window);
             const double t0 = MPI_Wtime();
             int ack = 0;
             for (int l = 0; l < loops; ++l) {
               if (op == "latency") {
                 if (side_a) {
-                  MPI_Send(side.sp, static_cast<int>(bytes), MPI_BYTE, partner, 1, MPI_COMM_WORLD);
-                  MPI_Recv(side.rp, static_cast<int>(bytes), MPI_BYTE, partner, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                  MPI_Send(side.sp, count, MPI_BYTE, partner, 1, MPI_COMM_WORLD);
+                  MPI_Recv(side.rp, count, MPI_BYTE, partner, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 } else {
-                  MPI_Recv(side.rp, static_cast<int>(bytes), MPI_BYTE, partner, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                  MPI_Send(side.sp, static_cast<int>(bytes), MPI_BYTE, partner, 1, MPI_COMM_WORLD);
+                  MPI_Recv(side.rp, count, MPI_BYTE, partner, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                  MPI_Send(side.sp, count, MPI_BYTE, partner, 1, MPI_COMM_WORLD);
                 }
               } else if (op == "bibw") {
                 for (int i = 0; i < window; ++i)
-                  MPI_Irecv(side.rp + i * bytes, static_cast<int>(bytes), MPI_BYTE, partner, 2, MPI_COMM_WORLD, &req[i]);
+                  MPI_Irecv(slot(side.rp, i), count, MPI_BYTE, partner, 2, MPI_COMM_WORLD, &req[i]);
                 for (int i = 0; i < window; ++i)
-                  MPI_Isend(side.sp + i * bytes, static_cast<int>(bytes), MPI_BYTE, partner, 2, MPI_COMM_WORLD,
-                            &req[window + i]);
+                  MPI_Isend(slot(side.sp, i), count, MPI_BYTE, partner, 2, MPI_COMM_WORLD, &req[window + i]);
                 MPI_Waitall(2 * window, req.data(), MPI_STATUSES_IGNORE);
-              } else {  // bw, mbw: A sends, B receives
+              } else {  // bw, mbw: A sends a window, B receives it and acknowledges (each window, as osu_bw)
                 for (int i = 0; i < window; ++i) {
-                  if (side_a)
-                    MPI_Isend(side.sp + i * bytes, static_cast<int>(bytes), MPI_BYTE, partner, 3, MPI_COMM_WORLD, &req[i]);
-                  else
-                    MPI_Irecv(side.rp + i * bytes, static_cast<int>(bytes), MPI_BYTE, partner, 3, MPI_COMM_WORLD, &req[i]);
+                  if (side_a) MPI_Isend(slot(side.sp, i), count, MPI_BYTE, partner, 3, MPI_COMM_WORLD, &req[i]);
+                  else MPI_Irecv(slot(side.rp, i), count, MPI_BYTE, partner, 3, MPI_COMM_WORLD, &req[i]);
                 }
                 MPI_Waitall(window, req.data(), MPI_STATUSES_IGNORE);
+                if (side_a) MPI_Recv(&ack, 1, MPI_INT, partner, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                else MPI_Send(&ack, 1, MPI_INT, partner, 4, MPI_COMM_WORLD);
               }
-            }
-            if (op == "bw" || op == "mbw") {
-              if (side_a) MPI_Recv(&ack, 1, MPI_INT, partner, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-              else MPI_Send(&ack, 1, MPI_INT, partner, 4, MPI_COMM_WORLD);
             }
             t = MPI_Wtime() - t0;
           }
@@ -202,12 +219,12 @@ void run_mpi(Context& ctx) {
             samples.push_back(moved / slowest / 1e9);
           }
         }
-        // Check what each receiver got: every slot of the window holds the partner's pattern.
+        // Check what each receiver got: every buffer it received into holds the partner's pattern.
         long long bad = 0;
         if (receives) {
-          const int slots_used = op == "latency" ? 1 : window;
+          const int used = op == "latency" ? 1 : slots;
           std::vector<unsigned char> got(bytes);
-          for (int i = 0; i < slots_used; ++i) {
+          for (int i = 0; i < used; ++i) {
             from_buffer(got, side.rp, i * bytes, side.device_ptr);
             for (size_t j = 0; j < bytes; ++j) bad += got[j] != pattern(partner, i * bytes + j);
           }
@@ -225,8 +242,14 @@ void run_mpi(Context& ctx) {
         rec.set("hosts", static_cast<int>(distinct.size()));
         rec.set("processes_per_node", w.local_size);
         rec.set("window", op == "latency" ? 1 : window);
+        rec.set("buffers", op == "latency" ? "single" : buffers);
         rec.set("loops", loops);
+        rec.set("timing", op == "latency" ? "MPI_Wtime around the round trips of a sample, half the round trip"
+                                          : "MPI_Wtime around the windows of a sample (each window acknowledged "
+                                            "for bw and mbw), the slowest active rank's");
         rec.set("launcher", launcher);
+        rec.set("rank_cpus", rank_cpus);
+        rec.set("rank_placement", w.rank_placement);
         rec.set("mpi_library", w.library);
         rec.set("cuda_aware", w.cuda_aware);
         rec.set("cuda_aware_why", w.cuda_aware_why);
@@ -243,7 +266,7 @@ BenchRegistrar reg({"mpi", "cpu|gpu",
                     "MPI point-to-point (OSU style): window bandwidth, bidirectional bandwidth, latency, and the "
                     "throughput of k pairs at once; each side's buffer of any memory kind (umbench-mpi only)",
                     {"bw", "bibw", "latency", "mbw"},
-                    {"kind", "peer-kind", "op", "bytes", "window", "launcher"},
+                    {"kind", "peer-kind", "op", "bytes", "window", "buffers", "launcher"},
                     run_mpi});
 
 }  // namespace

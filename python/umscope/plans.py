@@ -51,6 +51,52 @@ def gpu_pairs(fingerprint) -> list:
     return [(a, b) for a in devs for b in devs if a != b]
 
 
+def _link_signature(fingerprint, a, b):
+    """What the topology says of the path from GPU a to GPU b: the link (NVLink count, generation and route, or
+    PCIe's common ancestor), the P2P capabilities, and each GPU's NUMA node and local CPUs. None where the
+    probe has no topology for the pair (no NVML): then no pair stands for another."""
+    topo = fingerprint.get("topology") or {}
+    pair = next((p for p in topo.get("pairs") or [] if p.get("a") == a and p.get("b") == b), None)
+    if not pair or not pair.get("type"):
+        return None
+    gpus = {g.get("device"): g for g in topo.get("gpus") or []}
+    where = tuple((gpus.get(d, {}).get("numa_node"), str(gpus.get(d, {}).get("cpus"))) for d in (a, b))
+    caps = tuple(sorted((pair.get("p2p") or {}).items())) + tuple(sorted((pair.get("cuda_p2p") or {}).items()))
+    ancestor = (pair.get("common_ancestor") or {}).get("level")
+    return (pair.get("type"), pair.get("nvlinks"), pair.get("nvlink_version"), pair.get("via"), ancestor, caps, where)
+
+
+def distinct_pairs(fingerprint, pairs) -> list:
+    """The pairs whose link signature no earlier pair of the list has; all of them where any signature is
+    unknown."""
+    sigs = [_link_signature(fingerprint, a, b) for a, b in pairs]
+    if any(v is None for v in sigs):
+        return list(pairs)
+    seen, out = set(), []
+    for p, sig in zip(pairs, sigs):
+        if sig not in seen:
+            seen.add(sig)
+            out.append(p)
+    return out
+
+
+def representative_pairs(fingerprint, ordered=True):
+    """The GPU pairs the default suite measures across GPUs: one pair per distinct link signature
+    (_link_signature), the lowest; every pair where any pair's topology is unknown. Returns (pairs, note):
+    the note says how many pairs stand for how many (None where every pair is kept). On a node whose pairs
+    all share one link (NVSwitch, or NV18 between every pair) one pair stands for all: `umscope bench
+    latency` and `umscope bench pingpong` measure every pair."""
+    pairs = [(a, b) for a, b in gpu_pairs(fingerprint) if ordered or a < b]
+    chosen = distinct_pairs(fingerprint, pairs)
+    if len(chosen) == len(pairs):
+        return pairs, None
+    return chosen, (f"{len(chosen)} of {len(pairs)} {'ordered ' if ordered else ''}GPU pairs ("
+                    + ", ".join(f"{a}-{b}" for a, b in chosen) + "): the others have the same link, P2P "
+                    "capabilities and locality in the probe's topology, so they repeat its figure; "
+                    "`umscope bench copy`, `umscope bench latency` and `umscope bench pingpong` measure every "
+                    "pair")
+
+
 def validate_kind(spec: str) -> str:
     """Checks a kind spec with umbench's own parser; returns it unchanged."""
     res = subprocess.run([native.umbench_path(), "check-kind", spec], capture_output=True, text=True, timeout=30)
@@ -76,12 +122,16 @@ COPY_KINDS = ["device", "pinned", "registered", "system"]
 COPY_SIZES = "4KiB,64KiB,1MiB,16MiB,256MiB,1GiB"
 
 
-def peer_copy_cases(fingerprint, sizes=COPY_SIZES, engines=("ce", "sm")) -> list:
+def peer_copy_cases(fingerprint, sizes=COPY_SIZES, engines=("ce", "sm"), representative=False) -> list:
     """Every ordered GPU pair not already covered from the GPU under test: GPU a's memory to and from
-    GPU b's, by copy engines and by SMs, one way and both ways (nvbandwidth's device-to-device tests)."""
+    GPU b's, by copy engines and by SMs, one way and both ways (nvbandwidth's device-to-device tests).
+    representative: only pairs whose link differs from every pair before them (distinct_pairs)."""
     me = fingerprint.get("device", 0)
     cases = []
-    for a, b in gpu_pairs(fingerprint):
+    pairs = gpu_pairs(fingerprint)
+    if representative:
+        pairs = distinct_pairs(fingerprint, [p for p in pairs if p[0] == me] + [p for p in pairs if p[0] != me])
+    for a, b in pairs:
         if a == me:
             continue  # the matrix of the GPU under test has its peers already
         for engine in engines:
@@ -92,9 +142,16 @@ def peer_copy_cases(fingerprint, sizes=COPY_SIZES, engines=("ce", "sm")) -> list
     return cases
 
 
-def copy_cases(fingerprint, kinds=None, sizes=COPY_SIZES, engines=("ce", "sm"), bidir=True) -> list:
+def copy_cases(fingerprint, kinds=None, sizes=COPY_SIZES, engines=("ce", "sm"), bidir=True,
+               representative=False) -> list:
+    """representative: peers of the GPU under test and GPU pairs across the node, one per distinct link."""
     explicit = bool(kinds)
-    kinds = kinds or COPY_KINDS + numa_kinds(fingerprint) + peer_kinds(fingerprint)
+    peers = peer_kinds(fingerprint)
+    if representative:
+        me = fingerprint.get("device", 0)
+        keep = {b for _, b in distinct_pairs(fingerprint, [(me, int(k.split(":")[1])) for k in peers])}
+        peers = [k for k in peers if int(k.split(":")[1]) in keep]
+    kinds = kinds or COPY_KINDS + numa_kinds(fingerprint) + peers
     cases = []
     for engine in engines:
         for src in kinds:
@@ -107,7 +164,7 @@ def copy_cases(fingerprint, kinds=None, sizes=COPY_SIZES, engines=("ce", "sm"), 
                         and (engine == "ce" or src.startswith("peer:"))):
                     cases.append(Case("copy", src, dict(params, direction="bidir")))
     if not explicit:
-        cases += peer_copy_cases(fingerprint, sizes, engines)
+        cases += peer_copy_cases(fingerprint, sizes, engines, representative)
     return cases
 
 
@@ -152,11 +209,12 @@ LATENCY_SIZES = "1KiB,4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB,1GiB,
 LATENCY_SHORT = "4KiB,1MiB,64MiB,1GiB"
 
 
-def latency_cases(fingerprint, kinds=None, sizes=LATENCY_SIZES, processors=("gpu", "cpu")) -> list:
+def latency_cases(fingerprint, kinds=None, sizes=LATENCY_SIZES, processors=("gpu", "cpu"), across=None) -> list:
+    """`across`: the ordered GPU pairs chased across GPUs (default every pair)."""
     cases = []
     if not kinds and "gpu" in processors:
         # Across GPUs: each GPU chases the other's memory over the peer link.
-        for a, b in gpu_pairs(fingerprint):
+        for a, b in gpu_pairs(fingerprint) if across is None else across:
             cases.append(Case("latency", f"peer:{b}", {"processor": "gpu", "bytes": sizes, "reps": "5",
                                                       "warmup": "0", "device": str(a)}, timeout=600))
     for proc in processors:
@@ -181,7 +239,8 @@ PINGPONG = {"cpu-gpu": ["pinned", "registered", "managed", "system"],
             "cpu-cpu": ["system", "pinned", "registered", "managed"]}
 
 
-def pingpong_cases(fingerprint, kinds=None, pairs=None, exchanges=10000) -> list:
+def pingpong_cases(fingerprint, kinds=None, pairs=None, exchanges=10000, across=None) -> list:
+    """`across`: the GPU pairs (a < b) of the cases across GPUs (default every pair)."""
     cases = []
     for pair, ks in PINGPONG.items():
         if pairs and pair not in pairs:
@@ -196,7 +255,7 @@ def pingpong_cases(fingerprint, kinds=None, pairs=None, exchanges=10000) -> list
             cases.append(Case("pingpong", k, params, timeout=300))
     if not kinds and (not pairs or "gpu-gpu" in pairs):
         # Across GPUs: one agent on each GPU of a pair, the flag on the first, on the second, or on the host.
-        for a, b in gpu_pairs(fingerprint):
+        for a, b in gpu_pairs(fingerprint) if across is None else across:
             if a < b:
                 for k in ("device", f"peer:{b}", "pinned", "managed"):
                     cases.append(Case("pingpong", k, {"pair": "gpu-gpu", "peer": str(b), "device": str(a),
@@ -413,10 +472,17 @@ def default_plan(fingerprint, quick=False) -> list:
     cases = [c for k in gpu_kinds for c in stream_cases("gpu-stream", [k], [min(size, HOST_STREAM_BYTES)
                                                                              if k in HOST_RESIDENT else size])]
     cases += cpu_stream_cases(fingerprint, cpu_kinds)
-    cases += copy_cases(fingerprint, sizes="64KiB,1MiB,256MiB")
+    cases += copy_cases(fingerprint, sizes="64KiB,1MiB,256MiB", representative=True)
     cases += contention_cases(fingerprint, ["pinned"], size=max(size, cpu_stream_size(fingerprint)))
-    cases += latency_cases(fingerprint, sizes=LATENCY_SHORT)
-    cases += pingpong_cases(fingerprint)
+    # Across GPUs: one pair per distinct link in the topology (on a uniform NVSwitch or NV18 node every pair
+    # repeats one figure); the note goes into the run's fingerprint, and so into the report.
+    lat_pairs, lat_note = representative_pairs(fingerprint, ordered=True)
+    pp_pairs, pp_note = representative_pairs(fingerprint, ordered=False)
+    if lat_note:
+        fingerprint["pair_choice"] = {"note": lat_note, "pairs": [list(p) for p in lat_pairs],
+                                      "families": ["copy (peer matrix)", "latency", "pingpong"]}
+    cases += latency_cases(fingerprint, sizes=LATENCY_SHORT, across=lat_pairs)
+    cases += pingpong_cases(fingerprint, across=pp_pairs)
     # Unified-memory dynamics, short: 1 GiB, 20 iterations, one trial.
     cases += migration_cases(fingerprint, MIGRATION_KINDS[:4] + ["managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu",
                                                                  "pinned", "system"],

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace umscope {
 
@@ -39,6 +40,9 @@ struct GpuCaps {
 // Probes device `device`; never throws: an absent GPU or driver is reported
 // in why_absent.
 const GpuCaps& gpu_caps(int device = 0);
+// Every visible GPU's PCI bus id, in CUDA's order, without creating a context on any (rank placement reads
+// them before MPI_Init); empty without a GPU.
+std::vector<std::string> gpu_bus_ids();
 // Drops what gpu_caps read, so the next call reads it again (free memory changes): each case of a batch
 // (umbench batch) starts as a fresh process would.
 void forget_gpu_caps();

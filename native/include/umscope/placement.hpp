@@ -34,4 +34,29 @@ std::vector<int> parse_cpu_list(const std::string& text);
 // throws Skip for remote placement on a single node, UsageError for an unknown mode.
 Placement place_process(const std::string& mode, int device, bool use_gpu, const KindSpec* kind);
 
+// Ranks under a launcher. The launcher's environment tells a rank where it is before MPI_Init (Open MPI's
+// OMPI_COMM_WORLD_*, Slurm's SLURM_*, Flux's FLUX_TASK_*, Hydra's PMI_RANK/MPI_LOCALRANKID); -1 where unknown.
+struct LaunchRank {
+  int rank = -1, size = -1, local_rank = -1, local_size = -1;
+  std::string source;  // which variables gave it, or why none did
+};
+LaunchRank launcher_rank();
+
+// Where a rank runs: GPU local_rank mod GPUs, and its own cores. The local ranks whose GPUs have the same
+// local CPUs share those CPUs' cores in equal contiguous slices (hardware threads of a core stay together);
+// one_core keeps the first core of the slice (the MPI family: one core per rank, as mpirun --bind-to core
+// places OSU's ranks). A launcher that already bound the rank to fewer cores than the ranks that would share
+// them keeps its binding. `gpu_cpus[g]` is GPU g's local CPU list (empty: unknown); `core_of(cpu)` the core
+// of a CPU (its first hardware thread).
+struct RankPlace {
+  int gpu = -1;
+  std::vector<int> cpus;
+  std::string how;
+};
+RankPlace plan_rank(const LaunchRank& lr, const std::vector<int>& allowed, const std::vector<std::vector<int>>& gpu_cpus,
+                    bool one_core, int (*core_of)(int));
+int core_of_cpu(int cpu);  // from sysfs thread_siblings_list; the CPU itself where unreadable
+// Pins this process to plan_rank's CPUs for this host's GPUs (sysfs); returns the plan.
+RankPlace pin_rank(const LaunchRank& lr, bool one_core);
+
 }  // namespace umscope

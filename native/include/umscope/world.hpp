@@ -16,6 +16,7 @@ struct World {
   std::string runtime = "none";        // "mpi" in umbench-mpi
   std::string library;                 // MPI library version line
   std::string host;
+  std::string rank_placement;          // how umbench-mpi placed this rank (placement.hpp: plan_rank)
   // Whether the MPI accepts GPU (device) pointers; "no"/"unknown" give why.
   bool cuda_aware = false;
   std::string cuda_aware_why;

@@ -155,6 +155,9 @@ def section(fp, records) -> str:
                    "or the PCIe common ancestor); measured: the best one-way copy of this run from the row GPU's "
                    "memory into the column GPU's, by copy engines (CE) and by SMs. Bound per direction: "
                    + e("; ".join(srcs) or "unknown") + ".</p>")
+        choice = (fp.get("pair_choice") or {}).get("note")
+        if choice:  # the default suite measured representative pairs (plans.representative_pairs)
+            out.append(f"<p class=note>Across GPUs this run measured representative pairs: {e(choice)}.</p>")
     if gpus:
         out.append("<h3>GPU ↔ CPU locality</h3>" + html_table(
             ["GPU", "PCI bus", "NUMA node", "local CPUs", "NVLinks", "source"],
