@@ -152,7 +152,8 @@ def test_qv_gate_rate_counts_two_passes_over_the_state():
     assert circuit["verified"] == gate["verified"] == "cpu-reference" and circuit["fidelity"] > 1 - 1e-10
     res = umbench("run", "qv", "--processor", "cpu", "--qubits", "12", "--threads", "1", "--check", "0")
     circuit, gate = _records(res)
-    assert circuit["verified"] == gate["verified"] == "invariant" and "fidelity" not in circuit
+    assert circuit["verified"] == gate["verified"] == "invariant:norm+cpu-layer:4096" and "fidelity" not in circuit
+    assert circuit["layer_error"] < 1e-12
     assert circuit["norm"] == pytest.approx(1, abs=1e-9)
 
 

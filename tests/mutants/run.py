@@ -52,7 +52,7 @@ MUTANTS = [
      ["tests/test_store.py", "tests/test_verify.py"], "the store drops a record"),
     ("py-crossmode-off", "python/umscope/verify.py", "            if got != want:", "            if False:",
      ["tests/test_verify.py"], "cross-mode disagreement not failed"),
-    ("py-crossmode-uncalled", "python/umscope/suite.py", "verify.apply_cross_mode(store, run_id).items()", "{}.items()",
+    ("py-crossmode-uncalled", "python/umscope/suite.py", "verify.apply_checks(store, run_id).items()", "{}.items()",
      ["tests/test_verify.py::test_suite_runs_the_cross_mode_check"], "the suite skips the cross-mode check"),
     ("py-no-cpu-check-case", "python/umscope/apps/__init__.py",
      "        cases.append(Case(bench_of(name), None, dict(app.fixed, footprint=CHECK_FOOTPRINT",
