@@ -336,7 +336,7 @@ def test_every_app_checks_its_result_without_the_full_reference(app):
     assert rec["verified"].startswith(want) and rec["verify_ms"] >= 0 and rec["checked"] is True
     if want.endswith(":"):  # a sample: every cell of the edges and of two diagonals is in it
         size = int(rec["verified"].rsplit(":", 1)[1])
-        rows, cols = {"himeno": (18 * 20, 40)}.get(app, (int(args[1]), int(args[3]) if len(args) > 3 else 150))
+        rows, cols = (18 * 20, 40) if app == "himeno" else (int(args[1]), int(args[3]) if args[2] == "--cols" else 150)
         assert size >= min(rows * cols, 2 * max(rows, cols))
     # --check 1: the full reference, and the same result
     full = umbench("run", app, "--processor", "cpu", "--check", "1", *args, timeout=300)
