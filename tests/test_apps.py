@@ -233,7 +233,8 @@ def test_phases_and_convention_fields(tmp_path):
         assert rec[k] >= 0, k
     assert rec["compute_ms"] == pytest.approx(sum(rec["samples"]), rel=1e-6)
     assert rec["total_excl_init_ms"] == pytest.approx(rec["total_ms"] - rec["init_ms"], rel=1e-9)
-    assert rec["mode"] == "cpu" and rec["verified"] == "none"  # no --check: not compared with the CPU reference
+    # conv2d checks every element against the CPU reference at every size, on either processor.
+    assert rec["mode"] == "cpu" and rec["verified"] == "cpu-reference" and rec["verify_ms"] >= 0
 
 
 def test_bad_input_is_a_usage_error():
@@ -303,3 +304,66 @@ def test_gemm_precisions_and_placement(precision):
     assert status["status"] == "ok", (status, res.stderr)
     rec = json.loads(res.stdout.splitlines()[0])
     assert rec["place_a"] == "pinned" and rec["place_b"] == "managed" and rec["place_c"] == "mode"
+
+
+# The check each application runs where the full CPU reference does not (--check 0, as above 64 MiB), at a
+# size small enough for the CPU: (arguments, the `verified` it must name).
+SAMPLED = {
+    "triad": (["--n", "100000"], "cpu-reference"),
+    "pathfinder": (["--rows", "60", "--cols", "3000"], "cpu-reference"),
+    "conv2d": (["--rows", "300", "--cols", "200"], "cpu-reference"),
+    "mvt": (["--n", "300"], "cpu-reference"),
+    "gesummv": (["--n", "300"], "cpu-reference"),
+    "needle": (["--n", "320"], "invariant:nw-recurrence"),
+    "bfs": (["--nodes", "20000"], "invariant:bfs-edges"),
+    "hotspot": (["--rows", "300", "--cols", "200"], "cpu-sample:"),
+    "srad": (["--rows", "300", "--cols", "200"], "cpu-sample:"),
+    "jacobi2d": (["--rows", "300", "--cols", "200"], "cpu-sample:"),
+    "himeno": (["--dims", "20,18,40"], "cpu-sample:"),
+    "syr2k": (["--n", "150", "--m", "70"], "freivalds:2+cpu-sample:"),
+    "gemm": (["--n", "150"], "freivalds:2+cpu-sample:"),
+}
+
+
+@pytest.mark.parametrize("app", sorted(SAMPLED))
+def test_every_app_checks_its_result_without_the_full_reference(app):
+    args, want = SAMPLED[app]
+    args = args + ([] if app in ("bfs", "needle") else ["--iterations", "3"])
+    res = umbench("run", app, "--processor", "cpu", "--check", "0", *args, timeout=300)
+    lines = [json.loads(l) for l in res.stdout.splitlines()]
+    assert lines[-1]["status"] == "ok", (lines[-1], res.stderr)
+    (rec,) = [r for r in lines if r["type"] == "record"]
+    assert rec["verified"].startswith(want) and rec["verify_ms"] >= 0 and rec["checked"] is True
+    if want.endswith(":"):  # a sample: every cell of the edges and of two diagonals is in it
+        size = int(rec["verified"].rsplit(":", 1)[1])
+        rows, cols = (18 * 20, 40) if app == "himeno" else (int(args[1]), int(args[3]) if args[2] == "--cols" else 150)
+        assert size >= min(rows * cols, 2 * max(rows, cols))
+    # --check 1: the full reference, and the same result
+    full = umbench("run", app, "--processor", "cpu", "--check", "1", *args, timeout=300)
+    flines = [json.loads(l) for l in full.stdout.splitlines()]
+    (frec,) = [r for r in flines if r["type"] == "record"]
+    assert frec["verified"] == "cpu-reference" and frec["checksum"] == rec["checksum"]
+
+
+def test_qv_beyond_the_cpu_simulator_checks_the_norm_and_an_exact_layer():
+    res = umbench("run", "qv", "--processor", "cpu", "--qubits", "13", "--check", "0", "--precision", "complex64")
+    lines = [json.loads(l) for l in res.stdout.splitlines()]
+    assert lines[-1]["status"] == "ok", lines[-1]
+    circuit = [r for r in lines if r.get("op") == "circuit"][0]
+    assert circuit["verified"] == "invariant:norm+cpu-layer:8192" and circuit["layer_error"] < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("app", sorted(SAMPLED))
+def test_every_mode_passes_the_sampled_check_with_the_full_references_result(app):
+    args, want = SAMPLED[app]
+    args = args + ([] if app in ("bfs", "needle") else ["--iterations", "3"])
+    for mode in ("explicit", "managed", "pinned"):
+        out = {}
+        for check in ("0", "1"):
+            res = umbench("run", app, "--mode", mode, "--check", check, *args, timeout=600)
+            lines = [json.loads(l) for l in res.stdout.splitlines()]
+            assert lines[-1]["status"] == "ok", (mode, check, lines[-1], res.stderr)
+            (out[check],) = [r for r in lines if r["type"] == "record"]
+        assert out["0"]["verified"].startswith(want) and out["1"]["verified"] == "cpu-reference", mode
+        assert out["0"]["checksum"] == out["1"]["checksum"], mode

@@ -83,7 +83,7 @@ def test_cpu_chase_latency_grows_past_the_caches_and_is_verified():
     assert res.returncode == 0, res.stdout + res.stderr
     small, big = _records(res)
     assert (small["bytes"], big["bytes"]) == (4096, 256 << 20)
-    assert small["verified"] == big["verified"] == "invariant" and small["unit"] == "ns" and small["n"] == 3
+    assert small["verified"] == big["verified"] == "invariant:chase-cycle" and small["unit"] == "ns" and small["n"] == 3
     # An L1 hit is a few ns at most; a random load over 256 MiB misses every cache and most TLB entries.
     assert 0.1 < small["median"] < 10
     assert big["median"] > 5 * small["median"]
@@ -117,7 +117,7 @@ def test_latency_cases_in_one_batch_share_a_cycle_and_still_verify():
     statuses = [json.loads(l)["status"] for l in res.stdout.splitlines() if '"type":"status"' in l]
     assert statuses == ["ok", "ok", "ok"]
     recs = _records(res)
-    assert len(recs) == 6 and all(r["verified"] == "invariant" for r in recs)
+    assert len(recs) == 6 and all(r["verified"] == "invariant:chase-cycle" for r in recs)
 
 
 def test_large_arrays_are_filled_and_checked_on_every_cpu():

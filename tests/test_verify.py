@@ -30,35 +30,49 @@ def test_method_names_and_old_stores():
     assert verify.method({"extra": {}}) == "none"
 
 
-def test_cross_mode_agreement_upgrades_and_disagreement_fails(store_path):
+def test_method_names_combine_known_checks():
+    assert verify.bases("freivalds:2+cpu-sample:51000") == ["freivalds", "cpu-sample"]
+    for m in ("cpu-reference", "cpu-sample:4096", "freivalds:3", "invariant:bfs-edges", "invariant",
+              "invariant:norm+cpu-layer:4194304", "freivalds:2+cpu-sample:9873"):
+        assert verify.is_method(m), m
+    for m in ("none", "checksum", "cpu-samples:3", "freivalds:2+guess"):
+        assert not verify.is_method(m), m
+    assert verify.describe("freivalds:2+cpu-sample:9") == ("product checked by random vectors; results "
+                                                           "recomputed on the CPU")
+
+
+def test_cross_mode_agreement_is_an_extra_check_and_disagreement_fails(store_path):
     modes = ["explicit", "managed", "pinned", "system"]
     sums = {"explicit": "aa", "managed": "aa", "pinned": "bb", "system": "aa"}
-    outcomes = [(Case("triad", None, {"footprint": "256M", "mode": m}), [_app_rec(m, sums[m])]) for m in modes]
+    outcomes = [(Case("triad", None, {"footprint": "256M", "mode": m}), [_app_rec(m, sums[m], "cpu-sample:9")])
+                for m in modes]
     # Another group (other footprint), checked against the CPU: stays cpu-reference, alone.
     outcomes.append((Case("triad", None, {"footprint": "16M", "mode": "explicit", "check": "1"}),
                      [_app_rec("explicit", "cc", "cpu-reference")]))
-    # A group without explicit: nothing to compare with, stays none.
-    outcomes.append((Case("mvt", None, {"footprint": "256M", "mode": "managed"}), [_app_rec("managed", "dd", app="mvt")]))
+    # Records of an older umbench without a check: agreeing checksums do not make them verified.
+    outcomes += [(Case("mvt", None, {"footprint": "256M", "mode": m}), [_app_rec(m, "dd", app="mvt")])
+                 for m in ("explicit", "managed")]
     s, run_id = _store_with(store_path, outcomes)
-    failed = verify.apply_cross_mode(s, run_id)
+    failed = verify.apply_checks(s, run_id)
     assert list(failed) == ["triad footprint=256M mode=pinned"]
     assert "checksum bb of mode pinned differs from the explicit mode's aa" in failed["triad footprint=256M mode=pinned"]
     cases = {c["case_id"]: c for c in s.cases(run_id)}
     assert cases["triad footprint=256M mode=pinned"]["status"] == "failed"
     assert cases["triad footprint=256M mode=managed"]["status"] == "ok"
-    got = {(r["case_id"]): (r["status"], verify.method(r)) for r in s.records(run_id)}
-    assert got["triad footprint=256M mode=explicit"] == ("ok", "cross-mode-checksum")
-    assert got["triad footprint=256M mode=managed"] == ("ok", "cross-mode-checksum")
-    assert got["triad footprint=256M mode=system"] == ("ok", "cross-mode-checksum")
+    got = {r["case_id"]: (r["status"], verify.method(r), r["extra"].get("cross_mode_checksum"))
+           for r in s.records(run_id)}
+    assert got["triad footprint=256M mode=explicit"] == ("ok", "cpu-sample:9", "agrees")
+    assert got["triad footprint=256M mode=managed"] == ("ok", "cpu-sample:9", "agrees")
     assert got["triad footprint=256M mode=pinned"][0] == "failed"
-    assert got["triad check=1 footprint=16M mode=explicit"] == ("ok", "cpu-reference")
-    assert got["mvt footprint=256M mode=managed"] == ("ok", "none")
+    assert got["triad check=1 footprint=16M mode=explicit"] == ("ok", "cpu-reference", None)
+    assert got["mvt footprint=256M mode=managed"] == ("ok", "none", "agrees")
     # Repeating it (a resumed run) changes nothing.
-    assert list(verify.apply_cross_mode(s, run_id)) == []
-    assert {r["case_id"]: (r["status"], verify.method(r)) for r in s.records(run_id)} == got
+    assert list(verify.apply_checks(s, run_id)) == []
+    assert {r["case_id"]: (r["status"], verify.method(r), r["extra"].get("cross_mode_checksum"))
+            for r in s.records(run_id)} == got
 
 
-def test_cross_mode_keeps_cpu_reference_and_skips_the_cpu_processor():
+def test_cross_mode_skips_the_cpu_processor():
     recs = [dict(_app_rec("explicit", "aa", "cpu-reference"), id=1, case_id="e", status="ok"),
             dict(_app_rec("managed", "aa"), id=2, case_id="m", status="ok"),
             dict(_app_rec("cpu", "zz"), id=3, case_id="c", status="ok")]
@@ -66,8 +80,41 @@ def test_cross_mode_keeps_cpu_reference_and_skips_the_cpu_processor():
     cases = [{"case_id": "e", "status": "ok", "params": {"mode": "explicit"}},
              {"case_id": "m", "status": "ok", "params": {"mode": "managed"}},
              {"case_id": "c", "status": "ok", "params": {"processor": "cpu"}}]
-    failed, upgraded = verify.cross_mode(cases, recs)
-    assert failed == {} and upgraded == [2]
+    failed, agreeing = verify.cross_mode(cases, recs)
+    assert failed == {} and agreeing == [2, 1]
+
+
+def test_a_failed_reference_check_fails_every_case_of_the_same_kernel(store_path):
+    s = Store(store_path)
+    run_id = s.create_run("run", "t", [], {}, {})
+    ok = [Case("needle", None, {"footprint": f, "mode": m}) for f in ("256M", "1G") for m in ("explicit", "managed")]
+    ok.append(Case("needle", None, {"footprint": "16M", "processor": "cpu"}))  # the CPU's own code: not failed
+    ok.append(Case("gemm", None, {"footprint": "256M", "mode": "explicit", "precision": "fp16"}))  # another kernel
+    ok.append(Case("gemm", None, {"footprint": "256M", "mode": "managed"}))  # fp32 by default: the same kernel
+    ok.append(Case("bfs", None, {"footprint": "256M", "mode": "explicit"}))
+    for c in ok:
+        s.add_case_result(run_id, c, "ok", "", 0.0, 0.1, [_app_rec(c.params.get("mode", "cpu"), "aa", "cpu-sample:9",
+                                                                    app=c.benchmark)])
+    s.add_case_result(run_id, Case("needle", None, {"footprint": "16M", "mode": "explicit", "check": "1"}), "failed",
+                      "verification failed: score[17] = 3, the CPU reference has 4", 0.0, 0.1, [])
+    s.add_case_result(run_id, Case("gemm", None, {"footprint": "16M", "mode": "explicit", "precision": "fp32",
+                                                  "check": "1"}), "failed",
+                      "verification failed: C differs from the CPU reference", 0.0, 0.1, [])
+    # A failure that is not a check (a crash) says nothing of the kernel's results.
+    s.add_case_result(run_id, Case("bfs", None, {"footprint": "16M", "mode": "explicit"}), "failed",
+                      "killed by signal 9", 0.0, 0.1, [])
+    failed = verify.apply_checks(s, run_id)
+    assert sorted(failed) == sorted(["needle footprint=256M mode=explicit", "needle footprint=256M mode=managed",
+                                     "needle footprint=1G mode=explicit", "needle footprint=1G mode=managed",
+                                     "gemm footprint=256M mode=managed"])
+    assert all("needle check=1 footprint=16M mode=explicit" in failed[c] and "score[17] = 3" in failed[c]
+               for c in failed if c.startswith("needle"))
+    st = {r["case_id"]: (r["status"], r["reason"]) for r in s.records(run_id)}
+    assert st["needle footprint=1G mode=managed"][0] == "failed" and "same kernel" in st["needle footprint=1G mode=managed"][1]
+    assert st["needle footprint=16M processor=cpu"][0] == "ok"
+    assert st["gemm footprint=256M mode=explicit precision=fp16"][0] == "ok"
+    assert st["bfs footprint=256M mode=explicit"][0] == "ok"
+    assert verify.apply_checks(s, run_id) == {}
 
 
 def test_suite_runs_the_cross_mode_check(store_path, monkeypatch):
@@ -134,4 +181,4 @@ def test_every_benchmark_record_names_a_method():
         recs = [r for r in lines if r["type"] == "record"]
         assert recs, args
         for r in recs:
-            assert r["verified"] in verify.METHODS and r["verified"] != "none", (args, r["op"], r.get("verified"))
+            assert verify.is_method(r["verified"]), (args, r["op"], r.get("verified"))

@@ -6,6 +6,8 @@
 // flag to decide whether to go on. The graph is random with a fixed seed:
 // every node has between 1 and 2 x --degree - 1 out-edges to uniform
 // targets. 64-bit edge offsets, so graphs of billions of edges work.
+#include <atomic>
+
 #include "umscope/app.hpp"
 
 namespace umscope {
@@ -80,6 +82,50 @@ int bfs_cpu(const int64_t* off, const int32_t* edges, int32_t* cost, size_t n) {
   return levels;
 }
 
+// The target of edge k, from the seed.
+inline int32_t target(uint64_t seed, int64_t k, size_t n) {
+  return static_cast<int32_t>(mix64((seed + 1) * 0x9e37 + static_cast<uint64_t>(k)) % n);
+}
+
+// Checks levels from node 0 on every edge, without a traversal: cost[0] = 0 and no other node has 0; every
+// edge v -> u out of a reached node reaches u with cost[u] <= cost[v] + 1; every reached node but 0 has an
+// in-edge from the level before it; unreached nodes hold -1. These hold for the BFS levels and for nothing
+// else (the edges bound each level from above along a shortest path, the in-edges from below), so they
+// check the whole result. The CPU threads split the nodes; edges come from edge(k).
+template <class E>
+void check_levels(AppRun& run, const int64_t* off, E edge, const int32_t* cost, size_t n) {
+  std::unique_ptr<std::atomic<uint8_t>[]> parent(new std::atomic<uint8_t>[n]);
+  run.cpu_for(n, [&](size_t lo, size_t hi) {
+    for (size_t v = lo; v < hi; ++v) parent[v].store(0, std::memory_order_relaxed);
+  });
+  auto node = [&](size_t v) { return "node " + std::to_string(v) + " (cost " + std::to_string(cost[v]) + ")"; };
+  std::atomic<long long> bad_edge{-1};
+  run.cpu_for(n, [&](size_t lo, size_t hi) {
+    for (size_t v = lo; v < hi && bad_edge.load(std::memory_order_relaxed) < 0; ++v) {
+      const int32_t c = cost[v];
+      if (c < 0) continue;
+      for (int64_t k = off[v]; k < off[v + 1]; ++k) {
+        const int32_t u = edge(k);
+        if (cost[u] < 0 || cost[u] > c + 1) bad_edge.store(k, std::memory_order_relaxed);
+        else if (cost[u] == c + 1) parent[u].store(1, std::memory_order_relaxed);
+      }
+    }
+  });
+  if (bad_edge >= 0) {
+    const int64_t k = bad_edge;
+    const size_t v = static_cast<size_t>(std::upper_bound(off, off + n + 1, k) - off - 1);
+    throw VerifyError("cost: the edge from " + node(v) + " to " + node(edge(k)) + " breaks the BFS levels");
+  }
+  if (cost[0] != 0) throw VerifyError("cost: the source, node 0, has cost " + std::to_string(cost[0]));
+  std::atomic<long long> bad_node{-1};
+  run.cpu_for(n, [&](size_t lo, size_t hi) {
+    for (size_t v = std::max<size_t>(lo, 1); v < hi; ++v)
+      if (cost[v] < -1 || cost[v] == 0 || (cost[v] > 0 && !parent[v].load(std::memory_order_relaxed)))
+        bad_node.store(static_cast<long long>(v), std::memory_order_relaxed);
+  });
+  if (bad_node >= 0) throw VerifyError("cost: " + node(bad_node) + " has no in-edge from the level before it");
+}
+
 void run_bfs(Context& ctx) {
   AppRun run(ctx, "bfs");
   const uint64_t seed = run.seed();
@@ -106,7 +152,7 @@ void run_bfs(Context& ctx) {
     run.cpu_for(n, [&](size_t lo, size_t hi) {
       for (size_t v = lo; v < hi; ++v) {
         for (int64_t k = offsets[v]; k < offsets[v + 1]; ++k)
-          e[k] = static_cast<int32_t>(mix64((seed + 1) * 0x9e37 + static_cast<uint64_t>(k)) % n);
+          e[k] = target(seed, k, n);
         c[v] = v == 0 ? 0 : -1;
         if (mk) {
           mk[v] = v == 0;
@@ -138,13 +184,18 @@ void run_bfs(Context& ctx) {
     run.iteration([&] { levels = bfs_cpu(off.dev, edges.dev, cost.dev, n); });
   }
   run.back();
-  if (run.check()) {
-    std::vector<int64_t> o(n + 1);
-    std::vector<int32_t> e(m), c(n);
-    gen(o.data(), e.data(), c.data(), nullptr, nullptr, nullptr);
-    bfs_cpu(o.data(), e.data(), c.data(), n);
-    run.compare("cost", cost.host, c.data(), n);
-  }
+  run.verify([&] {
+    if (run.check()) {
+      std::vector<int64_t> o(n + 1);
+      std::vector<int32_t> e(m), c(n);
+      gen(o.data(), e.data(), c.data(), nullptr, nullptr, nullptr);
+      bfs_cpu(o.data(), e.data(), c.data(), n);
+      run.compare("cost", cost.host, c.data(), n);
+    } else {
+      check_levels(run, offsets.data(), [&](int64_t k) { return target(seed, k, n); }, cost.host, n);
+      run.verified("invariant:bfs-edges");
+    }
+  });
   run.dump("cost", cost.host, n);
   size_t reached = 0;
   int depth = 0;
@@ -168,7 +219,7 @@ void run_bfs(Context& ctx) {
     gather += 2 + double((e * 4 + 31) / 32 - (b * 4) / 32) + double(e - b);
     scatter += 1;
     for (int64_t k = b; k < e; ++k) {
-      const int32_t u = static_cast<int32_t>(mix64((seed + 1) * 0x9e37 + static_cast<uint64_t>(k)) % n);
+      const int32_t u = target(seed, k, n);
       if (cost.host[u] == cv + 1) scatter += 2;
     }
   }

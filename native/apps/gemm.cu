@@ -180,13 +180,53 @@ void run_typed(Context& ctx, AppRun& run, const std::string& prec) {
       }
     });
   run.back();
-  if (run.check()) {
-    std::vector<T> a(m * k), b(k * n), c(m * n);
+  run.verify([&] {
+    std::vector<T> a(m * k), b(k * n);
     gen(a.data(), b.data());
-    gemm_cpu(run, a.data(), b.data(), c.data(), m, n, k);
     const double tol = prec == "fp64" ? 1e-12 : prec == "fp32" ? 1e-5 : prec == "tf32" ? 3e-3 : 1e-2;
-    run.compare("C", C.host, c.data(), m * n, tol);
-  }
+    if (run.check()) {
+      std::vector<T> c(m * n);
+      gemm_cpu(run, a.data(), b.data(), c.data(), m, n, k);
+      run.compare("C", C.host, c.data(), m * n, tol);
+      return;
+    }
+    // Larger: Freivalds' check of every element at once (C r against A (B r) for random +-1 vectors r, each
+    // row of C within the same tolerance as the full reference), and sampled elements recomputed in full.
+    const int kVectors = 2;
+    for (int v = 0; v < kVectors; ++v) {
+      std::vector<double> r(n), br(k);
+      for (size_t j = 0; j < n; ++j) r[j] = (mix64(seed * 977 + v * 0x9e37 + j) & 1) ? 1.0 : -1.0;
+      run.cpu_for(k, [&](size_t lo, size_t hi) {
+        for (size_t p = lo; p < hi; ++p) {
+          double s = 0;
+          for (size_t j = 0; j < n; ++j) s += to_d(b[p * n + j]) * r[j];
+          br[p] = s;
+        }
+      });
+      run.compare_each("C r (Freivalds)", m, [&](size_t i) {
+        double s = 0;
+        for (size_t j = 0; j < n; ++j) s += to_d(C.host[i * n + j]) * r[j];
+        return s;
+      }, [&](size_t i) {
+        double s = 0;
+        for (size_t p = 0; p < k; ++p) s += to_d(a[i * k + p]) * br[p];
+        return s;
+      }, tol);
+    }
+    std::vector<T> bt(k * n);  // B's columns as rows, for the sampled elements
+    run.cpu_for(n, [&](size_t lo, size_t hi) {
+      for (size_t j = lo; j < hi; ++j)
+        for (size_t p = 0; p < k; ++p) bt[j * k + p] = b[p * n + j];
+    });
+    const std::vector<size_t> at = run.grid_sample(m, n);
+    run.compare_each("C (sampled)", at.size(), [&](size_t q) { return to_d(C.host[at[q]]); }, [&](size_t q) {
+      const size_t i = at[q] / n, j = at[q] % n;
+      double s = 0;
+      for (size_t p = 0; p < k; ++p) s += to_d(a[i * k + p]) * to_d(bt[j * k + p]);
+      return s;
+    }, tol);
+    run.verified("freivalds:" + std::to_string(kVectors) + "+cpu-sample:" + std::to_string(at.size()));
+  });
   if (run.dumping() && !std::is_same<T, __half>::value) {
     run.dump("A", A.host, m * k);
     run.dump("B", B.host, k * n);

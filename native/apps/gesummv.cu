@@ -39,6 +39,10 @@ void gesummv_cpu(AppRun& run, const float* A, const float* B, const float* x, fl
   });
 }
 
+// The inputs, from the seed: the matrices' elements in [-0.5, 0.5), x's in [0, 1).
+inline float matrix(uint64_t seed, size_t i) { return float(uniform01(seed, i) - 0.5); }
+inline float vec(uint64_t seed, size_t i) { return float(uniform01(seed, i)); }
+
 void run_gesummv(Context& ctx) {
   AppRun run(ctx, "gesummv");
   const uint64_t seed = run.seed();
@@ -53,10 +57,10 @@ void run_gesummv(Context& ctx) {
     run.cpu_for(n, [&](size_t lo, size_t hi) {
       for (size_t i = lo; i < hi; ++i) {
         for (size_t j = 0; j < n; ++j) {
-          a[i * n + j] = float(uniform01(seed, i * n + j) - 0.5);
-          b[i * n + j] = float(uniform01(seed + 1, i * n + j) - 0.5);
+          a[i * n + j] = matrix(seed, i * n + j);
+          b[i * n + j] = matrix(seed + 1, i * n + j);
         }
-        v[i] = float(uniform01(seed + 2, i));
+        v[i] = vec(seed + 2, i);
       }
     });
   };
@@ -71,12 +75,20 @@ void run_gesummv(Context& ctx) {
       else gesummv_cpu(run, A.dev, B.dev, x.dev, y.dev, n);
     });
   run.back();
-  if (run.check()) {
-    std::vector<float> a(n * n), b(n * n), v(n), want(n);
-    gen(a.data(), b.data(), v.data());
-    gesummv_cpu(run, a.data(), b.data(), v.data(), want.data(), n);
-    run.compare("y", y.host, want.data(), n, 1e-4);
-  }
+  // The full CPU reference at every size: each row of A and B regenerated from the seed as it is summed (no
+  // copy of either), in double.
+  run.verify([&] {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = vec(seed + 2, i);
+    run.compare_each("y", n, [&](size_t i) { return double(y.host[i]); }, [&](size_t i) {
+      double a = 0, b = 0;
+      for (size_t j = 0; j < n; ++j) {
+        a += matrix(seed, i * n + j) * v[j];
+        b += matrix(seed + 1, i * n + j) * v[j];
+      }
+      return double(float(kAlpha * a + kBeta * b));
+    }, 1e-4);
+  });
   run.dump("y", y.host, n);
   JsonObject extra;
   extra.set("dim", static_cast<unsigned long long>(n)).set("alpha", double(kAlpha)).set("beta", double(kBeta));

@@ -56,6 +56,10 @@ void mvt_cpu(AppRun& run, const float* A, const float* y1, const float* y2, floa
   });
 }
 
+// The inputs, from the seed: A's elements in [-0.5, 0.5), the vectors' in [0, 1).
+inline float matrix(uint64_t seed, size_t i) { return float(uniform01(seed, i) - 0.5); }
+inline float vec(uint64_t seed, size_t i) { return float(uniform01(seed, i)); }
+
 void run_mvt(Context& ctx) {
   AppRun run(ctx, "mvt");
   const uint64_t seed = run.seed();
@@ -71,11 +75,11 @@ void run_mvt(Context& ctx) {
   auto gen = [&](float* a, float* v1, float* v2, float* w1, float* w2) {
     run.cpu_for(n, [&](size_t lo, size_t hi) {
       for (size_t i = lo; i < hi; ++i) {
-        for (size_t j = 0; j < n; ++j) a[i * n + j] = float(uniform01(seed, i * n + j) - 0.5);
-        v1[i] = float(uniform01(seed + 1, i));
-        v2[i] = float(uniform01(seed + 2, i));
-        w1[i] = float(uniform01(seed + 3, i));
-        w2[i] = float(uniform01(seed + 4, i));
+        for (size_t j = 0; j < n; ++j) a[i * n + j] = matrix(seed, i * n + j);
+        v1[i] = vec(seed + 1, i);
+        v2[i] = vec(seed + 2, i);
+        w1[i] = vec(seed + 3, i);
+        w2[i] = vec(seed + 4, i);
       }
     });
   };
@@ -98,13 +102,26 @@ void run_mvt(Context& ctx) {
       }
     });
   run.back();
-  if (run.check()) {
-    std::vector<float> a(n * n), v1(n), v2(n), w1(n), w2(n);
-    gen(a.data(), v1.data(), v2.data(), w1.data(), w2.data());
-    for (int it = 0; it < iters; ++it) mvt_cpu(run, a.data(), v1.data(), v2.data(), w1.data(), w2.data(), n);
-    run.compare("x1", x1.host, w1.data(), n, 1e-4);
-    run.compare("x2", x2.host, w2.data(), n, 1e-4);
-  }
+  // The full CPU reference at every size: each row (x1) and column (x2) of A regenerated from the seed as it is
+  // summed (no copy of A), in double; the product added to x in float once per iteration, as the kernels do.
+  run.verify([&] {
+    std::vector<float> v1(n), v2(n);
+    for (size_t i = 0; i < n; ++i) v1[i] = vec(seed + 1, i), v2[i] = vec(seed + 2, i);
+    auto accumulated = [&](float x0, double s) {
+      for (int it = 0; it < iters; ++it) x0 += float(s);
+      return double(x0);
+    };
+    run.compare_each("x1", n, [&](size_t i) { return double(x1.host[i]); }, [&](size_t i) {
+      double s = 0;
+      for (size_t j = 0; j < n; ++j) s += matrix(seed, i * n + j) * v1[j];
+      return accumulated(vec(seed + 3, i), s);
+    }, 1e-4);
+    run.compare_each("x2", n, [&](size_t j) { return double(x2.host[j]); }, [&](size_t j) {
+      double s = 0;
+      for (size_t i = 0; i < n; ++i) s += matrix(seed, i * n + j) * v2[i];
+      return accumulated(vec(seed + 4, j), s);
+    }, 1e-4);
+  });
   run.dump("x1", x1.host, n);
   run.dump("x2", x2.host, n);
   JsonObject extra;

@@ -15,8 +15,11 @@ struct Derivs {
   float *n, *s, *w, *e;
 };
 
-__host__ __device__ inline void coeff(const float* J, size_t rows, size_t cols, size_t i, size_t j, float q0sqr,
-                                      Derivs d) {
+// The diffusion coefficient and the four derivatives at (i, j).
+struct Coeff {
+  float c, n, s, w, e;
+};
+__host__ __device__ inline Coeff coeff_at(const float* J, size_t rows, size_t cols, size_t i, size_t j, float q0sqr) {
   const size_t k = i * cols + j;
   const float jc = J[k];
   const float dn = J[(i > 0 ? i - 1 : 0) * cols + j] - jc, ds = J[(i + 1 < rows ? i + 1 : i) * cols + j] - jc;
@@ -29,20 +32,51 @@ __host__ __device__ inline void coeff(const float* J, size_t rows, size_t cols, 
   den = (qsqr - q0sqr) / (q0sqr * (1 + q0sqr));
   float c = 1.f / (1.f + den);
   c = c < 0 ? 0 : (c > 1 ? 1 : c);
-  d.c[k] = c;
-  d.n[k] = dn;
-  d.s[k] = ds;
-  d.w[k] = dw;
-  d.e[k] = de;
+  return {c, dn, ds, dw, de};
+}
+
+__host__ __device__ inline void coeff(const float* J, size_t rows, size_t cols, size_t i, size_t j, float q0sqr,
+                                      Derivs d) {
+  const size_t k = i * cols + j;
+  const Coeff x = coeff_at(J, rows, cols, i, j, q0sqr);
+  d.c[k] = x.c;
+  d.n[k] = x.n;
+  d.s[k] = x.s;
+  d.w[k] = x.w;
+  d.e[k] = x.e;
+}
+
+// The update of a pixel from its coefficient and derivatives and the coefficients south and east of it.
+__host__ __device__ inline float diffuse(float jk, const Coeff& x, float cs, float ce, float lambda) {
+  const float cn = x.c, cw = x.c;
+  const float div = cn * x.n + cs * x.s + cw * x.w + ce * x.e;
+  return jk + 0.25f * lambda * div;
 }
 
 __host__ __device__ inline float update(const float* J, size_t rows, size_t cols, size_t i, size_t j, float lambda,
                                         Derivs d) {
   const size_t k = i * cols + j;
-  const float cn = d.c[k], cw = d.c[k];
   const float cs = d.c[(i + 1 < rows ? i + 1 : i) * cols + j], ce = d.c[i * cols + (j + 1 < cols ? j + 1 : j)];
-  const float div = cn * d.n[k] + cs * d.s[k] + cw * d.w[k] + ce * d.e[k];
-  return J[k] + 0.25f * lambda * div;
+  return diffuse(J[k], Coeff{d.c[k], d.n[k], d.s[k], d.w[k], d.e[k]}, cs, ce, lambda);
+}
+
+// The speckle scale q0^2 = variance / mean^2 of the image, summed in double in index order.
+float speckle(const float* J, size_t n) {
+  double a = 0, b = 0;
+  for (size_t k = 0; k < n; ++k) {
+    a += J[k];
+    b += double(J[k]) * J[k];
+  }
+  const double mean = a / n, var = b / n - mean * mean;
+  return float(var / (mean * mean));
+}
+
+// The pixel (i, j) after one iteration from J (q0^2 given): the coefficients it reads recomputed beside it.
+float pixel_after(const float* J, size_t rows, size_t cols, size_t i, size_t j, float q, float lambda) {
+  const Coeff x = coeff_at(J, rows, cols, i, j, q);
+  const float cs = coeff_at(J, rows, cols, i + 1 < rows ? i + 1 : i, j, q).c;
+  const float ce = coeff_at(J, rows, cols, i, j + 1 < cols ? j + 1 : j, q).c;
+  return diffuse(J[i * cols + j], x, cs, ce, lambda);
 }
 
 // Per-block sums of J and J^2 in double; then one thread adds the blocks in order.
@@ -98,14 +132,7 @@ __global__ void update_kernel(float* J, size_t rows, size_t cols, float lambda, 
 
 // The CPU: the same steps, the statistics summed in double in index order.
 void iterate_cpu(AppRun& run, float* J, size_t rows, size_t cols, float lambda, Derivs d) {
-  const size_t n = rows * cols;
-  double a = 0, b = 0;
-  for (size_t k = 0; k < n; ++k) {
-    a += J[k];
-    b += double(J[k]) * J[k];
-  }
-  const double mean = a / n, var = b / n - mean * mean;
-  const float q = float(var / (mean * mean));
+  const float q = speckle(J, rows * cols);
   run.cpu_for(rows, [&](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i)
       for (size_t j = 0; j < cols; ++j) coeff(J, rows, cols, i, j, q, d);
@@ -142,7 +169,9 @@ void run_srad(Context& ctx) {
   run.dump("J0", J.host, n);
   run.to_gpu();
   const dim3 bands = run.gpu() ? column_bands(rows, cols, BAND, "srad") : dim3(1);
-  for (int it = 0; it < iters; ++it)
+  std::vector<float> before;  // the image before the last iteration, for the sampled check
+  for (int it = 0; it < iters; ++it) {
+    if (it == iters - 1 && !run.check()) before = run.snapshot(J.dev, n);
     run.iteration([&] {
       if (run.gpu()) {
         stats_kernel<<<sgrid, 256>>>(J.dev, n, part);
@@ -153,14 +182,27 @@ void run_srad(Context& ctx) {
         iterate_cpu(run, J.dev, rows, cols, lambda, d);
       }
     });
-  run.back();
-  if (run.check()) {
-    std::vector<float> want(n), w(5 * n);
-    gen(want.data());
-    Derivs dw{w.data(), w.data() + n, w.data() + 2 * n, w.data() + 3 * n, w.data() + 4 * n};
-    for (int it = 0; it < iters; ++it) iterate_cpu(run, want.data(), rows, cols, lambda, dw);
-    run.compare("J", J.host, want.data(), n, 1e-4);
   }
+  run.back();
+  run.verify([&] {
+    if (run.check()) {
+      std::vector<float> want(n), w(5 * n);
+      gen(want.data());
+      Derivs dw{w.data(), w.data() + n, w.data() + 2 * n, w.data() + 3 * n, w.data() + 4 * n};
+      for (int it = 0; it < iters; ++it) iterate_cpu(run, want.data(), rows, cols, lambda, dw);
+      run.compare("J", J.host, want.data(), n, 1e-4);
+      return;
+    }
+    // Larger: the last iteration recomputed at sampled pixels from the image before it (its statistics
+    // summed over the whole of it).
+    const float q = speckle(before.data(), n);
+    const std::vector<size_t> at = run.grid_sample(rows, cols);
+    run.compare_each("J (sampled)", at.size(), [&](size_t k) { return double(J.host[at[k]]); },
+                     [&](size_t k) { return double(pixel_after(before.data(), rows, cols, at[k] / cols, at[k] % cols,
+                                                               q, lambda)); },
+                     1e-4);
+    run.verified("cpu-sample:" + std::to_string(at.size()));
+  });
   run.dump("J", J.host, n);
   JsonObject extra;
   extra.set("rows", static_cast<unsigned long long>(rows)).set("cols", static_cast<unsigned long long>(cols));

@@ -70,6 +70,10 @@ void syr2k_cpu(AppRun& run, const float* A, const float* B, float* C, size_t n, 
   });
 }
 
+// The inputs, from the seed: A's (seed) and B's (seed + 1) elements in [-0.5, 0.5), C's first values in [0, 1).
+inline float input(uint64_t seed, size_t i) { return float(uniform01(seed, i) - 0.5); }
+inline float initial_c(uint64_t seed, size_t i) { return float(uniform01(seed + 2, i)); }
+
 void run_syr2k(Context& ctx) {
   AppRun run(ctx, "syr2k");
   const uint64_t seed = run.seed();
@@ -85,10 +89,10 @@ void run_syr2k(Context& ctx) {
     run.cpu_for(n, [&](size_t lo, size_t hi) {
       for (size_t i = lo; i < hi; ++i) {
         for (size_t k = 0; k < m; ++k) {
-          a[i * m + k] = float(uniform01(seed, i * m + k) - 0.5);
-          b[i * m + k] = float(uniform01(seed + 1, i * m + k) - 0.5);
+          a[i * m + k] = input(seed, i * m + k);
+          b[i * m + k] = input(seed + 1, i * m + k);
         }
-        for (size_t j = 0; j < n; ++j) c[i * n + j] = float(uniform01(seed + 2, i * n + j));
+        for (size_t j = 0; j < n; ++j) c[i * n + j] = initial_c(seed, i * n + j);
       }
     });
   };
@@ -104,12 +108,54 @@ void run_syr2k(Context& ctx) {
       else syr2k_cpu(run, A.dev, B.dev, C.dev, n, m);
     });
   run.back();
-  if (run.check()) {
-    std::vector<float> a(n * m), b(n * m), c(n * n);
-    gen(a.data(), b.data(), c.data());
-    for (int it = 0; it < iters; ++it) syr2k_cpu(run, a.data(), b.data(), c.data(), n, m);
-    run.compare("C", C.host, c.data(), n * n, 1e-4);
-  }
+  run.verify([&] {
+    if (run.check()) {
+      std::vector<float> a(n * m), b(n * m), c(n * n);
+      gen(a.data(), b.data(), c.data());
+      for (int it = 0; it < iters; ++it) syr2k_cpu(run, a.data(), b.data(), c.data(), n, m);
+      run.compare("C", C.host, c.data(), n * n, 1e-4);
+      return;
+    }
+    // Larger: A and B regenerated from the seed (C0 from it element by element). After t iterations
+    // C = beta^t C0 + alpha (1 + beta + ... + beta^(t-1)) (A B^T + B A^T). Freivalds' check of every element at
+    // once (C r against that for random +-1 vectors r), then sampled elements recomputed in full, each
+    // iteration rounded to float as the kernel does; both within the full reference's tolerance.
+    std::vector<float> a(n * m), b(n * m);
+    run.cpu_for(n * m, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) a[i] = input(seed, i), b[i] = input(seed + 1, i);
+    });
+    double bt = 1, geo = 0;
+    for (int it = 0; it < iters; ++it) geo += bt, bt *= kBeta;
+    const int kVectors = 2;
+    for (int v = 0; v < kVectors; ++v) {
+      std::vector<double> r(n), atr(m, 0), btr(m, 0);  // A^T r, B^T r
+      for (size_t j = 0; j < n; ++j) r[j] = (mix64(seed * 977 + v * 0x9e37 + j) & 1) ? 1.0 : -1.0;
+      run.cpu_for(m, [&](size_t lo, size_t hi) {
+        for (size_t j = 0; j < n; ++j)
+          for (size_t q = lo; q < hi; ++q) atr[q] += a[j * m + q] * r[j], btr[q] += b[j * m + q] * r[j];
+      });
+      run.compare_each("C r (Freivalds)", n, [&](size_t i) {
+        double s = 0;
+        for (size_t j = 0; j < n; ++j) s += C.host[i * n + j] * r[j];
+        return s;
+      }, [&](size_t i) {
+        double c0 = 0, s = 0;
+        for (size_t j = 0; j < n; ++j) c0 += initial_c(seed, i * n + j) * r[j];
+        for (size_t q = 0; q < m; ++q) s += a[i * m + q] * btr[q] + b[i * m + q] * atr[q];
+        return bt * c0 + kAlpha * geo * s;
+      }, 1e-4);
+    }
+    const std::vector<size_t> at = run.grid_sample(n, n);
+    run.compare_each("C (sampled)", at.size(), [&](size_t k) { return double(C.host[at[k]]); }, [&](size_t k) {
+      const size_t i = at[k] / n, j = at[k] % n;
+      double s = 0;
+      for (size_t q = 0; q < m; ++q) s += double(a[i * m + q]) * b[j * m + q] + double(b[i * m + q]) * a[j * m + q];
+      float c = initial_c(seed, at[k]);
+      for (int it = 0; it < iters; ++it) c = float(kAlpha * s + kBeta * c);
+      return double(c);
+    }, 1e-4);
+    run.verified("freivalds:" + std::to_string(kVectors) + "+cpu-sample:" + std::to_string(at.size()));
+  });
   run.dump("C", C.host, n * n);
   JsonObject extra;
   extra.set("dim", static_cast<unsigned long long>(n)).set("inner", static_cast<unsigned long long>(m));

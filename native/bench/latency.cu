@@ -184,7 +184,7 @@ void emit_timer(Context& ctx) {
   if (!(step > 0 && med > 0.2 * attr_mhz && med < 1.5 * attr_mhz))
     throw VerifyError("SM clock " + json_number(med) + " MHz against the global timer is not within 0.2-1.5 x the "
                       "device's " + json_number(attr_mhz) + " MHz");
-  rec.set("verified", "invariant");
+  rec.set("verified", "invariant:clock-ratio");
   ctx.emit(rec);
 }
 
@@ -255,7 +255,7 @@ void run_latency(Context& ctx) {
     rec.set("stride", static_cast<unsigned long long>(stride));
     rec.set("steps", steps);
     rec.set("residency", buf.residency());
-    rec.set("verified", "invariant");  // the chase ended at its start slot
+    rec.set("verified", "invariant:chase-cycle");  // the chase ended on the slot the cycle predicts
     ctx.emit(rec);
   }
 }

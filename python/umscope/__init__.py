@@ -2,7 +2,10 @@
 
 Python API: umscope.open_store(path), umscope.probe(), umscope.run_plan(...) (docs/python-api.md)."""
 
-__version__ = "0.1.0"
+try:  # written into the package when it was built (cmake/Provenance.cmake; umscope.provenance)
+    from umscope._version import version as __version__
+except ImportError:  # a source tree that was never built
+    __version__ = "0.1.0"
 __all__ = ["open_store", "run_plan", "probe", "ResultStore", "__version__"]
 
 

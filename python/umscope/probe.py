@@ -8,7 +8,7 @@ import socket
 import sys
 from pathlib import Path
 
-from umscope import __version__, native, nvml
+from umscope import __version__, native, nvml, provenance
 from umscope.store import default_store_path
 
 
@@ -213,6 +213,7 @@ def probe() -> dict:
     addressing = gpus[0]["addressing"] if gpus else "none"
     return {
         "umscope_version": __version__,
+        "umscope_commit": provenance.commit(),  # as built into the package, never the cwd's repository
         "host": {
             "hostname": socket.gethostname(),
             "kernel": platform.release(),

@@ -418,9 +418,10 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
             except (OSError, ValueError):
                 pass
         return {signal.SIGHUP: "hangup", signal.SIGTERM: "terminated"}.get(signum, "interrupted")
-    # Every mode of an application against its explicit mode, over the whole run (so a resumed run too).
+    # Every mode of an application against its explicit mode, and every case of a kernel that failed its
+    # reference check failed with it, over the whole run (so a resumed run too).
     from umscope import verify
-    for case_id, reason in verify.apply_cross_mode(store, run_id).items():
+    for case_id, reason in verify.apply_checks(store, run_id).items():
         if progress:
             sys.stderr.write(f"{case_id}: failed ({reason})\n")
     store.finish_run(run_id, "complete")

@@ -21,6 +21,7 @@
 // buffers the CPU never sees are device memory in every GPU mode.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -100,9 +101,27 @@ class AppRun {
   }
   // --rows and --cols of a 2-D grid, by default the square that fills the footprint; at least min x min.
   void grid_dims(size_t dflt_footprint, double cell_bytes, size_t min, size_t& rows, size_t& cols) const;
-  // Whether to compare with the CPU reference: --check, else when all arrays
-  // together are at most 64 MiB.
+  // Whether to run the full CPU reference: --check, else when all arrays
+  // together are at most 64 MiB. Where it does not run, the application runs
+  // its sampled check (or invariant) instead: some check always runs.
   bool check() const;
+  // Runs the check (untimed; its time is the record's verify_ms).
+  void verify(const std::function<void()>& fn);
+  // Names the check that ran and passed, where it is not the full reference
+  // (compare() over the whole result names `cpu-reference` by itself).
+  void verified(const std::string& method) { method_ = method; }
+  // A copy of n elements the computation uses (its pointer .dev), taken on the
+  // CPU outside the timed iterations: the state before the last iteration,
+  // from which a sampled check recomputes the last one. Counted in verify_ms.
+  template <class T>
+  std::vector<T> snapshot(const T* p, size_t n);
+  // Cells (row * cols + col) of a rows x cols grid that a sampled check
+  // recomputes: every cell of the two outermost rows and columns on each
+  // side, two wrapped diagonals (so every row and every column has sampled
+  // cells), and `random` cells drawn from the seed; sorted, no repeats.
+  std::vector<size_t> grid_sample(size_t rows, size_t cols, size_t random = 4096) const;
+  // Indices of a vector of n to check: the first and last two, and `random` more from the seed.
+  std::vector<size_t> index_sample(size_t n, size_t random) const;
 
   // `kind` overrides the mode's kind for this array (GEMM placement).
   template <class T>
@@ -140,6 +159,10 @@ class AppRun {
   // the error.
   template <class T>
   void compare(const std::string& what, const T* got, const T* want, size_t n, double tol = 0);
+  // The same comparison for n values given as got(k) and want(k) (doubles), computed by the CPU threads
+  // without a copy of either: a whole result checked as it is recomputed, or a sample. tol 0: exact.
+  template <class G, class W>
+  void compare_each(const std::string& what, size_t n, G got, W want, double tol = 0);
   // Writes an array to --dump DIR as DIR/<name>.<dtype> (raw, native order)
   // for the tests' independent references.
   template <class T>
@@ -159,6 +182,7 @@ class AppRun {
   void add(const std::string& name, size_t bytes, Use use, const std::string& kind, void** host, void** dev);
   void* add_scratch(size_t bytes);
   void compared(const std::string& what, double err, double tol);
+  void copy_out(void* dst, const void* src, size_t bytes);  // GPU-visible memory to the CPU (synchronises)
   std::string kind_of(Use use) const;
 
   bool gpu_ = true;
@@ -173,6 +197,8 @@ class AppRun {
   std::vector<double> iter_ms_;
   std::string checksum_;
   double max_error_ = -1;
+  double verify_ms_ = 0;
+  std::string method_;  // the check that ran, where not the full reference
   std::unique_ptr<EventClock> clock_;  // times each GPU iteration (timing.hpp)
 };
 
@@ -189,6 +215,44 @@ void AppRun::compare(const std::string& what, const T* got, const T* want, size_
     scale = std::max(scale, std::fabs(w));
   }
   compared(what, scale > 0 ? worst / scale : worst, tol);
+}
+
+template <class G, class W>
+void AppRun::compare_each(const std::string& what, size_t n, G got, W want, double tol) {
+  const int T = team_->size();
+  std::vector<double> worst(T, 0), scale(T, 0), gv(T, 0), wv(T, 0);
+  std::vector<size_t> at(T, 0);
+  team_->run([&](int t, int nt) {
+    size_t lo, hi;
+    split_range(n, nt, t, lo, hi);
+    for (size_t k = lo; k < hi; ++k) {
+      const double g = got(k), w = want(k);
+      const double d = std::isnan(g) || std::isnan(w) ? INFINITY : std::fabs(g - w);
+      if (d > worst[t] || (std::isinf(d) && !std::isinf(worst[t]))) {
+        worst[t] = d, at[t] = k, gv[t] = g, wv[t] = w;
+      }
+      scale[t] = std::max(scale[t], std::fabs(w));
+    }
+  });
+  double err = 0, sc = 0;
+  int b = 0;
+  for (int t = 0; t < T; ++t) {
+    if (worst[t] > err) err = worst[t], b = t;
+    sc = std::max(sc, scale[t]);
+  }
+  if (tol == 0 && err > 0)
+    throw VerifyError(what + " (value " + std::to_string(at[b]) + " of " + std::to_string(n) + " checked) = " +
+                      std::to_string(gv[b]) + ", the CPU's has " + std::to_string(wv[b]));
+  compared(what, sc > 0 ? err / sc : err, tol);
+}
+
+template <class T>
+std::vector<T> AppRun::snapshot(const T* p, size_t n) {
+  const auto t = std::chrono::steady_clock::now();
+  std::vector<T> out(n);
+  copy_out(out.data(), p, n * sizeof(T));
+  verify_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  return out;
 }
 
 template <class T>

@@ -58,7 +58,7 @@ def charts(recs) -> str:
                 f" {xr['gflops']:.4g} GFLOP/s" if xr.get("gflops") else "")
             if xr.get("edges") and xr.get("compute_ms"):
                 rate = f"{xr['edges'] / (xr['compute_ms'] * 1e-3) / 1e9:.3g} GTEPS"
-            check = verify.method(r)
+            check = verify.method(r) + (" ✓" if xr.get("cross_mode_checksum") == "agrees" else "")
             rows.append([label, m, num_cell(size_tick(r["bytes"]))] + [num_cell(num(xr.get(p))) for p in APP_PHASES]
                         + [num_cell(num(speed.get((label, m))))]
                         + [num_cell(num(xr.get("total_ms"))), num_cell(num(xr.get("total_excl_init_ms"))),
@@ -72,11 +72,15 @@ def charts(recs) -> str:
         "Phases: context = the first CUDA call; transfer = explicit copies, prefetch or "
         "advice; back = copies to the host and the CPU reading every result (the checksum). Speedups follow "
         "the studies' convention of leaving out the CPU's initialisation of the inputs. Rates use the least "
-        "traffic (or the operation count) of one iteration over its median time. A run whose result differed "
-        "from the CPU reference is a failed case (see the end of the report). After the cases ran, the suite "
-        "compares every mode's checksum with the explicit mode's of the same application and parameters: a "
-        "disagreeing case is failed; agreeing records are verified 'cross-mode-checksum'. Each application "
-        "is also checked against its CPU reference once per run at a small footprint ('cpu-reference'). "
+        "traffic (or the operation count) of one iteration over its median time. Every record was checked at "
+        "its own size against a CPU reference that ran in the same case (untimed): in full ('cpu-reference'), "
+        "by results recomputed at sampled points ('cpu-sample:N': stencils the last iteration from the state "
+        "before it), by random vectors ('freivalds:K') or by an invariant only the right result keeps. A run "
+        "that failed its check is a failed case (see the end of the report), and so is every other case of "
+        "the same kernel in the run. After the cases ran, the suite also compares every mode's checksum with "
+        "the explicit mode's of the same application and parameters: a disagreeing case is failed; ✓ marks "
+        "agreement. Each application is also checked in full against its CPU reference once per run at a "
+        "small footprint ('cpu-reference'). "
         + e(spread_note(recs))))
     charts = []
     for label, d in by.items():

@@ -15,6 +15,8 @@ def table(fp) -> str:
     rows = []
     host, cpu, cuda = fp.get("host", {}), fp.get("cpu", {}), fp.get("cuda", {})
     rows.append(("Host", f"{host.get('hostname')} — {host.get('os')}, kernel {host.get('kernel')}"))
+    if fp.get("umscope_version"):  # as built into the package (umscope.provenance)
+        rows.append(("umscope", f"{fp['umscope_version']}, commit {fp.get('umscope_commit') or 'not recorded'}"))
     rows.append(("CPU", f"{cpu.get('model')} ({cpu.get('arch')}), {cpu.get('logical_cpus')} logical CPUs, "
                         f"{cpu.get('sockets')} socket(s)"))
     caches = ", ".join(f"L{c['level']} {c['type']} {format_size(c['bytes'])}" for c in cpu.get("caches", []))
