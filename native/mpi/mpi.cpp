@@ -251,6 +251,7 @@ void run_mpi(Context& ctx) {
         rec.set("rank_cpus", rank_cpus);
         rec.set("rank_placement", w.rank_placement);
         rec.set("mpi_library", w.library);
+        rec.set("mpi_thread_level", w.thread_level);
         rec.set("cuda_aware", w.cuda_aware);
         rec.set("cuda_aware_why", w.cuda_aware_why);
         rec.set("pointers", side.device_ptr ? "device" : "host");

@@ -15,6 +15,7 @@ struct World {
   int local_rank = 0, local_size = 1;  // among the ranks on this host
   std::string runtime = "none";        // "mpi" in umbench-mpi
   std::string library;                 // MPI library version line
+  std::string thread_level;            // what MPI_Query_thread says (MPI_THREAD_SINGLE: MPI_Init, as OSU and nccl-tests)
   std::string host;
   std::string rank_placement;          // how umbench-mpi placed this rank (placement.hpp: plan_rank)
   // Whether the MPI accepts GPU (device) pointers; "no"/"unknown" give why.
