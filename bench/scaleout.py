@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """umscope's scale-out figures beside the public tools' in one call (issue 38), on a node of N >= 2 GPUs:
 
-    python3 bench/scaleout.py [--anchors .anchors] [--out DIR] [--quick] [--no-torch]
+    python3 bench/scaleout.py [--anchors .anchors] [--out DIR] [--quick] [--no-torch] [--skip mpi,mbw,nccl,host]
+        [--mpi-sizes 8,4096,...] [--nccl-ops allgather,...] [--nccl-sizes 1048576,...] [--nccl-launch one|ranks|both]
 
 1. MPI point-to-point, host (system) memory, 8 B to 64 MiB: umscope's `mpi` family (bw, bibw, latency) beside
    osu_bw, osu_bibw and osu_latency (OSU 7.2), both under one mpirun line (`-n 2 --bind-to core --map-by core`:
@@ -234,6 +235,15 @@ def md_table(head, rows):
                      + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
 
 
+def osu_ranges(sizes):
+    """OSU runs every power of two from -m MIN to MAX: one range where the sizes leave few out, else one a size."""
+    if not sizes:
+        return []
+    lo, hi = min(sizes), max(sizes)
+    between = hi.bit_length() - lo.bit_length() + 1
+    return [(lo, hi)] if between <= 2 * len(sizes) else [(s, s) for s in sorted(sizes)]
+
+
 def find_anchor(root, *names):
     for n in names:
         p = Path(root) / n
@@ -251,6 +261,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="MPI 8 B, 1 MiB, 64 MiB; NCCL 1 MiB, 64 MiB, 1 GiB")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--skip", default="", help="comma list of parts to leave out: mpi,mbw,nccl,host")
+    ap.add_argument("--mpi-sizes", help="comma list of MPI message sizes in bytes (default 8 B .. 64 MiB, x8)")
+    ap.add_argument("--nccl-ops", help=f"comma list of collectives (default {','.join(NCCL_OPS)})")
+    ap.add_argument("--nccl-sizes", help="comma list of NCCL sizes in bytes (default 1 MiB .. 4 GiB, x4)")
+    ap.add_argument("--nccl-launch", choices=["both", "one", "ranks"], default="both",
+                    help="NCCL in one process (one), one rank per GPU under mpirun (ranks) or both")
     a = ap.parse_args()
     t_start = time.time()
     skip = set(filter(None, a.skip.split(",")))
@@ -266,6 +281,16 @@ def main():
     cpus = os.cpu_count() or 1
     mpi_sizes = [8, 1 << 20, 64 << 20] if a.quick else MPI_SIZES
     nccl_sizes = [1 << 20, 64 << 20, 1 << 30] if a.quick else NCCL_SIZES
+    try:
+        if a.mpi_sizes:
+            mpi_sizes = sorted(int(x) for x in a.mpi_sizes.split(","))
+        if a.nccl_sizes:
+            nccl_sizes = sorted(int(x) for x in a.nccl_sizes.split(","))
+    except ValueError:
+        ap.error("--mpi-sizes and --nccl-sizes take sizes in bytes, e.g. 8,4096,1048576")
+    nccl_ops = a.nccl_ops.split(",") if a.nccl_ops else NCCL_OPS
+    if set(nccl_ops) - set(NCCL_OPS):
+        ap.error(f"--nccl-ops takes {','.join(NCCL_OPS)}")
     osu_dir, nt_dir = Path(a.anchors) / "osu", Path(a.anchors) / "nccl-tests"
     md = [f"# Scale-out beside its anchors\n",
           f"{fp['gpus'][0]['name'] if n else 'no GPU'} x{n}, {cpus} CPUs; commit {native_commit()}; "
@@ -286,11 +311,11 @@ def main():
             small = [s for s in mpi_sizes if s <= 8192]
             large = [s for s in mpi_sizes if s > 8192]
             table = {}
-            if small:  # OSU's own loop counts up to 8 KiB; fewer above (64 MiB windows are 4 GiB)
-                table.update(osu_table(sh(prefix + [exe, "-m", f"{min(small)}:{max(small)}", "H", "H"])))
-            if large:
-                few = ["-i", "100", "-x", "10"] if op == "latency" else ["-i", "10", "-x", "2"]
-                table.update(osu_table(sh(prefix + [exe, "-m", f"{min(large)}:{max(large)}"] + few + ["H", "H"])))
+            few = ["-i", "100", "-x", "10"] if op == "latency" else ["-i", "10", "-x", "2"]
+            # OSU's own loop counts up to 8 KiB; fewer above (64 MiB windows are 4 GiB)
+            for group, flags in ((small, []), (large, few)):
+                for lo, hi in osu_ranges(group):
+                    table.update(osu_table(sh(prefix + [exe, "-m", f"{lo}:{hi}"] + flags + ["H", "H"])))
             anchors[op] = table
         md.append(f"## MPI point-to-point, host memory, 2 ranks\n\nBoth under `{shlex.join(prefix)}`; umscope "
                   f"`mpi --kind system` ({a.reps} repetitions after one warm-up; cores per rank: "
@@ -327,23 +352,24 @@ def main():
 
     if "nccl" not in skip and n >= 2:
         log(f"NCCL, {n} GPUs")
-        one = ours_nccl("device", NCCL_OPS, nccl_sizes, a.reps)
         launch = mpirun(n)
-        per_rank = ours_nccl("device", NCCL_OPS, nccl_sizes, a.reps, launch=launch)
+        one = ours_nccl("device", nccl_ops, nccl_sizes, a.reps) if a.nccl_launch != "ranks" else []
+        per_rank = ours_nccl("device", nccl_ops, nccl_sizes, a.reps, launch=launch) if a.nccl_launch != "one" else []
         records += one + per_rank
         nt_one, nt_mpi = {}, {}
         lo, hi = min(nccl_sizes), max(nccl_sizes)
-        for op, name in NCCL_TESTS.items():
+        for op in nccl_ops:
+            name = NCCL_TESTS[op]
             flags = ["-b", str(lo), "-e", str(hi), "-f", "4", "-c", "1", "-n", "20", "-w", "5"]
-            exe = find_anchor(nt_dir, f"{name}_perf", f"bin/{name}_perf")
+            exe = find_anchor(nt_dir, f"{name}_perf", f"bin/{name}_perf") if a.nccl_launch != "ranks" else None
             if exe:
                 nt_one[op] = nccl_tests_table(sh([exe] + flags + ["-g", str(n)]))
-            exe = find_anchor(nt_dir, f"{name}_perf_mpi", f"bin/{name}_perf_mpi")
+            exe = find_anchor(nt_dir, f"{name}_perf_mpi", f"bin/{name}_perf_mpi") if a.nccl_launch != "one" else None
             if exe:
                 nt_mpi[op] = nccl_tests_table(sh(launch + [exe] + flags + ["-g", "1"]))
         torch_res, torch_ver = ({}, None) if a.no_torch else torch_collectives(n, nccl_sizes)
         rows = []
-        for op in NCCL_OPS:
+        for op in nccl_ops:
             for size in nccl_sizes:
                 o = next((r for r in one if r["op"] == op and r["bytes"] == size), None)
                 m = next((r for r in per_rank if r["op"] == op and r["bytes"] == size), None)
