@@ -31,8 +31,10 @@ PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
 # new memory (faults), the first GPU pass's migration (migration, interleave); and the ping-pong: on the H100,
 # in a batch after the migrating managed CPU-GPU case, the GPU-GPU round trip was 694 ns (same SMs 124/126, same
 # 1980 MHz) against 503 ns with one process per case or in a batch without that case. Their cases keep their
-# own process.
-ISOLATED = {"firsttouch", "faults", "migration", "interleave", "pingpong"}
+# own process; of the ping-pong, the managed cases (the ones that migrate pages) do, the others share a batch (each
+# process start with its CUDA context cost about 1 s a case on the 4 x H100 node, 16 cases).
+ISOLATED = {"firsttouch", "faults", "migration", "interleave"}
+ISOLATED_KINDS = {"pingpong": ("managed",)}  # family: the kind names whose cases keep their own process
 
 # Exit status of an interrupted umscope: 128 + the signal, as a shell reports it.
 EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGHUP: 129, signal.SIGTERM: 143}
@@ -138,6 +140,8 @@ class Case:
     def batchable(self, options: dict) -> bool:
         """Whether this case may share a umbench batch process with its neighbours."""
         if options.get("isolate") or self.launch or self.benchmark in PYTHON_RUNNERS or self.benchmark in ISOLATED:
+            return False
+        if (self.kind or "").split(",")[0].split(":")[0] in ISOLATED_KINDS.get(self.benchmark, ()):
             return False
         return not any(("\t" in a or "\n" in a) for a in self.argv(options)[2:])
 
