@@ -111,15 +111,18 @@ def ours_mpi(prefix, ops, sizes, reps, kind="system"):
     return out.records
 
 
-def ours_nccl(kind, ops, sizes, reps, launch=None):
+def ours_nccl(kind, ops, sizes, reps, launch=None, alloc=None):
     scaleout._prepare_env()
     params = {"op": ",".join(ops), "bytes": ",".join(str(s) for s in sizes)}
+    if alloc:
+        params["alloc"] = alloc
     if launch:
         params.update(launch="mpi", launcher=shlex.join(launch))
     case = Case("nccl", kind, params, timeout=600, launch=launch)
     t0 = time.time()
     out = execute(case, {"reps": reps, "warmup": 1})
-    log(f"  {time.time() - t0:5.1f} s  umscope nccl {kind} ({'mpirun' if launch else 'one process'})")
+    log(f"  {time.time() - t0:5.1f} s  umscope nccl {kind}{' alloc ' + alloc if alloc else ''} "
+        f"({'mpirun' if launch else 'one process'})")
     if out.status != "ok":
         SKIPPED.append((f"umscope nccl {kind} {'under ' + shlex.join(launch) if launch else 'one process'}",
                         f"{out.status}: {out.reason}"))
@@ -266,6 +269,8 @@ def main():
     ap.add_argument("--nccl-sizes", help="comma list of NCCL sizes in bytes (default 1 MiB .. 4 GiB, x4)")
     ap.add_argument("--nccl-launch", choices=["both", "one", "ranks"], default="both",
                     help="NCCL in one process (one), one rank per GPU under mpirun (ranks) or both")
+    ap.add_argument("--nccl-alloc", action="store_true",
+                    help="also run the one-process NCCL figures over ncclMemAlloc buffers (nccl-tests' allocator)")
     a = ap.parse_args()
     t_start = time.time()
     skip = set(filter(None, a.skip.split(",")))
@@ -390,6 +395,24 @@ def main():
         md.append(md_table(["op", "size", "umscope 1 proc (spread)", "nccl-tests -g", "ratio",
                             f"umscope {n} ranks (spread)", "nccl-tests _mpi", "ratio", "torch", "umscope/torch"],
                            rows))
+
+    if a.nccl_alloc and "nccl" not in skip and n >= 2 and a.nccl_launch != "ranks":
+        log("NCCL one process, ncclMemAlloc buffers")
+        recs = ours_nccl("device", nccl_ops, nccl_sizes, a.reps, alloc="nccl")
+        records += recs
+        rows = []
+        for op in nccl_ops:
+            for size in nccl_sizes:
+                m = next((r for r in recs if r["op"] == op and r["bytes"] == size), None)
+                o = next((r for r in one if r["op"] == op and r["bytes"] == size), None)
+                t1 = nt_one.get(op, {}).get(size)
+                rows.append([op, size_text(size), f"{m['median']:.4g} ({spread_text(m)})" if m else "—",
+                             f"{o['median']:.4g}" if o else "—", f"{t1:.4g}" if t1 else "—",
+                             ratio_cell(m["median"] / t1 if m and t1 else None, TARGET["nccl"])])
+        md.append("\n## NCCL one process over ncclMemAlloc buffers (nccl-tests' allocator since NCCL 2.19)\n\n"
+                  "umscope `nccl --kind device --alloc nccl` beside the cudaMalloc figure above and nccl-tests `-g`; "
+                  "busbw GB/s.\n")
+        md.append(md_table(["op", "size", "ncclMemAlloc (spread)", "cudaMalloc", "nccl-tests -g", "ratio"], rows))
 
     if "host" not in skip and n >= 2:
         log("NCCL over host and peer memory")

@@ -4,6 +4,7 @@ umbench's format, not measurements)."""
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -97,7 +98,6 @@ def test_cli_rejects_bad_scaleout_input(store_path):
 
 def test_nccl_without_nccl_is_a_skip_with_the_reason():
     env = dict(os.environ, UMSCOPE_NCCL="/nonexistent/libnccl.so.2")
-    import subprocess
     res = subprocess.run([native.umbench_path(), "run", "nccl", "--bytes", "1MiB"], capture_output=True, text=True,
                          env=env, timeout=120)
     status = json.loads(res.stdout.strip().splitlines()[-1])
@@ -155,7 +155,6 @@ def test_report_draws_the_peer_link_bound(tmp_path, monkeypatch):
 
 @needs_mpi
 def test_mpi_one_rank_is_a_skip():
-    import subprocess
     res = subprocess.run([native.umbench_mpi_path(), "run", "mpi"], capture_output=True, text=True, timeout=120)
     status = json.loads(res.stdout.strip().splitlines()[-1])
     assert status["status"] == "skipped" and "at least 2 ranks" in status["reason"]
@@ -183,6 +182,8 @@ def test_mpi_two_local_ranks_on_system_memory(store_path):
         cpus = dict(part.split(":") for part in x["rank_cpus"].split())
         assert sorted(cpus) == ["0", "1"] and not (_cpus(cpus["0"]) & _cpus(cpus["1"])), x["rank_cpus"]
         assert x["buffers"] == "single" and x["rank_placement"]
+        # MPI_Init, as OSU and nccl-tests: Open MPI locks on every call above MPI_THREAD_SINGLE
+        assert x["mpi_thread_level"] == "MPI_THREAD_SINGLE"
 
 
 @pytest.mark.gpu
@@ -200,6 +201,30 @@ def test_nccl_two_gpus_device_buffers():
         factor = {"allreduce": 2 * (n - 1) / n, "allgather": (n - 1) / n, "alltoall": (n - 1) / n}[r["op"]]
         assert r["verified"] and r["bus_factor"] == pytest.approx(factor)
         assert r["median"] == pytest.approx(r["algbw"] * factor, rel=0.05) and r["median"] > 1
+
+
+def test_nccl_alloc_takes_device_buffers_only():
+    res = subprocess.run([native.umbench_path(), "run", "nccl", "--kind", "pinned", "--alloc", "nccl"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "--alloc nccl is for --kind device only" in res.stderr
+    res = subprocess.run([native.umbench_path(), "run", "nccl", "--alloc", "cuMem"], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 2 and "unknown alloc" in res.stderr
+
+
+@pytest.mark.gpu
+def test_nccl_over_ncclmemalloc_buffers():
+    info = native.native_info()
+    if len(info.get("gpus", [])) < 2:
+        pytest.skip("needs two GPUs")
+    scaleout._prepare_env()
+    recs, status = native.run_case("nccl", "--kind", "device", "--alloc", "nccl", "--op", "allgather,broadcast",
+                                   "--bytes", "1MiB", "--reps", "3", timeout=600)
+    assert status["status"] in ("ok", "skipped"), status
+    if status["status"] == "skipped":
+        assert "ncclMemAlloc" in status["reason"] or "NCCL" in status["reason"]
+        return
+    assert len(recs) == 2 and all(r["verified"] and r["alloc"] == "ncclMemAlloc" and r["median"] > 0 for r in recs)
 
 
 @pytest.mark.gpu
@@ -245,7 +270,6 @@ def _launcher_env(launcher, rank, nodes=2, per_node=4):
 
 
 def _rank_placement(env, *args):
-    import subprocess
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("OMPI_", "SLURM_", "FLUX_", "PMI_", "MPI_LOCAL"))}
     clean.update({k: str(v) for k, v in env.items()})

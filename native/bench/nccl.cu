@@ -68,6 +68,8 @@ struct Nccl {
   nccl_result (*GroupStart)() = nullptr;
   nccl_result (*GroupEnd)() = nullptr;
   const char* (*GetLastError)(nccl_comm) = nullptr;  // NCCL 2.13+: the text of the last warning
+  nccl_result (*MemAlloc)(void**, size_t) = nullptr;   // NCCL 2.19+: what nccl-tests allocates its buffers with
+  nccl_result (*MemFree)(void*) = nullptr;
 
   // "" when loaded, else why not.
   std::string load() {
@@ -105,6 +107,8 @@ struct Nccl {
     sym(GroupEnd, "ncclGroupEnd");
     if (!missing.empty()) return path + " lacks " + missing + " (NCCL older than 2.7?)";
     GetLastError = reinterpret_cast<const char* (*)(nccl_comm)>(dlsym(handle, "ncclGetLastError"));
+    MemAlloc = reinterpret_cast<nccl_result (*)(void**, size_t)>(dlsym(handle, "ncclMemAlloc"));
+    MemFree = reinterpret_cast<nccl_result (*)(void*)>(dlsym(handle, "ncclMemFree"));
     int v = 0;
     GetVersion(&v);
     // Since 2.9: major*10000 + minor*100 + patch; before: major*1000 + minor*100 + patch.
@@ -175,6 +179,7 @@ struct Rank {
   std::unique_ptr<Buffer> send, recv;
   float* sp = nullptr;
   float* rp = nullptr;
+  bool nccl_alloc = false;  // sp and rp from ncclMemAlloc (--alloc nccl), freed with ncclMemFree
 };
 
 std::string list_text(const std::vector<int>& v) {
@@ -198,6 +203,9 @@ void run_nccl(Context& ctx) {
   const std::string gpus_arg = ctx.args.str("gpus", "all");
   const long long iters_arg = ctx.args.integer("iters", 0);
   if (iters_arg < 0 || iters_arg > 10000) throw UsageError("--iters must be from 1 to 10000 (0: by size)");
+  // kind: the kind's own allocator (device: cudaMalloc); nccl: ncclMemAlloc (cuMem), as nccl-tests since NCCL 2.19
+  const std::string alloc = ctx.args.choices("alloc", "kind", {"kind", "nccl"})[0];
+  if (alloc == "nccl" && kind.name != "device") throw UsageError("--alloc nccl is for --kind device only");
   World& w = world();
   if (launch == "mpi" && w.runtime != "mpi")
     throw UsageError("--launch mpi runs in umbench-mpi under a launcher: umscope bench nccl --launcher mpirun -n 2");
@@ -243,6 +251,25 @@ void run_nccl(Context& ctx) {
     devs.push_back(ranks[0].dev);
   }
 
+  // Released on every way out, the buffers of --alloc nccl too.
+  struct Cleanup {
+    std::vector<Rank>& ranks;
+    const Nccl& nccl;
+    ~Cleanup() {
+      for (Rank& r : ranks) {
+        cudaSetDevice(r.dev);
+        if (r.comm) nccl.CommDestroy(r.comm);
+        r.clock.reset();
+        if (r.stream) cudaStreamDestroy(r.stream);
+        if (r.bad) cudaFree(r.bad);
+        if (r.nccl_alloc) {
+          if (r.sp) nccl.MemFree(r.sp);
+          if (r.rp) nccl.MemFree(r.rp);
+        }
+      }
+    }
+  } cleanup{ranks, nccl};
+
   // Buffers first (a kind this machine cannot serve is a skip on every rank), then the communicator.
   const size_t max_bytes = *std::max_element(sizes.begin(), sizes.end());
   std::string why;
@@ -256,6 +283,19 @@ void run_nccl(Context& ctx) {
           throw Skip("peer:" + std::to_string(k.arg) + " is the rank's own GPU on this host of " +
                      std::to_string(visible) + " GPUs (peer:N takes the GPU N places further along)");
         k.arg = (r.dev + k.arg) % visible;
+      }
+      if (alloc == "nccl") {
+        if (!nccl.MemAlloc || !nccl.MemFree) throw Skip(nccl.path + " lacks ncclMemAlloc (NCCL older than 2.19)");
+        UM_CUDA(cudaSetDevice(r.dev));
+        void *sp = nullptr, *rp = nullptr;
+        nccl.check(nccl.MemAlloc(&sp, max_bytes), "ncclMemAlloc", kind);
+        r.sp = static_cast<float*>(sp), r.nccl_alloc = true;
+        nccl.check(nccl.MemAlloc(&rp, max_bytes), "ncclMemAlloc", kind);
+        r.rp = static_cast<float*>(rp);
+        fill_send<<<1024, 256>>>(r.sp, max_bytes / 4, r.rank);
+        UM_CUDA(cudaGetLastError());
+        UM_CUDA(cudaDeviceSynchronize());
+        continue;
       }
       r.send.reset(new Buffer(k, max_bytes, opt));
       r.recv.reset(new Buffer(k, max_bytes, opt));
@@ -299,19 +339,6 @@ void run_nccl(Context& ctx) {
     UM_CUDA(cudaSetDevice(ranks[0].dev));
     nccl.check(nccl.CommInitRank(&ranks[0].comm, n, id, w.rank), "ncclCommInitRank", kind);
   }
-  struct Cleanup {
-    std::vector<Rank>& ranks;
-    const Nccl& nccl;
-    ~Cleanup() {
-      for (Rank& r : ranks) {
-        cudaSetDevice(r.dev);
-        if (r.comm) nccl.CommDestroy(r.comm);
-        r.clock.reset();
-        if (r.stream) cudaStreamDestroy(r.stream);
-        if (r.bad) cudaFree(r.bad);
-      }
-    }
-  } cleanup{ranks, nccl};
 
   // Issues `times` back-to-back calls of op on every rank this process drives.
   auto issue = [&](Op op, size_t count, int times) {
@@ -450,6 +477,7 @@ void run_nccl(Context& ctx) {
       if (kind.name == "peer") rec.set("buffers_on", peer_gpus);
       rec.set("ops_per_sample", inner).set("lead_in_calls", 1).set("dtype", "float32").set("in_place", false);
       rec.set("nccl_version", nccl.version).set("nccl_library", nccl.path);
+      rec.set("alloc", alloc == "nccl" ? "ncclMemAlloc" : kind.name == "device" ? "cudaMalloc" : "the kind's");
       const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
       rec.set("nccl_nvls_enable", nvls ? nvls : "");
       rec.set("verified", "cpu-reference");  // compared with the exact expected values
@@ -464,7 +492,7 @@ BenchRegistrar reg({"nccl", "gpu",
                     "any kind: algbw and busbw as nccl-tests defines them; one process for every local GPU "
                     "(--launch single) or one rank per GPU under a launcher (--launch mpi, umbench-mpi)",
                     {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall"},
-                    {"kind", "op", "bytes", "launch", "launcher", "gpus", "iters"},
+                    {"kind", "op", "bytes", "launch", "launcher", "gpus", "iters", "alloc"},
                     run_nccl});
 
 }  // namespace
