@@ -219,6 +219,19 @@ std::string location_text(const std::string& where, int device, const char* host
   return "host NUMA node " + std::to_string(node) + " (" + numa_type + ")";
 }
 
+// The location a pool=/location= policy names ("device", "host", "host:N") for GPU `device`.
+cudaMemLocation mem_location(const std::string& where, int device) {
+  const int node = host_node_of(where);
+  cudaMemLocation loc{};
+  loc.type = where == "device" ? cudaMemLocationTypeDevice : node < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeHostNuma;
+  loc.id = where == "device" ? device : node < 0 ? 0 : node;
+  return loc;
+}
+static_assert(int(cudaMemLocationTypeDevice) == int(CU_MEM_LOCATION_TYPE_DEVICE) &&
+                  int(cudaMemLocationTypeHost) == int(CU_MEM_LOCATION_TYPE_HOST) &&
+                  int(cudaMemLocationTypeHostNuma) == int(CU_MEM_LOCATION_TYPE_HOST_NUMA),
+              "the runtime's and the driver's memory location types agree");
+
 // async: one pool, and the stream its blocks are allocated and freed on, per GPU and location, made at first
 // use and kept for the process, as a stream-ordered allocator keeps its pool. A freed block goes back to the
 // pool, and the pool's unused memory back to the driver (trimmed), so a case leaves nothing reserved behind.
@@ -245,10 +258,7 @@ AsyncPool async_pool(int device, const std::string& where) {
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.handleTypes = cudaMemHandleTypeNone;
-  props.location.type = where == "device" ? cudaMemLocationTypeDevice
-                        : node < 0        ? cudaMemLocationTypeHost
-                                          : cudaMemLocationTypeHostNuma;
-  props.location.id = where == "device" ? device : node < 0 ? 0 : node;
+  props.location = mem_location(where, device);
   AsyncPool p;
   cudaError_t e = cudaMemPoolCreate(&p.pool, &props);
   if (e != cudaSuccess) {
@@ -408,10 +418,9 @@ void Buffer::alloc_vmm() {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-  prop.location.type = where == "device" ? CU_MEM_LOCATION_TYPE_DEVICE
-                       : node < 0        ? CU_MEM_LOCATION_TYPE_HOST
-                                         : CU_MEM_LOCATION_TYPE_HOST_NUMA;
-  prop.location.id = where == "device" ? opt_.device : node < 0 ? 0 : node;
+  const cudaMemLocation loc = mem_location(where, opt_.device);
+  prop.location.type = static_cast<CUmemLocationType>(loc.type);  // the same values (static_assert above)
+  prop.location.id = loc.id;
   // What the driver cannot do is a skip with its reason; running out of memory is a failure, as for cudaMalloc.
   auto refused = [&](const char* call, CUresult r) {
     release_vmm();
