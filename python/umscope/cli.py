@@ -496,7 +496,8 @@ def cmd_list(_args):
         print(f"  {name + (':N' if k['takes_arg'] else ''):<12} {k['help']}")
         print(f"  {'':<14}pages live: {k['lives']}; reachable by: {k['reachable_by']}")
         for p in k["policies"]:
-            print(f"  {'':<14}{p['key']}={'|'.join(p['values'])}: {p['help']}")
+            print(f"  {'':<14}{p['key']}={'|'.join(p['values'])}: {p['help']}"
+                  + (f" [default {p['default']}]" if p.get("default") else ""))
     print("applications (umscope app run NAME; umscope app list for their options):")
     for name, b in registry.applications().items():
         print(f"  {name:<12} {b['help']}")
