@@ -143,6 +143,33 @@ def iterations(value) -> int:
     return integer(value, "--iterations", 1, MAX_ITERATIONS)
 
 
+def devices(value) -> list:
+    """--devices: 'all', or GPU ordinals 0 to MAX_DEVICE separated by commas (ASCII digits: '١' is not 1). The
+    probe then says whether each GPU exists (devices.parse_devices)."""
+    text = _text(value, "--devices").strip()
+    if text == "all":
+        return []
+    items = text.split(",")
+    if any(not t.strip() for t in items):
+        raise UsageError(f"--devices takes 'all' or GPU numbers separated by commas, got {printable(text)[:60]!r}")
+    return list(dict.fromkeys(integer(t, "--devices", 0, MAX_DEVICE) for t in items))
+
+
+HOST_MEM_UNITS = ("", "K", "M", "G", "T")  # umbench's UMSCOPE_HOST_MEM_LIMIT grammar (native/memory/buffer.cpp)
+
+
+def host_mem_limit(env=None):
+    """UMSCOPE_HOST_MEM_LIMIT, where set: a size umbench's host guard reads (a number with K, M, G or T, powers
+    of 1024), checked before a run exists. Returns bytes or None."""
+    text = (os.environ if env is None else env).get("UMSCOPE_HOST_MEM_LIMIT")
+    if not text:
+        return None
+    unit = text.strip()[-1:].upper() if text.strip()[-1:].isalpha() else ""
+    if unit not in HOST_MEM_UNITS or not text.isascii():
+        raise UsageError(f"UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G (K, M, G or T), got {printable(text)[:40]!r}")
+    return size(text, "UMSCOPE_HOST_MEM_LIMIT")
+
+
 def run_id(value, what="--run") -> int:
     text = "" if value is None else str(value)
     if not text.strip():
