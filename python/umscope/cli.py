@@ -431,6 +431,9 @@ def cmd_report(args):
         path = write_report(store, run_id, args.output)
     except OSError as e:
         raise UsageError(f"cannot write the report: {e.strerror or e}") from None
+    except (TypeError, KeyError, ValueError, AttributeError) as e:  # rows no umscope wrote (a damaged or edited store)
+        raise UsageError(f"run {run_id or 'newest'} of {store.path} holds rows this report cannot draw "
+                         f"({type(e).__name__}: {str(e)[:100]}); `umscope export` gives what it holds") from None
     print(path)
     return 0
 

@@ -67,23 +67,22 @@ def read_bytes(path, what, limit) -> bytes:
     except OSError as e:
         raise UsageError(f"{what} {name}: {e.strerror or e}") from None
     try:
-        return _read_fd(fd, pipe, limit, what, name)
+        return _read_fd(fd, limit, what, name)
     except OSError as e:
         raise UsageError(f"{what} {name}: {e.strerror or e}") from None
     finally:
         os.close(fd)
 
 
-def _read_fd(fd, pipe, limit, what, name) -> bytes:
+def _read_fd(fd, limit, what, name) -> bytes:
     chunks, size = [], 0
     while True:
-        if pipe:
-            ready, _, _ = select.select([fd], [], [], PIPE_IDLE_S)
-            if not ready:
-                raise UsageError(f"{what} {name}: the pipe sent nothing for {PIPE_IDLE_S:.0f} s")
         try:
             b = os.read(fd, 1 << 20)
-        except BlockingIOError:
+        except BlockingIOError:  # a pipe with a writer that has sent nothing yet (no writer at all reads as EOF)
+            ready, _, _ = select.select([fd], [], [], PIPE_IDLE_S)
+            if not ready:
+                raise UsageError(f"{what} {name}: the pipe sent nothing for {PIPE_IDLE_S:.0f} s") from None
             continue
         if not b:
             return b"".join(chunks)

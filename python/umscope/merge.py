@@ -48,8 +48,14 @@ def _state(db, rid, run) -> tuple:
 def _read_run(src, run):
     """(cases, records) of one source run, or raises sqlite3.DatabaseError where its pages are damaged."""
     cases = [list(c) for c in src.execute(f"SELECT {', '.join(_CASE_COLS)} FROM cases WHERE run_id=?", (run["id"],))]
-    recs = [list(r) for r in src.execute(f"SELECT {', '.join(_REC_COLS)} FROM records WHERE run_id=? ORDER BY id",
-                                         (run["id"],))]
+    # Through the run's index: a damaged page of another run's records is never read.
+    q = f"SELECT {', '.join(_REC_COLS)} FROM records INDEXED BY records_run WHERE run_id=? ORDER BY id"
+    try:
+        recs = [list(r) for r in src.execute(q, (run["id"],))]
+    except sqlite3.OperationalError as e:
+        if "no such index" not in str(e):
+            raise
+        recs = [list(r) for r in src.execute(q.replace(" INDEXED BY records_run", ""), (run["id"],))]
     return cases, recs
 
 
@@ -118,14 +124,13 @@ def merge(out_path, sources, progress=True) -> dict:
     tmp = out_path.parent / f".{out_path.name}.merge-{os.getpid()}.tmp"
     totals = {"stores": len(srcs), "runs": 0, "replaced": 0, "records": 0, "cases": 0, "skipped_runs": 0,
               "unreadable_runs": 0, "inputs": [], "refused": len(refused)}
+    if not srcs:
+        raise UsageError("no store could be read; nothing was merged: " + "; ".join(f"{why}" for _, why in refused))
     for s, why in refused:
         note = {"store": str(s), "text": f"{s}: skipped, nothing read: {why}"}
         totals["inputs"].append(note)
         if progress:
             sys.stderr.write(note["text"] + "\n")
-    if not srcs:
-        raise UsageError("no store could be read; nothing was merged" + (f" ({refused[0][1]})" if len(refused) == 1
-                                                                         else ""))
     try:
         if out_path.exists() or out_path.is_symlink():
             Store(out_path, readonly=True).close()  # OUT, where it exists, must be a umscope store

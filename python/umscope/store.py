@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_run ON records(run_id);
 """
 
+_NUMERIC = ("bytes", "threads", "iteration", "value", "n", "median", "min", "max", "spread")
 _RECORD_COLUMNS = ["benchmark", "op", "processor", "kind", "policy", "bytes", "threads", "iteration",
                    "metric", "value", "unit", "n", "median", "min", "max", "spread", "status", "reason"]
 
@@ -209,8 +210,11 @@ class Store:
             raise UsageError(f"no store at {self.path} (give --store PATH, or run a benchmark first)")
         uri = self.path.resolve().as_uri()
         db = last = None
-        # immutable: a read-only store in WAL mode in a read-only folder or mount (no -shm file can be made)
-        for flags in ("?mode=ro", "?mode=ro&immutable=1"):
+        # immutable: nothing beside the store is created or changed, and a read-only store in WAL mode in a
+        # read-only folder or mount (where no -shm file can be made) reads. Only where no writer is at work (no
+        # -wal or -journal file beside it): then SQLite's own read-only mode, which shares the writer's -shm.
+        busy = any(Path(str(self.path) + x).exists() for x in ("-wal", "-journal"))
+        for flags in (("?mode=ro", "?mode=ro&immutable=1") if busy else ("?mode=ro&immutable=1",)):
             try:
                 db = sqlite3.connect(uri + flags, uri=True, timeout=60, isolation_level=None)
                 db.execute("PRAGMA busy_timeout = 60000")
@@ -367,6 +371,9 @@ class Store:
                 d["extra"] = None
             if not isinstance(d["extra"], dict):
                 d["extra"] = {"damaged_extra": str(r["extra"])[:200]}
+            for k in _NUMERIC:  # a foreign or damaged row's text in a number column reads as missing
+                if isinstance(d.get(k), (str, bytes)):
+                    d[k] = None
             out.append(d)
         return out
 

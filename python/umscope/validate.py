@@ -292,7 +292,11 @@ def bench_options(family, kinds=None, sizes=None, threads=None, ops=None, mode=N
     for k in kinds or []:
         plans.validate_kind(_text(k, "--kind"))
     if sizes is not None:
-        out["sizes"] = ",".join(plans.size_arg(n) for n in size_list(sizes, "--size"))
+        ns = size_list(sizes, "--size")
+        if family in plans.PAGE_SIZED and min(ns) < plans.MIN_PAGE_BYTES:
+            raise UsageError(f"--size: {family} takes whole pages, at least {plans.MIN_PAGE_BYTES} bytes, got "
+                             f"{min(ns)} bytes")
+        out["sizes"] = ",".join(plans.size_arg(n) for n in ns)
     if threads is not None:
         out["threads"] = globals()["threads"](threads)
     if ops is not None:
@@ -327,7 +331,11 @@ def app_options(name, opts: dict) -> dict:
         if t == "int":
             out[k] = integer(v, what, int(o["min"]), int(o["max"]))
         elif t == "size":
-            out[k] = plans.size_arg(size(v, what))
+            n = size(v, what)
+            lo, hi = int(o.get("min") or 1), int(o.get("max") or 9 * 10**18)
+            if not lo <= n <= hi:
+                raise UsageError(f"{what} must be from {lo} to {hi} bytes, got {printable(v)[:40]}")
+            out[k] = plans.size_arg(n)
         elif t == "threads":
             out[k] = threads(v)
         elif t == "real":
@@ -341,7 +349,28 @@ def app_options(name, opts: dict) -> dict:
             out[k] = ",".join(str(integer(x, what, int(o["min"]), int(o["max"]))) for x in parts)
         elif t == "kind":
             out[k] = plans.validate_kind(_text(v, what))
+    if name == "llm":
+        _llm_check(out)
     return out
+
+
+def _llm_check(opts):
+    """llm runs in Python: its own parser and checks (apps/llm.py validate: --prompt + --tokens within the
+    model's positions, ...) on the options given, before a run exists."""
+    from umscope.apps import LLM_OPTIONS, llm
+    argv = []
+    for o in LLM_OPTIONS:
+        v = opts.get(o["name"])
+        if v is not None and v is not False:
+            argv += ["--" + o["name"], str(v)]
+    parser = llm._parser()
+
+    def error(message):
+        raise UsageError(f"llm: {message}")
+    parser.error = error
+    why = llm.validate(parser.parse_args(argv))
+    if why:
+        raise UsageError(f"llm: {why}")
 
 
 def _one_of(value, what, allowed):

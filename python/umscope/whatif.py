@@ -144,16 +144,16 @@ def _capacity(args, footprint, fig_doc, page=4096):
         d = validate.real(args.dos, "--dos (percent)", 0.0, MAX_SIM_DOS)
         if not footprint:
             raise UsageError("--dos needs an application footprint")
-        cap = int(footprint * 100 / d)
+        cap = min(footprint * 100 / d, 2.0 * MAX_SIM_FOOTPRINT)  # a float: 1e-300 percent is no overflow
         what = f"--dos {d:g} of a {format_size(footprint)} footprint"
     elif args.capacity:
         cap, what = _size(args.capacity, "--capacity", MAX_SIM_FOOTPRINT), "--capacity"
     else:
         return int(fig_doc.get("capacity_gib", 80) * (1 << 30))
     if not page <= cap <= MAX_SIM_FOOTPRINT:
-        raise UsageError(f"{what} gives {format_size(cap)} of GPU memory: the simulator takes from one page "
+        raise UsageError(f"{what} gives {format_size(int(cap))} of GPU memory: the simulator takes from one page "
                          f"({format_size(page)}) to {format_size(MAX_SIM_FOOTPRINT)}")
-    return cap
+    return int(cap)
 
 
 def _size(text, what, hi):
