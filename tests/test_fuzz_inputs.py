@@ -73,12 +73,14 @@ def _umstrace(page, allocs, events, na=None, ne=None, cut=0):
 def hostile(tmp_path_factory):
     d = tmp_path_factory.mktemp("inputs")
     rng = random.Random(33)
-    files = {"generic": [], "calibration": [], "figures": [], "trace": [], "machine": [], "store": [], "good": {}}
+    files = {"generic": [], "calibration": [], "figures": [], "trace": [], "machine": [], "store": [], "odd_store": [],
+             "good": {}}
 
     def put(kind, name, data):
         p = d / name
         p.write_bytes(data if isinstance(data, bytes) else data.encode())
-        files[kind].append(str(p))
+        if kind != "good":
+            files[kind].append(str(p))
         return str(p)
 
     # no file of any kind
@@ -98,7 +100,8 @@ def hostile(tmp_path_factory):
     files["generic"] += [str(fifo), str(d / "adir"), str(loop), "/dev/zero", "/dev/null", str(d / "missing"), ""]
     # records
     base = _calibration_records()
-    files["good"]["calibration"] = put("good", "calibration.jsonl", "".join(json.dumps(r) + "\n" for r in base))
+    files["good"]["calibration"] = files["good"]["figures"] = put("good", "calibration.jsonl",
+                                                                 "".join(json.dumps(r) + "\n" for r in base))
     for i in range(40):
         recs = _mutate(rng, base)
         text = "".join(json.dumps(r) + "\n" for r in recs) if rng.random() < 0.7 else json.dumps(recs)
@@ -125,7 +128,7 @@ def hostile(tmp_path_factory):
                               "datapaths: {hbm: -3}", "datapaths:\n\thbm: 1", "name: x", "- a\n- b",
                               "datapaths: " + "[" * 2000 + "]" * 2000, "a: &a [1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a]\n"
                               "c: &c [*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d]\n"
-                              "f: [*d,*d,*d,*d,*d,*d,*d,*d,*d]\ng: [*d,*d,*d,*d,*d,*d,*d,*d]\ndatapaths: {}",
+                              "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f]\ndatapaths: {}",
                               "datapaths: {hbm: 1e400}", "datapaths: {1: 2}", "!!python/object:os.system {}",
                               "datapaths: {hbm: 2001-01-01}", "sources: 5\ndatapaths: {hbm: 1}"]):
         put("machine", f"machine{j}.yaml", text)
@@ -144,21 +147,22 @@ def hostile(tmp_path_factory):
     db.close()
     files["good"]["store"] = str(good_store)
 
-    def variant(name, sql):
+    def variant(name, sql, kind="store"):
         p = d / name
         shutil.copy(good_store, p)
         db = sqlite3.connect(p)
         db.executescript(sql)
         db.commit()
         db.close()
-        files["store"].append(str(p))
+        files[kind].append(str(p))
     variant("future.db", "PRAGMA user_version = 7;")
     variant("dropped.db", "ALTER TABLE records DROP COLUMN metric;")
     variant("renamed.db", "ALTER TABLE runs RENAME COLUMN status TO state;")
     variant("nocases.db", "DROP TABLE cases;")
     variant("odd_rows.db", "UPDATE runs SET options='{bad', fingerprint='[[[', plan='x', hostname=NULL, gpu=NULL, "
-                           "started=NULL, status=NULL; UPDATE records SET extra='[', bytes='many', value='x';")
-    variant("escapes.db", "UPDATE runs SET label=char(27)||'[2J'||char(10)||'x', command=char(13)||'evil';")
+                           "started=NULL, status=NULL; UPDATE records SET extra='[', bytes='many', value='x';",
+            "odd_store")
+    variant("escapes.db", "UPDATE runs SET label=char(27)||'[2J'||char(10)||'x', command=char(13)||'evil';", "odd_store")
     foreign = d / "foreign.db"
     db = sqlite3.connect(foreign)
     db.execute("CREATE TABLE runs (a, b)")
@@ -176,8 +180,9 @@ def hostile(tmp_path_factory):
     data[4096 * 2:4096 * 3] = bytes(4096 * 1)
     data[200:260] = b"\xff" * 60
     damaged.write_bytes(bytes(data))
-    files["store"] += [str(damaged), put("store", "text.db", "hello"), put("store", "header.db",
-                                                                           b"SQLite format 3\0" + b"\xff" * 200)]
+    files["odd_store"].append(str(damaged))
+    put("store", "text.db", "hello")
+    put("store", "header.db", b"SQLite format 3\0" + b"\xff" * 200)
     return d, files
 
 
@@ -196,9 +201,14 @@ def _gen(rng, files, scratch):
     def pick(kind, p_good=0.25):
         if rng.random() < p_good:
             return g[kind], False
+        if kind == "store" and rng.random() < 0.3:
+            return rng.choice(files["odd_store"]), False  # readable, with odd rows: any outcome but a traceback
         if rng.random() < 0.35:
             return rng.choice(generic), True
         return rng.choice(files[kind]), kind in ("store", "machine")
+
+    def refused_store():  # what a command that writes must refuse before it runs anything
+        return rng.choice(files["store"] + [x for x in generic if x and not x.endswith("missing")])
 
     r = rng.random()
     out = scratch / f"o{rng.randrange(10 ** 9)}"
@@ -246,14 +256,12 @@ def _gen(rng, files, scratch):
         store, bad = pick("store", 0.3)
         return ["runs", "--store", store] + (["--json"] if rng.random() < 0.5 else []), bad
     if r < 0.94:
-        store, bad = pick("store", 0.0)
         rep = rng.choice([str(scratch), "/dev/full", "/proc/self/x.html", ""])
         if rng.random() < 0.5:
-            return ["place", "--kind", "device", "--store", store, "--", "false"], True
+            return ["place", "--kind", "device", "--store", refused_store(), "--", "false"], True
         return ["place", "--kind", "device", "--report", rep, "--store", str(out), "--", "false"], True
-    store, bad = pick("store", 0.0)
     if rng.random() < 0.5:
-        return ["profile", "--store", store, "--", "false"], True
+        return ["profile", "--store", refused_store(), "--", "false"], True
     return ["profile", "--period", rng.choice(["0", "nan", "1e400s", "abc"]), "--store", str(out), "--", "false"], True
 
 
@@ -276,6 +284,7 @@ def test_fuzz_file_inputs_and_new_commands(hostile, tmp_path, monkeypatch):
     monkeypatch.setattr(place, "environment", lambda kind, rules="", allow=False, stats_pattern=None, base=None:
                         dict(os.environ))
     monkeypatch.setattr(suite, "execute", lambda case, options: suite.Outcome("ok", "", [], 0.0))
+    monkeypatch.setattr(place, "run_program", lambda cmd, env: (1, "", "", 0.01))
     before = _snapshot(d)
     rng = random.Random(3301)
     failures, codes = [], {}

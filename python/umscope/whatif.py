@@ -346,7 +346,7 @@ def _run_records(args, run: str, what: str) -> tuple:
 
 def _calibration(args):
     """The application's explicit-mode calibration: one record, or each phase's median of several."""
-    if not args.calibration:
+    if args.calibration is None:
         raise UsageError("model needs the application's explicit-mode record: run `umscope app run "
                          f"{args.app} --mode explicit` and pass --calibration RUN, or a JSON (lines) file of records "
                          "such as docs/model-validation-raw-run2.jsonl (the H100's held-out run)")
@@ -416,7 +416,7 @@ def cmd_model(args):
     fig_doc = dos.figures(args.machine)
     fig, src = dos.machine_figures(args.machine)
     calib, csrc = _calibration(args)
-    if args.figures:
+    if args.figures is not None:
         src = _figures(args, fig, src)
     recs = []
     for m in modes:
@@ -433,7 +433,7 @@ def cmd_model(args):
             recs.append({"app": args.app, "mode": m, "status": "not modelled", "reason": str(e)})
             continue
         recs.append(calibrated.record(args.app, m, p, src, csrc,
-                                      _validated_for(args.machine, args.app, m, not args.figures)))
+                                      _validated_for(args.machine, args.app, m, args.figures is None)))
     if args.json:
         print(json.dumps(recs, indent=1))
         return 0
@@ -459,7 +459,7 @@ def cmd_model(args):
     if missing:
         print(f"figures missing from {args.machine} (their terms count 0 or fall back as calibrated.py says): "
               + ", ".join(sorted(missing)))
-    print(calibrated.validated_text(_validated_for(args.machine, args.app, "", not args.figures)))
+    print(calibrated.validated_text(_validated_for(args.machine, args.app, "", args.figures is None)))
     return 0
 
 
@@ -495,7 +495,7 @@ def sim_figures(args) -> tuple:
     """The simulator's figures: --machine's description, with --figures RUN|FILE's measurements over it and
     the fault cost per batch calibrated again from them."""
     fig, src = dos.machine_figures(args.machine)
-    if not getattr(args, "figures", None):
+    if getattr(args, "figures", None) is None:
         return fig, src
     if dos.figures(args.machine)["source"].startswith("paper:"):
         raise UsageError(f"--figures replaces a measured machine's figures; {args.machine} is a published "
@@ -579,8 +579,9 @@ def cmd_advise(args):
     print(f"{LABEL}: advice for {what} on {args.machine} (figures: {res['figures_source']}; model {sim.VERSION})")
     if res["page_note"]:
         print(res["page_note"])
-    print(f"recommended: {res['recommended']}  (modelled {res['predicted_gain_vs_managed']:.2f}x against plain "
-          f"managed memory; {TIMES_NOTE})")
+    gain = res["predicted_gain_vs_managed"]
+    print(f"recommended: {res['recommended']}  (modelled {'an unknown gain' if gain is None else f'{gain:.2f}x'} "
+          f"against plain managed memory; {TIMES_NOTE})")
     for h in res["hints"]:
         print(f"  - {h}")
     print(calibrated.validated_text(res["validated_error"]))
