@@ -71,7 +71,7 @@ def _check_path(path: Path):
     except FileNotFoundError:
         return None
     except (OSError, RuntimeError) as e:  # a symlink loop, a path through a file, no permission
-        raise UsageError(f"store {path}: {getattr(e, 'strerror', None) or e}") from None
+        raise UsageError(f"cannot use store {path}: {getattr(e, 'strerror', None) or e}") from None
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"store {path} is a directory, not a store file")
     if not stat.S_ISREG(st.st_mode):

@@ -330,8 +330,11 @@ def _sweep(args):
 # ------------------------------------------------------------------ model
 def _store(args):
     """The results store for --calibration RUN and --figures RUN, opened read-only (it must exist already)."""
-    from umscope.store import Store
-    return Store(args.store, readonly=True)
+    from umscope.store import Store, default_store_path
+    path = Path(args.store) if args.store else default_store_path()
+    if args.store is not None and str(args.store).strip() and not os.path.lexists(path):
+        raise UsageError(f"no results store at {validate.printable(path)} (give --store, or a file)")
+    return Store(path if args.store is None or str(args.store).strip() else args.store, readonly=True)
 
 
 def _run_records(args, run: str, what: str) -> tuple:
