@@ -57,9 +57,11 @@ void check_managed_memory(size_t bytes, const AllocOptions& opt) {
 }
 
 namespace {
-// Host bytes held by this process's live buffers, and MemAvailable when the first was asked for:
+// Host bytes held by this process's live buffers, and MemAvailable when the first of them was asked for:
 // the guard compares a case's total (cpu-stream's two arrays, an application's every array), not
-// each buffer, with what was free when the case started. umbench runs one case per process.
+// each buffer, with what was free when the case started. A batch process runs many cases, one after the
+// other, each freeing its buffers: MemAvailable is read again whenever no buffer is live (a new case), not
+// once per process, so a later case is not checked against what was free minutes earlier.
 size_t g_host_live = 0;
 
 // UMSCOPE_HOST_MEM_LIMIT: bytes, or a number with K, M, G or T (powers of 1024). Kept here, apart
@@ -82,11 +84,11 @@ size_t limit_bytes(const char* text) {
   return static_cast<size_t>(b);
 }
 size_t g_avail_at_start = 0;
-bool g_avail_read = false;
+bool g_avail_read = false;  // read at least once (g_host_live is 0 between cases)
 }  // namespace
 
 void check_host_memory(size_t bytes, bool allow) {
-  if (!g_avail_read) {
+  if (!g_avail_read || g_host_live == 0) {
     g_avail_at_start = os::mem_available_bytes();
     // UMSCOPE_HOST_MEM_LIMIT (a size, e.g. 8G) caps what a case may take on a shared node.
     const char* limit = std::getenv("UMSCOPE_HOST_MEM_LIMIT");

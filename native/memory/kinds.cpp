@@ -168,6 +168,9 @@ static bool allowed(const PolicyInfo& p, const std::string& value) {
 }
 
 KindSpec parse_kind(const std::string& spec) {
+  // An empty item (a trailing or doubled comma) is refused, not read as nothing: the spec is what the record says.
+  if (!spec.empty() && (spec.back() == ',' || spec.find(",,") != std::string::npos))
+    throw UsageError("kind '" + spec + "': an empty item (a trailing or doubled comma)");
   std::stringstream ss(spec);
   std::string head;
   std::getline(ss, head, ',');
@@ -199,6 +202,8 @@ KindSpec parse_kind(const std::string& spec) {
     for (auto& p : info->policies)
       if (p.key == key) pi = &p;
     if (!pi) throw UsageError("kind '" + k.name + "' takes no policy '" + key + "'");
+    if (k.policy.count(key))
+      throw UsageError("kind '" + spec + "': policy " + key + " given twice (" + k.policy[key] + " and " + value + ")");
     if (!allowed(*pi, value)) {
       std::string vals;
       for (auto& v : pi->values) vals += (vals.empty() ? "" : "|") + v;

@@ -9,10 +9,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from umscope import inputs
 from umscope.errors import UsageError
-from umscope.merge import open_readonly
 from umscope.store import Store, default_store_path
 
 # What makes two records the same case (besides the run): the record's own fields and the extra
@@ -60,18 +58,14 @@ def case_text(key) -> str:
 
 def _read_store(path):
     """(runs, records by run) of a store, opened read-only (compare never writes)."""
-    db = open_readonly(path)
-    import json
-    runs = {r["id"]: dict(r) for r in db.execute("SELECT * FROM runs ORDER BY id")}
-    for r in runs.values():
-        for k in ("options", "fingerprint"):
-            r[k] = json.loads(r[k]) if r.get(k) else None
-    recs = {}
-    for row in db.execute("SELECT * FROM records ORDER BY id"):
-        d = dict(row)
-        d["extra"] = json.loads(d["extra"]) if d["extra"] else {}
-        recs.setdefault(d["run_id"], []).append(d)
-    db.close()
+    st = Store(path, readonly=True)
+    try:
+        runs = {r["id"]: st.run(r["id"]) for r in st.runs()}
+        recs = {}
+        for d in st.records():
+            recs.setdefault(d["run_id"], []).append(d)
+    finally:
+        st.close()
     return runs, recs
 
 
@@ -86,6 +80,8 @@ def load(stores, run_specs) -> list:
         for spec in run_specs:
             si, _, rid = str(spec).rpartition(":")
             try:
+                if not str(spec).isascii():
+                    raise ValueError(spec)
                 idx = int(si) - 1 if si else 0
                 rid = int(rid)
             except ValueError:
@@ -113,7 +109,7 @@ def load_reference(names=None) -> list:
     """Published values, each with its source's citation, from the packaged YAML files."""
     out = []
     for path in sorted(REFERENCE_DIR.glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text())
+        doc = inputs.read_yaml(path, "published values")
         if names and doc.get("machine") not in names and path.stem not in names:
             continue
         for v in doc.get("values", []):
@@ -221,8 +217,14 @@ def print_table(result, out):
 def run_command(args) -> int:
     import json
     import sys
-    if args.threshold is not None and not 0 < args.threshold < 10:
-        raise UsageError("--threshold is a fraction, e.g. 0.05 for 5%")
+    from umscope import validate
+    if args.threshold is not None:
+        try:
+            args.threshold = validate.real(args.threshold, "--threshold", 0.0, 10.0)
+        except UsageError:
+            raise UsageError("--threshold is a fraction, e.g. 0.05 for 5%") from None
+    if args.output is not None:
+        validate.output_path(args.output, "-o")
     runs = load(args.store or [], args.runs)
     refs = [] if args.reference == "none" else load_reference(None if args.reference == "all" else [args.reference])
     if args.reference not in ("none", "all") and not refs:

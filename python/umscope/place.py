@@ -187,7 +187,6 @@ def records_from_stats(all_stats: list) -> list:
 
 def cmd_place(args):
     from umscope import probe
-    from umscope.report.html import write_report
     from umscope.store import Store
     from umscope.suite import Case
     cmd = list(args.command)
@@ -198,6 +197,9 @@ def cmd_place(args):
     if not args.kind:
         raise UsageError("place needs --kind KIND (e.g. device, managed, 'managed,advise=preferred:cpu+accessed_by:gpu')")
     rules = rules_text(args.rule)
+    if args.report is not None:  # a directory or an unwritable path is refused before the program runs
+        from umscope import validate
+        validate.output_path(args.report, "--report")
     check_config(args.kind, rules)
     store = Store(args.store)  # an unwritable store fails before the program runs
     with tempfile.TemporaryDirectory(prefix="umscope-place-") as d:
@@ -236,8 +238,9 @@ def cmd_place(args):
         sys.stderr.write(f"umscope place: note: {n}\n")
     if args.json:
         print(json.dumps(recs))
-    path = write_report(store, run_id, args.report)
-    sys.stderr.write(f"place stored as run {run_id} in {store.path}; report: {path}\n")
+    sys.stderr.write(f"place stored as run {run_id} in {store.path}\n")
+    from umscope.cli import _report
+    _report(store, run_id, args.report)  # a report that cannot be written loses nothing: the run is stored
     return status
 
 

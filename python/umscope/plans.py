@@ -525,6 +525,13 @@ FAMILIES = {
 }
 
 
+# Families whose buffers are whole pages: umbench's Args::page_bytes (native/core/bench.cpp) refuses --bytes below
+# 4 KiB for them, so `umscope bench --size` does too, before a run exists.
+PAGE_SIZED = {"cpu-stream", "gpu-stream", "bandwidth", "firsttouch", "faults", "migration", "contention", "interleave",
+              "linkbytes"}
+MIN_PAGE_BYTES = 4096
+
+
 def families() -> dict:
     """Every family `umscope bench` runs: the plans above, then each family the runner declares that has no
     plan of its own here (run by native_cases), with its native help."""

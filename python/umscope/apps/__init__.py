@@ -38,12 +38,17 @@ def _opt(name, type_, help_, choices=(), lo="", hi=""):
 
 
 # llm runs in Python (PyTorch), not in umbench: its declaration is here, in the native list's form.
+def _llm_models():
+    from umscope.apps.llm import MODELS  # the module imports torch only when it runs a case
+    return list(MODELS)
+
+
 LLM_OPTIONS = [
-    _opt("model", "text", "llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b, llama2-7b, "
-                         "llama2-13b, codellama-34b (random weights)"),
-    _opt("batch", "int", "llm: batch", lo="-9223372036854775808", hi="9223372036854775807"),
-    _opt("prompt", "int", "llm: prompt", lo="-9223372036854775808", hi="9223372036854775807"),
-    _opt("tokens", "int", "llm: tokens", lo="-9223372036854775808", hi="9223372036854775807"),
+    _opt("model", "choice", "llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b, llama2-7b, "
+                           "llama2-13b, codellama-34b (random weights)", _llm_models()),
+    _opt("batch", "int", "llm: batch", lo="1", hi="65536"),
+    _opt("prompt", "int", "llm: prompt", lo="1", hi="1048576"),
+    _opt("tokens", "int", "llm: tokens", lo="1", hi="1048576"),
     _opt("precision", "choice", "llm: fp16, bf16, fp32", ("fp16", "bf16", "fp32")),
     _opt("seed", "int", "seed of the generated inputs", lo="0", hi="9223372036854775807"),
     _opt("weights", "text", "llm --mode mixed: kind of the weights"),

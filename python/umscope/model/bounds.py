@@ -120,6 +120,23 @@ def compute_peaks(fp) -> dict:
     return {}
 
 
+def read_machine(path) -> tuple:
+    """A machine description file (umscope.inputs.read_yaml): (document, datapaths, sources), each datapath a
+    finite number of GB/s of at least 0 or null, sources a mapping; one-line UsageError otherwise."""
+    from umscope import inputs
+    what = f"machine description {path}"
+    d = inputs.need_mapping(inputs.read_yaml(path, "--machine"), what, ("datapaths",))
+    user = inputs.need_mapping(d["datapaths"], f"{what}: datapaths")
+    for k, v in user.items():
+        if not isinstance(k, str):
+            raise UsageError(f"{what}: datapath names are text, got {k!r}"[:200])
+        if v is not None:
+            inputs.need_number(v, f"{what}: datapath {k}")
+    srcs = d.get("sources") or {}
+    inputs.need_mapping(srcs, f"{what}: sources")
+    return d, user, srcs
+
+
 def describe(fp, machine_file=None) -> dict:
     """The machine description in force: {'name', 'datapaths': {path: (GB/s, source)}}."""
     desc = {"name": "probed", "datapaths": {}}
@@ -141,15 +158,10 @@ def describe(fp, machine_file=None) -> dict:
                 raise UsageError(f"no machine description {machine_file!r} (a YAML file, or one of "
                                  f"{', '.join(packaged())})")
             path = pkg
-        try:
-            d = yaml.safe_load(path.read_text())
-            user = d["datapaths"]
-        except (OSError, yaml.YAMLError, KeyError, TypeError) as e:
-            raise UsageError(f"machine description {path}: {e}") from None
-        desc["name"] = d.get("name", path.stem)
-        srcs = d.get("sources") or {}
+        d, user, srcs = read_machine(path)
+        desc["name"] = str(d.get("name") or path.stem)
         for k, v in user.items():
-            desc["datapaths"][k] = (float(v), srcs.get(k) or f"file: {path}") if v is not None else None
+            desc["datapaths"][k] = (float(v), str(srcs.get(k) or f"file: {path}")) if v is not None else None
     desc["datapaths"] = {k: v for k, v in desc["datapaths"].items() if v}
     if "peer_link" in desc["datapaths"]:  # per direction: into and out of the GPU under test
         for k in ("peer_in", "peer_out"):
