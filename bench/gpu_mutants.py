@@ -52,7 +52,7 @@ MUTANTS = [
      ["native/bench/latency.cu"], "latency", ["bench", "latency", "--kind", "device"],
      "the GPU chase takes one load fewer than it counts"),
     ("pathfinder-right-col", "native/apps/pathfinder.cu",
-     [("if (c < cols - 1) m = min(m, row[cur][tx + 1]);", "if (c < cols - 2) m = min(m, row[cur][tx + 1]);")],
+     [("c < cols - 1 ? row[cur][tx + 1] : up", "c < cols - 2 ? row[cur][tx + 1] : up")],
      ["native/apps/pathfinder.cu"], "pathfinder", ["app", "run", "pathfinder"],
      "pathfinder ignores the right neighbour in the next-to-last column"),
     ("needle-gap-diag", "native/apps/needle.cu",

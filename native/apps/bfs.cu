@@ -92,11 +92,13 @@ void ref_levels(const int64_t* off, const int32_t* edges, int32_t* cost, size_t 
   while (!queue.empty()) {
     const int32_t v = queue.front();
     queue.pop_front();
-    for (int64_t e = off[v]; e < off[v + 1]; ++e)
-      if (cost[edges[e]] == -1) {
-        cost[edges[e]] = cost[v] + 1;
-        queue.push_back(edges[e]);
+    for (int64_t e = off[v]; e < off[v + 1]; ++e) {
+      const int32_t u = edges[e];
+      if (cost[u] == -1) {
+        cost[u] = cost[v] + 1;
+        queue.push_back(u);
       }
+    }
   }
 }
 
