@@ -134,10 +134,19 @@ def build_parser():
     s = sub.add_parser("compare", help="the same cases across runs and stores, with ratios, strays and published values")
     s.add_argument("runs", nargs="*", help="run ids (ID, or STORE:ID with several --store; default: every run)")
     s.add_argument("--store", action="append", help="a store to read (repeatable)")
-    s.add_argument("--baseline", default="median", help="'median' (of the runs, default) or a run (ID or label)")
-    s.add_argument("--threshold", type=float, help="flag figures off by more than this fraction (default 0.05)")
+    s.add_argument("--baseline", default="median",
+                   help="'median' (of the runs, default), a run (ID, STORE:ID or label), or a baseline file "
+                        "(a path ending .json, from --save-baseline)")
+    s.add_argument("--threshold", type=float, help="flag figures off by more than this fraction "
+                                                   "(default 0.05, or --fail-over's)")
+    s.add_argument("--fail-over", type=float, metavar="FRACTION",
+                   help="node gate: exit 1 when a figure is worse than its baseline (lower bandwidth, higher "
+                        "latency or time) by more than FRACTION and its own spread, and print those figures")
+    s.add_argument("--save-baseline", metavar="FILE.json",
+                   help="write the figures compared against (the baseline run's or the median) to FILE.json")
     s.add_argument("--reference", default="all", help="published values to show: all (default), none, or a machine (GH200)")
-    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html)")
+    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html; "
+                                          "with --fail-over, written only when given)")
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("runs", help="list the runs in the store")
     s.add_argument("--store")
