@@ -137,10 +137,19 @@ def build_parser():
     s = sub.add_parser("compare", help="the same cases across runs and stores, with ratios, strays and published values")
     s.add_argument("runs", nargs="*", help="run ids (ID, or STORE:ID with several --store; default: every run)")
     s.add_argument("--store", action="append", help="a store to read (repeatable)")
-    s.add_argument("--baseline", default="median", help="'median' (of the runs, default) or a run (ID or label)")
-    s.add_argument("--threshold", help="flag figures off by more than this fraction (default 0.05)")
+    s.add_argument("--baseline", default="median",
+                   help="'median' (of the runs, default), a run (ID, STORE:ID or label), or a baseline file "
+                        "(a path ending .json, from --save-baseline)")
+    s.add_argument("--threshold", help="flag figures off by more than this fraction "
+                                                   "(default 0.05, or --fail-over's)")
+    s.add_argument("--fail-over", metavar="FRACTION",
+                   help="node gate: exit 1 when a figure is worse than its baseline (lower bandwidth, higher "
+                        "latency or time) by more than FRACTION and its own spread, and print those figures")
+    s.add_argument("--save-baseline", metavar="FILE.json",
+                   help="write the figures compared against (the baseline run's or the median) to FILE.json")
     s.add_argument("--reference", default="all", help="published values to show: all (default), none, or a machine (GH200)")
-    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html)")
+    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html; "
+                                          "with --fail-over, written only when given)")
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("runs", help="list the runs in the store")
     s.add_argument("--store")
@@ -163,6 +172,15 @@ def cmd_info(args):
     mem = host["memory"]
     print(f"memory   {format_size(mem.get('MemTotal', 0) or 1)} total, {format_size(mem.get('MemAvailable', 0) or 1)} "
           f"available; page {host['page_size']} B; THP {host['thp']} (defrag {host['thp_defrag']})")
+    pages, ks = host.get("pages") or {}, host.get("kernel_settings") or {}
+    print(f"pages    base {format_size(pages.get('base') or host['page_size'])}, THP "
+          f"{format_size(pages['thp_pmd']) if pages.get('thp_pmd') else 'unknown'}, hugetlb "
+          f"{', '.join(format_size(h) for h in pages.get('hugetlb') or []) or 'none'}; numa_balancing "
+          f"{ks.get('numa_balancing')}; init_on_alloc {'unknown' if ks.get('init_on_alloc') is None else ks['init_on_alloc']} "
+          f"({ks.get('init_on_alloc_source')})")
+    sensors = [s for s in (fp.get("power") or {}).get("hwmon", []) if s.get("watts") is not None]
+    if sensors:
+        print("power    " + ", ".join(f"{s['label']} {s['watts']:.1f} W" for s in sensors) + " (hwmon, now)")
     for n in fp["numa"]:
         print(f"NUMA     node {n['id']}: {format_size(n['mem_bytes'] or 1)}, CPUs {_ranges(n['cpus'])}")
     print(f"CUDA     umbench built with CUDA: {'yes' if cuda['built_with_cuda'] else 'no'}; runtime "
@@ -177,6 +195,10 @@ def cmd_info(args):
               f"{format_size(g['total_mem'])} ({format_size(g['free_mem'] or 1)} free), L2 {format_size(g['l2_bytes'])}")
         print(f"         clocks SM {g['clock_khz'] // 1000} MHz, memory {g['mem_clock_khz'] // 1000} MHz x "
               f"{g['mem_bus_bits']} bit; PCI {g['pci_bus_id']}")
+        if (g.get("c2c") or {}).get("links"):
+            c = g["c2c"]
+            print(f"         NVLink-C2C: {c['active_links']} of {c['links']} links active, "
+                  f"{c['gbps'] if c['gbps'] else '?'} GB/s per direction (NVML)")
         link = g.get("link")
         if link:
             print(f"         host link PCIe gen {link['pcie_gen_current']} x{link['pcie_width_current']} now, "
