@@ -208,3 +208,31 @@ def test_place_records_match_what_pytorch_allocated(store_path):
     assert kinds["managed,first_touch=cpu,prefetch=gpu"]["counters"]["requested_bytes"] == 200 << 20
     if want["memory_stats"] is not None:  # PyTorch's pluggable allocator has no statistics in 2.x
         assert want["memory_stats"] == got
+
+
+@pytest.mark.parametrize("kinds,gpus,refused", [
+    (["system"], [{"pageable_memory_access": 0}], True),
+    (["device", "numa:0,first_touch=cpu"], [{"pageable_memory_access": 0}, {"pageable_memory_access": 0}], True),
+    (["system,prefetch=gpu"], [{"pageable_memory_access": 1}], False),   # HMM or ATS: reachable
+    (["system"], [], False),                                             # no GPU seen: nothing to judge by
+    (["managed", "pinned", "registered"], [{"pageable_memory_access": 0}], False),
+])
+def test_a_kind_no_gpu_can_reach_is_refused_before_the_program_starts(kinds, gpus, refused):
+    if refused:
+        with pytest.raises(place.UsageError, match="no HMM or ATS"):
+            place.check_reach(kinds, gpus)
+    else:
+        place.check_reach(kinds, gpus)
+    assert place.rule_kinds([">=64M:system,first_touch=cpu", "<1M:device"]) == ["system,first_touch=cpu", "device"]
+
+
+@pytest.mark.gpu
+def test_place_refuses_system_memory_on_a_gpu_without_hmm(store_path):
+    from umscope import native
+    gpus = native.native_info().get("gpus") or []
+    if not gpus or any(g.get("pageable_memory_access") for g in gpus):
+        pytest.skip("needs a GPU without HMM or ATS")
+    res = run_cli("place", "--kind", "device", "--rule", ">=1G:system", "--store", store_path, "--",
+                  sys.executable, "-c", "print('ran')")
+    assert res.returncode == 2 and "no HMM or ATS" in res.stderr and "ran" not in res.stdout
+    assert len(res.stderr.strip().splitlines()) == 1

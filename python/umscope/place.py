@@ -105,6 +105,26 @@ def check_config(kind, rules) -> None:
         raise UsageError(res.stderr.strip() or f"bad placement {kind!r} {rules!r}")
 
 
+# Kinds in pageable host memory: a GPU reaches them only through HMM or ATS.
+PAGEABLE = ("system", "numa")
+
+
+def check_reach(kinds, gpus) -> None:
+    """Refuses, before the program starts, a kind no GPU here can reach: pageable host memory (system,
+    numa:N) where no GPU has cudaDevAttrPageableMemoryAccess (no HMM, no ATS); the program would only fail at
+    its first kernel on such memory. gpus: umbench info's list (none: nothing to judge by, nothing refused)."""
+    names = [k.partition(",")[0].partition(":")[0] for k in kinds]
+    pageable = [k for k, n in zip(kinds, names) if n in PAGEABLE]
+    if pageable and gpus and not any(g.get("pageable_memory_access") for g in gpus):
+        raise UsageError(f"kind '{pageable[0]}' is pageable host memory, which no GPU here can access "
+                         "(cudaDevAttrPageableMemoryAccess = 0: no HMM or ATS); use pinned or registered")
+
+
+def rule_kinds(rules) -> list:
+    """The kinds of '>=64M:KIND' rules."""
+    return [r.partition(":")[2] for r in rules or []]
+
+
 def rules_text(rules) -> str:
     for r in rules or []:
         if ";" in r:
@@ -199,6 +219,10 @@ def cmd_place(args):
         raise UsageError("place needs --kind KIND (e.g. device, managed, 'managed,advise=preferred:cpu+accessed_by:gpu')")
     rules = rules_text(args.rule)
     check_config(args.kind, rules)
+    kinds = [args.kind] + rule_kinds(args.rule)
+    if any(k.partition(",")[0].partition(":")[0] in PAGEABLE for k in kinds):
+        from umscope import native
+        check_reach(kinds, native.native_info().get("gpus") or [])
     store = Store(args.store)  # an unwritable store fails before the program runs
     with tempfile.TemporaryDirectory(prefix="umscope-place-") as d:
         env = environment(args.kind, rules, args.allow_oversubscription, os.path.join(d, "umalloc-%p.json"))

@@ -20,7 +20,13 @@ def _install():
     import ctypes
     ctypes.CDLL(lib).umscope_place_stats_json(None, 0)  # reads its configuration now; its stats are written at exit
     import umscope_torch_route
-    route = umscope_torch_route.install(torch, lib)
+    try:
+        route = umscope_torch_route.install(torch, lib)
+    except (AttributeError, TypeError) as e:  # a PyTorch without MemPools served by a pluggable allocator
+        sys.stderr.write(f"umscope place: PyTorch {torch.__version__} cannot route its allocations to umscope's "
+                         f"allocator (torch.cuda.MemPool with a CUDAPluggableAllocator: {e}); not run\n")
+        sys.stderr.flush()
+        os._exit(2)
 
     import atexit
 
