@@ -162,7 +162,7 @@ def main():
             r.update(program=prog, variant=v, command=" ".join(shlex.quote(c) for c in cmd))
             runs.append(r)
             row = {"program": prog, "variant": v, "wall_s": r["wall_s"],
-                   "outside": [ln for ln in r["umscope_lines"] if "outside the placement" in ln]}
+                   "outside": [ln for ln in r["umscope_lines"] if "was not placed" in ln]}
             if r["rc"] != 0 or r["result"] is None:
                 row["status"] = "CRASH" if r["rc"] != "timeout" else "TIMEOUT"
                 row["why"] = (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]

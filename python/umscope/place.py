@@ -1,9 +1,11 @@
 """`umscope place --kind KIND [--rule '>=64M:KIND']... -- python prog.py ...`: runs an unmodified PyTorch
-program with its CUDA allocations served from a memory kind by libumalloc (native/alloc/umalloc.cpp),
-installed as PyTorch's allocator (torch.cuda.memory.CUDAPluggableAllocator) by a sitecustomize module put
-first on PYTHONPATH, so before the program's first CUDA allocation. Output and exit status pass through;
-the allocator's bookkeeping (requests, bytes, peaks by kind and size class, refusals) and the end of the
-program's output are stored as a run.
+program with its CUDA memory served from a memory kind by libumalloc (native/alloc/umalloc.cpp). A
+sitecustomize module put first on PYTHONPATH installs the route before the program's first CUDA allocation
+(place_site/umscope_torch_route.py; docs/place.md): PyTorch's caching allocator stays, and the segments it
+takes from the driver come from libumalloc through a torch.cuda.MemPool routed device-wide, so PyTorch's
+memory statistics, CUDA graphs and torch.compile work and tell the truth. Output and exit status pass
+through; the allocator's bookkeeping (segments, bytes, peaks by kind and size class, refusals) and the end
+of the program's output are stored as a run.
 
 With the profiler: `umscope profile --um-trace -- umscope place --kind managed -- python prog.py` (the
 tracer's environment reaches the program through place; the trace shows the migrations and faults the
@@ -139,6 +141,8 @@ def environment(kind, rules="", allow=False, stats_pattern=None, base=None) -> d
     env["UMSCOPE_PLACE_KIND"] = kind
     env["UMSCOPE_PLACE_RULES"] = rules
     env["UMSCOPE_PLACE_ALLOW_OVERSUBSCRIPTION"] = "1" if allow else "0"
+    # PyTorch caches the segments; a segment it frees (empty_cache, out-of-memory retries) goes back to the kind.
+    env.setdefault("UMSCOPE_PLACE_CACHE", "0")
     if stats_pattern:
         env["UMSCOPE_PLACE_STATS"] = stats_pattern
     env["PYTHONPATH"] = os.pathsep.join([str(SITE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])

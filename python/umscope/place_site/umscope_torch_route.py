@@ -191,11 +191,13 @@ def install(torch, lib) -> Route:
     return r
 
 
-def report_outside(r, out=sys.stderr):
+def report_outside(r, out=None):
+    out = out or sys.stderr
     try:
         outside = r.outside()
     except Exception:  # noqa: BLE001 - a report at exit never fails the program
         return
     for dev, nbytes in sorted(outside.items()):
-        out.write(f"umscope place: {nbytes} B of PyTorch's memory on cuda:{dev} is outside the placement (a "
-                  "device the program never made current with torch.cuda.set_device or torch.cuda.device)\n")
+        out.write(f"umscope place: {nbytes} B of PyTorch's memory on cuda:{dev} was not placed (a device the "
+                  "program never made current with torch.cuda.set_device or torch.cuda.device, or a pool of the "
+                  "program's own)\n")
