@@ -188,26 +188,30 @@ def test_place_environment_puts_sitecustomize_first(monkeypatch):
 
 
 @pytest.mark.gpu
-def test_place_records_match_what_pytorch_allocated(store_path):
+def test_place_keeps_pytorchs_statistics_and_serves_its_segments(store_path):
+    """PyTorch's allocator statistics work under place and count the placed memory: its reserved bytes (the
+    segments) are what libumalloc served; the 200 MiB tensor's own segment is managed by the rule, the small
+    tensors' shared segments device memory."""
     pytest.importorskip("torch")
     prog = ("import json, torch\n"
             "xs = [torch.empty(n, device='cuda', dtype=torch.float32) for n in (1000, 1 << 20, 50 << 20)]\n"
             "total = sum(x.numel() * x.element_size() for x in xs)\n"
-            "try:\n    ms = torch.cuda.memory_stats()['allocated_bytes.all.current']\n"
-            "except RuntimeError as e:\n    ms = None\n"
-            "print(json.dumps({'total': total, 'memory_stats': ms}))\n")
+            "ms = torch.cuda.memory_stats()\n"
+            "torch.cuda.reset_peak_memory_stats(); assert torch.cuda.max_memory_allocated() >= total\n"
+            "assert 'Reserved memory' in torch.cuda.memory_summary()\n"
+            "print(json.dumps({'total': total, 'allocated': ms['allocated_bytes.all.current'],"
+            " 'reserved': ms['reserved_bytes.all.current']}))\n")
     res = run_cli("place", "--kind", "device", "--rule", ">=64M:managed,prefetch=gpu", "--store", store_path,
                   "--json", "--", sys.executable, "-c", prog)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.strip().splitlines()
     want = json.loads(lines[0])
     recs = json.loads(lines[-1])
+    assert want["total"] <= want["allocated"] <= want["reserved"]
     kinds = {r["kind"] + ("," + r["policy"] if r["policy"] else ""): r for r in recs if r["op"] == "allocations"}
-    got = sum(r["counters"]["requested_bytes"] for r in kinds.values())
-    assert got == want["total"]
+    assert sum(r["counters"]["live_bytes"] for r in kinds.values()) == want["reserved"]
     assert kinds["managed,first_touch=cpu,prefetch=gpu"]["counters"]["requested_bytes"] == 200 << 20
-    if want["memory_stats"] is not None:  # PyTorch's pluggable allocator has no statistics in 2.x
-        assert want["memory_stats"] == got
+    assert "was not placed" not in res.stderr
 
 
 @pytest.mark.parametrize("kinds,gpus,refused", [
