@@ -10,7 +10,9 @@ crash is reported, not inherited):
            capture and replay (result checked against eager); empty_cache; record_stream'd frees;
            a pin_memory DataLoader; libumalloc's own count
   managed  the same allocations with the kind managed (libumalloc's bookkeeping by kind)
-  compile  torch.compile (default and reduce-overhead) forward+backward under the route, checked against eager
+  compile, compile-ro  torch.compile (default; reduce-overhead: CUDA-graph trees) forward+backward under the
+           route, checked against eager
+  cli      `umscope place --kind device -- python -c ...` end to end (sitecustomize): statistics, exit status
 
     pip install --no-build-isolation . && python3 bench/place_probe.py     # writes $OUT/place_probe.json
 """
@@ -180,8 +182,11 @@ def case_route():
         return {"user_pool_wins": _pool_of(torch, t) == tuple(p.id)}
     _check(out, "use_mem_pool", mempool_user)
 
-    def record_stream():
+    def record_stream(step):
         s = torch.cuda.Stream()
+        w = torch.nn.Parameter(torch.zeros(4, device="cuda"))
+        opt = torch.optim.SGD([w], lr=0.1)
+        w.grad = torch.zeros_like(w)
         torch.cuda.synchronize()
         r0 = torch.cuda.memory_reserved()
         for _ in range(100):
@@ -190,12 +195,26 @@ def case_route():
                 a.add_(1)
             a.record_stream(s)
             del a
+            if step:
+                opt.step()  # the route reclaims record_stream'd blocks after each optimizer step
         torch.cuda.synchronize()
         r1 = torch.cuda.memory_reserved()
         torch.cuda.empty_cache()
         r2 = torch.cuda.memory_reserved()
-        return {"reserved_growth": r1 - r0, "after_empty_cache": r2 - r0}
-    _check(out, "record_stream", record_stream)
+        return {"reserved_growth_MiB": (r1 - r0) / 2**20, "after_empty_cache_MiB": (r2 - r0) / 2**20}
+    _check(out, "record_stream_no_optimizer", lambda: record_stream(False))
+    _check(out, "record_stream_with_optimizer_steps", lambda: record_stream(True))
+
+    def pool_dropped():
+        p = torch.cuda.MemPool()
+        with torch.cuda.use_mem_pool(p):
+            t = torch.ones(1 << 20, device="cuda")
+        s = float(t.sum())
+        del p  # destroyed while our routing is under way
+        del t
+        torch.cuda.empty_cache()
+        return {"ok": s == float(1 << 20), "pinned_then_released": len(r.pinned) == 0}
+    _check(out, "pool_dropped", pool_dropped)
 
     def empty():
         t = [torch.empty(32 << 20, dtype=torch.uint8, device="cuda") for _ in range(4)]
@@ -237,11 +256,11 @@ def case_managed():
             "kinds": list(s.get("kinds", {})), "allocated": torch.cuda.memory_allocated()}
 
 
-def case_compile():
+def case_compile(mode):
     import torch
     _install(torch)
     out = {}
-    for mode in ("default", "reduce-overhead"):
+    if True:
         def run(mode=mode):
             torch.manual_seed(0)
             m = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.GELU(), torch.nn.Linear(256, 10)).cuda()
@@ -258,7 +277,32 @@ def case_compile():
     return out
 
 
-CASES = {"info": case_info, "route": case_route, "managed": case_managed, "compile": case_compile}
+def case_cli():
+    import tempfile
+    prog = ("import torch; x = torch.ones(1 << 22, device='cuda'); y = (x * 2).sum(); "
+            "torch.cuda.empty_cache(); g = torch.cuda.CUDAGraph(); s = torch.cuda.Stream(); "
+            "s.wait_stream(torch.cuda.current_stream())\n"
+            "with torch.cuda.stream(s): z = x * 3\n"
+            "torch.cuda.current_stream().wait_stream(s)\n"
+            "with torch.cuda.graph(g): z = x * 3\n"
+            "g.replay(); torch.cuda.synchronize()\n"
+            "print('OK', float(y), float(z.sum()), torch.cuda.max_memory_allocated(), torch.cuda.memory_reserved())")
+    with tempfile.TemporaryDirectory() as d:
+        res = subprocess.run([sys.executable, "-m", "umscope", "place", "--kind", "device", "--store",
+                              os.path.join(d, "s.sqlite"), "--report", os.path.join(d, "r.html"), "--",
+                              sys.executable, "-c", prog], capture_output=True, text=True, timeout=60,
+                             env={k: v for k, v in os.environ.items() if not k.startswith("UMSCOPE_PLACE")})
+    return {"rc": res.returncode, "stdout": res.stdout[-500:], "stderr": _ends(res.stderr)}
+
+
+def _ends(text):
+    """A crash's first 3000 characters (the error) and last 1500 (where)."""
+    return text if len(text) <= 4500 else text[:3000] + "\n[...]\n" + text[-1500:]
+
+
+CASES = {"info": case_info, "route": case_route, "managed": case_managed,
+         "compile": lambda: case_compile("default"), "compile-ro": lambda: case_compile("reduce-overhead"),
+         "cli": case_cli}
 
 
 def main():
@@ -274,13 +318,13 @@ def main():
         t0 = time.time()
         try:
             res = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True,
-                                 timeout=120 if name == "compile" else 60, env=env)
+                                 timeout=120 if name.startswith("compile") else 60, env=env)
             line = [ln for ln in res.stdout.splitlines() if ln.startswith("PROBE ")]
             results[name] = json.loads(line[-1][6:]) if line else {"rc": res.returncode,
-                                                                  "stderr": res.stderr[-2000:]}
+                                                                  "stderr": _ends(res.stderr)}
         except subprocess.TimeoutExpired as e:
-            results[name] = {"timeout": True, "stderr": (e.stderr or b"")[-2000:].decode(errors="replace")
-                             if isinstance(e.stderr, bytes) else str(e.stderr)[-2000:]}
+            err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else str(e.stderr or "")
+            results[name] = {"timeout": True, "stderr": _ends(err)}
         results[name + "_wall_s"] = round(time.time() - t0, 1)
         print(f"== {name} ({results[name + '_wall_s']} s)\n{json.dumps(results[name], indent=1, default=str)}",
               flush=True)

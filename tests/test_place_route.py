@@ -26,6 +26,8 @@ class FakeTorch:
         self.initialized = False
         self.queued = []
         self.emptied = 0
+        self.emptied_with, self.aborted, self.raw = [], [], []
+        self.capturing = False
         ids = itertools.count(1)
         fake = self
 
@@ -50,7 +52,11 @@ class FakeTorch:
                 self.device = fake.current
 
             def __del__(self):
+                # ~MemPool: releasePool, then emptyCache(id), whose synchronisation PyTorch asserts runs with no
+                # routing under way once the pool is freeable
                 fake.use[self.id] -= 1
+                if fake.use[self.id] == 0 and fake.routings:
+                    fake.aborted.append(self.id)
 
         class Allocator:
             def __init__(self, lib, a, f):
@@ -83,20 +89,32 @@ class FakeTorch:
 
         def empty_cache():
             fake.emptied += 1
+            fake.emptied_with.append(list(fake.routings))
+
+        def raw_alloc(size, stream):
+            fake.raw.append((size, stream, list(fake.routings)))
+            return 1234
+
+        def raw_delete(ptr):
+            fake.raw.append(("free", ptr))
 
         C = types.SimpleNamespace(_cuda_beginAllocateToPool=begin_all,
                                   _cuda_beginAllocateCurrentThreadToPool=begin_thread,
                                   _cuda_endAllocateToPool=end, _cuda_releasePool=release,
-                                  _cuda_getDevice=lambda: fake.current)
+                                  _cuda_getDevice=lambda: fake.current,
+                                  _cuda_cudaCachingAllocator_raw_alloc=raw_alloc,
+                                  _cuda_cudaCachingAllocator_raw_delete=raw_delete)
         memory = types.SimpleNamespace(CUDAPluggableAllocator=Allocator, empty_cache=empty_cache,
-                                       _cuda_beginAllocateCurrentThreadToPool=begin_thread)
+                                       _cuda_beginAllocateCurrentThreadToPool=begin_thread, MemPool=MemPool)
         graphs = types.SimpleNamespace(CUDAGraph=CUDAGraph, graph_pool_handle=lambda: (next(ids), 0))
         self.cuda = types.SimpleNamespace(
             memory=memory, graphs=graphs, MemPool=MemPool, device=device, empty_cache=empty_cache,
             graph_pool_handle=graphs.graph_pool_handle, _lazy_call=self.queued.append,
             is_initialized=lambda: fake.initialized, current_device=lambda: fake.current,
             set_device=lambda d: setattr(fake, "current", d), _exchange_device=exchange,
-            _maybe_exchange_device=exchange, memory_snapshot=lambda: [])
+            _maybe_exchange_device=exchange, memory_snapshot=lambda: [],
+            is_current_stream_capturing=lambda: fake.capturing,
+            current_stream=lambda: types.SimpleNamespace(cuda_stream=77))
         self._C = C
 
     def _begin(self, how, device, pool_id):
@@ -176,14 +194,45 @@ def test_set_device_and_device_context_route_the_device_they_make_current(t):
     assert len(t.routings) == 3
 
 
-def test_empty_cache_retires_the_pool_and_routes_to_a_fresh_one(t):
+def test_empty_cache_retires_the_pool_empties_pytorchs_caches_unrouted_and_routes_to_a_fresh_one(t):
     r = started(t)
     old = ours(r, t)
     t.cuda.empty_cache()
-    assert t.emptied == 1 and ours(r, t) != old
-    assert t.use[old] == 0  # no use left: PyTorch frees its segments (now the free ones, the rest when freed)
+    assert t.emptied == 1 and t.emptied_with == [[]]  # PyTorch synchronises and frees only with no routing
+    assert ours(r, t) != old and t.use[old] == 0  # freeable: PyTorch frees its segments as they come free
     assert t.routings == [("all", 0, ours(r, t))] and t.use[ours(r, t)] == 2
     assert t.cuda.memory.empty_cache is t.cuda.empty_cache
+    assert not t.aborted
+
+
+def test_a_program_pool_dropped_while_ours_is_routed_is_kept_until_empty_cache(t):
+    r = started(t)
+    user = t.cuda.MemPool()
+    uid = user.id
+    del user  # its destructor would synchronise with our routing under way: PyTorch aborts
+    assert not t.aborted and t.use[uid] == 1 and r.pinned == [(0, uid)]
+    t.cuda.empty_cache()
+    assert t.use[uid] == 0 and r.pinned == [] and not t.aborted
+
+
+def test_the_pools_made_here_are_never_destroyed(t):
+    r = started(t)
+    import gc
+    pool = r.pools[0]
+    assert sys.getrefcount(pool) > 3  # held beyond the Route's dict
+    t.cuda.empty_cache()
+    del pool
+    gc.collect()
+    assert not t.aborted
+
+
+def test_flush_allocates_once_unrouted_after_an_optimizer_step_but_not_while_capturing(t):
+    r = started(t)
+    r.flush()
+    assert t.raw == [(1, 77, []), ("free", 1234)] and t.routings == [("all", 0, ours(r, t))]
+    t.capturing = True
+    r.flush()
+    assert len(t.raw) == 2
 
 
 def test_before_cuda_starts_empty_cache_is_pytorchs_own(t):
@@ -195,11 +244,12 @@ def test_before_cuda_starts_empty_cache_is_pytorchs_own(t):
 def test_memory_outside_every_libumalloc_pool_is_reported(t, capsys):
     r = started(t)
     t.cuda.memory_snapshot = lambda: [
-        {"device": 0, "total_size": 2 << 20, "segment_pool_id": ours(r, t)},
-        {"device": 1, "total_size": 20 << 20, "segment_pool_id": (0, 0)},
-        {"device": 1, "total_size": 2 << 20, "segment_pool_id": (0, 0)}]
+        {"device": 0, "total_size": 2 << 20, "allocated_size": 1 << 20, "segment_pool_id": ours(r, t)},
+        {"device": 1, "total_size": 20 << 20, "allocated_size": 20 << 20, "segment_pool_id": (0, 0)},
+        {"device": 1, "total_size": 2 << 20, "allocated_size": 2 << 20, "segment_pool_id": (0, 0)},
+        {"device": 0, "total_size": 2 << 20, "allocated_size": 0, "segment_pool_id": (0, 0)}]  # flush's, free
     route.report_outside(r)
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["umscope place: 23068672 B of PyTorch's memory on cuda:1 was not placed (a device the program "
+    assert err == ["umscope place: 23068672 B of PyTorch's memory on cuda:1 in use at exit was not placed (a device the program "
                    "never made current with torch.cuda.set_device or torch.cuda.device, or a pool of the program's "
                    "own)"]
