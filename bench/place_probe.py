@@ -241,6 +241,7 @@ def case_route():
     out["umalloc"] = {k: {kk: v[kk] for kk in ("requests", "requested_bytes", "peak_live_bytes")}
                       for k, v in s.get("kinds", {}).items()}
     out["outside"] = r.outside()
+    out["flush_error"] = r.flush_error
     return out
 
 
