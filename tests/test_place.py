@@ -220,10 +220,12 @@ def test_place_keeps_pytorchs_statistics_and_serves_its_segments(store_path):
     (["system,prefetch=gpu"], [{"pageable_memory_access": 1}], False),   # HMM or ATS: reachable
     (["system"], [], False),                                             # no GPU seen: nothing to judge by
     (["managed", "pinned", "registered"], [{"pageable_memory_access": 0}], False),
+    (["device", "peer:1"], [{"pageable_memory_access": 0}], "no GPU 1"),
+    (["peer:1"], [{"pageable_memory_access": 0}, {"pageable_memory_access": 0}], False),
 ])
 def test_a_kind_no_gpu_can_reach_is_refused_before_the_program_starts(kinds, gpus, refused):
     if refused:
-        with pytest.raises(place.UsageError, match="no HMM or ATS"):
+        with pytest.raises(place.UsageError, match="no HMM or ATS" if refused is True else refused):
             place.check_reach(kinds, gpus)
     else:
         place.check_reach(kinds, gpus)

@@ -113,13 +113,18 @@ PAGEABLE = ("system", "numa")
 
 def check_reach(kinds, gpus) -> None:
     """Refuses, before the program starts, a kind no GPU here can reach: pageable host memory (system,
-    numa:N) where no GPU has cudaDevAttrPageableMemoryAccess (no HMM, no ATS); the program would only fail at
-    its first kernel on such memory. gpus: umbench info's list (none: nothing to judge by, nothing refused)."""
+    numa:N) where no GPU has cudaDevAttrPageableMemoryAccess (no HMM, no ATS), the memory of a GPU that is not
+    here (peer:N); the program would only fail at its first kernel or allocation. gpus: umbench info's list
+    (none: nothing to judge by, nothing refused)."""
     names = [k.partition(",")[0].partition(":")[0] for k in kinds]
     pageable = [k for k, n in zip(kinds, names) if n in PAGEABLE]
     if pageable and gpus and not any(g.get("pageable_memory_access") for g in gpus):
         raise UsageError(f"kind '{pageable[0]}' is pageable host memory, which no GPU here can access "
                          "(cudaDevAttrPageableMemoryAccess = 0: no HMM or ATS); use pinned or registered")
+    for k, n in zip(kinds, names):
+        target = k.partition(",")[0].partition(":")[2]
+        if n == "peer" and gpus and target.isdigit() and int(target) >= len(gpus):
+            raise UsageError(f"kind '{k}': there is no GPU {target} here ({len(gpus)} GPUs)")
 
 
 def rule_kinds(rules) -> list:
@@ -224,7 +229,7 @@ def cmd_place(args):
     rules = rules_text(args.rule)
     check_config(args.kind, rules)
     kinds = [args.kind] + rule_kinds(args.rule)
-    if any(k.partition(",")[0].partition(":")[0] in PAGEABLE for k in kinds):
+    if any(k.partition(",")[0].partition(":")[0] in PAGEABLE + ("peer",) for k in kinds):
         from umscope import native
         check_reach(kinds, native.native_info().get("gpus") or [])
     store = Store(args.store)  # an unwritable store fails before the program runs
