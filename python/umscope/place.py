@@ -263,8 +263,9 @@ def cmd_place(args):
     store.finish_run(run_id, "complete")
     for pid, s in found:
         t = s["total"]
-        sys.stderr.write(f"umscope place: pid {pid}: {t['requests']} segments of PyTorch's allocator, {t['requested_bytes']} B requested, "
-                         f"peak {t['peak_live_bytes']} B live, {t['refused']} refused\n")
+        sys.stderr.write(f"umscope place: pid {pid}: {t['requests']} segments of PyTorch's allocator, "
+                         f"{t['requested_bytes']} B requested, peak {t['peak_live_bytes']} B live, "
+                         f"{t['refused']} refused\n")
     for n in notes:
         sys.stderr.write(f"umscope place: note: {n}\n")
     if args.json:
