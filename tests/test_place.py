@@ -242,3 +242,46 @@ def test_place_refuses_system_memory_on_a_gpu_without_hmm(store_path):
                   sys.executable, "-c", "print('ran')")
     assert res.returncode == 2 and "no HMM or ATS" in res.stderr and "ran" not in res.stdout
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.gpu
+def test_place_runs_backward_graphs_empty_cache_and_a_programs_own_pool(store_path):
+    """The things PyTorch programs do that the route must survive (issue 34): a backward pass (autograd's
+    own thread), a CUDA graph captured and replayed (torch.cuda.graph empties the cache first), empty_cache,
+    a MemPool of the program's dropped while the route is under way; every result checked against the
+    same computation before, and every byte in use at exit placed."""
+    pytest.importorskip("torch")
+    prog = textwrap.dedent("""
+        import torch
+        w = torch.randn(512, 512, device='cuda', requires_grad=True)
+        x = torch.randn(64, 512, device='cuda')
+        (x @ w).relu().sum().backward()
+        g0 = w.grad.clone()
+        w.grad = None
+        (x @ w).relu().sum().backward()
+        assert torch.equal(w.grad, g0)
+        static = x.clone()
+        s = torch.cuda.Stream(); s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            y = (static @ w).relu()
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.no_grad(), torch.cuda.graph(graph):
+            y = (static @ w).relu()
+        junk = [torch.full((64, 512), 7.0, device='cuda') for _ in range(8)]
+        static.copy_(2 * x)
+        graph.replay()
+        assert torch.allclose(y, (2 * x @ w).relu().detach())
+        pool = torch.cuda.MemPool()
+        with torch.cuda.use_mem_pool(pool):
+            t = torch.ones(1 << 20, device='cuda')
+        del pool, t
+        before = torch.cuda.memory_reserved()
+        del junk
+        torch.cuda.empty_cache()
+        assert torch.cuda.memory_reserved() <= before
+        print('OK', torch.cuda.max_memory_allocated())
+    """)
+    res = run_cli("place", "--kind", "device", "--store", store_path, "--", sys.executable, "-c", prog)
+    assert res.returncode == 0, res.stderr
+    assert "OK" in res.stdout and "was not placed" not in res.stderr
