@@ -144,49 +144,55 @@ def main():
     t_start = time.time()
     rows, runs = [], []
     scratch = tempfile.mkdtemp(prefix="place-compat-")
+    runnable = []
     for prog in progs:
         need = PROGRAMS[prog][1]
         if ngpu < need:
             rows.append({"program": prog, "variant": "all", "status": f"not run: needs {need} GPUs, {ngpu} here"})
+        else:
+            runnable.append(prog)
+    # Every program plain and in the variants with targets first, the others after: a budget cut leaves those.
+    first = [v for v in variants if v == "plain" or VARIANTS[v][1] is not None]
+    order = [(p, v) for p in runnable for v in first] + [(p, v) for p in runnable for v in variants if v not in first]
+    plains = {}
+    for prog, v in order:
+        plain = plains.get(prog)
+        if time.time() - t_start > a.budget:
+            rows.append({"program": prog, "variant": v, "status": f"not run: past the {a.budget:.0f} s budget"})
             continue
-        plain = None
-        for v in variants:
-            if time.time() - t_start > a.budget:
-                rows.append({"program": prog, "variant": v, "status": f"not run: past the {a.budget:.0f} s budget"})
-                continue
-            cmd = umscope_argv(v, os.path.join(scratch, "store.sqlite"), os.path.join(scratch, f"{prog}-{v}")) + \
-                program_argv(prog, ngpu)
-            print(f"[{time.time() - t_start:5.0f} s] {prog} {v}: {' '.join(shlex.quote(c) for c in cmd[-6:])}",
-                  file=sys.stderr, flush=True)
-            r = run(cmd, env, a.timeout)
-            r.update(program=prog, variant=v, command=" ".join(shlex.quote(c) for c in cmd))
-            runs.append(r)
-            row = {"program": prog, "variant": v, "wall_s": r["wall_s"],
-                   "outside": [ln for ln in r["umscope_lines"] if "was not placed" in ln]}
-            if r["rc"] != 0 or r["result"] is None:
-                row["status"] = "CRASH" if r["rc"] != "timeout" else "TIMEOUT"
-                row["why"] = (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]
-                rows.append(row)
-                continue
-            res = r["result"]
-            row.update(unit=res["unit"], time=median(res["times_ms"]), memory=res.get("memory"))
-            if v == "plain":
-                plain = res
-                row.update(status="ok", plain_time=row["time"], equal=True, check="the reference")
-            elif plain is None:
-                row.update(status="ok", equal=None, check="no plain run to compare with")
-            else:
-                eq, how = compare(plain, res)
-                row.update(status="ok" if eq else "CHANGED", equal=eq, check=how, plain_time=median(plain["times_ms"]))
-                row["ratio"] = row["time"] / row["plain_time"] if row["plain_time"] else None
-                target = VARIANTS[v][1]
-                if target is not None and row["ratio"] is not None:
-                    row["target"] = target
-                    row["meets_target"] = row["ratio"] <= target
-                pm, om = (plain.get("memory") or {}), (res.get("memory") or {})
-                if "max_memory_allocated" in pm:
-                    row["max_memory_allocated_equal"] = pm["max_memory_allocated"] == om.get("max_memory_allocated")
+        cmd = umscope_argv(v, os.path.join(scratch, "store.sqlite"), os.path.join(scratch, f"{prog}-{v}")) + \
+            program_argv(prog, ngpu)
+        print(f"[{time.time() - t_start:5.0f} s] {prog} {v}: {' '.join(shlex.quote(c) for c in cmd[-6:])}",
+              file=sys.stderr, flush=True)
+        r = run(cmd, env, a.timeout)
+        r.update(program=prog, variant=v, command=" ".join(shlex.quote(c) for c in cmd))
+        runs.append(r)
+        row = {"program": prog, "variant": v, "wall_s": r["wall_s"],
+               "outside": [ln for ln in r["umscope_lines"] if "was not placed" in ln]}
+        if r["rc"] != 0 or r["result"] is None:
+            row["status"] = "CRASH" if r["rc"] != "timeout" else "TIMEOUT"
+            row["why"] = (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]
             rows.append(row)
+            continue
+        res = r["result"]
+        row.update(unit=res["unit"], time=median(res["times_ms"]), memory=res.get("memory"))
+        if v == "plain":
+            plains[prog] = res
+            row.update(status="ok", plain_time=row["time"], equal=True, check="the reference")
+        elif plain is None:
+            row.update(status="ok", equal=None, check="no plain run to compare with")
+        else:
+            eq, how = compare(plain, res)
+            row.update(status="ok" if eq else "CHANGED", equal=eq, check=how, plain_time=median(plain["times_ms"]))
+            row["ratio"] = row["time"] / row["plain_time"] if row["plain_time"] else None
+            target = VARIANTS[v][1]
+            if target is not None and row["ratio"] is not None:
+                row["target"] = target
+                row["meets_target"] = row["ratio"] <= target
+            pm, om = (plain.get("memory") or {}), (res.get("memory") or {})
+            if "max_memory_allocated" in pm:
+                row["max_memory_allocated_equal"] = pm["max_memory_allocated"] == om.get("max_memory_allocated")
+        rows.append(row)
     total = time.time() - t_start
     (outdir / "place_compat.json").write_text(json.dumps({"meta": meta, "total_s": total, "rows": rows,
                                                           "runs": runs}, indent=1, default=str))
