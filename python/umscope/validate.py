@@ -357,11 +357,13 @@ def app_options(name, opts: dict) -> dict:
 def _llm_check(opts):
     """llm runs in Python: its own parser and checks (apps/llm.py validate: --prompt + --tokens within the
     model's positions, ...) on the options given, before a run exists."""
-    from umscope.apps import LLM_OPTIONS, llm
+    from umscope.apps import llm, llm_options
     argv = []
-    for o in LLM_OPTIONS:
+    for o in llm_options():
         v = opts.get(o["name"])
-        if v is not None and v is not False:
+        if o["type"] == "flag":
+            argv += ["--" + o["name"]] if v not in (None, False, 0, "0") else []
+        elif v is not None and v is not False:
             argv += ["--" + o["name"], str(v)]
     parser = llm._parser()
 
