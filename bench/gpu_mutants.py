@@ -19,7 +19,7 @@ With --baseline the unmutated umbench first runs `umscope run --quick` whole, wh
 same). Logs and the table go to $OUT (default ./gpu-mutants-out): gpu_mutants.log
 (every command with its exit and last lines) and gpu_mutants.json. Prints the table mutant x entry point ->
 caught, last; exits 0 when every mutant was caught in every entry point, 1 otherwise, 2 if it could not run.
-About 5-6 minutes on one H100 with 16 cores (about a minute of compiling, then 16 mutants x 3 commands)."""
+About 7-8 minutes on one H100 with 16 cores (about a minute of compiling, then 23 mutants x 3 commands)."""
 import argparse
 import importlib.util
 import json
@@ -52,7 +52,7 @@ MUTANTS = [
      ["native/bench/latency.cu"], "latency", ["bench", "latency", "--kind", "device"],
      "the GPU chase takes one load fewer than it counts"),
     ("pathfinder-right-col", "native/apps/pathfinder.cu",
-     [("if (c < cols - 1) m = min(m, row[cur][tx + 1]);", "if (c < cols - 2) m = min(m, row[cur][tx + 1]);")],
+     [("c < cols - 1 ? row[cur][tx + 1] : up", "c < cols - 2 ? row[cur][tx + 1] : up")],
      ["native/apps/pathfinder.cu"], "pathfinder", ["app", "run", "pathfinder"],
      "pathfinder ignores the right neighbour in the next-to-last column"),
     ("needle-gap-diag", "native/apps/needle.cu",
@@ -92,6 +92,30 @@ MUTANTS = [
     ("qv-gate-swapped", "native/apps/qv.cu",
      [("i < groups; i += stride) apply_group(s, i, q0, q1, m);", "i < groups; i += stride) apply_group(s, i, q1, q0, m);")],
      ["native/apps/qv.cu"], "qv", ["app", "run", "qv"], "QV's GPU gates act on their two qubits swapped"),
+    # Inside the per-point functions the kernels share with the CPU path (__host__ __device__): the references
+    # have their own (tests/mutants/run.py runs the same patches on the CPU path).
+    ("hotspot-cell", "native/apps/hotspot.cu",
+     [("(s + n - 2.f * t) * m.ry1", "(s + n - 2.f * t) * (0.5f * m.ry1)")],
+     ["native/apps/hotspot.cu"], "hotspot", ["app", "run", "hotspot"], "hotspot's cell(): half the north-south conduction"),
+    ("srad-coeff", "native/apps/srad.cu", [("float den = 1 + 0.25f * l;", "float den = 1 + 0.5f * l;")],
+     ["native/apps/srad.cu"], "srad", ["app", "run", "srad"], "srad's coeff_at(): the Laplacian's weight in q^2 doubled"),
+    ("jacobi2d-avg5", "native/apps/jacobi2d.cu",
+     [("return 0.2f * (me + w + e + s + n);", "return 0.2f * (me + w + e + s + s);")],
+     ["native/apps/jacobi2d.cu"], "jacobi2d", ["app", "run", "jacobi2d"],
+     "jacobi2d's avg5(): the south neighbour twice, the north never"),
+    ("himeno-point", "native/apps/himeno.cu", [("q.c0[x] * p[im]", "q.c0[x] * p[ip]")],
+     ["native/apps/himeno.cu"], "himeno", ["app", "run", "himeno"], "himeno's point(): the i-1 neighbour read from i+1"),
+    ("pathfinder-rule", "native/apps/pathfinder.cu",
+     [("return (right < m ? right : m) + weight;", "return (right < up ? right : m) + weight;")],
+     ["native/apps/pathfinder.cu"], "pathfinder", ["app", "run", "pathfinder"],
+     "pathfinder's cell_cost(): the right cost against the upper one only"),
+    ("needle-best", "native/apps/needle.cu",
+     [("return m > up - gap ? m : up - gap;", "return m > up - gap ? m : up - gap + 1;")],
+     ["native/apps/needle.cu"], "needle", ["app", "run", "needle"], "needle's best(): a gap from above costs one less"),
+    ("qv-group-transposed", "native/apps/qv.cu",
+     [("x += m.re[r * 4 + c] * a[c].x - m.im[r * 4 + c] * a[c].y;", "x += m.re[c * 4 + r] * a[c].x - m.im[c * 4 + r] * a[c].y;"),
+      ("y += m.re[r * 4 + c] * a[c].y + m.im[r * 4 + c] * a[c].x;", "y += m.re[c * 4 + r] * a[c].y + m.im[c * 4 + r] * a[c].x;")],
+     ["native/apps/qv.cu"], "qv", ["app", "run", "qv"], "QV's apply_group(): every gate transposed (still unitary)"),
 ]
 ENTRIES = ("run", "quick", "app")
 

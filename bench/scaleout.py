@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from umscope import native, probe, scaleout
+from umscope import native, probe, provenance, scaleout
 from umscope.suite import Case, execute
 
 MPI_SIZES = [8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
@@ -445,11 +445,9 @@ OSU_CACHE = {}
 
 
 def native_commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent).stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
+    """The commit built into the installed package (issue 32: never the git repository around the script,
+    which on a copied tree can be stale)."""
+    return provenance.commit()
 
 
 if __name__ == "__main__":

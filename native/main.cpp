@@ -175,7 +175,7 @@ int cmd_list_json() {
     std::vector<std::string> pol;
     for (auto& p : k.policies) {
       JsonObject po;
-      po.set("key", p.key).set("values", p.values).set("help", p.help);
+      po.set("key", p.key).set("values", p.values).set("help", p.help).set("default", p.dflt).set("joined", p.joined);
       pol.push_back(po.str());
     }
     o.set_raw("policies", json_array(pol));

@@ -345,6 +345,42 @@ def test_every_app_checks_its_result_without_the_full_reference(app):
     assert frec["verified"] == "cpu-reference" and frec["checksum"] == rec["checksum"]
 
 
+# The full CPU reference (--check 1) on the CPU path: each application's reference has its own per-point
+# formula, not the functions the kernels and the CPU path share, so a wrong formula in those fails here too
+# (tests/mutants/run.py's cc-*-cell, -coeff, -avg5, -point, -rule, -best mutants).
+FULL = dict(SAMPLED, qv=(["--qubits", "10"], "cpu-reference"))
+
+
+@pytest.mark.parametrize("app", sorted(FULL))
+def test_every_app_checks_its_result_with_the_full_reference(app):
+    args = FULL[app][0] + ([] if app in ("bfs", "needle", "qv") else ["--iterations", "3"])
+    res = umbench("run", app, "--processor", "cpu", "--check", "1", *args, timeout=300)
+    lines = [json.loads(l) for l in res.stdout.splitlines()]
+    assert lines[-1]["status"] == "ok", (lines[-1], res.stderr)
+    recs = [r for r in lines if r["type"] == "record"]
+    assert recs and all(r["verified"] == "cpu-reference" for r in recs)
+
+
+def test_hotspot_stays_physical_on_a_large_grid(tmp_path):
+    # Rodinia's time step is unstable beyond about 1390 cells a side on its 16 mm chip (the finest ripple grows
+    # each step: 1e27 K at 4730 a side); umscope bounds the step (hotspot.cu's model()). 3000 x 3000 cells, 8
+    # steps: each new temperature is a weighted average of old ones and the ambient plus the power's heat, so
+    # every cell stays between the coolest start (less what the ambient draws) and the hottest (plus the heat).
+    rows = cols = 3000
+    rec, a = _run(tmp_path, "hotspot", "--rows", str(rows), "--cols", str(cols), "--iterations", "4",
+                  "--check", "0")
+    t0, t = a["temp0"].astype(np.float64), a["result"].astype(np.float64)
+    steps, k = rec["steps"], rec["step_div_cap"]
+    assert steps == 8 and np.isfinite(t).all() and 323 <= t0.min() and t0.max() <= 343
+    heat = steps * k * float(a["power"].max())
+    drawn = steps * k * rec["rz1"] * (t0.min() - rec["ambient"])
+    assert t0.min() - drawn - 1e-3 <= t.min() and t.max() <= t0.max() + heat + 1e-3, (t.min(), t.max())
+    assert 300 < t.min() and t.max() < 400
+    # the step keeps half of a cell's own temperature (Rodinia's is about 9 times larger at this size)
+    assert k * (2 * rec["rx1"] + 2 * rec["ry1"] + rec["rz1"]) == pytest.approx(0.5, rel=1e-5)
+    assert not np.allclose(t, t0)  # it did move
+
+
 def test_qv_beyond_the_cpu_simulator_checks_the_norm_and_an_exact_layer():
     res = umbench("run", "qv", "--processor", "cpu", "--qubits", "13", "--check", "0", "--precision", "complex64")
     lines = [json.loads(l) for l in res.stdout.splitlines()]

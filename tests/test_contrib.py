@@ -84,6 +84,7 @@ def _reframe():
 
 
 def _run_reframe(tmp_path, *extra):
+    tmp_path.mkdir(exist_ok=True)
     report = tmp_path / "report.json"
     env = dict(os.environ, UMSCOPE_RFM_REPORT=str(report))
     res = subprocess.run([_reframe(), "-C", str(ROOT / "contrib/reframe/config/local.py"),
@@ -116,3 +117,25 @@ def test_reframe_references_are_efficiencies_of_the_bound(tmp_path):
     assert tc["result"] == "fail" and tc["fail_phase"] == "performance"
     perf = {k.rsplit(":", 1)[-1]: v for k, v in tc["perfvalues"].items()}
     assert perf["copy_efficiency"][0] < 0.5 and perf["copy_efficiency"][1] == 1.0
+
+
+@pytest.mark.skipif(not _reframe(), reason="reframe-hpc is not installed (it is in the test extra)")
+def test_reframe_gates_the_node_against_a_baseline_file(tmp_path):
+    # A baseline of this machine's own CPU stream figures, scaled: ten times them (every figure here is 90%
+    # under it: the gate fails the check) or a tenth of them (every figure is far over: it passes).
+    args = ["bench", "cpu-stream", "--kind", "system", "--size", "64M", "--threads", "1",
+                                  "--reps", "5", "--no-progress", "--store", str(tmp_path / "fleet.sqlite")]
+    subprocess.run([sys.executable, "-m", "umscope", *args], check=True, capture_output=True, timeout=300)
+    base = tmp_path / "base.json"
+    subprocess.run([sys.executable, "-m", "umscope", "compare", "--store", str(tmp_path / "fleet.sqlite"),
+                    "--save-baseline", str(base), "-o", str(tmp_path / "c.html")], check=True, capture_output=True)
+    doc = json.loads(base.read_text())
+    assert {c["key"]["op"] for c in doc["cases"]} == {"read", "write", "copy"}
+    for scale, result in ((10.0, "fail"), (0.1, "pass")):
+        scaled = tmp_path / f"base{scale}.json"
+        scaled.write_text(json.dumps(dict(doc, cases=[dict(c, value=c["value"] * scale) for c in doc["cases"]])))
+        res, cases = _run_reframe(tmp_path / str(scale), "-S", f"baseline={scaled}", "-n", "family=cpu-stream")
+        tc = cases["cpu-stream"]
+        assert tc["result"] == result, res.stdout[-3000:]
+        if result == "fail":
+            assert tc["fail_phase"] == "sanity" and "node gate failed" in tc["fail_reason"], tc["fail_reason"]

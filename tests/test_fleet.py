@@ -179,3 +179,92 @@ def test_compare_bad_input_is_one_line_and_exit_2(tmp_path):
         assert res.returncode == 2 and msg in res.stderr, (args, res.stderr)
         assert res.stderr.count("\n") == 1
     assert not (tmp_path / "none.sqlite").exists()
+
+
+def _node_store(path, host, h2d=1.0, latency=1.0):
+    """A node's store: fleet_data's run with the pinned -> device copy (55 GB/s) and the latency (600 ns)
+    scaled by the given factors."""
+    make_store(path, host, n_records=20)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE records SET median = median * ? WHERE benchmark = 'copy' AND median = 55.0", (h2d,))
+    db.execute("UPDATE records SET median = median * ? WHERE benchmark = 'latency'", (latency,))
+    db.commit()
+    db.close()
+
+
+H2D = "copy ce-copy ce0 pinned -> device 256 MiB"
+
+
+@pytest.mark.parametrize("how", ["run", "file", "median"])
+def test_gate_fails_a_figure_10_percent_low_and_passes_4_percent(tmp_path, how):
+    ref = str(tmp_path / "ref.sqlite")
+    _node_store(ref, "ref")
+    for factor, code in ((0.90, 1), (0.96, 0)):
+        node = str(tmp_path / f"node{factor}.sqlite")
+        _node_store(node, "nid007", h2d=factor)
+        if how == "run":  # a reference run: run 1 of the first store
+            args = ["--store", ref, "--store", node, "--baseline", "1:1"]
+            against = "baseline ref #1 (store 1)"
+        elif how == "file":  # a stored baseline file, written from the reference store
+            base = tmp_path / "base.json"
+            res = run_cli("compare", "--store", ref, "--save-baseline", str(base), "-o", str(tmp_path / "c.html"))
+            assert res.returncode == 0 and "figure(s) (median) written to" in res.stderr, res.stderr
+            args = ["--store", node, "--baseline", str(base)]
+            against = f"baseline file {base}"
+        else:  # the fleet median of four good nodes and this one
+            fleet = [str(tmp_path / f"f{i}.sqlite") for i in range(4)]
+            for i, p in enumerate(fleet):
+                _node_store(p, f"nid00{i}", h2d=1.0 + 0.002 * i)
+            args = sum((["--store", p] for p in fleet), []) + ["--store", node]
+            against = "the median of 5 runs"
+        res = run_cli("compare", *args, "--fail-over", "0.05", cwd=tmp_path)
+        assert res.returncode == code, (factor, res.stdout, res.stderr)
+        last = res.stdout.strip().splitlines()
+        if code:
+            assert last[-2].startswith("gate: FAIL: 1 of ") and "by more than 5%" in last[-2], last[-2:]
+            assert last[-1].startswith("  nid007 #1") and f"{H2D} 10% under {against}" in last[-1], last[-1]
+            assert "49.5 against 55" in last[-1], last[-1]
+        else:
+            assert last[-1].startswith("gate: pass: ") and "within 5%" in last[-1], last[-1]
+        assert not (tmp_path / "umscope-compare.html").exists()  # a gate writes no page unless asked
+
+
+def test_gate_judges_the_worse_direction_of_each_metric(tmp_path):
+    ref, node = str(tmp_path / "ref.sqlite"), str(tmp_path / "node.sqlite")
+    _node_store(ref, "ref")
+    # faster copies and shorter latency are no failure, though they are flagged as strays
+    _node_store(node, "nid007", h2d=1.2, latency=0.8)
+    res = run_cli("compare", "--store", ref, "--store", node, "--baseline", "1:1", "--fail-over", "0.05", "--json",
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["gate"]["passed"] and out["gate"]["failures"] == [] and len(out["flags"]) == 2
+    assert "gate: pass: 20 figure(s)" in res.stderr
+    # longer latency is
+    _node_store(node := str(tmp_path / "slow.sqlite"), "nid008", latency=1.1)
+    res = run_cli("compare", "--store", ref, "--store", node, "--baseline", "1:1", "--fail-over", "0.05", "--json",
+                  cwd=tmp_path)
+    assert res.returncode == 1
+    fails = json.loads(res.stdout)["gate"]["failures"]
+    assert [(f["case"], f["value"], f["baseline"]) for f in fails] == [("latency chase gpu0 device 1 GiB", 660.0, 600.0)]
+    assert "10% over baseline ref #1 (store 1): 660 against 600 ns" in res.stderr
+
+
+def test_gate_bad_input_is_one_line_and_exit_2(tmp_path):
+    a, b = str(tmp_path / "a.sqlite"), str(tmp_path / "b.sqlite")
+    make_store(a, "n", n_records=3)
+    make_store(b, "m", n_records=3)
+    (tmp_path / "bad.json").write_text("{}")
+    for args, msg in [(["--store", a, "--store", b, "--fail-over", "0"], "--fail-over is a fraction"),
+                      (["--store", a, "--store", b, "--fail-over", "-0.1"], "--fail-over is a fraction"),
+                      (["--store", a, "--store", b, "--fail-over", "5%"], "--fail-over"),
+                      (["--store", a, "--fail-over", "0.05"], "needs two runs or more"),
+                      (["--store", a, "--baseline", str(tmp_path / "none.json"), "--fail-over", "0.05"],
+                       "cannot read baseline file"),
+                      (["--store", a, "--baseline", str(tmp_path / "bad.json"), "--fail-over", "0.05"],
+                       "not a umscope baseline file"),
+                      (["--store", a, "--store", b, "--baseline", "3:1", "--fail-over", "0.05"], "--baseline")]:
+        res = run_cli("compare", *args, cwd=tmp_path)
+        assert res.returncode == 2 and msg in res.stderr, (args, res.stderr)
+        assert res.stderr.count("\n") == 1 and res.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir() if ".sqlite" not in p.name) == ["bad.json"]

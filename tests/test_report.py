@@ -53,7 +53,7 @@ def test_every_string_is_escaped_and_nothing_external(report_store):
 def test_write_report_default_path(report_store):
     s, run = report_store
     path = write_report(s, run)
-    assert path.exists() and path.name == f"run-{run}.html"
+    assert path.exists() and path.name == f"{s.path.name}-run-{run}.html"
 
 
 @pytest.mark.browser

@@ -10,6 +10,13 @@ description of the GPU, the probe, or the site's `--machine FILE`: set the check
     reframe -C contrib/reframe/config/local.py -c contrib/reframe/umscope_checks.py -r
     reframe ... -S umscope_checks.UmscopeCheck.machine=site.yaml -S min_efficiency=0.7 -r
 
+With `baseline` set (a file written by `umscope compare --store fleet.sqlite --save-baseline FILE`),
+each check also gates the node: `umscope compare --baseline FILE --fail-over FRACTION` (the variable
+`fail_over`, default 0.05) must pass, i.e. no figure the check measured may be worse than the fleet's by
+more than the fraction and its own spread; the failing figures are in the stage directory's gate.txt.
+
+    reframe ... -S baseline=/site/umscope/fleet-baseline.json -S fail_over=0.1 -r
+
 GPU families need a partition with the feature `gpu`; CPU families run anywhere."""
 
 import json
@@ -64,6 +71,8 @@ class UmscopeCheck(rfm.RunOnlyRegressionTest):
     umscope = variable(str, value="umscope")
     machine = variable(str, value="")
     min_efficiency = variable(float, value=0.5)
+    baseline = variable(str, value="")
+    fail_over = variable(float, value=0.05)
     valid_prog_environs = ["*"]
     executable = "umscope"
     maintainers = ["umscope"]
@@ -83,14 +92,24 @@ class UmscopeCheck(rfm.RunOnlyRegressionTest):
                                 "--report", os.path.join(self.stagedir, "report.html")]
         if self.machine:
             self.executable_opts += ["--machine", self.machine]
+        if self.baseline:
+            # the node gate; its exit status is written beside its output, and the sanity check reads both
+            self.postrun_cmds = [f"{self.umscope} compare --store {store} --baseline {self.baseline} "
+                                 f"--fail-over {self.fail_over} --reference none > gate.txt 2>&1; "
+                                 "echo \"gate exit status $?\" >> gate.txt"]
 
     @sanity_function
     def validate(self):
         recs = _records(os.path.join(self.stagedir, str(self.stdout)))
         bad = [r for r in recs if r.get("status") in ("failed", "timeout")]
         measured = [r for r in recs if r.get("status") == "ok" and r.get("median") is not None]
-        return sn.all([sn.assert_false(bad, msg=f"{len(bad)} case(s) failed: {bad[:1]}"),
-                       sn.assert_true(measured, msg="no case was measured")])
+        checks = [sn.assert_false(bad, msg=f"{len(bad)} case(s) failed: {bad[:1]}"),
+                  sn.assert_true(measured, msg="no case was measured")]
+        if self.baseline:
+            gate = os.path.join(self.stagedir, "gate.txt")
+            checks.append(sn.assert_found(r"^gate exit status 0$", gate,
+                                          msg=f"the node gate failed against {self.baseline} (see gate.txt)"))
+        return sn.all(checks)
 
     @run_before("performance")
     def set_perf_variables(self):

@@ -132,7 +132,11 @@ size_t parse_bytes(const std::string& t) {
       {"GB", 1e9},       {"T", 1099511627776.0}, {"TIB", 1099511627776.0}, {"TB", 1e12}};
   auto it = units.find(u);
   if (it == units.end()) throw umscope::UsageError("size '" + t + "': unknown unit '" + t.substr(i) + "'");
-  return static_cast<size_t>(v * it->second);
+  const double b = v * it->second;
+  // umscope's size grammar (python/umscope/sizes.py): whole, at most 9e18 bytes; 1e400 is no size (it would
+  // convert to an undefined size_t).
+  if (!(b >= 0) || b > 9.0e18) throw umscope::UsageError("size '" + t + "' is out of range (at most 9e18 bytes)");
+  return static_cast<size_t>(b);
 }
 
 int kind_index(State& s, const KindSpec& k) {

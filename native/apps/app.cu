@@ -128,10 +128,12 @@ std::string AppRun::kind_of(Use use) const {
 void AppRun::add(const std::string& name, size_t bytes, Use use, const std::string& kind, void** host, void** dev) {
   if (bytes == 0) throw UsageError(name + ": an array of zero elements (the dimensions are too small)");
   KindSpec k = parse_kind(kind.empty() ? kind_of(use) : kind);
-  if (k.name != "device") k.policy["first_touch"] = "none";  // the application initialises it
+  // Memory only the GPU reaches (device, async and vmm on the GPU) gets a host array beside it, copied in and back.
+  const bool gpu_only = kind_gpu_only(k, ctx.device);
+  if (!gpu_only) k.policy["first_touch"] = "none";  // the application initialises it
   auto t = clk::now();
   std::unique_ptr<Slot> s(new Slot{name, use, nullptr, nullptr, false});
-  if (k.name == "device") {
+  if (gpu_only) {
     device_total_ += bytes;
     const GpuCaps& caps = gpu_caps(ctx.device);
     if (caps.present && device_total_ > caps.free_mem)

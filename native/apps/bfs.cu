@@ -7,6 +7,7 @@
 // every node has between 1 and 2 x --degree - 1 out-edges to uniform
 // targets. 64-bit edge offsets, so graphs of billions of edges work.
 #include <atomic>
+#include <deque>
 
 #include "umscope/app.hpp"
 
@@ -80,6 +81,25 @@ int bfs_cpu(const int64_t* off, const int32_t* edges, int32_t* cost, size_t n) {
   }
   (void)n;
   return levels;
+}
+
+// The reference's levels, a second implementation on purpose (not bfs_cpu(), the CPU path): nodes taken from a
+// first-in first-out queue from node 0, each unreached neighbour one level deeper.
+void ref_levels(const int64_t* off, const int32_t* edges, int32_t* cost, size_t n) {
+  std::fill(cost, cost + n, -1);
+  std::deque<int32_t> queue = {0};
+  cost[0] = 0;
+  while (!queue.empty()) {
+    const int32_t v = queue.front();
+    queue.pop_front();
+    for (int64_t e = off[v]; e < off[v + 1]; ++e) {
+      const int32_t u = edges[e];
+      if (cost[u] == -1) {
+        cost[u] = cost[v] + 1;
+        queue.push_back(u);
+      }
+    }
+  }
 }
 
 // The target of edge k, from the seed.
@@ -189,7 +209,7 @@ void run_bfs(Context& ctx) {
       std::vector<int64_t> o(n + 1);
       std::vector<int32_t> e(m), c(n);
       gen(o.data(), e.data(), c.data(), nullptr, nullptr, nullptr);
-      bfs_cpu(o.data(), e.data(), c.data(), n);
+      ref_levels(o.data(), e.data(), c.data(), n);
       run.compare("cost", cost.host, c.data(), n);
     } else {
       check_levels(run, offsets.data(), [&](int64_t k) { return target(seed, k, n); }, cost.host, n);

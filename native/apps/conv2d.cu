@@ -47,6 +47,16 @@ __global__ void conv_kernel(const float* __restrict__ a, float* __restrict__ b, 
   }
 }
 
+// The reference's B(i, j) of an interior cell from A's 3 x 3 window around it (win[r][c] = A(i + r - 1,
+// j + c - 1)), a second implementation on purpose (not conv_at(), which the CPU path uses): PolyBench's weighted
+// sum, in double.
+double ref_conv(const float win[3][3]) {
+  double s = 0;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) s += double(kC.c[r][c]) * win[r][c];
+  return s;
+}
+
 // A's elements, from the seed.
 inline float input(uint64_t seed, size_t i) { return static_cast<float>(uniform01(seed, i)); }
 
@@ -85,10 +95,10 @@ void run_conv2d(Context& ctx) {
     run.compare_each("B", rows * cols, [&](size_t k) { return double(b.host[k]); }, [&](size_t k) {
       const size_t i = k / cols, j = k % cols;
       if (i == 0 || j == 0 || i == rows - 1 || j == cols - 1) return 0.0;
-      float w[9];
+      float w[3][3];
       for (int di = 0; di < 3; ++di)
-        for (int dj = 0; dj < 3; ++dj) w[di * 3 + dj] = input(seed, (i + di - 1) * cols + j + dj - 1);
-      return double(conv_at(w + 4, 3, 0, 0, kC));
+        for (int dj = 0; dj < 3; ++dj) w[di][dj] = input(seed, (i + di - 1) * cols + j + dj - 1);
+      return ref_conv(w);
     }, 1e-5);
   });
   run.dump("A", a.host, rows * cols);

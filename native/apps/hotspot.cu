@@ -12,9 +12,18 @@ namespace {
 
 constexpr int BS = 32;  // tile side (threads per block side): 1024 threads, a 28 x 28 core at --pyramid 2
 
-// The model's constants (Rodinia's chip: 16 mm x 16 mm, 0.5 mm thick silicon).
+// The model's constants (Rodinia's chip: 16 mm x 16 mm, 0.5 mm thick silicon; its Cap, Rx, Ry, Rz per cell).
+// Rodinia's time step (the precision over the largest temperature slope the power can cause) does not depend on
+// the grid, but the explicit update is only stable while a cell keeps a non-negative share of its own
+// temperature: T' = T (1 - step/Cap (2/Rx + 2/Ry + 1/Rz)) + ..., and step/Cap (2/Rx + 2/Ry) grows with the
+// square of the cells a side. Rodinia's step passes that limit at about 1390 cells a side, where each step
+// starts to multiply the grid's finest ripple (a checkerboard) by less than -1: at 4730 a side (256 MiB) by
+// -22, to 1e27 K within ten launches. So the step is Rodinia's up to about 980 cells a side and beyond that the
+// one that keeps half of the cell's own temperature in each step: every new temperature is then a weighted
+// average of old ones and the ambient (all weights >= 0) plus the power's heat, bounded at every size.
 struct Model {
   float step_div_cap, rx1, ry1, rz1, amb;
+  double step;  // seconds
 };
 Model model(size_t rows, size_t cols) {
   const double t_chip = 0.0005, chip_h = 0.016, chip_w = 0.016, k_si = 100, spec_heat = 1.75e6, factor = 0.5;
@@ -22,8 +31,9 @@ Model model(size_t rows, size_t cols) {
   const double gh = chip_h / rows, gw = chip_w / cols;
   const double cap = factor * spec_heat * t_chip * gw * gh;
   const double rx = gw / (2.0 * k_si * t_chip * gh), ry = gh / (2.0 * k_si * t_chip * gw), rz = t_chip / (k_si * gh * gw);
-  const double step = precision / (max_pd / (factor * t_chip * spec_heat));
-  return {float(step / cap), float(1 / rx), float(1 / ry), float(1 / rz), float(amb)};
+  const double rodinia_step = precision / (max_pd / (factor * t_chip * spec_heat));
+  const double step = std::min(rodinia_step, 0.5 * cap / (2 / rx + 2 / ry + 1 / rz));
+  return {float(step / cap), float(1 / rx), float(1 / ry), float(1 / rz), float(amb), step};
 }
 
 __host__ __device__ inline float cell(float t, float n, float s, float e, float w, float p, const Model& m) {
@@ -73,6 +83,26 @@ void step_cpu(AppRun& run, const float* power, const float* src, float* dst, siz
 // Power up to 1 mW per cell, from the seed.
 inline float power_at(uint64_t seed, size_t i) { return static_cast<float>(1e-3 * uniform01(seed, i)); }
 
+// The reference's update of cell (i, j) of t (rows x cols, power p), a second implementation on purpose,
+// from the model's definition rather than cell() (which the kernel and the CPU path share): the heat that flows
+// in over one step through each side (a missing neighbour is the cell itself), from the ambient and from the
+// power, over the cell's capacitance.
+float ref_temperature(const float* t, const float* p, size_t rows, size_t cols, size_t i, size_t j, const Model& m) {
+  const float me = t[i * cols + j];
+  const float north = i > 0 ? t[(i - 1) * cols + j] : me, south = i + 1 < rows ? t[(i + 1) * cols + j] : me;
+  const float west = j > 0 ? t[i * cols + j - 1] : me, east = j + 1 < cols ? t[i * cols + j + 1] : me;
+  const float inflow = (north - me) * m.ry1 + (south - me) * m.ry1 + (west - me) * m.rx1 + (east - me) * m.rx1 +
+                       (m.amb - me) * m.rz1 + p[i * cols + j];
+  return me + inflow * m.step_div_cap;
+}
+
+// Rows [lo, hi) of one reference step from t into out.
+void ref_rows(const float* t, const float* p, float* out, size_t rows, size_t cols, const Model& m, size_t lo,
+              size_t hi) {
+  for (size_t i = lo; i < hi; ++i)
+    for (size_t j = 0; j < cols; ++j) out[i * cols + j] = ref_temperature(t, p, rows, cols, i, j, m);
+}
+
 // The temperature of cell k after `steps` steps from `t`, computed in the (2 steps + 1)^2 window around it
 // (the power from the seed as the initialisation makes it). Cells outside the window are not known: the
 // window's border uses its own value for them, a wrong value that travels inward one cell per step and so
@@ -81,25 +111,19 @@ float last_steps(const float* t, uint64_t seed, size_t rows, size_t cols, size_t
   const long r = long(k / cols), c = long(k % cols), R = long(rows), C = long(cols);
   const long r0 = std::max(0L, r - steps), r1 = std::min(R - 1, r + steps);
   const long c0 = std::max(0L, c - steps), c1 = std::min(C - 1, c + steps);
-  const long h = r1 - r0 + 1, w = c1 - c0 + 1;
+  const size_t h = size_t(r1 - r0 + 1), w = size_t(c1 - c0 + 1);
   std::vector<float> a(h * w), b(h * w), p(h * w);
-  for (long i = 0; i < h; ++i)
-    for (long j = 0; j < w; ++j) {
-      const size_t g = size_t(r0 + i) * cols + size_t(c0 + j);
+  for (size_t i = 0; i < h; ++i)
+    for (size_t j = 0; j < w; ++j) {
+      const size_t g = size_t(r0 + long(i)) * cols + size_t(c0 + long(j));
       a[i * w + j] = t[g];
       p[i * w + j] = power_at(seed, g);
     }
   for (int s = 0; s < steps; ++s) {
-    for (long i = 0; i < h; ++i)
-      for (long j = 0; j < w; ++j) {
-        const float me = a[i * w + j];
-        const float nn = i > 0 ? a[(i - 1) * w + j] : me, so = i < h - 1 ? a[(i + 1) * w + j] : me;
-        const float we = j > 0 ? a[i * w + j - 1] : me, e = j < w - 1 ? a[i * w + j + 1] : me;
-        b[i * w + j] = cell(me, nn, so, e, we, p[i * w + j], m);
-      }
+    ref_rows(a.data(), p.data(), b.data(), h, w, m, 0, h);
     std::swap(a, b);
   }
-  return a[(r - r0) * w + (c - c0)];
+  return a[size_t(r - r0) * w + size_t(c - c0)];
 }
 
 void run_hotspot(Context& ctx) {
@@ -157,7 +181,7 @@ void run_hotspot(Context& ctx) {
       std::vector<float> p(n), a(n), b(n);
       gen(p.data(), a.data());
       for (int s = 0; s < launches * pyr; ++s) {
-        step_cpu(run, p.data(), a.data(), b.data(), rows, cols, m);
+        run.cpu_for(rows, [&](size_t lo, size_t hi) { ref_rows(a.data(), p.data(), b.data(), rows, cols, m, lo, hi); });
         std::swap(a, b);
       }
       run.compare("temperature", result, a.data(), n, 1e-5);
@@ -176,7 +200,7 @@ void run_hotspot(Context& ctx) {
   extra.set("rows", static_cast<unsigned long long>(rows)).set("cols", static_cast<unsigned long long>(cols));
   extra.set("pyramid", pyr).set("steps", launches * pyr);
   extra.set("step_div_cap", double(m.step_div_cap)).set("rx1", double(m.rx1)).set("ry1", double(m.ry1));
-  extra.set("rz1", double(m.rz1)).set("ambient", double(m.amb));
+  extra.set("rz1", double(m.rz1)).set("ambient", double(m.amb)).set("step_s", m.step);
   // What crosses to memory when the arrays are remote (pinned, registered; read by the calibrated
   // model): each block loads a BS x BS tile of the temperature and the power to finish its
   // small x small core, so the reads are (BS / small)^2 times the arrays; the core is written once.

@@ -8,9 +8,15 @@
 namespace umscope {
 namespace {
 
-__host__ __device__ inline float avg5(const float* a, size_t cols, size_t i, size_t j) {
-  return 0.2f * (a[i * cols + j] + a[i * cols + j - 1] + a[i * cols + j + 1] + a[(i + 1) * cols + j] +
-                 a[(i - 1) * cols + j]);
+// The 5-point average of a cell (me) and its west, east, south and north neighbours: the kernel's and the CPU
+// path's.
+__host__ __device__ inline float avg5(float me, float w, float e, float s, float n) { return 0.2f * (me + w + e + s + n); }
+
+// The reference's value of interior cell (i, j) after a sweep of a, a second implementation on purpose (not
+// avg5(), which the kernel and the CPU path share): the mean of the cell and its four neighbours.
+float ref_mean5(const float* a, size_t cols, size_t i, size_t j) {
+  const size_t k = i * cols + j;
+  return (a[k - cols] + a[k - 1] + a[k] + a[k + 1] + a[k + cols]) / 5.f;
 }
 
 // One thread per column walks down a band of rows, keeping the column's
@@ -28,7 +34,7 @@ __global__ void sweep_kernel(const float* __restrict__ src, float* __restrict__ 
   float up = src[(i0 - 1) * cols + j], mid = src[i0 * cols + j];
   for (size_t i = i0; i < i1; ++i) {
     const float down = src[(i + 1) * cols + j];
-    dst[i * cols + j] = 0.2f * (mid + src[i * cols + j - 1] + src[i * cols + j + 1] + down + up);
+    dst[i * cols + j] = avg5(mid, src[i * cols + j - 1], src[i * cols + j + 1], down, up);
     up = mid;
     mid = down;
   }
@@ -42,7 +48,10 @@ inline float initial(size_t i, size_t j, size_t cols, int c) {
 void sweep_cpu(AppRun& run, const float* src, float* dst, size_t rows, size_t cols) {
   run.cpu_for(rows - 2, [&](size_t lo, size_t hi) {
     for (size_t i = 1 + lo; i < 1 + hi; ++i)
-      for (size_t j = 1; j < cols - 1; ++j) dst[i * cols + j] = avg5(src, cols, i, j);
+      for (size_t j = 1; j < cols - 1; ++j) {
+        const size_t k = i * cols + j;
+        dst[k] = avg5(src[k], src[k - 1], src[k + 1], src[k + cols], src[k - cols]);
+      }
   });
 }
 
@@ -86,9 +95,15 @@ void run_jacobi2d(Context& ctx) {
     if (run.check()) {
       std::vector<float> ra(n), rb(n);
       gen(ra.data(), rb.data());
+      auto sweep = [&](const float* src, float* dst) {  // the interior; the border keeps its initial values
+        run.cpu_for(rows - 2, [&](size_t lo, size_t hi) {
+          for (size_t i = 1 + lo; i < 1 + hi; ++i)
+            for (size_t j = 1; j + 1 < cols; ++j) dst[i * cols + j] = ref_mean5(src, cols, i, j);
+        });
+      };
       for (int t = 0; t < steps; ++t) {
-        sweep_cpu(run, ra.data(), rb.data(), rows, cols);
-        sweep_cpu(run, rb.data(), ra.data(), rows, cols);
+        sweep(ra.data(), rb.data());
+        sweep(rb.data(), ra.data());
       }
       run.compare("A", a.host, ra.data(), n, 1e-5);
       run.compare("B", b.host, rb.data(), n, 1e-5);
@@ -100,7 +115,7 @@ void run_jacobi2d(Context& ctx) {
     auto want = [&](const float* src, int c, size_t k) {
       const size_t i = k / cols, j = k % cols;
       if (i == 0 || j == 0 || i == rows - 1 || j == cols - 1) return double(initial(i, j, cols, c));
-      return double(avg5(src, cols, i, j));
+      return double(ref_mean5(src, cols, i, j));
     };
     run.compare_each("B (sampled)", at.size(), [&](size_t k) { return double(b.host[at[k]]); },
                      [&](size_t k) { return want(before.data(), 3, at[k]); }, 1e-5);

@@ -15,6 +15,21 @@ namespace {
 // so one barrier per row.
 constexpr int BS = 512;
 
+// The cost of a cell from the three costs above it (left, up, right; a missing neighbour is passed as up) and
+// its weight: the kernel's and the CPU path's rule.
+__host__ __device__ inline int cell_cost(int left, int up, int right, int weight) {
+  const int m = left < up ? left : up;
+  return (right < m ? right : m) + weight;
+}
+
+// The reference's cost of column c from the previous row's costs, a second implementation on purpose (not
+// cell_cost(), which the kernel and the CPU path share): the weight plus the least cost among the columns
+// c - 1 .. c + 1 that exist.
+int ref_cost(const int* prev, size_t cols, size_t c, int weight) {
+  const size_t first = c == 0 ? 0 : c - 1, last = std::min(c + 1, cols - 1);
+  return weight + *std::min_element(prev + first, prev + last + 1);
+}
+
 __global__ void rows_kernel(const int* __restrict__ wall, const int* __restrict__ src, int* __restrict__ dst,
                             long cols, long row0, int nrows) {
   __shared__ int row[2][BS];
@@ -27,10 +42,9 @@ __global__ void rows_kernel(const int* __restrict__ wall, const int* __restrict_
   int cur = 0;
   for (int s = 0; s < nrows; ++s) {
     if (inside && tx > s && tx < BS - 1 - s) {
-      int m = row[cur][tx];
-      if (c > 0) m = min(m, row[cur][tx - 1]);
-      if (c < cols - 1) m = min(m, row[cur][tx + 1]);
-      row[1 - cur][tx] = m + wall[(row0 + s) * cols + c];
+      const int up = row[cur][tx];
+      row[1 - cur][tx] = cell_cost(c > 0 ? row[cur][tx - 1] : up, up, c < cols - 1 ? row[cur][tx + 1] : up,
+                                   wall[(row0 + s) * cols + c]);
     }
     cur = 1 - cur;
     __syncthreads();
@@ -41,10 +55,7 @@ __global__ void rows_kernel(const int* __restrict__ wall, const int* __restrict_
 void row_cpu(AppRun& run, const int* wall_row, const int* src, int* dst, size_t cols) {
   run.cpu_for(cols, [&](size_t lo, size_t hi) {
     for (size_t c = lo; c < hi; ++c) {
-      int m = src[c];
-      if (c > 0) m = std::min(m, src[c - 1]);
-      if (c + 1 < cols) m = std::min(m, src[c + 1]);
-      dst[c] = m + wall_row[c];
+      dst[c] = cell_cost(c > 0 ? src[c - 1] : src[c], src[c], c + 1 < cols ? src[c + 1] : src[c], wall_row[c]);
     }
   });
 }
@@ -108,7 +119,9 @@ void run_pathfinder(Context& ctx) {
     gen(a.data(), 0, cols);
     for (size_t r = 1; r < rows; ++r) {
       gen(w.data(), r * cols, cols);
-      row_cpu(run, w.data(), a.data(), b.data(), cols);
+      run.cpu_for(cols, [&](size_t lo, size_t hi) {
+        for (size_t c = lo; c < hi; ++c) b[c] = ref_cost(a.data(), cols, c, w[c]);
+      });
       std::swap(a, b);
     }
     run.compare("costs", result, a.data(), cols);

@@ -7,6 +7,8 @@
 // order, so every mode gives the same bits.
 #include "umscope/app.hpp"
 
+#include <array>
+
 namespace umscope {
 namespace {
 
@@ -71,12 +73,48 @@ float speckle(const float* J, size_t n) {
   return float(var / (mean * mean));
 }
 
-// The pixel (i, j) after one iteration from J (q0^2 given): the coefficients it reads recomputed beside it.
-float pixel_after(const float* J, size_t rows, size_t cols, size_t i, size_t j, float q, float lambda) {
-  const Coeff x = coeff_at(J, rows, cols, i, j, q);
-  const float cs = coeff_at(J, rows, cols, i + 1 < rows ? i + 1 : i, j, q).c;
-  const float ce = coeff_at(J, rows, cols, i, j + 1 < cols ? j + 1 : j, q).c;
-  return diffuse(J[i * cols + j], x, cs, ce, lambda);
+// The reference, a second implementation on purpose (not coeff_at(), diffuse() and speckle(), which the kernels'
+// and the CPU path share), from Rodinia's srad v2 definition. The speckle scale q0^2 of the image: the mean,
+// then the mean squared deviation from it, over the mean squared.
+float ref_speckle(const float* J, size_t n) {
+  double sum = 0;
+  for (size_t k = 0; k < n; ++k) sum += J[k];
+  const double mean = sum / n;
+  double dev = 0;
+  for (size_t k = 0; k < n; ++k) dev += (J[k] - mean) * (J[k] - mean);
+  return float(dev / n / (mean * mean));
+}
+
+// The four differences from pixel (i, j) to its north, south, west and east neighbours (edges clamped).
+std::array<float, 4> ref_diffs(const float* J, size_t rows, size_t cols, size_t i, size_t j) {
+  const float me = J[i * cols + j];
+  return {J[(i == 0 ? i : i - 1) * cols + j] - me, J[(i + 1 == rows ? i : i + 1) * cols + j] - me,
+          J[i * cols + (j == 0 ? j : j - 1)] - me, J[i * cols + (j + 1 == cols ? j : j + 1)] - me};
+}
+
+// The diffusion coefficient at (i, j): the instantaneous coefficient of variation q^2 from the normalised
+// gradient and Laplacian, against the speckle scale, clamped to [0, 1].
+float ref_coefficient(const float* J, size_t rows, size_t cols, size_t i, size_t j, float q0sqr) {
+  const float me = J[i * cols + j];
+  float grad2 = 0, lap = 0;
+  for (float d : ref_diffs(J, rows, cols, i, j)) {
+    grad2 += d * d;
+    lap += d;
+  }
+  grad2 /= me * me;
+  lap /= me;
+  const float q2 = (grad2 / 2 - lap * lap / 16) / ((1 + lap / 4) * (1 + lap / 4));
+  const float c = 1 / (1 + (q2 - q0sqr) / (q0sqr * (1 + q0sqr)));
+  return std::min(1.f, std::max(0.f, c));
+}
+
+// Pixel (i, j) after one iteration: the divergence of c times the differences, with the pixel's own coefficient
+// on its north and west sides and the south and east neighbours' on theirs (coef(i, j) gives a coefficient).
+template <class Coef>
+float ref_pixel(const float* J, size_t rows, size_t cols, size_t i, size_t j, float lambda, Coef coef) {
+  const std::array<float, 4> d = ref_diffs(J, rows, cols, i, j);
+  const float c = coef(i, j), south = coef(i + 1 == rows ? i : i + 1, j), east = coef(i, j + 1 == cols ? j : j + 1);
+  return J[i * cols + j] + lambda / 4 * (c * (d[0] + d[2]) + south * d[1] + east * d[3]);
 }
 
 // Per-block sums of J and J^2 in double; then one thread adds the blocks in order.
@@ -186,20 +224,33 @@ void run_srad(Context& ctx) {
   run.back();
   run.verify([&] {
     if (run.check()) {
-      std::vector<float> want(n), w(5 * n);
+      std::vector<float> want(n), c(n), next(n);
       gen(want.data());
-      Derivs dw{w.data(), w.data() + n, w.data() + 2 * n, w.data() + 3 * n, w.data() + 4 * n};
-      for (int it = 0; it < iters; ++it) iterate_cpu(run, want.data(), rows, cols, lambda, dw);
+      for (int it = 0; it < iters; ++it) {
+        const float q = ref_speckle(want.data(), n);
+        const float* w = want.data();
+        run.cpu_for(rows, [&](size_t lo, size_t hi) {
+          for (size_t i = lo; i < hi; ++i)
+            for (size_t j = 0; j < cols; ++j) c[i * cols + j] = ref_coefficient(w, rows, cols, i, j, q);
+        });
+        run.cpu_for(rows, [&](size_t lo, size_t hi) {
+          for (size_t i = lo; i < hi; ++i)
+            for (size_t j = 0; j < cols; ++j)
+              next[i * cols + j] = ref_pixel(w, rows, cols, i, j, lambda, [&](size_t a, size_t b) { return c[a * cols + b]; });
+        });
+        std::swap(want, next);
+      }
       run.compare("J", J.host, want.data(), n, 1e-4);
       return;
     }
     // Larger: the last iteration recomputed at sampled pixels from the image before it (its statistics
     // summed over the whole of it).
-    const float q = speckle(before.data(), n);
+    const float* b = before.data();
+    const float q = ref_speckle(b, n);
+    auto coef = [&](size_t i, size_t j) { return ref_coefficient(b, rows, cols, i, j, q); };
     const std::vector<size_t> at = run.grid_sample(rows, cols);
     run.compare_each("J (sampled)", at.size(), [&](size_t k) { return double(J.host[at[k]]); },
-                     [&](size_t k) { return double(pixel_after(before.data(), rows, cols, at[k] / cols, at[k] % cols,
-                                                               q, lambda)); },
+                     [&](size_t k) { return double(ref_pixel(b, rows, cols, at[k] / cols, at[k] % cols, lambda, coef)); },
                      1e-4);
     run.verified("cpu-sample:" + std::to_string(at.size()));
   });

@@ -109,21 +109,29 @@ void run_syr2k(Context& ctx) {
     });
   run.back();
   run.verify([&] {
-    if (run.check()) {
-      std::vector<float> a(n * m), b(n * m), c(n * n);
-      gen(a.data(), b.data(), c.data());
-      for (int it = 0; it < iters; ++it) syr2k_cpu(run, a.data(), b.data(), c.data(), n, m);
-      run.compare("C", C.host, c.data(), n * n, 1e-4);
-      return;
-    }
-    // Larger: A and B regenerated from the seed (C0 from it element by element). After t iterations
-    // C = beta^t C0 + alpha (1 + beta + ... + beta^(t-1)) (A B^T + B A^T). Freivalds' check of every element at
-    // once (C r against that for random +-1 vectors r), then sampled elements recomputed in full, each
-    // iteration rounded to float as the kernel does; both within the full reference's tolerance.
+    // A and B regenerated from the seed (C0 from it element by element).
     std::vector<float> a(n * m), b(n * m);
     run.cpu_for(n * m, [&](size_t lo, size_t hi) {
       for (size_t i = lo; i < hi; ++i) a[i] = input(seed, i), b[i] = input(seed + 1, i);
     });
+    // The reference's element k of C, a second implementation on purpose (not syr2k_cpu(), the CPU path): row i
+    // of A times row j of B plus row i of B times row j of A, in double, then each iteration's update rounded
+    // to float as the kernel does.
+    auto element = [&](size_t k) {
+      const size_t i = k / n, j = k % n;
+      double s = 0;
+      for (size_t q = 0; q < m; ++q) s += double(a[i * m + q]) * b[j * m + q] + double(b[i * m + q]) * a[j * m + q];
+      float c = initial_c(seed, k);
+      for (int it = 0; it < iters; ++it) c = float(kAlpha * s + kBeta * c);
+      return double(c);
+    };
+    if (run.check()) {
+      run.compare_each("C", n * n, [&](size_t k) { return double(C.host[k]); }, element, 1e-4);
+      return;
+    }
+    // Larger: after t iterations C = beta^t C0 + alpha (1 + beta + ... + beta^(t-1)) (A B^T + B A^T).
+    // Freivalds' check of every element at once (C r against that for random +-1 vectors r), then sampled
+    // elements recomputed in full; both within the full reference's tolerance.
     double bt = 1, geo = 0;
     for (int it = 0; it < iters; ++it) geo += bt, bt *= kBeta;
     const int kVectors = 2;
@@ -146,14 +154,8 @@ void run_syr2k(Context& ctx) {
       }, 1e-4);
     }
     const std::vector<size_t> at = run.grid_sample(n, n);
-    run.compare_each("C (sampled)", at.size(), [&](size_t k) { return double(C.host[at[k]]); }, [&](size_t k) {
-      const size_t i = at[k] / n, j = at[k] % n;
-      double s = 0;
-      for (size_t q = 0; q < m; ++q) s += double(a[i * m + q]) * b[j * m + q] + double(b[i * m + q]) * a[j * m + q];
-      float c = initial_c(seed, at[k]);
-      for (int it = 0; it < iters; ++it) c = float(kAlpha * s + kBeta * c);
-      return double(c);
-    }, 1e-4);
+    run.compare_each("C (sampled)", at.size(), [&](size_t k) { return double(C.host[at[k]]); },
+                     [&](size_t k) { return element(at[k]); }, 1e-4);
     run.verified("freivalds:" + std::to_string(kVectors) + "+cpu-sample:" + std::to_string(at.size()));
   });
   run.dump("C", C.host, n * n);

@@ -56,7 +56,7 @@ void run_firsttouch(Context& ctx) {
     std::unique_ptr<Buffer> buf(new Buffer(kind, bytes, ctx.alloc));
     if (needs_cuda) UM_CUDA(cudaDeviceSynchronize());
     alloc_ms.push_back(ms_since(t));
-    if (kind.name != "device") buf->place(Initializer{});  // advice only: first_touch is none
+    if (has_touch_policy) buf->place(Initializer{});  // advice and prefetch only: first_touch is none
     void* mine = buf->reach(on_gpu);
     if (pretouch == "cpu") {
       if (!buf->cpu()) throw Skip("--pretouch cpu: " + buf->cpu_unreachable());

@@ -34,12 +34,24 @@ namespace {
 
 constexpr double kTriadScalar = 3.0;
 
-// The slot of access j (splitmix64's finaliser): the same on the GPU and on the CPU that verifies it.
+// The slot of access j (splitmix64's finaliser), in the kernels.
 UMSCOPE_HOST_DEVICE inline size_t random_slot(unsigned long long j, size_t n) {
   unsigned long long z = j + 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return static_cast<size_t>((z ^ (z >> 31)) % n);
+}
+
+// The verifying CPU's slot of access j, a second implementation on purpose (not random_slot(), the kernels'):
+// splitmix64's finaliser as its stages (xor-shift, multiply) on j plus the golden-ratio increment, modulo n.
+size_t ref_slot(unsigned long long j, size_t n) {
+  static const struct {
+    int shift;
+    unsigned long long mul;
+  } kStages[] = {{30, 0xbf58476d1ce4e5b9ull}, {27, 0x94d049bb133111ebull}, {31, 1}};
+  unsigned long long z = j + 0x9e3779b97f4a7c15ull;
+  for (const auto& s : kStages) z = (z ^ (z >> s.shift)) * s.mul;
+  return static_cast<size_t>(z % n);
 }
 
 constexpr unsigned long long kStoreSequence = 1ull << 60;  // gather-scatter: the stores' own sequence
@@ -304,7 +316,7 @@ void run_gpu_stream(Context& ctx) {
       if (g || both) {
         double got = 0, want = 0;
         UM_CUDA(cudaMemcpy(&got, sum, sizeof got, cudaMemcpyDeviceToHost));
-        for (unsigned long long j = 0; j < static_cast<unsigned long long>(done); ++j) want += pattern(random_slot(j, nd));
+        for (unsigned long long j = 0; j < static_cast<unsigned long long>(done); ++j) want += pattern(ref_slot(j, nd));
         if (got != want) verdict = "gather sum " + json_number(got) + " != expected " + json_number(want);
       }
       if (!g) {
@@ -313,7 +325,7 @@ void run_gpu_stream(Context& ctx) {
         const unsigned long long first = both ? kStoreSequence : 0;
         size_t bad = 0;
         for (unsigned long long j = 0; j < static_cast<unsigned long long>(done); ++j)
-          bad += h[random_slot(first + j, nd)] != kWriteValue;
+          bad += h[ref_slot(first + j, nd)] != kWriteValue;
         if (bad) verdict += (verdict.empty() ? "" : "; ") + std::to_string(bad) + " scattered slots do not hold the value";
       }
       if (!verdict.empty()) throw VerifyError(verdict);

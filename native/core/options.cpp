@@ -18,7 +18,8 @@ const std::vector<OptionInfo>& option_catalogue() {
       {"threads", "threads", "all", "CPU threads for --processor cpu and the CPU's share of the work (default all)"},
       {"check", "choice", "", "compare with the CPU reference (default: when the arrays total at most 64 MiB)",
        {"0", "1"}},
-      {"footprint", "size", "", "total size of the application's arrays, e.g. 8G (sets its dimensions)"},
+      {"footprint", "size", "", "total size of the application's arrays, e.g. 8G (sets its dimensions)", {}, "4096",
+       "9000000000000000000"},
       {"seed", "int", "", "seed of the generated inputs", {}, "0", "9223372036854775807"},
       {"iterations", "int", "", "iterations (time steps, repetitions) of iterative applications", {}, "1", "1000000"},
       // Dimensions.
@@ -28,7 +29,7 @@ const std::vector<OptionInfo>& option_catalogue() {
       {"k", "int", "", "gemm: inner dimension", {}, "1", kBig},
       {"rows", "int", "", "2-D grid rows (hotspot, pathfinder, srad, conv2d, jacobi2d)", {}, "1", kBig},
       {"cols", "int", "", "2-D grid columns", {}, "1", kBig},
-      {"nodes", "int", "", "bfs: vertices", {}, "1", kBig},
+      {"nodes", "int", "", "bfs: vertices", {}, "2", "2147483647"},  // bfs.cu's 32-bit vertex ids
       {"degree", "int", "", "bfs: edges per vertex", {}, "1", "1048576"},
       {"pyramid", "int", "", "hotspot, pathfinder: time steps per kernel", {}, "1", "1048576"},
       {"penalty", "int", "", "needle: gap penalty", {}, "0", "1048576"},

@@ -7,10 +7,18 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/memory.hpp"
 #include "umscope/os.hpp"
+
+#ifdef UMSCOPE_HAVE_CUDA
+#include <cudaTypedefs.h>  // the driver API's function types: its entry points come through the runtime, no -lcuda
+#endif
 
 namespace umscope {
 
@@ -49,9 +57,11 @@ void check_managed_memory(size_t bytes, const AllocOptions& opt) {
 }
 
 namespace {
-// Host bytes held by this process's live buffers, and MemAvailable when the first was asked for:
+// Host bytes held by this process's live buffers, and MemAvailable when the first of them was asked for:
 // the guard compares a case's total (cpu-stream's two arrays, an application's every array), not
-// each buffer, with what was free when the case started. umbench runs one case per process.
+// each buffer, with what was free when the case started. A batch process runs many cases, one after the
+// other, each freeing its buffers: MemAvailable is read again whenever no buffer is live (a new case), not
+// once per process, so a later case is not checked against what was free minutes earlier.
 size_t g_host_live = 0;
 
 // UMSCOPE_HOST_MEM_LIMIT: bytes, or a number with K, M, G or T (powers of 1024). Kept here, apart
@@ -74,11 +84,11 @@ size_t limit_bytes(const char* text) {
   return static_cast<size_t>(b);
 }
 size_t g_avail_at_start = 0;
-bool g_avail_read = false;
+bool g_avail_read = false;  // read at least once (g_host_live is 0 between cases)
 }  // namespace
 
 void check_host_memory(size_t bytes, bool allow) {
-  if (!g_avail_read) {
+  if (!g_avail_read || g_host_live == 0) {
     g_avail_at_start = os::mem_available_bytes();
     // UMSCOPE_HOST_MEM_LIMIT (a size, e.g. 8G) caps what a case may take on a shared node.
     const char* limit = std::getenv("UMSCOPE_HOST_MEM_LIMIT");
@@ -183,6 +193,12 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
     UM_CUDA(cudaHostRegister(cpu_, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
     registered_ = true;
     UM_CUDA(cudaHostGetDevicePointer(&gpu_, cpu_, 0));
+  } else if (n == "async") {
+    alloc_async();
+  } else if (n == "vmm") {
+    alloc_vmm();
+  } else if (n == "hostalloc") {
+    alloc_hostalloc();
   } else if (n == "system" || n == "numa") {
     const GpuCaps& c = gpu_caps(opt.device);
     if (c.present && c.pageable_memory_access) gpu_ = cpu_;
@@ -193,10 +209,314 @@ Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
 #endif
 }
 
+#ifdef UMSCOPE_HAVE_CUDA
+namespace {
+std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+// The place a pool's or cuMemCreate's location policy names, in words: "device", "host" or "host:N".
+std::string location_text(const std::string& where, int device, const char* host_type, const char* numa_type) {
+  if (where == "device") return "GPU " + std::to_string(device);
+  const int node = host_node_of(where);
+  if (node < 0) return std::string("the host (") + host_type + ")";
+  return "host NUMA node " + std::to_string(node) + " (" + numa_type + ")";
+}
+
+// The location a pool=/location= policy names ("device", "host", "host:N") for GPU `device`.
+cudaMemLocation mem_location(const std::string& where, int device) {
+  const int node = host_node_of(where);
+  cudaMemLocation loc{};
+  loc.type = where == "device" ? cudaMemLocationTypeDevice : node < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeHostNuma;
+  loc.id = where == "device" ? device : node < 0 ? 0 : node;
+  return loc;
+}
+static_assert(int(cudaMemLocationTypeDevice) == int(CU_MEM_LOCATION_TYPE_DEVICE) &&
+                  int(cudaMemLocationTypeHost) == int(CU_MEM_LOCATION_TYPE_HOST) &&
+                  int(cudaMemLocationTypeHostNuma) == int(CU_MEM_LOCATION_TYPE_HOST_NUMA),
+              "the runtime's and the driver's memory location types agree");
+
+// async: one pool, and the stream its blocks are allocated and freed on, per GPU and location, made at first
+// use and kept for the process, as a stream-ordered allocator keeps its pool. A freed block goes back to the
+// pool, and the pool's unused memory back to the driver (trimmed), so a case leaves nothing reserved behind.
+struct AsyncPool {
+  cudaMemPool_t pool = nullptr;
+  cudaStream_t stream = nullptr;
+};
+std::mutex g_pool_mu;
+std::map<std::pair<int, std::string>, AsyncPool> g_pools;
+
+AsyncPool async_pool(int device, const std::string& where) {
+  std::lock_guard<std::mutex> lk(g_pool_mu);
+  const auto key = std::make_pair(device, where);
+  auto it = g_pools.find(key);
+  if (it != g_pools.end()) return it->second;
+  int supported = 0;
+  if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess || !supported) {
+    cudaGetLastError();
+    throw Skip("kind 'async': the GPU or driver has no stream-ordered memory pools "
+               "(cudaDevAttrMemoryPoolsSupported = 0)");
+  }
+  const int node = host_node_of(where);
+  const std::string what = location_text(where, device, "cudaMemLocationTypeHost", "cudaMemLocationTypeHostNuma");
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location = mem_location(where, device);
+  AsyncPool p;
+  cudaError_t e = cudaMemPoolCreate(&p.pool, &props);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    std::string why = "kind 'async': cudaMemPoolCreate at " + what + " refused by the driver: " + cuda_text(e);
+    if (node >= 0) {
+      int numa = -1;
+      if (cudaDeviceGetAttribute(&numa, cudaDevAttrHostNumaMemoryPoolsSupported, device) != cudaSuccess) cudaGetLastError();
+      why += " (cudaDevAttrHostNumaMemoryPoolsSupported = " + std::to_string(numa) + ")";
+    }
+    throw Skip(why);
+  }
+  if (where != "device") {
+    // A host pool is reachable from the CPU by default; the GPU under test is given read-write access.
+    cudaMemAccessDesc a{};
+    a.location.type = cudaMemLocationTypeDevice;
+    a.location.id = device;
+    a.flags = cudaMemAccessFlagsProtReadWrite;
+    e = cudaMemPoolSetAccess(p.pool, &a, 1);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      cudaMemPoolDestroy(p.pool);
+      throw Skip("kind 'async': cudaMemPoolSetAccess for GPU " + std::to_string(device) + " on a pool at " + what +
+                 " refused by the driver: " + cuda_text(e));
+    }
+  }
+  UM_CUDA(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
+  g_pools[key] = p;
+  return p;
+}
+
+void free_async(void* ptr, void* pool, int device) {
+  if (!ptr) return;
+  cudaStream_t stream = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(g_pool_mu);
+    for (auto& kv : g_pools)
+      if (kv.second.pool == pool) stream = kv.second.stream;
+  }
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  cudaSetDevice(device);
+  // Work of any stream that used the block ends first (as cudaFree's implicit synchronisation does); then the
+  // block goes back to its pool in the pool stream's order and the pool's unused memory back to the driver.
+  cudaDeviceSynchronize();
+  cudaFreeAsync(ptr, stream);
+  cudaStreamSynchronize(stream);
+  cudaMemPoolTrimTo(static_cast<cudaMemPool_t>(pool), 0);
+  if (prev >= 0) cudaSetDevice(prev);
+}
+
+// vmm: the driver API's entry points, through the runtime (cudaGetDriverEntryPointByVersion), so umbench and
+// libumalloc link no libcuda. ABI of CUDA 12.0; none of these changed since 10.2.
+struct DriverApi {
+  PFN_cuMemCreate_v10020 create = nullptr;
+  PFN_cuMemRelease_v10020 release = nullptr;
+  PFN_cuMemAddressReserve_v10020 reserve = nullptr;
+  PFN_cuMemAddressFree_v10020 address_free = nullptr;
+  PFN_cuMemMap_v10020 map = nullptr;
+  PFN_cuMemUnmap_v10020 unmap = nullptr;
+  PFN_cuMemSetAccess_v10020 set_access = nullptr;
+  PFN_cuMemGetAllocationGranularity_v10020 granularity = nullptr;
+  PFN_cuDeviceGetAttribute_v2000 attribute = nullptr;
+  PFN_cuGetErrorName_v6000 error_name = nullptr;
+  PFN_cuGetErrorString_v6000 error_string = nullptr;
+  std::string why;  // the first entry point the driver did not give ("" when all came)
+};
+
+const DriverApi& driver_api() {
+  static const DriverApi api = [] {
+    DriverApi a;
+    auto get = [&a](const char* name, void* fn) {
+      if (!a.why.empty()) return;
+      void** slot = static_cast<void**>(fn);
+      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+      const cudaError_t e = cudaGetDriverEntryPointByVersion(name, slot, 12000, cudaEnableDefault, &q);
+      if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*slot) {
+        cudaGetLastError();
+        a.why = std::string("the driver gives no ") + name + " (cudaGetDriverEntryPointByVersion: " +
+                (e != cudaSuccess ? cuda_text(e)
+                 : q == cudaDriverEntryPointVersionNotSufficent ? "the driver is older than CUDA 12.0"
+                                                                 : "symbol not found") +
+                ")";
+      }
+    };
+    get("cuMemCreate", &a.create);
+    get("cuMemRelease", &a.release);
+    get("cuMemAddressReserve", &a.reserve);
+    get("cuMemAddressFree", &a.address_free);
+    get("cuMemMap", &a.map);
+    get("cuMemUnmap", &a.unmap);
+    get("cuMemSetAccess", &a.set_access);
+    get("cuMemGetAllocationGranularity", &a.granularity);
+    get("cuDeviceGetAttribute", &a.attribute);
+    get("cuGetErrorName", &a.error_name);
+    get("cuGetErrorString", &a.error_string);
+    return a;
+  }();
+  return api;
+}
+
+std::string cu_text(const DriverApi& d, CUresult r) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  d.error_name(r, &name);
+  d.error_string(r, &text);
+  return std::string(name ? name : "CUresult " + std::to_string(static_cast<int>(r))) + ": " + (text ? text : "");
+}
+
+unsigned host_alloc_flags(const std::string& flags) {
+  unsigned f = cudaHostAllocDefault;
+  size_t start = 0;
+  while (start <= flags.size()) {
+    const size_t plus = flags.find('+', start);
+    const std::string item = flags.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+    start = plus == std::string::npos ? flags.size() + 1 : plus + 1;
+    if (item == "mapped") f |= cudaHostAllocMapped;
+    else if (item == "wc") f |= cudaHostAllocWriteCombined;
+    else if (item == "portable") f |= cudaHostAllocPortable;
+  }
+  return f;
+}
+}  // namespace
+
+void Buffer::alloc_async() {
+  const std::string where = kind_.get("pool", "device");
+  need_gpu(opt_.device, kind_.name);
+  UM_CUDA(cudaSetDevice(opt_.device));
+  if (where != "device") check_host_memory(bytes_, opt_.allow_host_overcommit);
+  const AsyncPool p = async_pool(opt_.device, where);
+  void* ptr = nullptr;
+  UM_CUDA(cudaMallocFromPoolAsync(&ptr, bytes_, p.pool, p.stream));
+  UM_CUDA(cudaStreamSynchronize(p.stream));  // from here the block is usable on every stream
+  base_ = gpu_ = ptr;
+  pool_ = p.pool;
+  if (where == "device") {
+    cpu_why_ = "memory from a cudaMallocAsync pool on the GPU is not mapped into the CPU's address space";
+  } else {
+    cpu_ = ptr;
+    count_host(bytes_);
+  }
+}
+
+void Buffer::alloc_vmm() {
+  const std::string where = kind_.get("location", "device");
+  const int node = host_node_of(where);
+  need_gpu(opt_.device, kind_.name);
+  UM_CUDA(cudaSetDevice(opt_.device));
+  UM_CUDA(cudaFree(nullptr));  // the device's primary context current, as the driver API needs
+  const DriverApi& d = driver_api();
+  if (!d.why.empty()) throw Skip("kind 'vmm': " + d.why);
+  int vmm = 0;
+  if (d.attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, opt_.device) != CUDA_SUCCESS || !vmm)
+    throw Skip("kind 'vmm': the GPU or driver has no virtual memory management "
+               "(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 0)");
+  const std::string what = location_text(where, opt_.device, "CU_MEM_LOCATION_TYPE_HOST", "CU_MEM_LOCATION_TYPE_HOST_NUMA");
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  const cudaMemLocation loc = mem_location(where, opt_.device);
+  prop.location.type = static_cast<CUmemLocationType>(loc.type);  // the same values (static_assert above)
+  prop.location.id = loc.id;
+  // What the driver cannot do is a skip with its reason; running out of memory is a failure, as for cudaMalloc.
+  auto refused = [&](const char* call, CUresult r) {
+    release_vmm();
+    std::string why = std::string("kind 'vmm': ") + call + " at " + what + " refused by the driver: " + cu_text(d, r);
+    if (node >= 0) {
+      int numa = -1;
+      d.attribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, opt_.device);
+      why += " (CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = " + std::to_string(numa) + ")";
+    }
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) throw std::runtime_error(why);
+    throw Skip(why);
+  };
+  if (where != "device") check_host_memory(bytes_, opt_.allow_host_overcommit);
+  size_t gran = 0;
+  CUresult r = d.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+  if (r != CUDA_SUCCESS || gran == 0) refused("cuMemGetAllocationGranularity", r);
+  vmm_size_ = (bytes_ + gran - 1) / gran * gran;
+  CUmemGenericAllocationHandle h = 0;
+  if ((r = d.create(&h, vmm_size_, &prop, 0)) != CUDA_SUCCESS) refused("cuMemCreate", r);
+  vmm_handle_ = h;
+  CUdeviceptr va = 0;
+  if ((r = d.reserve(&va, vmm_size_, gran, 0, 0)) != CUDA_SUCCESS) refused("cuMemAddressReserve", r);
+  base_ = reinterpret_cast<void*>(va);
+  if ((r = d.map(va, vmm_size_, 0, h, 0)) != CUDA_SUCCESS) refused("cuMemMap", r);
+  vmm_mapped_ = true;
+  CUmemAccessDesc gpu{};
+  gpu.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  gpu.location.id = opt_.device;
+  gpu.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if ((r = d.set_access(va, vmm_size_, &gpu, 1)) != CUDA_SUCCESS) refused("cuMemSetAccess for the GPU", r);
+  gpu_ = base_;
+  if (where == "device") {
+    cpu_why_ = "cuMemCreate memory at a GPU location is not mapped into the CPU's address space";
+    return;
+  }
+  count_host(vmm_size_);
+  // The CPU's access to host memory is asked for too; where the driver refuses it the GPU keeps its mapping.
+  CUmemAccessDesc cpu{};
+  cpu.location = prop.location;
+  cpu.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if ((r = d.set_access(va, vmm_size_, &cpu, 1)) == CUDA_SUCCESS) cpu_ = base_;
+  else cpu_why_ = "cuMemSetAccess for the CPU on memory at " + what + " refused by the driver: " + cu_text(d, r);
+}
+
+void Buffer::release_vmm() {
+  if (!base_ && !vmm_handle_) return;
+  const DriverApi& d = driver_api();
+  const CUdeviceptr va = reinterpret_cast<CUdeviceptr>(base_);
+  if (vmm_mapped_) {
+    cudaDeviceSynchronize();  // no kernel or copy still uses the mapping (cudaFree's implicit synchronisation)
+    d.unmap(va, vmm_size_);
+  }
+  if (base_) d.address_free(va, vmm_size_);
+  if (vmm_handle_) d.release(vmm_handle_);
+  vmm_mapped_ = false;
+  vmm_handle_ = 0;
+  base_ = cpu_ = gpu_ = nullptr;
+}
+
+void Buffer::alloc_hostalloc() {
+  need_gpu(opt_.device, kind_.name);
+  check_host_memory(bytes_, opt_.allow_host_overcommit);
+  const std::string flags = kind_.get("flags", "default");
+  UM_CUDA(cudaSetDevice(opt_.device));
+  UM_CUDA(cudaHostAlloc(&base_, bytes_, host_alloc_flags(flags)));
+  count_host(bytes_);
+  cpu_ = base_;
+  // With unified addressing the driver maps page-locked memory for every GPU whatever the flags say; it gives
+  // the GPU's pointer, or says why not.
+  const cudaError_t e = cudaHostGetDevicePointer(&gpu_, base_, 0);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    gpu_ = nullptr;
+    gpu_why_ = "cudaHostGetDevicePointer on cudaHostAlloc memory (flags=" + flags + "): " + cuda_text(e);
+  }
+}
+#endif
+
 Buffer::~Buffer() {
   g_host_live -= host_counted_;
 #ifdef UMSCOPE_HAVE_CUDA
   if (registered_) cudaHostUnregister(cpu_);
+  if (kind_.name == "async") {
+    free_async(base_, pool_, opt_.device);
+    return;
+  }
+  if (kind_.name == "vmm") {
+    release_vmm();
+    return;
+  }
+  if (kind_.name == "hostalloc") {
+    if (base_) cudaFreeHost(base_);
+    return;
+  }
   if (kind_.name == "device" || kind_.name == "managed" || kind_.name == "peer") {
     if (base_) cudaFree(base_);
     return;
@@ -217,6 +537,7 @@ void* Buffer::reach(bool gpu) const {
 
 std::string Buffer::cpu_unreachable() const {
   if (cpu_) return "";
+  if (!cpu_why_.empty()) return cpu_why_;
   if (kind_.name == "device" || kind_.name == "peer")
     return "cudaMalloc memory is not mapped into the CPU's address space";
   return "the CPU cannot reach this memory";
@@ -226,6 +547,7 @@ std::string Buffer::gpu_unreachable() const {
   if (gpu_) return "";
   const GpuCaps& c = gpu_caps(opt_.device);
   if (!c.present) return c.why_absent;
+  if (!gpu_why_.empty()) return gpu_why_;
   if (kind_.name == "system" || kind_.name == "numa")
     return "the GPU cannot access pageable host memory on this machine (cudaDevAttrPageableMemoryAccess = 0: "
            "no HMM or ATS)";
@@ -233,7 +555,8 @@ std::string Buffer::gpu_unreachable() const {
 }
 
 void Buffer::place(const Initializer& init, bool advice) {
-  std::string who = kind_.name == "device" || kind_.name == "peer" ? "gpu" : kind_.get("first_touch", "cpu");
+  // The first_touch policy where the kind takes one; otherwise the CPU where it reaches the memory, else the GPU.
+  std::string who = kind_.get("first_touch", cpu_ ? "cpu" : "gpu");
   if (who == "cpu") {
     if (!cpu_) throw Skip("first_touch=cpu: " + cpu_unreachable());
     if (init.cpu) init.cpu(cpu_, bytes_);
@@ -298,7 +621,9 @@ void Buffer::prefetch(const std::string& where) {
 std::string Buffer::residency() const {
   const std::string& n = kind_.name;
   if (n == "device" || n == "peer") return "gpu" + std::to_string(n == "peer" ? kind_.arg : opt_.device);
-  if (n == "pinned") return "host (pinned)";
+  if (n == "pinned" || n == "hostalloc") return "host (pinned)";
+  if (n == "async" || n == "vmm")
+    return kind_place(kind_, opt_.device).location == "gpu" ? "gpu" + std::to_string(opt_.device) : "host (pinned)";
 #ifdef UMSCOPE_HAVE_CUDA
   if (n == "managed") {
     // What the driver answers for the whole range: the preferred location and the last prefetch's

@@ -14,13 +14,26 @@ const std::vector<std::string> kAdvice = {"none", "preferred:gpu", "preferred:cp
 const std::vector<std::string> kPage = {"default", "base", "thp"};
 
 PolicyInfo touch(const std::string& dflt) {
-  return {"first_touch", kTouch, "processor that writes the data first (default " + dflt + ")"};
+  return {"first_touch", kTouch, "processor that writes the data first (default " + dflt + ")", dflt};
 }
-const PolicyInfo kPrefetchP{"prefetch", kWhere, "cudaMemPrefetchAsync to this processor after first touch"};
-const PolicyInfo kAdviseP{"advise", kAdvice, "cudaMemAdvise hints, several joined with '+'"};
+const PolicyInfo kPrefetchP{"prefetch", kWhere, "cudaMemPrefetchAsync to this processor after first touch", "", false};
+const PolicyInfo kAdviseP{"advise", kAdvice, "cudaMemAdvise hints, several joined with '+'", "", true};
+const PolicyInfo kPoolP{"pool", {"device", "host", "host:N"},
+                        "where the pool's memory lives (cudaMemPoolProps location): the GPU under test "
+                        "(default), host memory (cudaMemLocationTypeHost) or host NUMA node N "
+                        "(cudaMemLocationTypeHostNuma)",
+                        "device"};
+const PolicyInfo kLocationP{"location", {"device", "host", "host:N"},
+                            "cuMemCreate's location: the GPU under test (default), host memory "
+                            "(CU_MEM_LOCATION_TYPE_HOST) or host NUMA node N (CU_MEM_LOCATION_TYPE_HOST_NUMA)",
+                            "device"};
+const PolicyInfo kFlagsP{"flags", {"default", "mapped", "wc", "portable"},
+                         "cudaHostAlloc flags joined with '+': cudaHostAllocMapped, cudaHostAllocWriteCombined, "
+                         "cudaHostAllocPortable (default: cudaHostAllocDefault)",
+                         "default", true};
 const PolicyInfo kPageP{"page", kPage,
                         "host page size hint: base pages (MADV_NOHUGEPAGE) or transparent huge pages "
-                        "(MADV_HUGEPAGE); default leaves the system setting"};
+                        "(MADV_HUGEPAGE); default leaves the system setting", "", false};
 }  // namespace
 
 const std::vector<KindInfo>& kind_registry() {
@@ -42,6 +55,16 @@ const std::vector<KindInfo>& kind_registry() {
       {"numa", true, "numa:N - system memory bound to NUMA node N (mbind); on Grace Hopper a GPU's node too",
        {touch("cpu"), kPageP, kPrefetchP, kAdviseP}, "host (gpu when N is the GPU's NUMA node)",
        "cpu (gpu with HMM or ATS)", false, true, false},
+      {"async", false,
+       "cudaMallocFromPoolAsync from a pool made by cudaMemPoolCreate (stream-ordered allocation, freed by "
+       "cudaFreeAsync); pool=host: a pool of page-locked host memory",
+       {kPoolP}, "gpu (host with pool=host[:N])", "gpu (gpu+cpu with pool=host[:N])", true, false, false},
+      {"vmm", false,
+       "cuMemCreate + cuMemAddressReserve + cuMemMap + cuMemSetAccess (virtual memory management, driver API)",
+       {kLocationP}, "gpu (host with location=host[:N])", "gpu (gpu+cpu with location=host[:N])", true, false,
+       false},
+      {"hostalloc", false, "cudaHostAlloc with its flags: page-locked host memory, mapped for the GPU",
+       {touch("cpu"), kFlagsP}, "host", "gpu+cpu", true, false, false},
   };
   return r;
 }
@@ -82,11 +105,13 @@ KindPlace kind_place(const KindSpec& k, int device) {
   if (info.needs_peer) p.location = "peer";
   else if (k.name == "device") p.location = "gpu";
   else if (k.name == "managed") p.location = k.get("advise").find("preferred:cpu") != std::string::npos ? "host" : "gpu";
+  else if (k.name == "async") p.location = k.get("pool", "device") == "device" ? "gpu" : "host";
+  else if (k.name == "vmm") p.location = k.get("location", "device") == "device" ? "gpu" : "host";
 #ifdef UMSCOPE_HAVE_CUDA
   else if (k.name == "numa" && k.arg >= 0 && device_attribute(device, cudaDevAttrNumaId) == k.arg) p.location = "gpu";
 #endif
   else p.location = "host";
-  if (info.reachable_by == "gpu") {
+  if (info.reachable_by == "gpu" || ((k.name == "async" || k.name == "vmm") && p.location == "gpu")) {
     p.reachable_by = "gpu";
   } else if (info.gpu_needs_hmm_or_ats) {
 #ifdef UMSCOPE_HAVE_CUDA
@@ -120,14 +145,22 @@ std::string KindSpec::str() const {
   return p.empty() ? s : s + "," + p;
 }
 
+int host_node_of(const std::string& value) {
+  if (value == "host") return -1;
+  if (value.rfind("host:", 0) != 0) return -2;
+  const std::string n = value.substr(5);
+  if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos) return -2;
+  return std::stoi(n);
+}
+
 static bool allowed(const PolicyInfo& p, const std::string& value) {
-  // advise takes a '+'-joined list; everything else one value.
+  // A joined policy (advise, flags) takes a '+'-joined list; everything else one value.
   std::stringstream ss(value);
   std::string item;
   int count = 0;
-  while (std::getline(ss, item, p.key == "advise" ? '+' : '\0')) {
+  while (std::getline(ss, item, p.joined ? '+' : '\0')) {
     bool ok = false;
-    for (auto& v : p.values) ok = ok || v == item;
+    for (auto& v : p.values) ok = ok || (v == "host:N" ? host_node_of(item) >= 0 : v == item);
     if (!ok) return false;
     ++count;
   }
@@ -135,6 +168,9 @@ static bool allowed(const PolicyInfo& p, const std::string& value) {
 }
 
 KindSpec parse_kind(const std::string& spec) {
+  // An empty item (a trailing or doubled comma) is refused, not read as nothing: the spec is what the record says.
+  if (!spec.empty() && (spec.back() == ',' || spec.find(",,") != std::string::npos))
+    throw UsageError("kind '" + spec + "': an empty item (a trailing or doubled comma)");
   std::stringstream ss(spec);
   std::string head;
   std::getline(ss, head, ',');
@@ -166,6 +202,8 @@ KindSpec parse_kind(const std::string& spec) {
     for (auto& p : info->policies)
       if (p.key == key) pi = &p;
     if (!pi) throw UsageError("kind '" + k.name + "' takes no policy '" + key + "'");
+    if (k.policy.count(key))
+      throw UsageError("kind '" + spec + "': policy " + key + " given twice (" + k.policy[key] + " and " + value + ")");
     if (!allowed(*pi, value)) {
       std::string vals;
       for (auto& v : pi->values) vals += (vals.empty() ? "" : "|") + v;
@@ -174,9 +212,8 @@ KindSpec parse_kind(const std::string& spec) {
     k.policy[key] = value;
   }
   // Defaults are written into the spec so every record says what was done.
-  for (auto& p : info->policies) {
-    if (p.key == "first_touch" && !k.policy.count(p.key)) k.policy[p.key] = "cpu";
-  }
+  for (auto& p : info->policies)
+    if (!p.dflt.empty() && !k.policy.count(p.key)) k.policy[p.key] = p.dflt;
   return k;
 }
 

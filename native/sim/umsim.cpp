@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -1218,7 +1219,7 @@ class Sim {
 uint64_t parse_bytes(const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || v < 0) die("bad size '" + s + "'");
+  if (end == s.c_str() || !(v >= 0) || v > 9.0e18) die("bad size '" + s + "'");
   std::string u(end);
   for (auto& c : u) c = char(std::toupper(c));
   double m = 1;
@@ -1227,6 +1228,7 @@ uint64_t parse_bytes(const std::string& s) {
   else if (u == "M" || u == "MIB") m = 1024.0 * 1024;
   else if (u == "G" || u == "GIB") m = 1024.0 * 1024 * 1024;
   else die("bad size unit in '" + s + "'");
+  if (v * m > 9.0e18) die("size '" + s + "' is out of range (at most 9e18 bytes)");
   return uint64_t(v * m + 0.5);
 }
 
@@ -1238,12 +1240,31 @@ FILE* open_trace(const std::string& path, Trace& t, uint64_t& ne) {
   uint32_t pb = 0, na = 0;
   if (std::fread(magic, 1, 8, f) != 8 || std::memcmp(magic, "UMSTRACE", 8) != 0) die("not a umsim trace: " + path);
   if (std::fread(&pb, 4, 1, f) != 1 || std::fread(&na, 4, 1, f) != 1) die("truncated trace header");
+  // Every count in the header is checked against the file before it sizes anything: a damaged or hostile header
+  // is one line, not a division by a zero page size or an allocation table of 2^32 entries.
+  if (pb < 4096 || pb % 4096 || pb > (1u << 30))
+    die("trace '" + path + "': page size " + std::to_string(pb) + " is not a multiple of 4096 from 4096 to 1 GiB");
+  long here = std::ftell(f);
+  uint64_t size = 0;
+  if (here >= 0 && std::fseek(f, 0, SEEK_END) == 0) {
+    const long end = std::ftell(f);
+    size = end > here ? uint64_t(end - here) : 0;
+    std::fseek(f, here, SEEK_SET);
+  }
+  if (uint64_t(na) * sizeof(Alloc) + 8 > size)
+    die("trace '" + path + "' declares " + std::to_string(na) + " allocations but is too short to hold them");
   t.page_bytes = pb;
   t.allocs.resize(na);
   if (na && std::fread(t.allocs.data(), sizeof(Alloc), na, f) != na) die("truncated allocation table");
-  for (size_t i = 1; i < t.allocs.size(); ++i)
-    if (t.allocs[i].first < t.allocs[i - 1].first + t.allocs[i - 1].n) die("allocations must be sorted and disjoint");
+  for (size_t i = 0; i < t.allocs.size(); ++i) {
+    if (uint64_t(t.allocs[i].first) + t.allocs[i].n > PAGE_MASK)
+      die("trace '" + path + "': allocation " + std::to_string(i) + " reaches past the 30-bit page numbers");
+    if (i && t.allocs[i].first < uint64_t(t.allocs[i - 1].first) + t.allocs[i - 1].n)
+      die("allocations must be sorted and disjoint");
+  }
   if (std::fread(&ne, 8, 1, f) != 1) die("truncated trace header");
+  if (ne > (size - uint64_t(na) * sizeof(Alloc) - 8) / 4)
+    die("trace '" + path + "' declares " + std::to_string(ne) + " events but is too short to hold them");
   return f;
 }
 
@@ -1321,6 +1342,7 @@ std::vector<uint32_t> weight_cycle(const std::string& opt, const std::string& v,
 
 // The largest VA block / SVM range / counter region: the page-number space (30 bits) itself.
 constexpr uint64_t MAX_UNIT_PAGES = PAGE_MASK + 1ull;
+constexpr uint64_t MAX_ITERATIONS = 1000000;  // umscope's --iterations limit (python/umscope/validate.py)
 
 std::string gib(uint64_t bytes) {
   char b[64];
@@ -1397,7 +1419,7 @@ void usage() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   Params p;
   std::string app, trace;
   uint64_t foot = 0, cap = 0, page = 4096, unit = 0, granule = 65536, conc = 0;
@@ -1412,10 +1434,19 @@ int main(int argc, char** argv) {
     };
     auto num = [&](const std::string& v) -> uint64_t {
       char* end = nullptr;
+      errno = 0;
       unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end || v[0] == '-') die("option " + a + ": not a non-negative integer: '" + v + "'");
+      if (v.empty() || *end || v[0] == '-' || errno == ERANGE)
+        die("option " + a + ": not a non-negative integer: '" + v + "'");
       return x;
     };
+    // Options kept in 32-bit counters, and the iteration and repeat counts: refused above their limit, never cut.
+    auto num_to = [&](const std::string& v, uint64_t hi) -> uint64_t {
+      const uint64_t x = num(v);
+      if (x > hi) die("option " + a + " must be at most " + std::to_string(hi) + ", got " + v);
+      return x;
+    };
+    auto num32 = [&](const std::string& v) -> uint32_t { return uint32_t(num_to(v, UINT32_MAX)); };
     auto real = [&](const std::string& v) -> double {
       char* end = nullptr;
       double x = std::strtod(v.c_str(), &end);
@@ -1430,22 +1461,22 @@ int main(int argc, char** argv) {
     else if (a == "--page") page = parse_bytes(val());
     else if (a == "--unit") unit = parse_bytes(val());
     else if (a == "--granule") granule = parse_bytes(val());
-    else if (a == "--iterations") iters = int(num(val()));
+    else if (a == "--iterations") iters = int(num_to(val(), MAX_ITERATIONS));
     else if (a == "--reverse") reverse = true;
     else if (a == "--policy") p.policy = val();
     else if (a == "--eviction") p.eviction = val();
     else if (a == "--prefetch") { std::string v = val(); if (v != "on" && v != "off") die("--prefetch on|off"); p.prefetch = v == "on"; }
-    else if (a == "--prefetch-threshold") p.prefetch_threshold = uint32_t(num(val()));
-    else if (a == "--batch") p.batch_size = uint32_t(num(val()));
-    else if (a == "--fault-window") p.fault_window = uint32_t(num(val()));
-    else if (a == "--resident-blocks") p.resident_blocks = uint32_t(num(val()));
-    else if (a == "--sms") p.sms = uint32_t(num(val()));
+    else if (a == "--prefetch-threshold") p.prefetch_threshold = num32(val());
+    else if (a == "--batch") p.batch_size = num32(val());
+    else if (a == "--fault-window") p.fault_window = num32(val());
+    else if (a == "--resident-blocks") p.resident_blocks = num32(val());
+    else if (a == "--sms") p.sms = num32(val());
     else if (a == "--block-bytes") p.block_bytes = parse_bytes(val());
     else if (a == "--timed") p.timed = true;
-    else if (a == "--unroll") p.unroll = uint32_t(num(val()));
-    else if (a == "--utlb-faults") p.utlb_faults = uint32_t(num(val()));
-    else if (a == "--update-put-ratio") p.update_put_ratio = uint32_t(num(val()));
-    else if (a == "--max-batches-per-service") p.max_batches_per_service = uint32_t(num(val()));
+    else if (a == "--unroll") p.unroll = num32(val());
+    else if (a == "--utlb-faults") p.utlb_faults = num32(val());
+    else if (a == "--update-put-ratio") p.update_put_ratio = num32(val());
+    else if (a == "--max-batches-per-service") p.max_batches_per_service = num32(val());
     else if (a == "--resident-ns") p.resident_ns = real(val());
     else if (a == "--fetch-us") p.fetch_us = real(val());
     else if (a == "--batch-us") p.batch_us = real(val());
@@ -1460,13 +1491,13 @@ int main(int argc, char** argv) {
     else if (a == "--cross-utlb-merge") { std::string v = val(); if (v != "on" && v != "off") die("--cross-utlb-merge on|off"); p.cross_merge = v == "on"; }
     else if (a == "--entry-instances") p.inst_cycle = weight_cycle(a, val(), 64);
     else if (a == "--utlb-fault-weights") p.cap_cycle = weight_cycle(a, val(), 8);
-    else if (a == "--thrash-threshold") p.thrash_threshold = uint32_t(num(val()));
+    else if (a == "--thrash-threshold") p.thrash_threshold = num32(val());
     else if (a == "--thrash-lapse") p.thrash_lapse = num(val());
     else if (a == "--thrash-action") p.thrash_action = val();
-    else if (a == "--counter-threshold") p.counter_threshold = uint32_t(num(val()));
+    else if (a == "--counter-threshold") p.counter_threshold = num32(val());
     else if (a == "--concurrency") conc = num(val());
     else if (a == "--init") p.init = val();
-    else if (a == "--repeat") repeat = int(num(val()));
+    else if (a == "--repeat") repeat = int(num_to(val(), MAX_ITERATIONS));
     else if (a == "--progress") progress = real(val());
     else { usage(); die("unknown option '" + a + "'"); }
   }
@@ -1489,6 +1520,7 @@ int main(int argc, char** argv) {
     t.page_bytes = page;
   }
   if (cap == 0) die("--capacity is required (GPU memory available to the program)");
+  if (cap < t.page_bytes) die("--capacity must be at least one page (" + std::to_string(t.page_bytes) + " bytes)");
   if (p.resident_blocks && (p.block_bytes == 0 || p.policy != "uvm"))
     die("--resident-blocks needs --block-bytes and --policy uvm");
   if (p.timed && !p.resident_blocks) die("--timed needs --resident-blocks (the launch it replays in time)");
@@ -1595,4 +1627,16 @@ int main(int argc, char** argv) {
       s.timed_ns / 1e6, best,
       best > 0 ? double(s.events) / best : 0.0);
   return 0;
+}
+
+// Whatever escapes the checks above (memory the replay could not get, a library's exception) is one line and
+// exit 2, never std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    die("out of memory for the simulator's state (a smaller footprint, or a larger --page, fits)");
+  } catch (const std::exception& e) {
+    die(std::string("failed: ") + e.what());
+  }
 }

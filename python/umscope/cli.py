@@ -137,10 +137,19 @@ def build_parser():
     s = sub.add_parser("compare", help="the same cases across runs and stores, with ratios, strays and published values")
     s.add_argument("runs", nargs="*", help="run ids (ID, or STORE:ID with several --store; default: every run)")
     s.add_argument("--store", action="append", help="a store to read (repeatable)")
-    s.add_argument("--baseline", default="median", help="'median' (of the runs, default) or a run (ID or label)")
-    s.add_argument("--threshold", type=float, help="flag figures off by more than this fraction (default 0.05)")
+    s.add_argument("--baseline", default="median",
+                   help="'median' (of the runs, default), a run (ID, STORE:ID or label), or a baseline file "
+                        "(a path ending .json, from --save-baseline)")
+    s.add_argument("--threshold", help="flag figures off by more than this fraction "
+                                                   "(default 0.05, or --fail-over's)")
+    s.add_argument("--fail-over", metavar="FRACTION",
+                   help="node gate: exit 1 when a figure is worse than its baseline (lower bandwidth, higher "
+                        "latency or time) by more than FRACTION and its own spread, and print those figures")
+    s.add_argument("--save-baseline", metavar="FILE.json",
+                   help="write the figures compared against (the baseline run's or the median) to FILE.json")
     s.add_argument("--reference", default="all", help="published values to show: all (default), none, or a machine (GH200)")
-    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html)")
+    s.add_argument("-o", "--output", help="HTML report path (default ./umscope-compare.html; "
+                                          "with --fail-over, written only when given)")
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("runs", help="list the runs in the store")
     s.add_argument("--store")
@@ -163,6 +172,15 @@ def cmd_info(args):
     mem = host["memory"]
     print(f"memory   {format_size(mem.get('MemTotal', 0) or 1)} total, {format_size(mem.get('MemAvailable', 0) or 1)} "
           f"available; page {host['page_size']} B; THP {host['thp']} (defrag {host['thp_defrag']})")
+    pages, ks = host.get("pages") or {}, host.get("kernel_settings") or {}
+    print(f"pages    base {format_size(pages.get('base') or host['page_size'])}, THP "
+          f"{format_size(pages['thp_pmd']) if pages.get('thp_pmd') else 'unknown'}, hugetlb "
+          f"{', '.join(format_size(h) for h in pages.get('hugetlb') or []) or 'none'}; numa_balancing "
+          f"{ks.get('numa_balancing')}; init_on_alloc {'unknown' if ks.get('init_on_alloc') is None else ks['init_on_alloc']} "
+          f"({ks.get('init_on_alloc_source')})")
+    sensors = [s for s in (fp.get("power") or {}).get("hwmon", []) if s.get("watts") is not None]
+    if sensors:
+        print("power    " + ", ".join(f"{s['label']} {s['watts']:.1f} W" for s in sensors) + " (hwmon, now)")
     for n in fp["numa"]:
         print(f"NUMA     node {n['id']}: {format_size(n['mem_bytes'] or 1)}, CPUs {_ranges(n['cpus'])}")
     print(f"CUDA     umbench built with CUDA: {'yes' if cuda['built_with_cuda'] else 'no'}; runtime "
@@ -177,6 +195,10 @@ def cmd_info(args):
               f"{format_size(g['total_mem'])} ({format_size(g['free_mem'] or 1)} free), L2 {format_size(g['l2_bytes'])}")
         print(f"         clocks SM {g['clock_khz'] // 1000} MHz, memory {g['mem_clock_khz'] // 1000} MHz x "
               f"{g['mem_bus_bits']} bit; PCI {g['pci_bus_id']}")
+        if (g.get("c2c") or {}).get("links"):
+            c = g["c2c"]
+            print(f"         NVLink-C2C: {c['active_links']} of {c['links']} links active, "
+                  f"{c['gbps'] if c['gbps'] else '?'} GB/s per direction (NVML)")
         link = g.get("link")
         if link:
             print(f"         host link PCIe gen {link['pcie_gen_current']} x{link['pcie_width_current']} now, "
@@ -230,6 +252,11 @@ def _check_run_options(args):
         validate.timeout(args.timeout)
     if args.report is not None:
         validate.output_path(args.report, "--report")
+    if getattr(args, "devices", None) is not None:
+        validate.devices(args.devices)
+    validate.host_mem_limit()
+    if args.store is not None:
+        Store.check_path(args.store)
 
 
 def _execute(args, kind, cases, fingerprint, store, run_id=None):
@@ -253,10 +280,12 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
     if args.report is not None:
         validate.output_path(args.report, "--report")
     desc = bounds.describe(fingerprint, options["machine"])  # a bad --machine fails before anything runs
-    if args.dry_run:
+    if args.dry_run:  # lists the plan: no store is opened or created
         for c in cases:
-            print(c.case_id)
+            print(validate.printable(c.case_id))
         return 0
+    if store is None:
+        store = Store(args.store)  # a damaged or unwritable store fails before anything runs
     if run_id is None:
         command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         run_id = store.create_run(kind, command, plan_to_json(cases), options, fingerprint, args.label)
@@ -330,10 +359,9 @@ def cmd_run(args):
                              "resume it") from None
         return _execute(args, run["kind"], cases, run["fingerprint"], store, run_id)
     _check_run_options(args)
-    store = Store(args.store)
     fp = probe.probe()
     cases = plans.apply_filter(plans.default_plan(fp, quick=args.quick), args.filter)
-    return _execute(args, "run", cases, fp, store)
+    return _execute(args, "run", cases, fp, None)
 
 
 def cmd_bench(args):
@@ -341,11 +369,10 @@ def cmd_bench(args):
                                      mode=args.mode, iterations=args.iterations, dos=args.dos,
                                      available=args.available, allow_oversubscription=args.allow_oversubscription)
     _check_run_options(args)
-    store = Store(args.store)  # a damaged or unwritable store fails before anything runs
     fp = probe.probe()
     cases = plans.bench_plan(args.name, fp, kinds=args.kind, **opts, scale=scaleout.options(args))
     cases = plans.apply_filter(cases, args.filter)
-    return _execute(args, f"bench {args.name}", cases, fp, store)
+    return _execute(args, f"bench {args.name}", cases, fp, None)
 
 
 def cmd_profile(args):
@@ -353,6 +380,8 @@ def cmd_profile(args):
     period = validate.period(args.period)
     if args.report is not None:
         validate.output_path(args.report, "--report")
+    if args.store is not None:
+        Store.check_path(args.store)
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -415,10 +444,9 @@ def cmd_app(args):
     modes = list(dict.fromkeys(modes))  # a repeated mode would be the same case twice
     cases = apps.app_cases(args.name, modes, opts)
     _check_run_options(args)
-    store = Store(args.store)
     fp = probe.probe()
     cases = plans.apply_filter(cases, args.filter)
-    return _execute(args, f"app {args.name}", cases, fp, store)
+    return _execute(args, f"app {args.name}", cases, fp, None)
 
 
 def cmd_report(args):
@@ -430,6 +458,9 @@ def cmd_report(args):
         path = write_report(store, run_id, args.output)
     except OSError as e:
         raise UsageError(f"cannot write the report: {e.strerror or e}") from None
+    except (TypeError, KeyError, ValueError, AttributeError) as e:  # rows no umscope wrote (a damaged or edited store)
+        raise UsageError(f"run {run_id or 'newest'} of {store.path} holds rows this report cannot draw "
+                         f"({type(e).__name__}: {str(e)[:100]}); `umscope export` gives what it holds") from None
     print(path)
     return 0
 
@@ -463,11 +494,16 @@ def cmd_export(args):
 
 
 def cmd_merge(args):
+    """0 where every run of every store was read; 1 where a store or a run could not be (what was readable is
+    merged all the same, and each input's line on stderr says what was skipped and why)."""
     from umscope.merge import merge
     t = merge(args.out, args.stores)
     print(f"merged {t['runs']} run(s), {t['records']} record(s) from {t['stores']} store(s) into {args.out}"
-          + (f"; {t['skipped_runs']} run(s) already there" if t["skipped_runs"] else ""))
-    return 0
+          + (f"; {t['replaced']} run(s) replaced by their newer state" if t["replaced"] else "")
+          + (f"; {t['skipped_runs']} run(s) already there" if t["skipped_runs"] else "")
+          + (f"; {t['unreadable_runs']} damaged run(s) and {t['refused']} unreadable store(s) skipped"
+             if t["unreadable_runs"] or t["refused"] else ""))
+    return 1 if t["unreadable_runs"] or t["refused"] else 0
 
 
 def cmd_compare(args):
@@ -496,7 +532,8 @@ def cmd_list(_args):
         print(f"  {name + (':N' if k['takes_arg'] else ''):<12} {k['help']}")
         print(f"  {'':<14}pages live: {k['lives']}; reachable by: {k['reachable_by']}")
         for p in k["policies"]:
-            print(f"  {'':<14}{p['key']}={'|'.join(p['values'])}: {p['help']}")
+            print(f"  {'':<14}{p['key']}={'|'.join(p['values'])}: {p['help']}"
+                  + (f" [default {p['default']}]" if p.get("default") else ""))
     print("applications (umscope app run NAME; umscope app list for their options):")
     for name, b in registry.applications().items():
         print(f"  {name:<12} {b['help']}")

@@ -21,15 +21,11 @@ def parse_devices(text, fingerprint) -> list:
         return []
     if text.strip() == "all":
         return present
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part.isdigit():
-            raise UsageError(f"--devices takes 'all' or GPU numbers separated by commas, got {text!r}")
-        if present and int(part) not in present:
-            raise UsageError(f"--devices: no GPU {part} (this machine has {', '.join(map(str, present))})")
-        if int(part) not in out:
-            out.append(int(part))
+    from umscope import validate
+    out = validate.devices(text)
+    for d in out:
+        if present and d not in present:
+            raise UsageError(f"--devices: no GPU {d} (this machine has {', '.join(map(str, present))})")
     return out
 
 

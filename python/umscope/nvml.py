@@ -152,6 +152,44 @@ def pcie_bytes(index):
     return {"tx": int(vals[0].value.ullVal), "rx": int(vals[1].value.ullVal)}
 
 
+# nvmlValueType_t -> the member of nvmlValue_t that holds it.
+_VALUE_MEMBER = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
+def _fields(index, ids):
+    """[value or None] of NVML field values (id, or (id, scope)) of a device; None where NVML has none."""
+    nv, h = _init()[0], _handle(index)
+    if nv is None or h is None:
+        return None
+    try:
+        vals = nv.nvmlDeviceGetFieldValues(h, list(ids))
+    except nv.NVMLError:
+        return None
+    return [getattr(v.value, _VALUE_MEMBER.get(int(v.valueType), "ullVal")) if v.nvmlReturn == 0 else None
+            for v in vals]
+
+
+def c2c(index):
+    """The GPU's NVLink-C2C link to its CPU (Grace Hopper), or None where there is none or NVML cannot say:
+    whether C2C mode is on (nvmlDeviceGetC2cModeInfoV), its links (NVML_FI_DEV_C2C_LINK_COUNT), each one's
+    status (_GET_STATUS, 1 = active) and speed in MB/s (_GET_MAX_BW, scoped by link), and their sum over the
+    active links in GB/s per direction: the link's bound."""
+    nv = _init()[0]
+    if nv is None:
+        return None
+    mode = _on("nvmlDeviceGetC2cModeInfoV", index)
+    count = (_fields(index, [170]) or [None])[0]  # NVML_FI_DEV_C2C_LINK_COUNT
+    if not count:
+        return None
+    per = _fields(index, [(f, i) for i in range(int(count)) for f in (171, 172)]) or []  # _GET_STATUS, _GET_MAX_BW
+    links = [{"link": i, "active": per[2 * i] == 1, "mbps": per[2 * i + 1]} for i in range(len(per) // 2)]
+    active = [lk for lk in links if lk["active"] and lk["mbps"]]
+    return {"enabled": bool(mode.isC2cEnabled) if mode is not None else None, "links": int(count),
+            "active_links": len(active), "per_link": links,
+            "gbps": round(sum(lk["mbps"] for lk in active) / 1000, 1) if active else None,
+            "source": "NVML field values C2C_LINK_COUNT, C2C_LINK_GET_STATUS, C2C_LINK_GET_MAX_BW"}
+
+
 def bus_key(bus_id) -> str:
     """'00000000:1B:00.0' (NVML) and '0000:1b:00.0' (CUDA) -> '0000:1b:00.0', comparable."""
     parts = _text(bus_id or "").strip().lower().split(":")

@@ -1,9 +1,11 @@
 """`umscope place --kind KIND [--rule '>=64M:KIND']... -- python prog.py ...`: runs an unmodified PyTorch
-program with its CUDA allocations served from a memory kind by libumalloc (native/alloc/umalloc.cpp),
-installed as PyTorch's allocator (torch.cuda.memory.CUDAPluggableAllocator) by a sitecustomize module put
-first on PYTHONPATH, so before the program's first CUDA allocation. Output and exit status pass through;
-the allocator's bookkeeping (requests, bytes, peaks by kind and size class, refusals) and the end of the
-program's output are stored as a run.
+program with its CUDA memory served from a memory kind by libumalloc (native/alloc/umalloc.cpp). A
+sitecustomize module put first on PYTHONPATH installs the route before the program's first CUDA allocation
+(place_site/umscope_torch_route.py; docs/place.md): PyTorch's caching allocator stays, and the segments it
+takes from the driver come from libumalloc through a torch.cuda.MemPool routed device-wide, so PyTorch's
+memory statistics, CUDA graphs and torch.compile work and tell the truth. Output and exit status pass
+through; the allocator's bookkeeping (segments, bytes, peaks by kind and size class, refusals) and the end
+of the program's output are stored as a run.
 
 With the profiler: `umscope profile --um-trace -- umscope place --kind managed -- python prog.py` (the
 tracer's environment reaches the program through place; the trace shows the migrations and faults the
@@ -105,6 +107,31 @@ def check_config(kind, rules) -> None:
         raise UsageError(res.stderr.strip() or f"bad placement {kind!r} {rules!r}")
 
 
+# Kinds in pageable host memory: a GPU reaches them only through HMM or ATS.
+PAGEABLE = ("system", "numa")
+
+
+def check_reach(kinds, gpus) -> None:
+    """Refuses, before the program starts, a kind no GPU here can reach: pageable host memory (system,
+    numa:N) where no GPU has cudaDevAttrPageableMemoryAccess (no HMM, no ATS), the memory of a GPU that is not
+    here (peer:N); the program would only fail at its first kernel or allocation. gpus: umbench info's list
+    (none: nothing to judge by, nothing refused)."""
+    names = [k.partition(",")[0].partition(":")[0] for k in kinds]
+    pageable = [k for k, n in zip(kinds, names) if n in PAGEABLE]
+    if pageable and gpus and not any(g.get("pageable_memory_access") for g in gpus):
+        raise UsageError(f"kind '{pageable[0]}' is pageable host memory, which no GPU here can access "
+                         "(cudaDevAttrPageableMemoryAccess = 0: no HMM or ATS); use pinned or registered")
+    for k, n in zip(kinds, names):
+        target = k.partition(",")[0].partition(":")[2]
+        if n == "peer" and gpus and target.isdigit() and int(target) >= len(gpus):
+            raise UsageError(f"kind '{k}': there is no GPU {target} here ({len(gpus)} GPUs)")
+
+
+def rule_kinds(rules) -> list:
+    """The kinds of '>=64M:KIND' rules."""
+    return [r.partition(":")[2] for r in rules or []]
+
+
 def rules_text(rules) -> str:
     for r in rules or []:
         if ";" in r:
@@ -119,6 +146,8 @@ def environment(kind, rules="", allow=False, stats_pattern=None, base=None) -> d
     env["UMSCOPE_PLACE_KIND"] = kind
     env["UMSCOPE_PLACE_RULES"] = rules
     env["UMSCOPE_PLACE_ALLOW_OVERSUBSCRIPTION"] = "1" if allow else "0"
+    # PyTorch caches the segments; a segment it frees (empty_cache, out-of-memory retries) goes back to the kind.
+    env.setdefault("UMSCOPE_PLACE_CACHE", "0")
     if stats_pattern:
         env["UMSCOPE_PLACE_STATS"] = stats_pattern
     env["PYTHONPATH"] = os.pathsep.join([str(SITE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -187,7 +216,6 @@ def records_from_stats(all_stats: list) -> list:
 
 def cmd_place(args):
     from umscope import probe
-    from umscope.report.html import write_report
     from umscope.store import Store
     from umscope.suite import Case
     cmd = list(args.command)
@@ -198,7 +226,14 @@ def cmd_place(args):
     if not args.kind:
         raise UsageError("place needs --kind KIND (e.g. device, managed, 'managed,advise=preferred:cpu+accessed_by:gpu')")
     rules = rules_text(args.rule)
+    if args.report is not None:  # a directory or an unwritable path is refused before the program runs
+        from umscope import validate
+        validate.output_path(args.report, "--report")
     check_config(args.kind, rules)
+    kinds = [args.kind] + rule_kinds(args.rule)
+    if any(k.partition(",")[0].partition(":")[0] in PAGEABLE + ("peer",) for k in kinds):
+        from umscope import native
+        check_reach(kinds, native.native_info().get("gpus") or [])
     store = Store(args.store)  # an unwritable store fails before the program runs
     with tempfile.TemporaryDirectory(prefix="umscope-place-") as d:
         env = environment(args.kind, rules, args.allow_oversubscription, os.path.join(d, "umalloc-%p.json"))
@@ -230,14 +265,16 @@ def cmd_place(args):
     store.finish_run(run_id, "complete")
     for pid, s in found:
         t = s["total"]
-        sys.stderr.write(f"umscope place: pid {pid}: {t['requests']} allocations, {t['requested_bytes']} B requested, "
-                         f"peak {t['peak_live_bytes']} B live, {t['refused']} refused\n")
+        sys.stderr.write(f"umscope place: pid {pid}: {t['requests']} segments of PyTorch's allocator, "
+                         f"{t['requested_bytes']} B requested, peak {t['peak_live_bytes']} B live, "
+                         f"{t['refused']} refused\n")
     for n in notes:
         sys.stderr.write(f"umscope place: note: {n}\n")
     if args.json:
         print(json.dumps(recs))
-    path = write_report(store, run_id, args.report)
-    sys.stderr.write(f"place stored as run {run_id} in {store.path}; report: {path}\n")
+    sys.stderr.write(f"place stored as run {run_id} in {store.path}\n")
+    from umscope.cli import _report
+    _report(store, run_id, args.report)  # a report that cannot be written loses nothing: the run is stored
     return status
 
 

@@ -1,6 +1,12 @@
 """The capability probe: what this machine's processors, memories and
 software can do. The native runner reports what CUDA sees; the rest (OS,
-NUMA, THP, UVM parameters, CPU, NVML link facts) is read here."""
+NUMA, THP, UVM parameters, CPU, NVML link facts) is read here.
+
+What Grace Hopper adds is read where the machine offers it, each with its source: the NVLink-C2C link
+and its bound (NVML), the base page and huge page sizes (64 KiB pages on Grace's 64k kernels), hwmon
+power of the module, Grace and its rails (ACPI power meters), the Hopper GPU's power (NVML), and the
+kernel settings the studies set (kernel.numa_balancing, init_on_alloc). The functions that read files
+take `root` (default "/") so that tests can give them a fake /sys and /proc tree."""
 
 import os
 import platform
@@ -98,6 +104,89 @@ def meminfo() -> dict:
             parts = val.split()
             out[key] = int(parts[0]) * (1024 if len(parts) > 1 else 1)
     return out
+
+
+def _at(root, path) -> Path:
+    return Path(root) / path.lstrip("/")
+
+
+def page_sizes(root="/", base=None) -> dict:
+    """The base page (sysconf; 64 KiB on Grace's 64k kernels), the transparent huge page's PMD size
+    (512 MiB with 64 KiB pages, 2 MiB with 4 KiB) and the hugetlb sizes the kernel offers."""
+    pmd = _read(_at(root, "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"))
+    hugetlb = []
+    for d in _at(root, "/sys/kernel/mm/hugepages").glob("hugepages-*kB"):
+        kb = d.name[len("hugepages-"):-2]
+        if kb.isdigit():
+            hugetlb.append(int(kb) * 1024)
+    return {"base": base or os.sysconf("SC_PAGE_SIZE"), "base_source": "sysconf(_SC_PAGESIZE)",
+            "thp_pmd": int(pmd) if pmd.isdigit() else None, "hugetlb": sorted(hugetlb)}
+
+
+def kernel_settings(root="/", release=None) -> dict:
+    """kernel.numa_balancing (/proc/sys) and init_on_alloc (the kernel command line, else the kernel's
+    build default CONFIG_INIT_ON_ALLOC_DEFAULT_ON from /boot/config-RELEASE), each with where it was read;
+    None with the reason where neither says."""
+    out = {}
+    nb = _read(_at(root, "/proc/sys/kernel/numa_balancing"))
+    out["numa_balancing"] = int(nb) if nb.isdigit() else None
+    out["numa_balancing_source"] = "/proc/sys/kernel/numa_balancing" if nb.isdigit() else "not readable"
+    cmdline = _read(_at(root, "/proc/cmdline")).split()
+    given = [w.split("=", 1)[1] for w in cmdline if w.startswith("init_on_alloc=")]
+    release = release or platform.release()
+    config = _at(root, f"/boot/config-{release}")
+    if given:
+        out["init_on_alloc"] = given[-1] in ("1", "on", "y", "Y")
+        out["init_on_alloc_source"] = f"/proc/cmdline: init_on_alloc={given[-1]}"
+    else:
+        text = _read(config)
+        if "CONFIG_INIT_ON_ALLOC_DEFAULT_ON" in text:
+            out["init_on_alloc"] = "CONFIG_INIT_ON_ALLOC_DEFAULT_ON=y" in text.splitlines()
+            out["init_on_alloc_source"] = f"/boot/config-{release} (build default; not on the command line)"
+        else:
+            out["init_on_alloc"] = None
+            out["init_on_alloc_source"] = f"not on /proc/cmdline, and no /boot/config-{release} says"
+    return out
+
+
+# Grace's ACPI power meters name what they measure in power1_oem_info (e.g. "Module Power Socket 0"):
+# module (the whole Grace Hopper module: Grace, Hopper, HBM, LPDDR5X, regulators), Grace (the CPU socket
+# with its memory), CPU (the cores' rail) and SysIO (the SoC rail).
+_POWER_SENSORS = ("module", "grace", "cpu", "sysio")
+
+
+def hwmon_power(root="/") -> list:
+    """Every hwmon power sensor: its label (power*_oem_info or power*_label), what it measures where the
+    label says (one of _POWER_SENSORS), its socket, and the reading now in watts (power*_average, else
+    power*_input; microwatts in sysfs) with the averaging interval. The sensor is named by its sysfs path."""
+    out = []
+    for hw in sorted(_at(root, "/sys/class/hwmon").glob("hwmon*"), key=lambda p: p.name):
+        # a driver puts its attributes in hwmonN or (ACPI's power meter) in hwmonN/device
+        for dev in (hw, hw / "device"):
+            labels = sorted(dev.glob("power[0-9]*_oem_info")) + sorted(dev.glob("power[0-9]*_label"))
+            for info in labels:
+                stem = info.name.split("_", 1)[0]
+                label = _read(info)
+                reading = _read(dev / f"{stem}_average") or _read(dev / f"{stem}_input")
+                words = label.lower().split()
+                what = words[0] if words and words[0] in _POWER_SENSORS else None
+                sock = words[-1] if len(words) >= 2 and words[-2] == "socket" and words[-1].isdigit() else None
+                interval = _read(dev / f"{stem}_average_interval")
+                out.append({"sensor": "/" + str((dev / stem).relative_to(root)), "label": label, "what": what,
+                            "socket": int(sock) if sock is not None else None,
+                            "watts": int(reading) / 1e6 if reading.lstrip("-").isdigit() else None,
+                            "interval_ms": int(interval) if interval.isdigit() else None})
+            if labels:
+                break
+    return out
+
+
+def power(root="/", gpus=(), use_nvml=False) -> dict:
+    """Power now: the module, Grace and its rails from hwmon, and each GPU's from NVML (on Grace Hopper,
+    the Hopper side: hwmon has no sensor of its own for it)."""
+    return {"hwmon": hwmon_power(root),
+            "gpus": [{"device": g["device"], "watts": nvml.power_w(g["pci_bus_id"]), "source": "NVML nvmlDeviceGetPowerUsage"}
+                     for g in gpus] if use_nvml else []}
 
 
 def uvm_params() -> dict:
@@ -222,6 +311,8 @@ def probe() -> dict:
             "page_size": os.sysconf("SC_PAGE_SIZE"),
             "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
             "thp_defrag": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/defrag")),
+            "pages": page_sizes(),
+            "kernel_settings": kernel_settings(),
             "memory": meminfo(),
         },
         "cpu": cpu_info(),
@@ -234,7 +325,9 @@ def probe() -> dict:
             "why_no_gpu": info.get("why_no_gpu"),
             **libs,
         },
-        "gpus": [dict(g, link=nvml.device_info(g["pci_bus_id"]) if use_nvml else None) for g in gpus],
+        "gpus": [dict(g, link=nvml.device_info(g["pci_bus_id"]) if use_nvml else None,
+                      c2c=nvml.c2c(g["pci_bus_id"]) if use_nvml else None) for g in gpus],
+        "power": power("/", gpus, use_nvml),
         "addressing": addressing,
         "topology": topology(gpus),
         "uvm": uvm_params(),

@@ -35,15 +35,23 @@ def add_options(parser):
     """The bench command's scale-out options (one hook line in cli.py)."""
     parser.add_argument("--launcher", choices=LAUNCHERS,
                         help="mpi, nccl: start the case as ranks under this launcher (nccl: one rank per GPU)")
-    parser.add_argument("-n", "--ranks", type=int, help="mpi, nccl with --launcher: number of ranks (default 2)")
-    parser.add_argument("--ppn", type=int, help="mpi, nccl with --launcher: ranks per node")
+    parser.add_argument("-n", "--ranks", help=f"mpi, nccl with --launcher: number of ranks, 1-{MAX_RANKS} (default 2)")
+    parser.add_argument("--ppn", help=f"mpi, nccl with --launcher: ranks per node, 1-{MAX_RANKS}")
     parser.add_argument("--peer-kind", action="append", metavar="SPEC",
                         help="mpi: memory kind of the other side's buffers (default: the same as --kind)")
 
 
+MAX_RANKS = 1 << 24  # ranks of one launch: more than the largest machines run
+
+
 def options(args) -> dict:
-    return {"launcher": getattr(args, "launcher", None), "ranks": getattr(args, "ranks", None),
-            "ppn": getattr(args, "ppn", None), "peer_kinds": getattr(args, "peer_kind", None),
+    """The scale-out options, -n and --ppn checked against their limits (before a store or a run exists)."""
+    from umscope import validate
+    ranks, ppn = getattr(args, "ranks", None), getattr(args, "ppn", None)
+    ranks = None if ranks is None else validate.integer(ranks, "-n", 1, MAX_RANKS)
+    ppn = None if ppn is None else validate.integer(ppn, "--ppn", 1, MAX_RANKS)
+    return {"launcher": getattr(args, "launcher", None), "ranks": ranks,
+            "ppn": ppn, "peer_kinds": getattr(args, "peer_kind", None),
             "check": not getattr(args, "dry_run", False)}
 
 

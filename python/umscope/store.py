@@ -10,6 +10,7 @@ import io
 import json
 import os
 import sqlite3
+import stat
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_run ON records(run_id);
 """
 
+_NUMERIC = ("bytes", "threads", "iteration", "value", "n", "median", "min", "max", "spread")
 _RECORD_COLUMNS = ["benchmark", "op", "processor", "kind", "policy", "bytes", "threads", "iteration",
                    "metric", "value", "unit", "n", "median", "min", "max", "spread", "status", "reason"]
 
@@ -51,11 +53,87 @@ def default_store_path() -> Path:
     return Path(base) / "umscope" / "results.sqlite"
 
 
+# The store's layout, versioned: PRAGMA user_version. Stores written before the version was kept read as 0
+# and are version 1 (the same tables); a store of a later version, or one whose tables lack a column this
+# umscope reads, is refused in one line rather than misread.
+SCHEMA_VERSION = 1
+_COLUMNS = {
+    "runs": {"id", "started", "finished", "status", "kind", "label", "command", "plan", "options", "fingerprint",
+             "hostname", "gpu", "driver", "cuda", "kernel", "cpu", "umscope_version"},
+    "cases": {"run_id", "case_id", "benchmark", "kind", "params", "status", "reason", "started", "elapsed"},
+    "records": {"id", "run_id", "case_id", "extra"} | set(_RECORD_COLUMNS),
+}
+
+
 def _check_path(path: Path):
-    if path.is_dir():
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except (OSError, RuntimeError) as e:  # a symlink loop, a path through a file, no permission
+        raise UsageError(f"cannot use store {path}: {getattr(e, 'strerror', None) or e}") from None
+    if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"store {path} is a directory, not a store file")
-    if path.exists() and not path.is_file():
+    if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"store {path} is not a regular file")
+    if st.st_size == 0:
+        raise UsageError(f"store {path} is an empty file, not a umscope store: remove it, or give --store a new path")
+    return st
+
+
+def text(value):
+    """Text as it goes into the store: bytes that are not UTF-8 (in an argument, a label, a file name), which
+    Python keeps as lone surrogates, become readable escapes ('\\xe9') instead of failing the write; lists and
+    mappings are cleaned throughout (their JSON goes into reports and exports too)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            pass
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no byte decoded to (from JSON's \\ud800)
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {text(k): text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [text(v) for v in value]
+    return value
+
+
+def _loads(value):
+    """A JSON column's value; a damaged one (not JSON) is kept as its text, not fatal."""
+    if not value:
+        return None
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError, RecursionError):
+        return {"damaged": str(value)[:200]}
+
+
+def check_schema(db, path):
+    """Refuses, in one line, a database that is not a umscope store of a layout this umscope reads. Returns
+    True where it holds no table at all (an empty SQLite file: a store not yet created)."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not tables:
+        return True
+    if "runs" not in tables:
+        raise UsageError(f"{path} is not a umscope store (an SQLite database without a runs table): nothing "
+                         "was written to it")
+    if version > SCHEMA_VERSION:
+        raise UsageError(f"store {path} has layout version {version}, written by a newer umscope (this one reads "
+                         f"up to {SCHEMA_VERSION}): upgrade umscope to read it")
+    for table, want in _COLUMNS.items():
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        if not have and table != "runs":
+            raise UsageError(f"{path} is not a umscope store (no {table} table)")
+        lost = sorted(want - have)
+        if lost:
+            raise UsageError(f"{path} is not a umscope store of a layout this umscope reads (its {table} table "
+                             f"lacks {', '.join(lost)})")
+    return False
 
 
 _warned_netfs = set()
@@ -83,40 +161,76 @@ class Store:
     def __init__(self, path=None, readonly=False):
         if path is not None and not str(path).strip():
             raise UsageError("--store needs a path, got an empty one")
+        if path is not None and "\0" in str(path):
+            raise UsageError("--store: a path cannot hold a NUL character")
         self.path = Path(path) if path else default_store_path()
         self.readonly = readonly
         try:
-            _check_path(self.path)
+            existing = _check_path(self.path)
             if readonly:
                 self.db = self._open_readonly()
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if existing is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
                 self.db.execute("PRAGMA busy_timeout = 60000")
+                try:
+                    fresh = check_schema(self.db, self.path)  # before anything is written to the file
+                except UsageError:
+                    self.db.close()
+                    raise
                 self.db.execute(f"PRAGMA journal_mode = {journal_mode(self.path)}")
-                self.db.executescript(_SCHEMA)
+                if fresh:
+                    self.db.executescript(_SCHEMA)
+                else:
+                    self.db.execute("CREATE INDEX IF NOT EXISTS records_run ON records(run_id)")
+                if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                    self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._check_integrity()
-        except (OSError, sqlite3.Error) as e:
+        except sqlite3.DatabaseError as e:
+            if "not a database" in str(e) or "malformed" in str(e) and existing is not None:
+                raise UsageError(f"{self.path} is not a umscope store ({e}): nothing was written to it") from None
             raise UsageError(f"cannot use store {self.path}: {e}") from None
+        except OSError as e:
+            raise UsageError(f"cannot use store {self.path}: {e.strerror or e}") from None
         self.db.row_factory = sqlite3.Row
+
+    @staticmethod
+    def check_path(path):
+        """What Store(path) refuses about the path itself (empty, a directory, a device, an empty file, a symlink
+        loop), refused without opening or creating anything: for checks before a run."""
+        if not str(path).strip():
+            raise UsageError("--store needs a path, got an empty one")
+        if "\0" in str(path):
+            raise UsageError("--store: a path cannot hold a NUL character")
+        _check_path(Path(path))
 
     def _open_readonly(self):
         if not self.path.exists():
             raise UsageError(f"no store at {self.path} (give --store PATH, or run a benchmark first)")
         uri = self.path.resolve().as_uri()
-        db = None
-        for flags in ("?mode=ro", "?mode=ro&immutable=1"):  # immutable: a read-only WAL store in a read-only place
+        db = last = None
+        # immutable: nothing beside the store is created or changed, and a read-only store in WAL mode in a
+        # read-only folder or mount (where no -shm file can be made) reads. Only where no writer is at work (no
+        # -wal or -journal file beside it): then SQLite's own read-only mode, which shares the writer's -shm.
+        busy = any(Path(str(self.path) + x).exists() for x in ("-wal", "-journal"))
+        for flags in (("?mode=ro", "?mode=ro&immutable=1") if busy else ("?mode=ro&immutable=1",)):
             try:
                 db = sqlite3.connect(uri + flags, uri=True, timeout=60, isolation_level=None)
                 db.execute("PRAGMA busy_timeout = 60000")
+                if check_schema(db, self.path):
+                    raise UsageError(f"{self.path} is not a umscope store (an SQLite database without tables)")
                 db.execute("SELECT count(*) FROM runs").fetchone()
                 break
-            except sqlite3.OperationalError as e:
+            except UsageError:
+                db.close()
+                raise
+            except sqlite3.DatabaseError as e:
                 if db is not None:
                     db.close()
                 db = None
-                if "no such table" in str(e):
-                    raise UsageError(f"{self.path} is not a umscope store (no runs table)") from None
+                if "not a database" in str(e):
+                    raise UsageError(f"{self.path} is not a umscope store ({e})") from None
                 last = e
         if db is None:
             raise last
@@ -154,6 +268,7 @@ class Store:
 
     # --- runs -------------------------------------------------------------
     def create_run(self, kind, command, plan, options, fingerprint, label=None) -> int:
+        kind, command, plan, options, fingerprint, label = text([kind, command, plan, options, fingerprint, label])
         row = (time.time(), "running", kind, label, command, json.dumps(plan), json.dumps(options),
                json.dumps(fingerprint), fingerprint.get("host", {}).get("hostname"),
                gpu_column(fingerprint), fingerprint.get("cuda", {}).get("driver"),
@@ -193,7 +308,7 @@ class Store:
             raise UsageError(f"no run {run_id} in {self.path}" if run_id else f"no runs in {self.path} yet")
         d = dict(row)
         for k in ("plan", "options", "fingerprint"):
-            d[k] = json.loads(d[k]) if d[k] else None
+            d[k] = _loads(d[k])
         return d
 
     def runs(self) -> list:
@@ -212,11 +327,13 @@ class Store:
 
     def add_case_result(self, run_id, case, status, reason, started, elapsed, records):
         """One case's outcome and all its records, atomically."""
+        reason, records = text(reason), text(list(records))
+
         def write(db):
             db.execute("INSERT OR REPLACE INTO cases VALUES (?,?,?,?,?,?,?,?,?)",
-                       (run_id, case.case_id, case.benchmark, case.kind, json.dumps(case.params),
+                       (run_id, text(case.case_id), case.benchmark, text(case.kind), json.dumps(text(case.params)),
                         status, reason, started, elapsed))
-            db.execute("DELETE FROM records WHERE run_id=? AND case_id=?", (run_id, case.case_id))
+            db.execute("DELETE FROM records WHERE run_id=? AND case_id=?", (run_id, text(case.case_id)))
             rows = list(records)
             if status != "ok" and not rows:
                 rows = [{"benchmark": case.benchmark, "kind": case.kind, "status": status, "reason": reason}]
@@ -227,7 +344,7 @@ class Store:
                 db.execute(
                     "INSERT INTO records (run_id, case_id, " + ", ".join(_RECORD_COLUMNS) + ", extra) VALUES ("
                     + ",".join("?" * (len(_RECORD_COLUMNS) + 3)) + ")",
-                    [run_id, case.case_id] + [rec.get(c) for c in _RECORD_COLUMNS] + [json.dumps(extra)])
+                    [run_id, text(case.case_id)] + [rec.get(c) for c in _RECORD_COLUMNS] + [json.dumps(extra)])
         self._write(write)
 
     def update_record_extra(self, record_id, fields: dict):
@@ -241,6 +358,7 @@ class Store:
 
     def fail_case(self, run_id, case_id, reason):
         """Marks a completed case and its records failed, with the reason (a check after the case ran)."""
+        reason, case_id = text(reason), text(case_id)
         self._write(lambda db: (
             db.execute("UPDATE cases SET status='failed', reason=? WHERE run_id=? AND case_id=?",
                        (reason, run_id, case_id)),
@@ -260,8 +378,13 @@ class Store:
             d = dict(r)
             try:
                 d["extra"] = json.loads(d["extra"]) if d["extra"] else {}
-            except (TypeError, ValueError):
-                d["extra"] = {"damaged_extra": str(d["extra"])[:200]}
+            except (TypeError, ValueError, RecursionError):
+                d["extra"] = None
+            if not isinstance(d["extra"], dict):
+                d["extra"] = {"damaged_extra": str(r["extra"])[:200]}
+            for k in _NUMERIC:  # a foreign or damaged row's text in a number column reads as missing
+                if isinstance(d.get(k), (str, bytes)):
+                    d[k] = None
             out.append(d)
         return out
 

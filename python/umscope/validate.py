@@ -143,6 +143,33 @@ def iterations(value) -> int:
     return integer(value, "--iterations", 1, MAX_ITERATIONS)
 
 
+def devices(value) -> list:
+    """--devices: 'all', or GPU ordinals 0 to MAX_DEVICE separated by commas (ASCII digits: '١' is not 1). The
+    probe then says whether each GPU exists (devices.parse_devices)."""
+    text = _text(value, "--devices").strip()
+    if text == "all":
+        return []
+    items = text.split(",")
+    if any(not t.strip() for t in items):
+        raise UsageError(f"--devices takes 'all' or GPU numbers separated by commas, got {printable(text)[:60]!r}")
+    return list(dict.fromkeys(integer(t, "--devices", 0, MAX_DEVICE) for t in items))
+
+
+HOST_MEM_UNITS = ("", "K", "M", "G", "T")  # umbench's UMSCOPE_HOST_MEM_LIMIT grammar (native/memory/buffer.cpp)
+
+
+def host_mem_limit(env=None):
+    """UMSCOPE_HOST_MEM_LIMIT, where set: a size umbench's host guard reads (a number with K, M, G or T, powers
+    of 1024), checked before a run exists. Returns bytes or None."""
+    text = (os.environ if env is None else env).get("UMSCOPE_HOST_MEM_LIMIT")
+    if not text:
+        return None
+    unit = text.strip()[-1:].upper() if text.strip()[-1:].isalpha() else ""
+    if unit not in HOST_MEM_UNITS or not text.isascii():
+        raise UsageError(f"UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G (K, M, G or T), got {printable(text)[:40]!r}")
+    return size(text, "UMSCOPE_HOST_MEM_LIMIT")
+
+
 def run_id(value, what="--run") -> int:
     text = "" if value is None else str(value)
     if not text.strip():
@@ -265,7 +292,11 @@ def bench_options(family, kinds=None, sizes=None, threads=None, ops=None, mode=N
     for k in kinds or []:
         plans.validate_kind(_text(k, "--kind"))
     if sizes is not None:
-        out["sizes"] = ",".join(plans.size_arg(n) for n in size_list(sizes, "--size"))
+        ns = size_list(sizes, "--size")
+        if family in plans.PAGE_SIZED and min(ns) < plans.MIN_PAGE_BYTES:
+            raise UsageError(f"--size: {family} takes whole pages, at least {plans.MIN_PAGE_BYTES} bytes, got "
+                             f"{min(ns)} bytes")
+        out["sizes"] = ",".join(plans.size_arg(n) for n in ns)
     if threads is not None:
         out["threads"] = globals()["threads"](threads)
     if ops is not None:
@@ -300,7 +331,11 @@ def app_options(name, opts: dict) -> dict:
         if t == "int":
             out[k] = integer(v, what, int(o["min"]), int(o["max"]))
         elif t == "size":
-            out[k] = plans.size_arg(size(v, what))
+            n = size(v, what)
+            lo, hi = int(o.get("min") or 1), int(o.get("max") or 9 * 10**18)
+            if not lo <= n <= hi:
+                raise UsageError(f"{what} must be from {lo} to {hi} bytes, got {printable(v)[:40]}")
+            out[k] = plans.size_arg(n)
         elif t == "threads":
             out[k] = threads(v)
         elif t == "real":
@@ -314,7 +349,30 @@ def app_options(name, opts: dict) -> dict:
             out[k] = ",".join(str(integer(x, what, int(o["min"]), int(o["max"]))) for x in parts)
         elif t == "kind":
             out[k] = plans.validate_kind(_text(v, what))
+    if name == "llm":
+        _llm_check(out)
     return out
+
+
+def _llm_check(opts):
+    """llm runs in Python: its own parser and checks (apps/llm.py validate: --prompt + --tokens within the
+    model's positions, ...) on the options given, before a run exists."""
+    from umscope.apps import llm, llm_options
+    argv = []
+    for o in llm_options():
+        v = opts.get(o["name"])
+        if o["type"] == "flag":
+            argv += ["--" + o["name"]] if v not in (None, False, 0, "0") else []
+        elif v is not None and v is not False:
+            argv += ["--" + o["name"], str(v)]
+    parser = llm._parser()
+
+    def error(message):
+        raise UsageError(f"llm: {message}")
+    parser.error = error
+    why = llm.validate(parser.parse_args(argv))
+    if why:
+        raise UsageError(f"llm: {why}")
 
 
 def _one_of(value, what, allowed):

@@ -6,11 +6,12 @@ import os
 import sys
 from pathlib import Path
 
+from umscope import inputs, validate
 from umscope.errors import UsageError
 from umscope.model import calibrated, dos
 from umscope.model import simulate as sim
 from umscope.model import trace as umtrace
-from umscope.sizes import format_size, parse_size
+from umscope.sizes import format_size
 
 LABEL = "MODELLED (not measured)"
 MACHINE_HELP = ("model figures: h100-sxm-pcie5 (default: the project's measured H100, not this machine) or gh200 "
@@ -21,6 +22,14 @@ SIM_FIGURES_HELP = ("this machine's own figures: those a run in the store (or a 
 # umsim's largest VA block / SVM range / counter region, in pages: its page-number space (30 bits;
 # native/sim/umsim.cpp checks it).
 UMSIM_MAX_UNIT_PAGES = 1 << 30
+# The simulator's options with their limits, declared once: umsim keeps them in 32-bit counters.
+U32 = (1 << 32) - 1
+SIM_INT_OPTIONS = {"prefetch-threshold": (0, 100, "percentage of a region's pages that triggers a prefetch"),
+                   "batch": (1, U32, "fault batch size"),
+                   "thrash-threshold": (0, U32, "faults on a block that count as thrashing; 0 turns detection off"),
+                   "counter-threshold": (1, U32, "access-counter notifications that trigger a migration")}
+MAX_SIM_DOS = 1e6        # percent: a GPU a ten-thousandth of the footprint
+MAX_SIM_FOOTPRINT = 1 << 50  # bytes (umsim's page numbers are 30 bits: it says what fits at each --page)
 PAGE_HELP = ("page size the simulator replays at (default 4K, the driver's); umsim refuses, in one line, a footprint "
              "whose page state does not fit in this machine's memory and says what fits: a page 16 times larger "
              "fits 16 times more (counts are then per page of that size: docs/simulator.md)")
@@ -34,15 +43,14 @@ def add_parsers(sub):
     s.add_argument("--policy", default="all", help="uvm, svm, ats, zerocopy or all (default all)")
     s.add_argument("--footprint", default="1G", help="application footprint (default 1G)")
     s.add_argument("--capacity", help="GPU memory available (default: the machine's)")
-    s.add_argument("--dos", type=float, help="degree of oversubscription in percent: capacity = footprint*100/DOS")
-    s.add_argument("--iterations", type=int)
+    s.add_argument("--dos", help="degree of oversubscription in percent: capacity = footprint*100/DOS "
+                                 f"(above 0, at most {MAX_SIM_DOS:g})")
+    s.add_argument("--iterations", help=f"iterations of the application's stream, 1-{validate.MAX_ITERATIONS}")
     s.add_argument("--reverse", action="store_true", help="jacobi2d: second sweep bottom-up (Cooper et al. Alg. 2)")
     s.add_argument("--eviction", choices=sim.EVICTIONS)
     s.add_argument("--prefetch", choices=("on", "off"))
-    s.add_argument("--prefetch-threshold", type=int)
-    s.add_argument("--batch", type=int, help="fault batch size")
-    s.add_argument("--thrash-threshold", type=int, help="0 turns thrashing detection off")
-    s.add_argument("--counter-threshold", type=int)
+    for opt, (lo, hi, help_) in SIM_INT_OPTIONS.items():
+        s.add_argument("--" + opt, help=f"{help_} ({lo}-{hi})")
     s.add_argument("--unit", help="VA block / SVM range / counter region size")
     s.add_argument("--page", help=PAGE_HELP)
     s.add_argument("--machine", default="h100-sxm-pcie5", help=MACHINE_HELP)
@@ -71,7 +79,7 @@ def add_parsers(sub):
     s.add_argument("--trace", metavar="FILE", help="a profiled program's trace (libumtrace JSON lines or umsim)")
     s.add_argument("--footprint", default="1G")
     s.add_argument("--capacity", help="GPU memory available (default: the machine's)")
-    s.add_argument("--iterations", type=int)
+    s.add_argument("--iterations", help=f"iterations of the application's stream, 1-{validate.MAX_ITERATIONS}")
     s.add_argument("--page", help=PAGE_HELP)
     s.add_argument("--machine", default="h100-sxm-pcie5", help=MACHINE_HELP)
     s.add_argument("--figures", metavar="RUN|FILE", help=SIM_FIGURES_HELP)
@@ -95,26 +103,23 @@ def _stream(args, tmpdir):
     if args.app:
         if args.app not in sim.SIM_APPS:
             raise UsageError(f"unknown application {args.app!r} for the simulator (known: {', '.join(sim.SIM_APPS)})")
-        p = {"app": args.app, "footprint": parse_size(args.footprint)}
-        if getattr(args, "iterations", None) is not None and args.iterations < 1:
-            raise UsageError("--iterations must be at least 1")
-        if getattr(args, "iterations", None):
-            p["iterations"] = args.iterations
+        p = {"app": args.app, "footprint": _size(args.footprint, "--footprint", MAX_SIM_FOOTPRINT)}
+        if getattr(args, "iterations", None) is not None:
+            p["iterations"] = validate.iterations(args.iterations)
         elif args.app in dos.ITERATIONS:
             p["iterations"] = dos.ITERATIONS[args.app]
         if getattr(args, "reverse", False):
             p["reverse"] = True
         return p, p["footprint"]
-    path = Path(args.trace)
-    if not path.exists():
-        raise UsageError(f"no trace file {path}")
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if head == b"UMSTRACE":
-        return {"trace": str(path)}, None
-    tr = umtrace.from_umtrace(umtrace.read_jsonl(path))
+    kind, data = inputs.read_trace(args.trace)  # read once: a pipe (--trace <(zcat t.gz)) works too
+    if kind == "umsim":
+        out = Path(tmpdir) / "trace.umstrace"
+        out.write_bytes(data)
+        return {"trace": str(out)}, None
+    tr = umtrace.from_umtrace(data)
     if not tr["events"]:
-        raise UsageError(f"{path}: no unified-memory events to replay (was it written by --um-trace?)")
+        raise UsageError(f"{validate.printable(args.trace)}: no unified-memory events to replay (was it written by "
+                         "--um-trace?)")
     out = Path(tmpdir) / "trace.umstrace"
     umtrace.write(out, tr)
     args.trace_note = trace_completeness(tr)
@@ -133,16 +138,29 @@ def trace_completeness(tr: dict) -> str:
             "only the recorded pages and its counts and times are lower bounds")
 
 
-def _capacity(args, footprint, fig_doc):
+def _capacity(args, footprint, fig_doc, page=4096):
+    """GPU memory the replay has: --capacity, footprint*100/--dos, or the machine's; at least one page."""
     if getattr(args, "dos", None) is not None:
-        if args.dos <= 0:
-            raise UsageError("--dos must be positive")
+        d = validate.real(args.dos, "--dos (percent)", 0.0, MAX_SIM_DOS)
         if not footprint:
             raise UsageError("--dos needs an application footprint")
-        return int(footprint * 100 / args.dos)
-    if args.capacity:
-        return parse_size(args.capacity)
-    return int(fig_doc.get("capacity_gib", 80) * (1 << 30))
+        cap = min(footprint * 100 / d, 2.0 * MAX_SIM_FOOTPRINT)  # a float: 1e-300 percent is no overflow
+        what = f"--dos {d:g} of a {format_size(footprint)} footprint"
+    elif args.capacity:
+        cap, what = _size(args.capacity, "--capacity", MAX_SIM_FOOTPRINT), "--capacity"
+    else:
+        return int(fig_doc.get("capacity_gib", 80) * (1 << 30))
+    if not page <= cap <= MAX_SIM_FOOTPRINT:
+        raise UsageError(f"{what} gives {format_size(int(cap))} of GPU memory: the simulator takes from one page "
+                         f"({format_size(page)}) to {format_size(MAX_SIM_FOOTPRINT)}")
+    return int(cap)
+
+
+def _size(text, what, hi):
+    n = validate.size(text, what)
+    if n > hi:
+        raise UsageError(f"{what} must be at most {format_size(hi)}, got {validate.printable(text)[:40]}")
+    return n
 
 
 def _policies(text, ats):
@@ -157,6 +175,21 @@ def svm_unit(capacity: int, page: int = 4096) -> int:
     """The SVM model's range in bytes: 1/64 of GPU memory (Cooper et al.: a 1 GiB range on a 64 GiB GPU), in
     whole pages."""
     return max(page, capacity // 64 // page * page)
+
+
+def sim_options(args) -> dict:
+    """The umsim options of simulate's command line, each checked against its declared limits
+    (SIM_INT_OPTIONS) and check_extra."""
+    extra = {k: getattr(args, k) for k in ("eviction", "prefetch") if getattr(args, k, None) is not None}
+    for opt, (lo, hi, _) in SIM_INT_OPTIONS.items():
+        k = opt.replace("-", "_")
+        if getattr(args, k, None) is not None:
+            extra[k] = validate.integer(getattr(args, k), "--" + opt, lo, hi)
+    for k in ("unit", "page"):
+        if getattr(args, k, None):
+            extra[k] = _size(getattr(args, k), "--" + k, MAX_SIM_FOOTPRINT)
+    check_extra(extra)
+    return extra
 
 
 def check_extra(extra: dict):
@@ -207,15 +240,10 @@ def cmd_simulate(args):
     if args.sweep:
         return _sweep(args)
     fig_doc = dos.figures(args.machine)
-    extra = {k: getattr(args, k) for k in ("eviction", "prefetch", "prefetch_threshold", "batch", "thrash_threshold",
-                                           "counter_threshold") if getattr(args, k) is not None}
-    for k in ("unit", "page"):
-        if getattr(args, k):
-            extra[k] = parse_size(getattr(args, k))
-    check_extra(extra)
+    extra = sim_options(args)
     with tempfile.TemporaryDirectory() as tmp:
         stream, foot = _stream(args, tmp)
-        cap = _capacity(args, foot, fig_doc)
+        cap = _capacity(args, foot, fig_doc, extra.get("page", 4096))
         pols = _policies(args.policy, fig_doc.get("ats"))
         fig, src = sim_figures(args)  # calibrating the fault cost runs umsim: after every check
         drv = _driver()
@@ -300,41 +328,28 @@ def _sweep(args):
 
 
 # ------------------------------------------------------------------ model
-def _read_records(path: Path, what: str) -> list:
-    """The records of a JSON file (one record or a list) or a JSON-lines file (umbench's output,
-    bench/model_validate.py --raw-out); a file that is neither is a usage error."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"{what} {path}: cannot read it ({err})") from None
-    try:
-        doc = json.loads(text)
-        recs = doc if isinstance(doc, list) else [doc]
-    except ValueError:
-        try:
-            recs = [json.loads(x) for x in text.splitlines() if x.strip()]
-        except ValueError:
-            raise UsageError(f"{what} {path}: neither a JSON record nor JSON lines of records") from None
-    return [calibrated._flat(r) for r in recs if isinstance(r, dict)]
-
-
 def _store(args):
+    """The results store for --calibration RUN and --figures RUN, opened read-only (it must exist already)."""
     from umscope.store import Store, default_store_path
-    path = Path(args.store or default_store_path())
-    if not path.exists():
-        raise UsageError(f"no results store at {path} (give --store, or a file)")
-    return Store(path)
+    path = Path(args.store) if args.store else default_store_path()
+    if args.store is not None and str(args.store).strip() and not os.path.lexists(path):
+        raise UsageError(f"no results store at {validate.printable(path)} (give --store, or a file)")
+    return Store(path if args.store is None or str(args.store).strip() else args.store, readonly=True)
 
 
 def _run_records(args, run: str, what: str) -> tuple:
+    rid = validate.run_id(run, what)
     st = _store(args)
-    st.run(int(run))  # a usage error where the store has no such run
-    return [calibrated._flat(r) for r in st.records(int(run))], f"run {run} of {st.path}"
+    try:
+        st.run(rid)  # a usage error where the store has no such run
+        return [inputs.flat(r) for r in st.records(rid)], f"run {rid} of {st.path}"
+    finally:
+        st.close()
 
 
 def _calibration(args):
     """The application's explicit-mode calibration: one record, or each phase's median of several."""
-    if not args.calibration:
+    if args.calibration is None:
         raise UsageError("model needs the application's explicit-mode record: run `umscope app run "
                          f"{args.app} --mode explicit` and pass --calibration RUN, or a JSON (lines) file of records "
                          "such as docs/model-validation-raw-run2.jsonl (the H100's held-out run)")
@@ -348,6 +363,8 @@ def _calibration(args):
     # One configuration: the first record's footprint (and gemm's precision and variant).
     key = lambda r: (r.get("bytes"), r.get("precision"), r.get("variant"))  # noqa: E731
     same = [r for r in mine if key(r) == key(mine[0])]
+    for r in same:
+        calibrated.check_calibration(r, f"--calibration {validate.printable(c)[:80]}")
     cal = calibrated.calibration(same)
     if len(same) > 1:
         src += f" ({len(same)} explicit runs of {args.app}: each phase's median)"
@@ -356,20 +373,22 @@ def _calibration(args):
 
 def _records_from(args, f, what) -> tuple:
     """(records, where) of a file (JSON or JSON lines) or a run id in the store."""
-    if Path(f).exists():
-        return _read_records(Path(f), what), f"file {f}"
-    if str(f).isdigit():
-        return _run_records(args, f, what)
-    raise UsageError(f"{what} {f!r}: neither a file nor a run id")
+    text = str(f)
+    if text.isascii() and text.strip().isdigit() and not os.path.lexists(text):
+        return _run_records(args, text, what)
+    if os.path.lexists(text) or os.sep in text or not text.strip():
+        return inputs.read_records(text, what), f"file {validate.printable(text)}"
+    raise UsageError(f"{what} {validate.printable(text)[:80]!r}: neither a file nor a run id")
 
 
 def _figures(args, fig, src):
     """--figures RUN|FILE: the machine figures those records measured, over the machine description's."""
     f = args.figures
     recs, where = _records_from(args, f, "--figures")
-    measured, _ = calibrated.figures_from_records(recs)
+    measured = calibrated.checked_figures(recs, f"--figures {validate.printable(f)[:80]}")
     if not measured:
-        raise UsageError(f"--figures {f}: no migration, firsttouch, faults, cpu-stream or gpu-stream records")
+        raise UsageError(f"--figures {validate.printable(f)[:80]}: no migration, firsttouch, faults, cpu-stream or "
+                         "gpu-stream records")
     fig.update(measured)
     return f"{where}: " + ", ".join(sorted(measured)) + f"; the rest: {src}"
 
@@ -400,7 +419,7 @@ def cmd_model(args):
     fig_doc = dos.figures(args.machine)
     fig, src = dos.machine_figures(args.machine)
     calib, csrc = _calibration(args)
-    if args.figures:
+    if args.figures is not None:
         src = _figures(args, fig, src)
     recs = []
     for m in modes:
@@ -417,7 +436,7 @@ def cmd_model(args):
             recs.append({"app": args.app, "mode": m, "status": "not modelled", "reason": str(e)})
             continue
         recs.append(calibrated.record(args.app, m, p, src, csrc,
-                                      _validated_for(args.machine, args.app, m, not args.figures)))
+                                      _validated_for(args.machine, args.app, m, args.figures is None)))
     if args.json:
         print(json.dumps(recs, indent=1))
         return 0
@@ -443,7 +462,7 @@ def cmd_model(args):
     if missing:
         print(f"figures missing from {args.machine} (their terms count 0 or fall back as calibrated.py says): "
               + ", ".join(sorted(missing)))
-    print(calibrated.validated_text(_validated_for(args.machine, args.app, "", not args.figures)))
+    print(calibrated.validated_text(_validated_for(args.machine, args.app, "", args.figures is None)))
     return 0
 
 
@@ -479,16 +498,16 @@ def sim_figures(args) -> tuple:
     """The simulator's figures: --machine's description, with --figures RUN|FILE's measurements over it and
     the fault cost per batch calibrated again from them."""
     fig, src = dos.machine_figures(args.machine)
-    if not getattr(args, "figures", None):
+    if getattr(args, "figures", None) is None:
         return fig, src
     if dos.figures(args.machine)["source"].startswith("paper:"):
         raise UsageError(f"--figures replaces a measured machine's figures; {args.machine} is a published "
                          "description: leave --machine at h100-sxm-pcie5 (or another measured one)")
     recs, where = _records_from(args, args.figures, "--figures")
-    measured, _ = calibrated.figures_from_records(recs)
+    measured = calibrated.checked_figures(recs, f"--figures {validate.printable(args.figures)[:80]}")
     if not measured:
-        raise UsageError(f"--figures {args.figures}: no migration, firsttouch, faults, cpu-stream, gpu-stream or "
-                         "copy records")
+        raise UsageError(f"--figures {validate.printable(args.figures)[:80]}: no migration, firsttouch, faults, "
+                         "cpu-stream, gpu-stream or copy records")
     base = dict(dos.figures(args.machine)["figures"], **measured)
     fig = dos.calibrate(base)
     src = (f"{where}: {', '.join(sorted(measured))}; the rest: {src}"
@@ -540,14 +559,14 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
 def cmd_advise(args):
     import tempfile
     fig_doc = dos.figures(args.machine)
-    extra = {"page": parse_size(args.page)} if args.page else {}
+    extra = {"page": _size(args.page, "--page", MAX_SIM_FOOTPRINT)} if args.page else {}
     if extra.get("page", 0) > 2 << 20:
         raise UsageError("advise --page is at most 2M (the VA block; `umscope simulate` takes --unit for more)")
     check_extra(extra)
     with tempfile.TemporaryDirectory() as tmp:
         args.reverse = False
         stream, foot = _stream(args, tmp)
-        cap = _capacity(args, foot, fig_doc)
+        cap = _capacity(args, foot, fig_doc, extra.get("page", 4096))
         res = advise(stream, foot, cap, args.machine, figures=sim_figures(args), extra=extra,
                      progress=_progress(args))
     if getattr(args, "trace_note", ""):
@@ -563,8 +582,9 @@ def cmd_advise(args):
     print(f"{LABEL}: advice for {what} on {args.machine} (figures: {res['figures_source']}; model {sim.VERSION})")
     if res["page_note"]:
         print(res["page_note"])
-    print(f"recommended: {res['recommended']}  (modelled {res['predicted_gain_vs_managed']:.2f}x against plain "
-          f"managed memory; {TIMES_NOTE})")
+    gain = res["predicted_gain_vs_managed"]
+    print(f"recommended: {res['recommended']}  (modelled {'an unknown gain' if gain is None else f'{gain:.2f}x'} "
+          f"against plain managed memory; {TIMES_NOTE})")
     for h in res["hints"]:
         print(f"  - {h}")
     print(calibrated.validated_text(res["validated_error"]))

@@ -22,8 +22,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+EACH = "each"  # a mutant's 8th field: every test it names must fail (run one by one), not just one of them
+S = "tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[{}]"
+F = "tests/test_apps.py::test_every_app_checks_its_result_with_the_full_reference[{}]"
 
-# (id, file, old text, new text, tests (pytest node ids relative to the root), what the bug is)
+# (id, file, old text, new text, tests (pytest node ids relative to the root), what the bug is[, C++ sources to
+# recompile[, EACH]])
 MUTANTS = [
     # --- Python -------------------------------------------------------------------------------------------
     ("py-gb-as-gib", "python/umscope/sizes.py", '_UNITS[_p + "B"] = 1000**_i', '_UNITS[_p + "B"] = 1024**_i',
@@ -97,31 +101,70 @@ MUTANTS = [
      ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[hotspot]"],
      "the full CPU reference switched off (--check 1 ignored)",
      ["native/apps/app.cu"]),
-    # The applications' checks without the full reference (--check 0, as above 64 MiB): each CPU implementation
-    # made wrong where the full reference shares nothing with the check (the GPU kernels: bench/gpu_mutants.py).
+    # The applications' checks on the CPU path (--processor cpu): each CPU implementation made wrong, caught by the
+    # check without the full reference (--check 0, as above 64 MiB) and by the full reference (--check 1): EACH
+    # test named must fail (the GPU kernels: bench/gpu_mutants.py).
     ("cc-hotspot-cpu-east", "native/apps/hotspot.cu", "e = j < cols - 1 ? src[k + 1] : me;",
      "e = j < cols - 2 ? src[k + 1] : me;",
-     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[hotspot]"],
-     "hotspot (CPU) ignores the east neighbour in the next-to-last column", ["native/apps/hotspot.cu"]),
+     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[hotspot]",
+      "tests/test_apps.py::test_every_app_checks_its_result_with_the_full_reference[hotspot]"],
+     "hotspot (CPU) ignores the east neighbour in the next-to-last column", ["native/apps/hotspot.cu"], EACH),
     ("cc-needle-cpu-gap", "native/apps/needle.cu", "score[(i - 1) * w + j], gap);",
      "score[(i - 1) * w + j], gap + (i + j == n));",
-     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[needle]"],
-     "needle (CPU) has another gap on one anti-diagonal", ["native/apps/needle.cu"]),
+     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[needle]",
+      "tests/test_apps.py::test_every_app_checks_its_result_with_the_full_reference[needle]"],
+     "needle (CPU) has another gap on one anti-diagonal", ["native/apps/needle.cu"], EACH),
     ("cc-bfs-cpu-level", "native/apps/bfs.cu", "cost[edges[e]] = cost[v] + 1;",
      "cost[edges[e]] = cost[v] + 1 + (edges[e] % 97 == 3);",
-     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[bfs]"],
-     "bfs (CPU) puts one node in 97 a level too deep", ["native/apps/bfs.cu"]),
-    ("cc-jacobi2d-cpu-col", "native/apps/jacobi2d.cu", "for (size_t j = 1; j < cols - 1; ++j) dst",
-     "for (size_t j = 1; j < cols - 2; ++j) dst",
-     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[jacobi2d]"],
-     "jacobi2d (CPU) never updates the next-to-last column", ["native/apps/jacobi2d.cu"]),
+     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[bfs]",
+      "tests/test_apps.py::test_every_app_checks_its_result_with_the_full_reference[bfs]"],
+     "bfs (CPU) puts one node in 97 a level too deep", ["native/apps/bfs.cu"], EACH),
+    ("cc-jacobi2d-cpu-col", "native/apps/jacobi2d.cu", "for (size_t j = 1; j < cols - 1; ++j) {",
+     "for (size_t j = 1; j < cols - 2; ++j) {",
+     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[jacobi2d]",
+      "tests/test_apps.py::test_every_app_checks_its_result_with_the_full_reference[jacobi2d]"],
+     "jacobi2d (CPU) never updates the next-to-last column", ["native/apps/jacobi2d.cu"], EACH),
     ("cc-syr2k-cpu-sum", "native/apps/syr2k.cu", "(s[2] + s[3])) + kBeta", "(s[2])) + kBeta",
-     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[syr2k]"],
-     "syr2k (CPU) drops one of its four partial sums", ["native/apps/syr2k.cu"]),
+     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[syr2k]",
+      "tests/test_apps.py::test_every_app_checks_its_result_with_the_full_reference[syr2k]"],
+     "syr2k (CPU) drops one of its four partial sums", ["native/apps/syr2k.cu"], EACH),
     ("cc-himeno-cpu-copy", "native/apps/himeno.cu", "for (size_t k = 1; k < g.K - 1; ++k) p[g.at(i, j, k)] = wrk2",
      "for (size_t k = 1; k < g.K - 2; ++k) p[g.at(i, j, k)] = wrk2",
-     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[himeno]"],
-     "himeno (CPU) copies back all but the last interior k", ["native/apps/himeno.cu"]),
+     ["tests/test_apps.py::test_every_app_checks_its_result_without_the_full_reference[himeno]",
+      "tests/test_apps.py::test_every_app_checks_its_result_with_the_full_reference[himeno]"],
+     "himeno (CPU) copies back all but the last interior k", ["native/apps/himeno.cu"], EACH),
+    # The per-point functions the kernels and the CPU path share (__host__ __device__): a wrong formula there is
+    # computed alike by the GPU and by the CPU path, so only a reference of its own catches it (the sampled check
+    # and the full reference each have one). The same patches on the GPU: bench/gpu_mutants.py.
+    ("cc-hotspot-cell", "native/apps/hotspot.cu", "(s + n - 2.f * t) * m.ry1", "(s + n - 2.f * t) * (0.5f * m.ry1)",
+     [S.format("hotspot"), F.format("hotspot")], "hotspot's cell(): half the north-south conduction",
+     ["native/apps/hotspot.cu"], EACH),
+    ("cc-srad-coeff", "native/apps/srad.cu", "float den = 1 + 0.25f * l;", "float den = 1 + 0.5f * l;",
+     [S.format("srad"), F.format("srad")], "srad's coeff_at(): the Laplacian's weight in q^2 doubled",
+     ["native/apps/srad.cu"], EACH),
+    ("cc-jacobi2d-avg5", "native/apps/jacobi2d.cu", "return 0.2f * (me + w + e + s + n);",
+     "return 0.2f * (me + w + e + s + s);", [S.format("jacobi2d"), F.format("jacobi2d")],
+     "jacobi2d's avg5(): the south neighbour twice, the north never", ["native/apps/jacobi2d.cu"], EACH),
+    ("cc-himeno-point", "native/apps/himeno.cu", "q.c0[x] * p[im]", "q.c0[x] * p[ip]",
+     [S.format("himeno"), F.format("himeno")], "himeno's point(): the i-1 neighbour read from i+1",
+     ["native/apps/himeno.cu"], EACH),
+    ("cc-pathfinder-rule", "native/apps/pathfinder.cu", "return (right < m ? right : m) + weight;",
+     "return (right < up ? right : m) + weight;", [S.format("pathfinder"), F.format("pathfinder")],
+     "pathfinder's cell_cost(): the right cost against the upper one only", ["native/apps/pathfinder.cu"], EACH),
+    ("cc-needle-best", "native/apps/needle.cu", "return m > up - gap ? m : up - gap;",
+     "return m > up - gap ? m : up - gap + 1;", [S.format("needle"), F.format("needle")],
+     "needle's best(): a gap from above costs one less", ["native/apps/needle.cu"], EACH),
+    ("cc-conv2d-conv-at", "native/apps/conv2d.cu", "s += k.c[di + 1][dj + 1] * a[", "s += k.c[dj + 1][di + 1] * a[",
+     [S.format("conv2d"), F.format("conv2d")], "conv2d's conv_at(): the filter transposed",
+     ["native/apps/conv2d.cu"], EACH),
+    ("cc-qv-group-transposed", "native/apps/qv.cu",
+     "x += m.re[r * 4 + c] * a[c].x - m.im[r * 4 + c] * a[c].y;\n      y += m.re[r * 4 + c] * a[c].y + m.im[r * 4 + c]",
+     "x += m.re[c * 4 + r] * a[c].x - m.im[c * 4 + r] * a[c].y;\n      y += m.re[c * 4 + r] * a[c].y + m.im[c * 4 + r]",
+     ["tests/test_apps.py::test_qv_beyond_the_cpu_simulator_checks_the_norm_and_an_exact_layer", F.format("qv")],
+     "QV's apply_group(): every gate transposed (still unitary)", ["native/apps/qv.cu"], EACH),
+    ("cc-gemm-cpu-k", "native/apps/gemm.cu", "for (size_t p = 0; p < k; ++p) {\n        const double a = to_d(A[",
+     "for (size_t p = 0; p + 1 < k; ++p) {\n        const double a = to_d(A[", [S.format("gemm"), F.format("gemm")],
+     "gemm (CPU) leaves out the last term of every dot product", ["native/apps/gemm.cu"], EACH),
     ("cc-qv-gate-conj", "native/apps/qv.cu", "a[c].y + m.im[r * 4 + c] * a[c].x;", "a[c].y - m.im[r * 4 + c] * a[c].x;",
      ["tests/test_apps.py::test_qv_beyond_the_cpu_simulator_checks_the_norm_and_an_exact_layer"],
      "QV gates applied conjugated (still unitary: the norm holds; the CPU simulator shares the gate code)",
@@ -262,8 +305,17 @@ def main():
                         print(f"{mid:<24} NOT BUILT: {exe}")
                         continue
                 t = time.time()
-                rc, last = _pytest(copy, mtests, exe)
-                ok = rc not in (0, None) and rc != 5
+                if len(m) > 7 and m[7] == EACH:
+                    missed = []
+                    for test in mtests:
+                        rc, last = _pytest(copy, [test], exe)
+                        if rc in (0, None, 5):
+                            missed.append(test.rsplit("::", 1)[-1])
+                    ok = not missed
+                    last = "every test failed" if ok else "passed: " + ", ".join(missed)
+                else:
+                    rc, last = _pytest(copy, mtests, exe)
+                    ok = rc not in (0, None) and rc != 5
                 caught += ok
                 print(f"{mid:<24} {'caught' if ok else 'SURVIVED'} ({what}; {last}; {time.time() - t:.0f} s)",
                       flush=True)

@@ -69,7 +69,7 @@ struct OptionInfo {
   std::string dflt;  // "" where the default depends on the case (the help says how)
   std::string help;
   std::vector<std::string> choices = {};  // type choice
-  std::string min = "", max = "";         // int, real, dims: inclusive limits, as text (exact for 64-bit integers)
+  std::string min = "", max = "";         // int, real, dims, size (bytes): inclusive limits, as text (exact for 64-bit integers)
   bool internal = false;             // set by umscope itself or by tests, not offered to users
 };
 

@@ -16,8 +16,10 @@ namespace umscope {
 
 struct PolicyInfo {
   std::string key;
-  std::vector<std::string> values;  // allowed values ("+"-joined lists allowed for advise)
+  std::vector<std::string> values;  // allowed values; "host:N" stands for host:0, host:1, ...
   std::string help;
+  std::string dflt;     // written into every spec that does not set it, so records say what was done ("": none)
+  bool joined = false;  // several values joined with '+' (advise, flags)
 };
 
 // A kind's behaviour lives with it, here: where its pages live, which
@@ -25,7 +27,7 @@ struct PolicyInfo {
 // umscope never re-derives it from the kind's name.
 struct KindInfo {
   std::string name;
-  bool takes_arg;  // numa:N
+  bool takes_arg;  // numa:N, peer:N
   std::string help;
   std::vector<PolicyInfo> policies;
   std::string lives;         // where its pages live, in words (kind_place gives the case's answer)
@@ -40,7 +42,7 @@ const KindInfo& kind_info(const std::string& name);  // of a parsed spec's name 
 
 struct KindSpec {
   std::string name;
-  int arg = -1;                               // NUMA node for numa:N
+  int arg = -1;                               // NUMA node for numa:N, GPU for peer:N
   std::map<std::string, std::string> policy;  // validated key -> value
   std::string get(const std::string& k, const std::string& dflt = "") const;
   std::string label() const;       // "name" or "name:N", as records name the kind
@@ -48,8 +50,11 @@ struct KindSpec {
   std::string policy_str() const;  // "k=v,k=v" or ""
 };
 
-// Kinds allocated through the CUDA runtime (they need a GPU even for CPU use).
+// Kinds allocated through the CUDA runtime or driver (they need a GPU even for CPU use).
 inline bool kind_uses_cuda(const KindSpec& k) { return kind_info(k.name).needs_cuda; }
+
+// The NUMA node of a "host:N" policy value (async's pool, vmm's location), -1 for "host", -2 for anything else.
+int host_node_of(const std::string& value);
 
 // Where a kind's data sits in steady state for a case on GPU `device`, and who reaches it:
 // location "gpu" (the GPU's own memory), "peer" (another GPU's) or "host"; reachable_by
@@ -58,6 +63,11 @@ struct KindPlace {
   std::string location, reachable_by;
 };
 KindPlace kind_place(const KindSpec& k, int device);
+// Memory on GPU `device` that only the GPU reaches: device, async with pool=device, vmm with location=device.
+inline bool kind_gpu_only(const KindSpec& k, int device) {
+  const KindPlace p = kind_place(k, device);
+  return p.location == "gpu" && p.reachable_by == "gpu";
+}
 
 // Throws UsageError on an unknown kind, policy key or value.
 KindSpec parse_kind(const std::string& spec);
@@ -118,6 +128,15 @@ class Buffer {
   bool registered_ = false;
   size_t host_counted_ = 0;  // host bytes this buffer adds to the case's total for the guard
   void count_host(size_t bytes);
+  std::string cpu_why_, gpu_why_;  // why a processor cannot reach it, where the kind or the driver says
+  void* pool_ = nullptr;           // async: the cudaMemPool_t it came from
+  unsigned long long vmm_handle_ = 0;  // vmm: the cuMemCreate handle (0: none), its mapped size
+  size_t vmm_size_ = 0;
+  bool vmm_mapped_ = false;
+  void alloc_async();
+  void alloc_vmm();
+  void alloc_hostalloc();
+  void release_vmm();
 };
 
 // Throws Refused when a host allocation of `bytes`, added to the host bytes the

@@ -32,23 +32,42 @@ ALIASES = {"sgemm": ("gemm", {"precision": "fp32"}, ("precision", "place-a", "pl
                      "single-precision GEMM with cuBLAS; --variant panels: row panels sized to GPU memory")}
 
 
-def _opt(name, type_, help_, choices=(), lo="", hi=""):
-    return {"name": name, "type": type_, "default": "", "help": help_, "choices": list(choices), "min": lo,
-            "max": hi, "internal": False}
+# The options every `app run` has (umscope's run options, --mode): the llm runner parses them too, the CLI
+# offers them once.
+COMMON_OPTIONS = ("mode", "device", "reps", "warmup", "placement", "allow-oversubscription", "allow-host-overcommit")
 
 
-# llm runs in Python (PyTorch), not in umbench: its declaration is here, in the native list's form.
-LLM_OPTIONS = [
-    _opt("model", "text", "llm: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-1b, llama-3b, llama-8b, llama2-7b, "
-                         "llama2-13b, codellama-34b (random weights)"),
-    _opt("batch", "int", "llm: batch", lo="-9223372036854775808", hi="9223372036854775807"),
-    _opt("prompt", "int", "llm: prompt", lo="-9223372036854775808", hi="9223372036854775807"),
-    _opt("tokens", "int", "llm: tokens", lo="-9223372036854775808", hi="9223372036854775807"),
-    _opt("precision", "choice", "llm: fp16, bf16, fp32", ("fp16", "bf16", "fp32")),
-    _opt("seed", "int", "seed of the generated inputs", lo="0", hi="9223372036854775807"),
-    _opt("weights", "text", "llm --mode mixed: kind of the weights"),
-    _opt("cache", "text", "llm --mode mixed: kind of the KV cache and activations"),
-]
+# Limits of the runner's integer options, checked before a run exists (a 0 or negative count is refused).
+LLM_INT_LIMITS = {"batch": ("1", "65536"), "prompt": ("1", "1048576"), "tokens": ("1", "1048576"),
+                  "seed": ("0", "9223372036854775807")}
+
+
+def llm_options() -> list:
+    """llm runs in Python (PyTorch), not in umbench: its options are read from its runner's own parser
+    (python -m umscope.apps.llm), in the native list's form, so that `umscope app run llm` offers exactly what
+    the runner takes."""
+    import argparse
+    from umscope.apps import llm
+    out = []
+    for act in llm._parser()._actions:
+        if isinstance(act, argparse._HelpAction) or not act.option_strings or act.help == argparse.SUPPRESS:
+            continue
+        name = next(s for s in act.option_strings if s.startswith("--"))[2:]
+        if name in COMMON_OPTIONS:
+            continue
+        o = {"name": name, "type": "text", "default": "", "help": "llm: " + (act.help or name), "choices": [],
+             "min": "", "max": "", "internal": False}
+        if act.nargs == 0 or act.const is True:
+            o["type"] = "flag"
+        elif act.choices:
+            o.update(type="choice", choices=list(act.choices))
+        elif act.type is int:
+            lo, hi = LLM_INT_LIMITS.get(name, ("-9223372036854775808", "9223372036854775807"))
+            o.update(type="int", min=lo, max=hi)
+        out.append(o)
+    return out
+
+
 LLM = dict(help="autoregressive decoding (100 tokens) with transformers models of real sizes built with RANDOM "
                 "weights (--model gpt2..gpt2-xl, llama-1b/3b/8b, llama2-7b/13b, codellama-34b), placed by umscope's PyTorch allocator; "
                 "mixed: --weights KIND --cache KIND",
@@ -69,7 +88,7 @@ def _apps() -> dict:
                 fixed_opts = dict(kept, **{k: dict(opts[k], choices=[v]) for k, v in fixed.items() if k in opts})
                 out[alias] = App(help_, bench=source, takes=kept, fixed=fixed, options=fixed_opts,
                                  small=SMALL.get(alias, DEFAULT_SMALL))
-    llm_opts = {o["name"]: o for o in LLM_OPTIONS}
+    llm_opts = {o["name"]: o for o in llm_options()}
     out["llm"] = App(LLM["help"], takes=llm_opts, modes=LLM["modes"], suite=False, options=llm_opts)
     return out
 

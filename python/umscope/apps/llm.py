@@ -176,22 +176,42 @@ def reference_dir() -> str:
                                                               f"umscope-llm-refs-{os.getuid()}")
 
 
+def _flag_value(text):
+    if text in ("1", "0"):
+        return text == "1"
+    raise argparse.ArgumentTypeError(f"{text!r}: give the flag alone, or 1 or 0")
+
+
+def _flag(p, name, help):
+    """A flag given alone (`--profile`) or with 1 or 0 (`--profile 1`: how `umscope app run` passes an
+    application's flags, umbench's form)."""
+    p.add_argument(name, nargs="?", const=True, default=False, type=_flag_value, help=help)
+
+
+def parse_args(argv=None):
+    a = _parser().parse_args(argv)
+    a.graph = not a.no_graph
+    return a
+
+
 def _parser():
+    """The runner's options. `umscope app run llm` offers each of them but the ones every `app run` has
+    (apps.llm_options), so the two lists cannot drift apart."""
     p = argparse.ArgumentParser(prog="python -m umscope.apps.llm")
-    p.add_argument("--model", default="gpt2", choices=list(MODELS))
+    p.add_argument("--model", default="gpt2", choices=list(MODELS), help="model configuration (random weights)")
     p.add_argument("--mode", default="explicit", choices=list(MODES))
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--batch", type=int, default=1, help="sequences decoded together")
     p.add_argument("--prompt", type=int, default=32, help="prompt length in tokens")
     p.add_argument("--tokens", type=int, default=100, help="new tokens (prefill gives the first)")
-    p.add_argument("--precision", default="fp16", choices=DTYPES)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--precision", default="fp16", choices=DTYPES, help="weights' and activations' type")
+    p.add_argument("--seed", type=int, default=1, help="seed of the generated prompt")
     p.add_argument("--weights", help="mixed: kind of the weights (default pinned,first_touch=none)")
     p.add_argument("--cache", help="mixed: kind of the KV cache and activations (default device)")
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--reps", type=int, default=1, help="timed generations")
     p.add_argument("--warmup", type=int, default=1, help="untimed generations (of 4 tokens) before")
-    p.add_argument("--no-graph", dest="graph", action="store_false",
-                   help="decode eagerly (default: one decode step captured as a CUDA graph and replayed)")
+    _flag(p, "--no-graph",
+          help="decode eagerly (default: one decode step captured as a CUDA graph and replayed)")
     p.add_argument("--allocator", choices=["pool", "current"], default="pool",
                    help="pool (default): libumalloc serves torch.cuda.MemPools (weights; KV cache and "
                         "activations; the captured step's activations); current: libumalloc replaces PyTorch's "
@@ -210,8 +230,8 @@ def _parser():
                         "the host link (apps/llm_link.py): a JSON file written by `python -m umscope.apps.llm_link "
                         "--out FILE` (bench/llm.py passes the one it measured), 'measure' (default; "
                         "$UMSCOPE_LLM_LINK overrides) to measure it here, 'none' to leave the bound out")
-    p.add_argument("--profile", action="store_true",
-                   help="also record where a decode step's time goes (torch.profiler over one generation)")
+    _flag(p, "--profile",
+          help="also record where a decode step's time goes (torch.profiler over one generation)")
     p.add_argument("--allow-oversubscription", action="store_true")
     p.add_argument("--allow-host-overcommit", action="store_true")
     # The runner passes every case its --placement; a PyTorch process is not pinned by umscope.
@@ -596,7 +616,7 @@ def _rel(a, b) -> float:
 
 
 def main(argv=None) -> int:
-    a = _parser().parse_args(argv)
+    a = parse_args(argv)
     why = validate(a)
     if why:
         sys.stderr.write(f"llm: error: {why}\n")

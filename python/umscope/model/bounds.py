@@ -107,7 +107,44 @@ def from_probe(fp) -> dict:
             src = f"probe: PCIe gen {link.get('pcie_gen_max')} x{link.get('pcie_width_max')}"
             paths["h2d"] = (bw, src)
             paths["d2h"] = (bw, src)
+        c2c = g.get("c2c") or {}
+        if c2c.get("gbps"):  # Grace Hopper: the CPU-GPU link is NVLink-C2C, not PCIe
+            src = (f"probe: NVLink-C2C, {c2c['active_links']} of {c2c['links']} links active, "
+                   f"their NVML speeds summed")
+            paths["h2d"] = (c2c["gbps"], src)
+            paths["d2h"] = (c2c["gbps"], src)
     return paths
+
+
+def host_facts(fp, expected_sensors=()) -> dict:
+    """What the probe read of the host beside the datapaths, each (value, source): the base page and
+    huge page sizes, kernel.numa_balancing, init_on_alloc, the CPU-GPU link (NVLink-C2C) and the power
+    sensors (hwmon by what they measure; NVML for the GPU). expected_sensors (a description's
+    `power_sensors`) adds the ones it names that this machine lacks, as `power_sensors_missing`."""
+    host = fp.get("host") or {}
+    pages, ks = host.get("pages") or {}, host.get("kernel_settings") or {}
+    out = {}
+    if pages.get("base"):
+        out["base_page"] = (pages["base"], f"probe: {pages.get('base_source')}")
+    if pages.get("thp_pmd"):
+        out["thp_pmd"] = (pages["thp_pmd"], "probe: /sys/kernel/mm/transparent_hugepage/hpage_pmd_size")
+    for k in ("numa_balancing", "init_on_alloc"):
+        if ks.get(k) is not None:
+            out[k] = (ks[k], f"probe: {ks.get(k + '_source')}")
+    g = _selected(fp)
+    c2c = (g or {}).get("c2c") or {}
+    if c2c.get("links"):
+        out["c2c_links"] = ((c2c["active_links"], c2c["links"]), f"probe: {c2c['source']}")
+    power = fp.get("power") or {}
+    found = sorted({s["what"] for s in power.get("hwmon", []) if s.get("what")})
+    if found:
+        out["power_sensors"] = (found, "probe: hwmon power*_oem_info")
+    if any(p.get("watts") is not None for p in power.get("gpus", [])):
+        out["gpu_power"] = (True, "probe: NVML nvmlDeviceGetPowerUsage")
+    missing = [s for s in expected_sensors if s not in found]
+    if expected_sensors and missing:
+        out["power_sensors_missing"] = (missing, "hwmon has no sensor labelled so")
+    return out
 
 
 def compute_peaks(fp) -> dict:
@@ -120,19 +157,40 @@ def compute_peaks(fp) -> dict:
     return {}
 
 
+def read_machine(path) -> tuple:
+    """A machine description file (umscope.inputs.read_yaml): (document, datapaths, sources), each datapath a
+    finite number of GB/s of at least 0 or null, sources a mapping; one-line UsageError otherwise."""
+    from umscope import inputs
+    what = f"machine description {path}"
+    d = inputs.need_mapping(inputs.read_yaml(path, "--machine"), what, ("datapaths",))
+    user = inputs.need_mapping(d["datapaths"], f"{what}: datapaths")
+    for k, v in user.items():
+        if not isinstance(k, str):
+            raise UsageError(f"{what}: datapath names are text, got {k!r}"[:200])
+        if v is not None:
+            inputs.need_number(v, f"{what}: datapath {k}")
+    srcs = d.get("sources") or {}
+    inputs.need_mapping(srcs, f"{what}: sources")
+    return d, user, srcs
+
+
 def describe(fp, machine_file=None) -> dict:
-    """The machine description in force: {'name', 'datapaths': {path: (GB/s, source)}}."""
+    """The machine description in force: {'name', 'datapaths': {path: (GB/s, source)}, 'host': host_facts()}:
+    the packaged description that matches the GPU, the probe's figures over it, the user's file over both."""
     desc = {"name": "probed", "datapaths": {}}
     g = _selected(fp)
     name = g["name"] if g else ""
+    expected = ()
     for stem, d in packaged().items():
         if d.get("match") and d["match"] in name:
             desc["name"] = d["name"]
+            expected = d.get("power_sensors") or ()
             srcs = d.get("sources") or {}
             for k, v in d["datapaths"].items():
                 desc["datapaths"][k] = (v, f"{srcs.get(k) or 'datasheet: ' + str(d.get('source'))} ({stem}.yaml)")
             break
     desc["datapaths"].update(from_probe(fp))
+    desc["host"] = host_facts(fp, expected)
     if machine_file:
         path = Path(machine_file)
         if not path.exists():
@@ -141,15 +199,10 @@ def describe(fp, machine_file=None) -> dict:
                 raise UsageError(f"no machine description {machine_file!r} (a YAML file, or one of "
                                  f"{', '.join(packaged())})")
             path = pkg
-        try:
-            d = yaml.safe_load(path.read_text())
-            user = d["datapaths"]
-        except (OSError, yaml.YAMLError, KeyError, TypeError) as e:
-            raise UsageError(f"machine description {path}: {e}") from None
-        desc["name"] = d.get("name", path.stem)
-        srcs = d.get("sources") or {}
+        d, user, srcs = read_machine(path)
+        desc["name"] = str(d.get("name") or path.stem)
         for k, v in user.items():
-            desc["datapaths"][k] = (float(v), srcs.get(k) or f"file: {path}") if v is not None else None
+            desc["datapaths"][k] = (float(v), str(srcs.get(k) or f"file: {path}")) if v is not None else None
     desc["datapaths"] = {k: v for k, v in desc["datapaths"].items() if v}
     if "peer_link" in desc["datapaths"]:  # per direction: into and out of the GPU under test
         for k in ("peer_in", "peer_out"):

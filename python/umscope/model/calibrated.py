@@ -96,7 +96,7 @@ def profile(app: str, calib: dict) -> dict:
         arrays = []
         for a in str(calib.get("arrays") or "").split(","):
             parts = a.rsplit(":", 2)
-            if len(parts) == 3 and parts[2].isdigit():
+            if len(parts) == 3 and parts[2].isascii() and parts[2].isdigit():
                 arrays.append((parts[1], int(parts[2])))
         big_in = sum(1 for u, b in arrays if u != "out" and b >= 0.1 * D) if arrays else 1
         src = "declared by the application (in_bytes, out_bytes, inout_bytes, arrays)"
@@ -416,6 +416,40 @@ def _policy(text) -> dict:
             k, v = item.split("=", 1)
             out[k.strip()] = v.strip()
     return out
+
+
+def check_calibration(rec: dict, where: str) -> dict:
+    """An explicit-mode record as the model computes with it: its phases and compute time finite numbers of at
+    least 0, its iterations a whole number from 1, its samples (if any) one per iteration; UsageError naming
+    what is wrong (the record's field types are checked by inputs.check_record when it is read)."""
+    from umscope import inputs
+    from umscope.errors import UsageError
+    inputs.check_record(rec, where)
+    missing = [k for k in PHASES if k != "transfer_ms" and rec.get(k) is None] + \
+        (["iterations"] if rec.get("iterations") is None else [])
+    if missing:
+        raise UsageError(f"{where}: the explicit-mode record of {rec.get('app')} has no {', '.join(missing)}")
+    it = rec["iterations"]
+    if it != int(it) or not 1 <= it <= 1e9:
+        raise UsageError(f"{where}: iterations must be a whole number from 1, got {it}")
+    return rec
+
+
+def checked_figures(records, where: str) -> dict:
+    """figures_from_records' figures, each a finite number of at least 0 and every rate (GB/s, G/s) above 0:
+    a rate of 0 would divide the model's times by 0; UsageError naming the figure and its record."""
+    from umscope import inputs
+    from umscope.errors import UsageError
+    for i, r in enumerate(records, 1):
+        inputs.check_record(_flat(r), f"{where}: record {i}")
+    fig, src = figures_from_records(records)
+    for k, v in fig.items():
+        rate = k.endswith(("_gbps", "_gops"))
+        try:
+            inputs.need_number(v, k, positive=rate)
+        except UsageError as e:
+            raise UsageError(f"{where}: {e} (from {src.get(k, '?')})") from None
+    return fig
 
 
 def figures_from_records(records) -> tuple:

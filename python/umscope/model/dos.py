@@ -8,7 +8,6 @@ measured first-pass rate."""
 import time
 from pathlib import Path
 
-import yaml
 
 from umscope.errors import UsageError
 from umscope.model import simulate as sim
@@ -32,15 +31,17 @@ PAGE = 4096
 
 def figures(machine: str) -> dict:
     """{'figures': {...}, 'source': str, ...} of a packaged machine (figures/NAME.yaml)."""
-    f = HERE / "figures" / f"{machine}.yaml"
-    if not f.exists():
-        known = ", ".join(p.stem for p in sorted((HERE / "figures").glob("*.yaml")))
-        raise UsageError(f"no model figures for machine {machine!r} (known: {known})")
-    return yaml.safe_load(f.read_text())
+    known = sorted(p.stem for p in (HERE / "figures").glob("*.yaml"))
+    if machine not in known:  # a packaged name only: never a path
+        from umscope.validate import printable
+        raise UsageError(f"no model figures for machine {printable(machine)[:60]!r} (known: {', '.join(known)})")
+    from umscope import inputs
+    return inputs.read_yaml(HERE / "figures" / f"{machine}.yaml", "model figures")
 
 
 def published() -> dict:
-    return yaml.safe_load((HERE / "reference" / "published.yaml").read_text())
+    from umscope import inputs
+    return inputs.read_yaml(HERE / "reference" / "published.yaml", "published values")
 
 
 def calibrate(fig: dict, params=None) -> dict:

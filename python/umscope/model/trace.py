@@ -14,31 +14,20 @@ ALIGN_PAGES = 512  # allocations placed on 2 MiB boundaries in the simulated add
 
 
 def read_jsonl(path) -> list:
-    """libumtrace's JSON lines, plain or gzip-compressed (as the kept traces in docs/ are); a file that is
-    neither text nor gzip is a usage error."""
-    import gzip
-    import json
-
+    """libumtrace's JSON lines, plain or gzip-compressed (as the kept traces in docs/ are), read and checked by
+    umscope.inputs.read_trace; anything else (a umsim trace too) is a usage error."""
+    from umscope import inputs
     from umscope.errors import UsageError
-    from umscope.profile.tracer import read_trace_lines
-    with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    if not gz:
-        try:
-            return read_trace_lines(path)
-        except UnicodeDecodeError:
-            raise UsageError(f"{path}: not a umsim trace, libumtrace's JSON lines or their gzip") from None
-    out = []
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass  # a line cut by a crash
-    except (OSError, EOFError, UnicodeDecodeError) as err:
-        raise UsageError(f"{path}: a damaged gzip trace ({err})") from None
-    return out
+    kind, data = inputs.read_trace(path)
+    if kind != "jsonl":
+        raise UsageError(f"{path}: a umsim trace, not libumtrace's JSON lines")
+    return data
+
+
+# The replay's limits: umsim numbers pages with 30 bits, and a stream longer than this many page events is no
+# trace libumtrace wrote of one program (64 Mi events: 256 GiB migrated page by page).
+MAX_PAGES = 1 << 30
+MAX_EVENTS = 1 << 26
 
 
 def from_umtrace(records, page_bytes=4096) -> dict:
@@ -49,10 +38,14 @@ def from_umtrace(records, page_bytes=4096) -> dict:
     trace has it: where the records hold less, CUPTI dropped some and the stream is incomplete."""
     allocs = sorted({(e["a"], e["b"]) for e in records if e.get("k") == "mem" and e.get("op") == 1 and e.get("b")})
     base, table = 0, []
+    from umscope.errors import UsageError
     for a, b in allocs:
         n = (b + page_bytes - 1) // page_bytes
         table.append((a, b, base, n))
         base = (base + n + ALIGN_PAGES - 1) // ALIGN_PAGES * ALIGN_PAGES
+        if base >= MAX_PAGES:
+            raise UsageError(f"the trace's allocations hold more than {MAX_PAGES} pages of {page_bytes} bytes: more "
+                             "than the simulator's page numbers reach")
 
     def page_of(addr):
         for a, b, first, n in table:
@@ -80,6 +73,7 @@ def from_umtrace(records, page_bytes=4096) -> dict:
                 timed.append((e["s"], 0, e["a"], 0))
             elif c == 1 and e.get("f") != 3 and driver is None:  # htod not caused by a prefetch: pages the GPU needed
                 stats["htod_bytes"] += e.get("v", 0)
+                _room(timed, e.get("v", 0) // page_bytes)
                 for off in range(0, e.get("v", 0), page_bytes):
                     timed.append((e["s"], 0, e["a"] + off, 0))
             elif c == 3:  # CPU page fault
@@ -105,6 +99,14 @@ def from_umtrace(records, page_bytes=4096) -> dict:
     return dict(stats, allocs=[(first, n) for _, _, first, n in table], events=events)
 
 
+def _room(timed, n):
+    """Refuses a stream that would pass MAX_EVENTS page events (a record claiming petabytes migrated)."""
+    if len(timed) + n > MAX_EVENTS:
+        from umscope.errors import UsageError
+        raise UsageError(f"the trace's stream would hold more than {MAX_EVENTS} page events: not a trace of one "
+                         "program libumtrace wrote (a migration record of an absurd size?)")
+
+
 def _driver_gpu_stream(records, page_bytes):
     """The GPU's side of the stream from the driver's own events (`umscope profile --uvm-events`), where they are
     complete (nothing dropped) and placed on the trace's clock: every fault entry's page, and every page migrated
@@ -128,6 +130,7 @@ def _driver_gpu_stream(records, page_bytes):
         moved_in += n
         if cause != "prefetch":  # needed by the GPU, as CUPTI's non-prefetch htod records above
             htod += n
+            _room(timed, n // page_bytes)
             for off in range(0, n, page_bytes):
                 timed.append((t, 0, addr + off, 0))
     return {"timed": timed, "gpu_faults": faults, "htod_bytes": htod, "recorded_htod_bytes": moved_in}

@@ -103,7 +103,7 @@ def extra(r) -> dict:
 def kind_label(r) -> str:
     """'kind [policy]', and for copies '-> dst [policy]' and the route of a two-way copy."""
     x = r.get("extra") or {}
-    label = r["kind"] + (f" [{r['policy']}]" if r.get("policy") else "")
+    label = (r.get("kind") or "") + (f" [{r['policy']}]" if r.get("policy") else "")
     if x.get("dst_kind"):
         label += f" → {x['dst_kind']}" + (f" [{x['dst_policy']}]" if x.get("dst_policy") else "")
         if x.get("direction") == "bidir":
@@ -198,9 +198,9 @@ def _unit_chart(bench, recs) -> str:
         label = kind_label(r) + (f" · {format_size(r['bytes'])}" if vary_size and r.get('bytes') else "")
         if vary_grid and x.get("grid"):
             label += f" · {x['grid']}×{x['block']} thr"
-        series = r["op"] + (f" ×{r['threads']} thr" if r.get("threads") else "")
+        series = (r.get("op") or "") + (f" ×{r['threads']} thr" if r.get("threads") else "")
         groups.setdefault(label, []).append((series, r["median"], r["min"], r["max"]))
-    unit = recs[0]["unit"]
+    unit = recs[0]["unit"] or ""  # a store's row may lack it: drawn without, not fatal
     values = [r["median"] for r in recs if r["median"] and r["median"] > 0]
     log = bool(values) and max(values) / min(values) > 1000  # several decades: a log axis, with its ticks
     return hbar_chart(list(groups.items()), unit, f"{bench}: {recs[0]['metric']} ({unit or 'count'}), bars median, "

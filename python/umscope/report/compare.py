@@ -15,7 +15,8 @@ td.c,th.c{text-align:left}tr:nth-child(even){background:#f7f7f7}.bad{background:
 def render(result) -> str:
     runs = result["runs"]
     base = result["baseline"]
-    against = "the median of the runs that measured the case" if base == "median" else f"baseline run {base}"
+    against = ("the median of the runs that measured the case" if base == "median" else
+               f"baseline {base}" if base.startswith("file ") else f"baseline run {base}")
     h = [f"<!doctype html><html><head><meta charset='utf-8'><title>umscope compare</title><style>{_CSS}</style>"
          "</head><body><h1>umscope compare</h1>",
          f"<p>{len(runs)} run(s); ratios are to {e(against)}; a figure is flagged when it differs by more than "

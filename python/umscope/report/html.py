@@ -104,10 +104,16 @@ def render(run, cases, records, others=None) -> str:
     return "\n".join(parts)
 
 
+def default_report_path(store_path, run_id) -> Path:
+    """reports/STORE-run-N.html beside the store, STORE its file name: stores that share a folder (one per node,
+    one per experiment) keep their own reports instead of overwriting each other's run-N.html."""
+    return Path(store_path).parent / "reports" / f"{Path(store_path).name}-run-{run_id}.html"
+
+
 def write_report(store, run_id, path=None) -> Path:
     run = store.run(run_id)
     html = render(run, store.cases(run["id"]), store.records(run["id"]), store.runs())
-    out = Path(path) if path else store.path.parent / "reports" / f"run-{run['id']}.html"
+    out = Path(path) if path else default_report_path(store.path, run["id"])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
     return out

@@ -23,6 +23,17 @@ def table(fp) -> str:
     rows.append(("CPU caches", caches or "unknown"))
     rows.append(("Memory", f"page size {host.get('page_size')} B, THP {host.get('thp')}, "
                            f"MemTotal {format_size(host.get('memory', {}).get('MemTotal', 0) or 1)}"))
+    pages, ks = host.get("pages") or {}, host.get("kernel_settings") or {}
+    if pages or ks:
+        rows.append(("Pages and kernel", f"base page {format_size(pages.get('base') or host.get('page_size') or 1)}"
+                     + (f", THP {format_size(pages['thp_pmd'])}" if pages.get("thp_pmd") else "")
+                     + f"; kernel.numa_balancing={ks.get('numa_balancing')}; init_on_alloc={ks.get('init_on_alloc')}"
+                     + f" ({ks.get('init_on_alloc_source')})"))
+    sensors = (fp.get("power") or {}).get("hwmon") or []
+    if sensors:
+        rows.append(("Power sensors (hwmon)", "; ".join(
+            f"{s['label']}: {s['watts']:.1f} W" if s.get("watts") is not None else s["label"] for s in sensors)
+            + " (when the run started)"))
     numa = "; ".join(f"node {n['id']}: {format_size(n['mem_bytes'] or 1)}, {len(n['cpus'])} CPUs"
                      for n in fp.get("numa", []))
     rows.append(("NUMA", numa or "no NUMA information"))
@@ -32,6 +43,10 @@ def table(fp) -> str:
         link = g.get("link") or {}
         pcie = (f"PCIe gen {link.get('pcie_gen_current')} x{link.get('pcie_width_current')} now, "
                 f"gen {link.get('pcie_gen_max')} x{link.get('pcie_width_max')} max") if link else "link unknown"
+        c2c = g.get("c2c") or {}
+        if c2c.get("links"):
+            pcie = (f"NVLink-C2C {c2c['active_links']} of {c2c['links']} links active, "
+                    f"{c2c.get('gbps') or '?'} GB/s per direction (NVML)")
         rows.append((f"GPU {g['device']}", f"{g['name']} (cc {g['compute_capability']}), {g['sms']} SMs, "
                      f"{format_size(g['total_mem'])}, L2 {format_size(g['l2_bytes'])}, {pcie}, bus {g['pci_bus_id']}"))
         attrs = ["managed_memory", "concurrent_managed_access", "pageable_memory_access",

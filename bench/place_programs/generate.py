@@ -1,0 +1,57 @@
+"""Greedy generation with a transformers causal LM built from its configuration (random weights, nothing
+downloaded): gpt2 (gpt2-medium's shape) or llama (a small Llama). Prints the new tokens, the time per token
+and PyTorch's memory statistics, as a user's script would.
+
+    python generate.py gpt2|llama [--tokens 64] [--reps 3]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+p = argparse.ArgumentParser()
+p.add_argument("model", choices=["gpt2", "llama"])
+p.add_argument("--tokens", type=int, default=64)
+p.add_argument("--reps", type=int, default=3)
+a = p.parse_args()
+
+torch.manual_seed(0)
+if a.model == "gpt2":
+    config = GPT2Config(n_layer=24, n_embd=1024, n_head=16)  # gpt2-medium
+    cls = GPT2LMHeadModel
+else:
+    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=12, num_attention_heads=16,
+                         num_key_value_heads=4, vocab_size=32000, max_position_embeddings=512)
+    cls = LlamaForCausalLM
+with torch.device("cuda"):
+    model = cls(config).to(torch.float16).eval()
+prompt = torch.randint(0, config.vocab_size, (1, 32), generator=torch.Generator().manual_seed(1)).cuda()
+
+
+def generate(n):
+    return model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=n, min_new_tokens=n,
+                          do_sample=False, pad_token_id=0)
+
+
+with torch.inference_mode():
+    generate(8)  # warm-up
+    torch.cuda.reset_peak_memory_stats()
+    per_token = []
+    for _ in range(a.reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = generate(a.tokens)
+        torch.cuda.synchronize()
+        per_token.append((time.perf_counter() - t0) / a.tokens)
+tokens = out[0, prompt.shape[1]:].tolist()
+peak = torch.cuda.max_memory_allocated()
+print(f"{a.model}: {a.tokens} tokens, {statistics.median(per_token) * 1e3:.2f} ms/token, "
+      f"peak {peak / 2**20:.0f} MiB allocated, {torch.cuda.memory_reserved() / 2**20:.0f} MiB reserved")
+print("RESULT " + json.dumps({"unit": "ms/token", "times_ms": [t * 1e3 for t in per_token],
+                              "outputs": {"tokens": tokens},
+                              "memory": {"max_memory_allocated": peak,
+                                         "memory_reserved": torch.cuda.memory_reserved(),
+                                         "allocated_bytes.all.peak": torch.cuda.memory_stats()["allocated_bytes.all.peak"]}}))

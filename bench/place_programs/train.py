@@ -1,0 +1,75 @@
+"""A training loop as people write it: a small GPT-2 language model with gradient checkpointing, AdamW, bf16
+autocast, batches from a pin_memory DataLoader copied ahead on a side stream; logs PyTorch's memory statistics
+each step and prints the memory summary at the end.
+
+    python train.py [--steps 24]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+p = argparse.ArgumentParser()
+p.add_argument("--steps", type=int, default=24)
+a = p.parse_args()
+
+torch.manual_seed(0)
+config = GPT2Config(n_layer=8, n_embd=512, n_head=8, vocab_size=8192, n_positions=256)
+with torch.device("cuda"):
+    model = GPT2LMHeadModel(config)
+model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+model.train()
+opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+
+data = torch.randint(0, config.vocab_size, (a.steps * 8, 256), generator=torch.Generator().manual_seed(2))
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data), batch_size=8, num_workers=2,
+                                     pin_memory=True)
+copy_stream = torch.cuda.Stream()
+
+
+def to_gpu(batch):
+    with torch.cuda.stream(copy_stream):
+        x = batch[0].cuda(non_blocking=True)
+    return x
+
+
+losses, times, mem = [], [], []
+it = iter(loader)
+nxt = to_gpu(next(it))
+for step in range(a.steps):
+    torch.cuda.current_stream().wait_stream(copy_stream)
+    x = nxt
+    x.record_stream(torch.cuda.current_stream())
+    if step + 1 < a.steps:
+        nxt = to_gpu(next(it))
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.cuda.reset_peak_memory_stats()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(input_ids=x, labels=x).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    losses.append(loss.item())
+    times.append(time.perf_counter() - t0)
+    mem.append({"allocated": torch.cuda.memory_allocated(), "max_allocated": torch.cuda.max_memory_allocated(),
+                "reserved": torch.cuda.memory_reserved()})
+    if step % 8 == 0:
+        print(f"step {step}: loss {losses[-1]:.4f}, {times[-1] * 1e3:.1f} ms, "
+              f"max allocated {mem[-1]['max_allocated'] / 2**20:.0f} MiB, reserved {mem[-1]['reserved'] / 2**20:.0f} MiB")
+summary = torch.cuda.memory_summary()
+print("\n".join(summary.splitlines()[:12]))
+stats = torch.cuda.memory_stats()
+torch.cuda.empty_cache()
+free, total = torch.cuda.mem_get_info()
+print("RESULT " + json.dumps({"unit": "ms/step", "times_ms": [t * 1e3 for t in times[4:]],
+                              "outputs": {"losses": losses},
+                              "memory": {"max_memory_allocated": max(m["max_allocated"] for m in mem),
+                                         "memory_reserved_first_last": [mem[0]["reserved"], mem[-1]["reserved"]],
+                                         "num_alloc_retries": stats["num_alloc_retries"],
+                                         "reserved_after_empty_cache": torch.cuda.memory_reserved(),
+                                         "summary_lines": len(summary.splitlines())}}))
