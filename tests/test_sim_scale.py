@@ -80,7 +80,7 @@ def test_a_trace_streams_across_chunks_and_bad_traces_are_one_line(tmp_path):
     f = tmp_path / "cut.umstrace"
     sim.write_trace(f, [(0, 100)], ev, PB)
     f.write_bytes(f.read_bytes()[:-4])
-    with pytest.raises(sim.UsageError, match="truncated trace events"):
+    with pytest.raises(sim.UsageError, match="too short to hold them"):
         sim.run({"trace": f, "capacity": 1 << 20})
 
 
