@@ -162,17 +162,9 @@ def main():
     ap.add_argument("--baseline", action="store_true", help="first run the quick suite unmutated (it must pass)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per command (default 300)")
     a = ap.parse_args()
-    mutants = MUTANTS
-    if a.list:
-        for m in mutants:
-            print(f"{m[0]:<22} {m[1]:<40} {m[6]}")
-        return 0
-    if a.only:
-        want = set(a.only.split(","))
-        if want - {m[0] for m in mutants}:
-            sys.stderr.write(f"gpu_mutants: unknown id(s): {', '.join(sorted(want - {m[0] for m in mutants}))}\n")
-            return 2
-        mutants = [m for m in mutants if m[0] in want]
+    mutants = _cpu_mutants().select(MUTANTS, a.only, a.list, "gpu_mutants", 6)
+    if mutants is None:
+        return 0 if a.list else 2
     out = Path(os.environ.get("OUT") or "gpu-mutants-out")
     out.mkdir(parents=True, exist_ok=True)
     log = open(out / "gpu_mutants.log", "w")

@@ -163,18 +163,12 @@ def hostile(tmp_path_factory):
                            "started=NULL, status=NULL; UPDATE records SET extra='[', bytes='many', value='x';",
             "odd_store")
     variant("escapes.db", "UPDATE runs SET label=char(27)||'[2J'||char(10)||'x', command=char(13)||'evil';", "odd_store")
-    foreign = d / "foreign.db"
-    db = sqlite3.connect(foreign)
-    db.execute("CREATE TABLE runs (a, b)")
-    db.commit()
-    db.close()
-    files["store"].append(str(foreign))
-    other = d / "other.db"
-    db = sqlite3.connect(other)
-    db.execute("CREATE TABLE t (x)")
-    db.commit()
-    db.close()
-    files["store"].append(str(other))
+    for name, table in (("foreign.db", "runs (a, b)"), ("other.db", "t (x)")):  # another program's databases
+        db = sqlite3.connect(d / name)
+        db.execute(f"CREATE TABLE {table}")
+        db.commit()
+        db.close()
+        files["store"].append(str(d / name))
     damaged = d / "damaged.db"
     data = bytearray(good_store.read_bytes())
     data[4096 * 2:4096 * 3] = bytes(4096 * 1)

@@ -258,23 +258,31 @@ def _pytest(copy: Path, tests: list, umbench: str, timeout=300):
     return res.returncode, last
 
 
+def select(mutants, only, listing, who, what_field):
+    """The mutants --only names (all without it); with --list, prints them and gives None; an unknown id is
+    said on stderr and gives None. Shared by this CPU check and bench/gpu_mutants.py."""
+    if listing:
+        for m in mutants:
+            print(f"{m[0]:<24} {m[1]:<40} {m[what_field]}")
+        return None
+    if only:
+        want = set(only.split(","))
+        unknown = want - {m[0] for m in mutants}
+        if unknown:
+            sys.stderr.write(f"{who}: unknown id(s): {', '.join(sorted(unknown))}\n")
+            return None
+        mutants = [m for m in mutants if m[0] in want]
+    return mutants
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", help="comma-separated mutant ids")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
-    mutants = MUTANTS
-    if a.list:
-        for m in mutants:
-            print(f"{m[0]:<24} {m[1]:<36} {m[5]}")
-        return 0
-    if a.only:
-        want = set(a.only.split(","))
-        unknown = want - {m[0] for m in mutants}
-        if unknown:
-            sys.stderr.write(f"mutants: unknown id(s): {', '.join(sorted(unknown))}\n")
-            return 2
-        mutants = [m for m in mutants if m[0] in want]
+    mutants = select(MUTANTS, a.only, a.list, "mutants", 5)
+    if mutants is None:
+        return 0 if a.list else 2
     t0 = time.time()
     umbench = _installed_umbench()
     work = Path(tempfile.mkdtemp(prefix="umscope-mutants-"))
