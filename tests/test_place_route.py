@@ -117,6 +117,21 @@ class FakeTorch:
             current_stream=lambda: types.SimpleNamespace(cuda_stream=77))
         self._C = C
 
+        class Tensor:
+            def record_stream(self, stream):
+                fake.recorded_streams.append(stream)
+
+        class Optimizer:
+            hooks = []
+
+            @staticmethod
+            def register_optimizer_step_post_hook(hook):
+                Optimizer.hooks.append(hook)
+
+        self.Tensor = Tensor
+        self.recorded_streams = []
+        self.optim = types.SimpleNamespace(optimizer=Optimizer)
+
     def _begin(self, how, device, pool_id):
         assert all(r[2] != pool_id for r in self.routings), "already recording to this pool"
         self.use[pool_id] = self.use.get(pool_id, 0) + 1
@@ -253,3 +268,17 @@ def test_memory_outside_every_libumalloc_pool_is_reported(t, capsys):
     assert err == ["umscope place: 23068672 B of PyTorch's memory on cuda:1 in use at exit was not placed (a device the program "
                    "never made current with torch.cuda.set_device or torch.cuda.device, or a pool of the program's "
                    "own)"]
+
+
+def test_a_reclaim_follows_the_optimizer_step_after_a_record_stream_and_every_32nd_step(t):
+    r = started(t)
+    step = t.optim.optimizer.hooks[-1]
+    step(None, (), {})
+    assert t.raw == []  # no stream recorded: no reclaim yet
+    t.Tensor().record_stream(5)
+    assert t.recorded_streams == [5]  # PyTorch's own record_stream still runs
+    step(None, (), {})
+    assert len(t.raw) == 2 and t.routings == [("all", 0, ours(r, t))]
+    for _ in range(30):
+        step(None, (), {})
+    assert len(t.raw) == 4  # the 32nd step

@@ -21,8 +21,9 @@ as without place, and routes each device to a fresh pool. A MemPool's destructor
 synchronisation, which PyTorch refuses (aborts) while a routing is under way: the pools made here are never
 destroyed, and a pool of the program's dropped while ours is routed is given one more use until the next
 empty_cache (Route.pin). Blocks freed after use on another stream (record_stream) are reclaimed by PyTorch only
-at an allocation made while no routing is under way: one is made after each optimizer step (Route.flush; its
-2 MiB segment of PyTorch's small pool is device memory).
+at an allocation made while no routing is under way: one is made after an optimizer step that follows a
+Tensor.record_stream, and every FLUSH_EVERY steps (Route.flush; its 2 MiB segment of PyTorch's small pool is
+device memory).
 
 Devices: the current device is routed when CUDA starts in the program, another one when torch.cuda.set_device
 or torch.cuda.device makes it current. Memory of a device the program never makes current stays PyTorch's
@@ -30,6 +31,9 @@ device memory; such memory is reported at exit (one line on stderr, report_outsi
 import ctypes
 import sys
 import threading
+
+
+FLUSH_EVERY = 32  # optimizer steps between reclaims when the program itself recorded no stream
 
 
 def _immortal(obj):
@@ -54,6 +58,7 @@ class Route:
         self.form = None        # how this PyTorch's _cuda_beginAllocateToPool is called
         self.suspended = 0
         self.flush_error = None
+        self.recorded = False   # the program called Tensor.record_stream since the last flush
 
     def _begin(self, device, pool_id):
         if self.form is None:
@@ -273,9 +278,27 @@ def install(torch, lib) -> Route:
     mp_cls.__init__, mp_cls.__del__ = mp_init, mp_del
 
     # Blocks freed after use on other streams are reclaimed after each optimizer step (Route.flush).
+    # Each step after the program called Tensor.record_stream, and every FLUSH_EVERY steps (PyTorch's own
+    # C++ code records streams too, NCCL's process group for one).
+    orig_record = torch.Tensor.record_stream
+
+    def record_stream(self, stream):
+        r.recorded = True
+        return orig_record(self, stream)
+
+    record_stream.__doc__ = orig_record.__doc__
+    torch.Tensor.record_stream = record_stream
+    steps = [0]
+
+    def after_step(*_):
+        steps[0] += 1
+        if r.recorded or steps[0] % FLUSH_EVERY == 0:
+            r.recorded = False
+            r.flush()
+
     optim = getattr(getattr(torch, "optim", None), "optimizer", None)
     if optim is not None and hasattr(optim, "register_optimizer_step_post_hook"):
-        optim.register_optimizer_step_post_hook(lambda *_: r.flush())
+        optim.register_optimizer_step_post_hook(after_step)
     return r
 
 
