@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The binary wheel on a GPU machine (issue 37): a fresh venv, no CUDA toolkit on PATH or the library path,
 # `pip install` of the wheel in .wheels/ (built by .ci/wheel; carry .wheels), timed, then
-# `umscope run --quick` from outside the source tree. Offline: the venv sees the system's site-packages for
-# the wheel's two dependencies (pyyaml, nvidia-ml-py); the wheel itself is installed over any umscope
-# there (--ignore-installed), and `pip check` and `umscope info --json` show which one runs.
+# `umscope run --quick` from outside the source tree. Offline: the wheel's two dependencies (pyyaml,
+# nvidia-ml-py) are installed from wheels beside it in .wheels/, and `pip check` and `umscope info --json`
+# show which umscope runs.
 # Writes $OUT/wheel.log, $OUT/info.json, $OUT/quick.log; prints a summary last. About 2-3 minutes.
 set -uo pipefail
 OUT=${OUT:-/tmp/wheel-out}; mkdir -p "$OUT"
@@ -13,10 +13,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 clean_path=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v -i cuda | paste -sd: -)
 hide=(env -u CUDACXX -u CUDA_PATH -u CUDA_HOME -u LD_LIBRARY_PATH -u PYTHONPATH PATH="$clean_path")
-python3 -m venv --system-site-packages "$work/venv"
+# A plain venv: on the GPU machine python3 is itself a venv's, whose packages a --system-site-packages venv
+# does not see (seen 2026-11-27: no pyyaml). The wheel's two dependencies come as wheels beside it, as an
+# offline site gives them (here: python3 -m pip download -d .wheels --only-binary=:all: --python-version 3.12
+# pyyaml nvidia-ml-py).
+python3 -m venv "$work/venv"
 "${hide[@]}" sh -c 'command -v nvcc' >/dev/null && echo "warning: an nvcc is still on PATH" | tee -a "$OUT/wheel.log"
 t0=$(date +%s.%N)
-"${hide[@]}" "$work/venv/bin/pip" install --no-index --no-deps --ignore-installed -q "$whl" >>"$OUT/wheel.log" 2>&1
+"${hide[@]}" "$work/venv/bin/pip" install --no-index --find-links "$(dirname "$whl")" -q "$whl" >>"$OUT/wheel.log" 2>&1
 rc_install=$?
 t1=$(date +%s.%N)
 install_s=$(python3 -c "print(round($t1 - $t0, 1))")

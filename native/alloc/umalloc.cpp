@@ -319,7 +319,15 @@ void* place_alloc(size_t bytes, int device, void* stream, bool for_gpu, std::str
           drop_cache(s, -1);  // give the cached blocks back and try once more
           b->buf.reset(new umscope::Buffer(kind, cls, opt));
         }
-        b->buf->place(umscope::Initializer{});
+        // PyTorch never writes a segment when it gets one, and neither does this library where only the GPU
+        // reaches the block (device, peer:N, async, vmm at the GPU): the kind's default GPU first touch (a
+        // memset and a device-wide synchronise) moves no page there, and inside a CUDA graph's capture, where
+        // PyTorch asks for segments, the synchronise is refused and invalidates the capture (seen on the
+        // H100: cudaErrorStreamCaptureUnsupported). A first_touch the user names is still applied.
+        umscope::Initializer init;
+        if (kind.get("first_touch").empty() && umscope::kind_place(kind, device).reachable_by == "gpu")
+          init.gpu = [](void*, size_t) {};
+        b->buf->place(init);
         b->ptr = for_gpu ? b->buf->reach(true) : b->buf->reach(false);
       }
     } catch (const std::exception& e) {
