@@ -25,9 +25,10 @@ def table(fp) -> str:
                            f"MemTotal {format_size(host.get('memory', {}).get('MemTotal', 0) or 1)}"))
     pages, ks = host.get("pages") or {}, host.get("kernel_settings") or {}
     if pages or ks:
+        ioa = "unknown" if ks.get("init_on_alloc") is None else ks["init_on_alloc"]
         rows.append(("Pages and kernel", f"base page {format_size(pages.get('base') or host.get('page_size') or 1)}"
                      + (f", THP {format_size(pages['thp_pmd'])}" if pages.get("thp_pmd") else "")
-                     + f"; kernel.numa_balancing={ks.get('numa_balancing')}; init_on_alloc={ks.get('init_on_alloc')}"
+                     + f"; kernel.numa_balancing={ks.get('numa_balancing')}; init_on_alloc={ioa}"
                      + f" ({ks.get('init_on_alloc_source')})"))
     sensors = (fp.get("power") or {}).get("hwmon") or []
     if sensors:
