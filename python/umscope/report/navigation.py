@@ -40,7 +40,8 @@ def compare_line(run, others) -> str:
         return ""
     ref = reference_run(run, others)
     if ref is None:
-        return (f"<br>Compare with: the store holds no other complete {e(run.get('kind'))} run on this GPU model.")
+        return (f"<br>Compare with: the store holds no other complete <code>umscope {e(run.get('kind'))}</code> "
+                f"on this GPU model.")
     when = time.strftime("%Y-%m-%d", time.localtime(ref["started"])) if ref.get("started") else "?"
     where = "another node" if ref.get("hostname") != run.get("hostname") else "this node, earlier"
     return (f"<br>Compare with: run {e(ref['id'])} ({where}: {e(ref.get('hostname'))}, {e(when)}) — "
