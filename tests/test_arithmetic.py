@@ -2,7 +2,10 @@
 median/min/max/spread, size parsing on both sides, unit labels, the profiler's overhead. These run without
 a GPU; a bug in any of them changes a number umscope prints."""
 import json
+import os
 import statistics
+import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -60,6 +63,80 @@ def test_umbench_parses_the_shared_size_table_like_python():
     for (text, want), line in zip(rows, got):
         gtext, gval = line.rsplit("\t", 1)
         assert gtext == text and gval == want, (text, want, gval)
+
+
+def test_umsim_parses_the_shared_size_table_like_python(tmp_path):
+    # umsim echoes --block-bytes exactly (no rounding to pages): one replay of a one-page trace per row.
+    from umscope.model import simulate as sim
+    trace = tmp_path / "one.umstrace"
+    sim.write_trace(trace, [(0, 1)], [0], 4096)
+    for text, want in _table():
+        res = subprocess.run([sim.umsim_path(), "--trace", str(trace), "--capacity", "1M", "--block-bytes", text],
+                             capture_output=True, text=True, timeout=60)
+        if want == "error":
+            assert res.returncode == 2 and res.stderr.startswith("umsim: error: --block-bytes: "), (text, res.stderr)
+        else:
+            assert res.returncode == 0, (text, res.stderr)
+            assert json.loads(res.stdout)["block_bytes"] == int(want), text
+
+
+UMALLOC_TABLE = r"""
+import ctypes, sys
+L = ctypes.CDLL(sys.argv[1])
+err, kind = ctypes.create_string_buffer(1024), ctypes.create_string_buffer(256)
+for line in sys.stdin.read().split("\n")[:-1]:
+    text = line.split("\t")[0]
+    if L.umscope_place_configure(b"device", (">=" + text + ":managed").encode(), -1, err, 1024) != 0:
+        print(text + "\terror")
+        continue
+    # The rule's size N is where routing turns: N bytes go to managed, N - 1 to device.
+    n = 1
+    while True:
+        L.umscope_place_route(ctypes.c_size_t(n), kind, 256)
+        if kind.value.decode().startswith("managed"):
+            break
+        n *= 2
+    lo, hi = n // 2, n  # device at lo (or lo == 0), managed at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        L.umscope_place_route(ctypes.c_size_t(mid), kind, 256)
+        lo, hi = (lo, mid) if kind.value.decode().startswith("managed") else (mid, hi)
+    print(text + "\t" + str(hi))
+"""
+
+
+def test_libumalloc_parses_the_shared_size_table_like_python():
+    # A placement rule's size, read back from where the library's routing turns (umscope_place_route).
+    from umscope import place
+    lib = place.library_path()
+    if lib is None:
+        pytest.skip("this build has no libumalloc (built without the CUDA toolkit)")
+    rows = _table()
+    res = subprocess.run([sys.executable, "-c", UMALLOC_TABLE, lib], input="".join(t + "\n" for t, _ in rows),
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, UMSCOPE_PLACE_KIND="device", UMSCOPE_PLACE_RULES=""))
+    assert res.returncode == 0, res.stderr
+    got = res.stdout.split("\n")[:-1]
+    assert len(got) == len(rows)
+    for (text, want), line in zip(rows, got):
+        assert line == text + "\t" + want, (text, want, line)
+
+
+def test_umbench_host_memory_limit_reads_the_shared_size_table():
+    # UMSCOPE_HOST_MEM_LIMIT: a malformed size is a usage error naming the variable; a size is a limit (the
+    # case then runs, or is refused when the limit is below its 8 KiB).
+    from umscope import native
+    for text, want in _table():
+        if not text:
+            continue  # an empty variable is no limit, as an unset one
+        res = subprocess.run([native.umbench_path(), "run", "cpu-stream", "--kind", "system", "--bytes", "8K", "--reps",
+                              "1", "--warmup", "0", "--threads", "1", "--ops", "read"], capture_output=True, text=True,
+                             timeout=60, env=dict(os.environ, UMSCOPE_HOST_MEM_LIMIT=text))
+        status = json.loads(res.stdout.splitlines()[-1])
+        if want == "error":
+            assert status["status"] == "usage" and "UMSCOPE_HOST_MEM_LIMIT" in status["reason"], (text, status)
+        else:
+            assert status["status"] == ("refused" if int(want) < 16384 else "ok"), (text, status)
 
 
 def test_size_units_powers():

@@ -136,7 +136,7 @@ def test_stats_written_at_exit_with_pid(tmp_path):
     ("bogus", "", "unknown memory kind 'bogus'"),
     ("managed,advise=sideways", "", "policy advise=sideways not understood"),
     ("device", "64M:managed", "must start with >=SIZE: or <SIZE:"),
-    ("device", ">=64Q:managed", "unknown unit"),
+    ("device", ">=64Q:managed", "rule '>=64Q:managed': unknown size unit"),
     ("device", ">=64M", "needs ':KIND'"),
     ("device", ">=64M:nope", "unknown memory kind 'nope'"),
 ])

@@ -48,6 +48,7 @@
 #include "umscope/errors.hpp"
 #include "umscope/json.hpp"
 #include "umscope/memory.hpp"
+#include "umscope/sizes.hpp"
 
 #define UMSCOPE_API extern "C" __attribute__((visibility("default")))
 
@@ -118,27 +119,6 @@ std::string class_label(size_t n) {
   return ">=256MiB";
 }
 
-// "64M", "1G", "4096", "2GiB", "1e9": the sizes umscope takes elsewhere (binary suffixes, GB = 10^9).
-size_t parse_bytes(const std::string& t) {
-  size_t i = 0;
-  while (i < t.size() && (isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.' || t[i] == 'e')) ++i;
-  if (i == 0) throw umscope::UsageError("size '" + t + "' is not a number");
-  double v = std::strtod(t.substr(0, i).c_str(), nullptr);
-  std::string u = t.substr(i);
-  for (auto& ch : u) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
-  static const std::map<std::string, double> units = {
-      {"", 1},           {"B", 1},           {"K", 1024.0},      {"KIB", 1024.0},      {"M", 1048576.0},
-      {"MIB", 1048576.0}, {"G", 1073741824.0}, {"GIB", 1073741824.0}, {"KB", 1e3},      {"MB", 1e6},
-      {"GB", 1e9},       {"T", 1099511627776.0}, {"TIB", 1099511627776.0}, {"TB", 1e12}};
-  auto it = units.find(u);
-  if (it == units.end()) throw umscope::UsageError("size '" + t + "': unknown unit '" + t.substr(i) + "'");
-  const double b = v * it->second;
-  // umscope's size grammar (python/umscope/sizes.py): whole, at most 9e18 bytes; 1e400 is no size (it would
-  // convert to an undefined size_t).
-  if (!(b >= 0) || b > 9.0e18) throw umscope::UsageError("size '" + t + "' is out of range (at most 9e18 bytes)");
-  return static_cast<size_t>(b);
-}
-
 int kind_index(State& s, const KindSpec& k) {
   for (size_t i = 0; i < s.kinds.size(); ++i)
     if (s.kinds[i].str() == k.str()) return static_cast<int>(i);
@@ -168,7 +148,11 @@ std::vector<Rule> parse_rules(const std::string& text) {
     size_t colon = item.find(':', op);
     if (colon == std::string::npos)
       throw umscope::UsageError("rule '" + item + "' needs ':KIND' after the size (e.g. '>=64M:managed')");
-    r.bytes = parse_bytes(item.substr(op, colon - op));
+    try {
+      r.bytes = umscope::parse_bytes(item.substr(op, colon - op));
+    } catch (const umscope::UsageError& e) {
+      throw umscope::UsageError("rule '" + item + "': " + e.what());
+    }
     r.kind = umscope::parse_kind(item.substr(colon + 1));
     out.push_back(r);
   }
@@ -202,7 +186,7 @@ void configure_from_env(State& s) {
   s.cache = !(env("UMSCOPE_PLACE_CACHE") && std::string(env("UMSCOPE_PLACE_CACHE")) == "0");
   if (const char* t = env("UMSCOPE_PLACE_TEST_BACKEND")) {
     s.test_backend = true;
-    s.gpu_free_at_start = static_cast<long long>(parse_bytes(t));
+    s.gpu_free_at_start = static_cast<long long>(umscope::parse_bytes(t));
   }
   const char* a = env("UMSCOPE_PLACE_ALLOW_OVERSUBSCRIPTION");
   try {

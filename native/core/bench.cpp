@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <regex>
 #include <sstream>
 
 #include "umscope/caps.hpp"
@@ -19,35 +18,6 @@ namespace umscope {
 std::vector<BenchInfo>& bench_registry() {
   static std::vector<BenchInfo> r;
   return r;
-}
-
-// Sizes: a plain integer or real ("1e9") is bytes; K, M, G, T (optionally
-// followed by "iB") are powers of 1024; KB, MB, GB, TB are powers of 1000.
-// The grammar is python/umscope/sizes.py's, character for character (the
-// same pattern, the first letter of the unit case-insensitive, at most
-// 9e18 bytes); tests/sizes_table.txt holds both to it.
-size_t parse_bytes(const std::string& s) {
-  static const std::regex pattern(R"(^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$)");
-  std::smatch m;
-  if (!std::regex_match(s, m, pattern)) throw UsageError("malformed size '" + s + "'");
-  const double v = std::strtod(m[1].str().c_str(), nullptr);
-  std::string unit = m[2].str();
-  // Units in any case: 4g, 4gb and 4gib are 4G, 4GB and 4GiB (every size here is bytes).
-  for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  double mult = 0;
-  if (unit.empty() || unit == "B") {
-    mult = 1;
-  } else if (unit.size() <= 3) {
-    const int power = unit[0] == 'K' ? 1 : unit[0] == 'M' ? 2 : unit[0] == 'G' ? 3 : unit[0] == 'T' ? 4 : 0;
-    const std::string rest = unit.substr(1);
-    if (power != 0 && (rest.empty() || rest == "IB")) mult = std::pow(1024.0, power);
-    if (power != 0 && rest == "B") mult = std::pow(1000.0, power);
-  }
-  if (mult == 0) throw UsageError("unknown size unit in '" + s + "'");
-  const double bytes = v * mult;
-  if (!(bytes >= 1) || bytes > 9.0e18 || bytes != std::floor(bytes))
-    throw UsageError("size must be a positive whole number of bytes: '" + s + "'");
-  return static_cast<size_t>(bytes);
 }
 
 std::string Args::str(const std::string& k, const std::string& dflt) const {

@@ -15,6 +15,7 @@
 #include "umscope/errors.hpp"
 #include "umscope/memory.hpp"
 #include "umscope/os.hpp"
+#include "umscope/sizes.hpp"
 
 #ifdef UMSCOPE_HAVE_CUDA
 #include <cudaTypedefs.h>  // the driver API's function types: its entry points come through the runtime, no -lcuda
@@ -64,24 +65,13 @@ namespace {
 // once per process, so a later case is not checked against what was free minutes earlier.
 size_t g_host_live = 0;
 
-// UMSCOPE_HOST_MEM_LIMIT: bytes, or a number with K, M, G or T (powers of 1024). Kept here, apart
-// from parse_bytes, because this file is also linked into the allocator library.
+// UMSCOPE_HOST_MEM_LIMIT: a size in umscope's grammar (umscope/sizes.hpp), a bad one named as this variable.
 size_t limit_bytes(const char* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  double mult = 1;
-  switch (end && *end ? std::toupper(static_cast<unsigned char>(*end)) : 0) {
-    case 'K': mult = 1024.0; break;
-    case 'M': mult = 1024.0 * 1024; break;
-    case 'G': mult = 1024.0 * 1024 * 1024; break;
-    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; break;
-    case 0: break;
-    default: throw UsageError(std::string("UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G, got '") + text + "'");
-  }
-  const double b = v * mult;
-  if (end == text || !(b >= 1) || b > 9.0e18)
+  try {
+    return parse_bytes(text);
+  } catch (const UsageError&) {
     throw UsageError(std::string("UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G, got '") + text + "'");
-  return static_cast<size_t>(b);
+  }
 }
 size_t g_avail_at_start = 0;
 bool g_avail_read = false;  // read at least once (g_host_live is 0 between cases)

@@ -2,24 +2,20 @@
 // (the model and its inputs: umsim.hpp).
 #include "umsim.hpp"
 
+#include "umscope/errors.hpp"
+#include "umscope/sizes.hpp"
+
 namespace umsim {
 namespace {
 
 // ---------------------------------------------------------------- options
-uint64_t parse_bytes(const std::string& s) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || !(v >= 0) || v > 9.0e18) die("bad size '" + s + "'");
-  std::string u(end);
-  for (auto& c : u) c = char(std::toupper(c));
-  double m = 1;
-  if (u == "" || u == "B") m = 1;
-  else if (u == "K" || u == "KIB") m = 1024.0;
-  else if (u == "M" || u == "MIB") m = 1024.0 * 1024;
-  else if (u == "G" || u == "GIB") m = 1024.0 * 1024 * 1024;
-  else die("bad size unit in '" + s + "'");
-  if (v * m > 9.0e18) die("size '" + s + "' is out of range (at most 9e18 bytes)");
-  return uint64_t(v * m + 0.5);
+// A size option: umscope's size grammar (umscope/sizes.hpp), a bad one one line naming the option.
+uint64_t parse_bytes(const std::string& opt, const std::string& s) {
+  try {
+    return umscope::parse_bytes(s);
+  } catch (const umscope::UsageError& e) {
+    die(opt + ": " + e.what());
+  }
 }
 
 // A trace file's header (page size, allocations) into t; the file is left at its first event, their count in ne.
@@ -222,11 +218,11 @@ static int run_main(int argc, char** argv) {
     if (a == "--help" || a == "-h") { usage(); return 0; }
     else if (a == "--app") app = val();
     else if (a == "--trace") trace = val();
-    else if (a == "--footprint") foot = parse_bytes(val());
-    else if (a == "--capacity") cap = parse_bytes(val());
-    else if (a == "--page") page = parse_bytes(val());
-    else if (a == "--unit") unit = parse_bytes(val());
-    else if (a == "--granule") granule = parse_bytes(val());
+    else if (a == "--footprint") foot = parse_bytes(a, val());
+    else if (a == "--capacity") cap = parse_bytes(a, val());
+    else if (a == "--page") page = parse_bytes(a, val());
+    else if (a == "--unit") unit = parse_bytes(a, val());
+    else if (a == "--granule") granule = parse_bytes(a, val());
     else if (a == "--iterations") iters = int(num_to(val(), MAX_ITERATIONS));
     else if (a == "--reverse") reverse = true;
     else if (a == "--policy") p.policy = val();
@@ -237,7 +233,7 @@ static int run_main(int argc, char** argv) {
     else if (a == "--fault-window") p.fault_window = num32(val());
     else if (a == "--resident-blocks") p.resident_blocks = num32(val());
     else if (a == "--sms") p.sms = num32(val());
-    else if (a == "--block-bytes") p.block_bytes = parse_bytes(val());
+    else if (a == "--block-bytes") p.block_bytes = parse_bytes(a, val());
     else if (a == "--timed") p.timed = true;
     else if (a == "--unroll") p.unroll = num32(val());
     else if (a == "--utlb-faults") p.utlb_faults = num32(val());

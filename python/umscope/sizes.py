@@ -2,8 +2,9 @@
 
 A plain number is bytes ("4096", "1e9"); K, M, G, T and KiB, MiB, GiB, TiB are
 powers of 1024; KB, MB, GB, TB are powers of 1000; units in any case. Sizes must be whole,
-positive numbers of bytes, at most 9e18. umbench accepts the same grammar
-(native/core/bench.cpp parse_bytes); tests/sizes_table.txt holds both to it.
+positive numbers of bytes, at most 9e18. The native side has one parser of the same grammar
+(native/core/sizes.cpp), read by umbench, umsim, libumalloc and UMSCOPE_HOST_MEM_LIMIT;
+tests/sizes_table.txt holds Python and each of them to it.
 """
 
 import re

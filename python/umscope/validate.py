@@ -155,18 +155,14 @@ def devices(value) -> list:
     return list(dict.fromkeys(integer(t, "--devices", 0, MAX_DEVICE) for t in items))
 
 
-HOST_MEM_UNITS = ("", "K", "M", "G", "T")  # umbench's UMSCOPE_HOST_MEM_LIMIT grammar (native/memory/buffer.cpp)
-
-
 def host_mem_limit(env=None):
-    """UMSCOPE_HOST_MEM_LIMIT, where set: a size umbench's host guard reads (a number with K, M, G or T, powers
-    of 1024), checked before a run exists. Returns bytes or None."""
+    """UMSCOPE_HOST_MEM_LIMIT, where set: a size umbench's host guard reads (umscope's size grammar, the same
+    parser in umbench: native/core/sizes.cpp), checked before a run exists. Returns bytes or None."""
     text = (os.environ if env is None else env).get("UMSCOPE_HOST_MEM_LIMIT")
     if not text:
         return None
-    unit = text.strip()[-1:].upper() if text.strip()[-1:].isalpha() else ""
-    if unit not in HOST_MEM_UNITS or not text.isascii():
-        raise UsageError(f"UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G (K, M, G or T), got {printable(text)[:40]!r}")
+    if not text.isascii():
+        raise UsageError(f"UMSCOPE_HOST_MEM_LIMIT takes a size such as 8G, got {printable(text)[:40]!r}")
     return size(text, "UMSCOPE_HOST_MEM_LIMIT")
 
 

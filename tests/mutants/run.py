@@ -70,9 +70,9 @@ MUTANTS = [
     ("py-shared-ignored", "python/umscope/conditions.py", "    if others:\n", "    if others and False:\n",
      ["tests/test_conditions.py"], "shared GPU not flagged"),
     # --- C++ (recompile the objects named) ------------------------------------------------------------------
-    ("cc-gb-as-gib", "native/core/bench.cpp", "mult = std::pow(1000.0, power)", "mult = std::pow(1024.0, power)",
+    ("cc-gb-as-gib", "native/core/sizes.cpp", "mult = std::pow(1000.0, power)", "mult = std::pow(1024.0, power)",
      ["tests/test_arithmetic.py::test_umbench_parses_the_shared_size_table_like_python"], "umbench parses GB as GiB",
-     ["native/core/bench.cpp"]),
+     ["native/core/sizes.cpp"]),
     ("cc-median-even", "native/core/stats.cpp", "r.median = s.size() % 2 ? s[m] : 0.5 * (s[m - 1] + s[m]);",
      "r.median = s[m];", ["tests/test_arithmetic.py::test_umbench_summary_statistics"], "median wrong for even n",
      ["native/core/stats.cpp"]),
@@ -247,6 +247,13 @@ class Native:
 
 def _pytest(copy: Path, tests: list, umbench: str, timeout=300):
     env = dict(os.environ, PYTHONPATH=str(copy / "python"), UMSCOPE_UMBENCH=umbench, PYTHONDONTWRITEBYTECODE="1")
+    # The installed umsim and libumalloc (the copy has no bin/ or lib/): the tests that hold them to the same
+    # tables as umbench run against them, unmutated.
+    installed = Path(_installed_umbench()).parent
+    if (installed / "umsim").exists():
+        env.setdefault("UMSCOPE_UMSIM", str(installed / "umsim"))
+    if (installed.parent / "lib" / "libumalloc.so").exists():
+        env.setdefault("UMSCOPE_UMALLOC", str(installed.parent / "lib" / "libumalloc.so"))
     env.pop("UMSCOPE_REQUIRE_GPU", None)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not gpu and not browser",
            *tests]

@@ -8,6 +8,7 @@
 #include "umscope/json.hpp"
 #include "umscope/memory.hpp"
 #include "umscope/placement.hpp"
+#include "umscope/sizes.hpp"
 #include "umscope/stats.hpp"
 
 namespace umscope {
@@ -37,7 +38,6 @@ class Args {
   std::map<std::string, std::string> kv_;
 };
 
-size_t parse_bytes(const std::string& s);  // throws UsageError
 int max_threads();  // the most CPU threads a --threads list may ask for (4 x the allowed CPUs)
 
 // What a benchmark gets: its arguments and a way to emit records.
