@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from umscope import conditions, native
+from umscope.timing import Stopwatch
 
 PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
 
@@ -167,7 +168,7 @@ class Outcome:
 
 def execute(case: Case, options: dict) -> Outcome:
     """Runs one case in its own process group, so a timeout kills all of it."""
-    t0 = time.time()
+    sw = Stopwatch()
     # umbench kills itself when this process dies (PR_SET_PDEATHSIG), and exits at once if it finds
     # another parent than this pid (this process died before it could ask).
     # (Ranks started by a site launcher have the launcher as parent: they only get PR_SET_PDEATHSIG.)
@@ -180,14 +181,14 @@ def execute(case: Case, options: dict) -> Outcome:
         _kill(proc)
         out, err = proc.communicate()
         records, _ = native.parse_output(out)
-        return Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records, time.time() - t0)
+        return Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records, sw.elapsed())
     except BaseException:
         _kill(proc)
         with deferred_signals():
             proc.communicate()
         raise
     records, status = native.parse_output(out)
-    elapsed = time.time() - t0
+    elapsed = sw.elapsed()
     rc = proc.returncode
     if rc < 0:
         try:

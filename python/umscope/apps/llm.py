@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 
+from umscope.timing import Stopwatch
 # The decoder lives beside (llm_decoder.py); kernel_class is named here too, as llm.kernel_class, for its callers.
 from umscope.apps.llm_decoder import (PROFILE_STEPS, Decoder, _decoder_layers, _in_pool, _profile,  # noqa: F401
                                       kernel_class)
@@ -467,11 +468,11 @@ def main(argv=None) -> int:
     prof = None
     try:
         with torch.inference_mode():
-            t0 = time.perf_counter()
-            model, wbytes, config = _build(a, torch, wpool)
-            n_layers = len(_decoder_layers(model))
-            torch.cuda.synchronize()
-            build_s = time.perf_counter() - t0
+            with Stopwatch() as build:
+                model, wbytes, config = _build(a, torch, wpool)
+                n_layers = len(_decoder_layers(model))
+                torch.cuda.synchronize()
+            build_s = build.seconds
             _progress(f"{a.model} built in {build_s:.1f} s ({wbytes / 2**30:.2f} GiB of weights in {wkind or 'device'})")
             if lib and ckind != wkind:
                 from umscope import place

@@ -4,7 +4,8 @@ libumalloc's pools; and where a decode step's time goes (torch.profiler). llm.py
 keeps the records; this module only runs it. Imported with torch already loaded by the caller."""
 
 import contextlib
-import time
+
+from umscope.timing import Stopwatch
 
 
 def _dynamo_graphs(torch):
@@ -121,11 +122,11 @@ class Decoder:
         self.prefill(ids)
         with _in_pool(self.gpool if self.gpool is not None else self.pool, torch):
             if self.compiled and self.compile_s is None:
-                t0 = time.perf_counter()
                 try:
-                    self.step_fn()
-                    self._sync()
-                    self.compile_s = time.perf_counter() - t0
+                    with Stopwatch() as compiling:
+                        self.step_fn()
+                        self._sync()
+                    self.compile_s = compiling.seconds
                     self.compile_graphs = _dynamo_graphs(torch)
                 except Exception as e:  # noqa: BLE001 - any compiler failure: the eager step instead
                     self._sync()
