@@ -26,3 +26,9 @@ def test_elapsed_counts_from_creation_without_a_block():
     sw = Stopwatch()
     time.sleep(0.01)
     assert sw.seconds is None and 0.01 <= sw.elapsed() < 1.0
+
+
+def test_a_stopwatch_can_start_in_the_past():
+    """already: work that began before the stopwatch was made (a batch case whose start went unseen)."""
+    sw = Stopwatch(already=5.0)
+    assert 5.0 <= sw.elapsed() < 6.0

@@ -228,7 +228,7 @@ def execute_batch(cases: list, options: dict, on_start=None):
                    threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)]
         for t in threads:
             t.start()
-        j, case, started, lines, err_at = -1, None, 0.0, [], 0
+        j, case, clock, lines, err_at = -1, None, None, [], 0  # clock: the case's, from its start marker
         try:
             try:  # umbench reads every line before it starts: no deadlock with its output
                 proc.stdin.write("".join("\t".join(c.argv(options)[2:]) + "\n" for c in rest))
@@ -237,7 +237,7 @@ def execute_batch(cases: list, options: dict, on_start=None):
                 pass
             while True:
                 if case is not None:
-                    wait = max(0.0, started + case.timeout - time.time())
+                    wait = max(0.0, case.timeout - clock.elapsed())
                 else:  # the batch starts (or moves on to) the next case well within that case's timeout
                     wait = rest[j + 1].timeout if j + 1 < len(rest) else 60.0
                 try:
@@ -249,10 +249,10 @@ def execute_batch(cases: list, options: dict, on_start=None):
                         if j + 1 >= len(rest):
                             break
                         j += 1
-                        case, started, lines = rest[j], time.time() - wait, []
+                        case, clock, lines = rest[j], Stopwatch(already=wait), []
                     records, _ = native.parse_output("".join(lines))
                     yield case, Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records,
-                                        time.time() - started, (proc.pid,))
+                                        clock.elapsed(), (proc.pid,))
                     case = None
                     break
                 if line is None:  # the process ended
@@ -270,7 +270,7 @@ def execute_batch(cases: list, options: dict, on_start=None):
                             t.join(timeout=5)
                         records, _ = native.parse_output("".join(lines))
                         yield case, Outcome("failed", why + _tail("".join(err_lines[err_at:])), records,
-                                            time.time() - started, (proc.pid,))
+                                            clock.elapsed(), (proc.pid,))
                         case = None
                     elif j < 0:  # no case started (an umbench without `batch`?): one process per case
                         for c in rest:
@@ -284,12 +284,12 @@ def execute_batch(cases: list, options: dict, on_start=None):
                     marker = json.loads(text)
                     if marker.get("event") == "start":
                         j = marker["index"]
-                        case, started, lines, err_at = rest[j], time.time(), [], len(err_lines)
+                        case, clock, lines, err_at = rest[j], Stopwatch(), [], len(err_lines)
                         if on_start:
                             on_start(case)
                     elif marker.get("event") == "end" and case is not None:
                         records, status = native.parse_output("".join(lines))
-                        elapsed = time.time() - started
+                        elapsed = clock.elapsed()
                         if status is None:
                             outcome = Outcome("failed", f"umbench exited {marker.get('exit')} without a status "
                                               "line" + _tail("".join(err_lines[err_at:])), records, elapsed,

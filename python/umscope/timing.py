@@ -14,10 +14,11 @@ import time
 
 class Stopwatch:
     """Seconds since it started (at creation, and again on entering a with block): `elapsed()` while it runs,
-    `seconds` once the block has ended (None before, and when the block raised)."""
+    `seconds` once the block has ended (None before, and when the block raised). already: seconds that had
+    passed when it was made (work that began that long before, e.g. a case whose start went unseen)."""
 
-    def __init__(self):
-        self.start = time.perf_counter()
+    def __init__(self, already=0.0):
+        self.start = time.perf_counter() - already
         self.seconds = None
 
     def __enter__(self):
