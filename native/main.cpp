@@ -1,8 +1,7 @@
 // umbench: runs one benchmark case and prints JSON-lines records.
 //
 //   umbench info                 capabilities as one JSON object
-//   umbench list                 benchmarks and memory kinds, one JSON object per line
-//   umbench list --json          the registry as one JSON object (benchmarks, kinds, stream operations)
+//   umbench list [--json]        the registry as one JSON object (benchmarks, kinds, modes, stream operations)
 //   umbench run BENCH [--key value | --flag]...
 //   umbench check-kind SPEC      canonical form of a memory-kind spec, or exit 2
 //   umbench batch                cases from stdin (one per line, tab-separated run arguments), each
@@ -119,30 +118,7 @@ int cmd_info() {
   return 0;
 }
 
-int cmd_list() {
-  for (auto& b : bench_registry()) {
-    JsonObject o;
-    o.set("type", "benchmark").set("name", b.name).set("processor", b.processor).set("help", b.help);
-    o.set("ops", b.ops).set("params", b.params);
-    std::cout << o.str() << "\n";
-  }
-  for (auto& k : kind_registry()) {
-    JsonObject o;
-    o.set("type", "kind").set("name", k.name).set("takes_arg", k.takes_arg).set("help", k.help);
-    std::string pol = "[";
-    for (size_t i = 0; i < k.policies.size(); ++i) {
-      JsonObject p;
-      p.set("key", k.policies[i].key).set("values", k.policies[i].values).set("help", k.policies[i].help);
-      pol += (i ? "," : "") + p.str();
-    }
-    o.set_raw("policies", pol + "]");
-    std::cout << o.str() << "\n";
-  }
-  std::cout << std::flush;
-  return 0;
-}
-
-// `umbench list --json`: the whole registry as one JSON object, which umscope reads once per process
+// `umbench list [--json]`: the whole registry as one JSON object, which umscope reads once per process
 // (python/umscope/registry.py): benchmarks and applications with their options, memory kinds with their
 // behaviour, the applications' memory modes, and the stream operations' traffic.
 std::string json_array(const std::vector<std::string>& items) {
@@ -375,7 +351,7 @@ int main(int argc, char** argv) {
   watch_parent();
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "info") return cmd_info();
-  if (cmd == "list") return argc > 2 && std::string(argv[2]) == "--json" ? cmd_list_json() : cmd_list();
+  if (cmd == "list") return cmd_list_json();  // one writer of the registry; --json is kept for its callers
   if (cmd == "rank-placement") return cmd_rank_placement(argc, argv);
 #ifdef UMSCOPE_HAVE_MPI
   if (cmd == "run") {

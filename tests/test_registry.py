@@ -4,7 +4,7 @@ import json
 import re
 
 from conftest import run_cli, umbench
-from umscope import apps, native, registry, validate
+from umscope import apps, native, plans, registry, validate
 from umscope.errors import UsageError
 from umscope.model import bounds
 
@@ -37,8 +37,9 @@ def test_list_json_declares_applications_options_modes_kinds_and_ops():
     assert kinds["peer"]["needs_peer"] and not kinds["pinned"]["needs_peer"]
     assert {o["name"]: (o["reads"], o["writes"]) for o in reg["stream_ops"]} == {
         "read": (1, 0), "write": (0, 1), "copy": (1, 1), "triad": (2, 1)}
-    # The plain list (one object per line) is unchanged beside it.
-    assert all(json.loads(l)["type"] in ("benchmark", "kind") for l in umbench("list").stdout.splitlines())
+    # One writer: `umbench list` without --json prints the same registry.
+    plain = umbench("list")
+    assert plain.returncode == 0 and json.loads(plain.stdout) == reg
 
 
 def test_the_stream_table_is_what_records_count_and_what_the_bounds_read():
@@ -116,3 +117,15 @@ def test_only_the_app_command_starts_umbench_for_its_options(tmp_path):
     res = run_cli("app", "--help", env=env)  # the app command's help lists the applications' options
     assert res.returncode == 0 and "--footprint" in res.stdout, res.stderr
     assert log.read_text().splitlines() == ["list --json"]
+
+
+def test_bench_help_names_every_family_the_registry_declares():
+    """`umscope bench --help` is built from the registry: a family declared only in native code is listed beside
+    the planned ones, and every name it lists is one `umscope bench` runs."""
+    declared = {b["name"] for b in _registry()["benchmarks"] if b["category"] == "family"}
+    res = run_cli("bench", "--help")
+    assert res.returncode == 0, res.stderr
+    text = re.sub(r"-\s+", "-", " ".join(res.stdout.split()))  # argparse wraps lines, at hyphens too
+    listed = re.search(r"benchmark family: ([a-z0-9, -]+?)(?: options:|$)", text).group(1).split(", ")
+    assert declared - set(listed) == set(), f"missing from bench --help: {declared - set(listed)}"
+    assert set(listed) == set(plans.families()) and len(listed) == len(set(listed))

@@ -66,6 +66,11 @@ def _common_run_options(p):
                    help="allow host allocations beyond MemAvailable")
 
 
+def _bench_family_argument(p):
+    """`umscope bench NAME`, its help naming every family: the planned ones and each one the runner declares."""
+    p.add_argument("name", help="benchmark family: " + ", ".join(plans.families()))
+
+
 def build_parser():
     p = _Parser(prog="umscope", description="Measure, trace and model CPU-GPU data movement.")
     p.add_argument("--version", action="version", version=f"umscope {__version__}")
@@ -78,7 +83,7 @@ def build_parser():
     s.add_argument("--resume", nargs="?", const="last", metavar="RUN",
                    help="finish an interrupted run (default: the newest unfinished one)")
     s = sub.add_parser("bench", help="run one benchmark family")
-    s.add_argument("name", help="benchmark family: " + ", ".join(plans.FAMILIES))
+    s.lazy_options = _bench_family_argument  # every family the registry knows (`umbench list --json`)
     _common_run_options(s)
     s.add_argument("--kind", action="append", metavar="SPEC",
                    help="memory kind, e.g. device, 'managed,first_touch=gpu', numa:0 (repeatable)")

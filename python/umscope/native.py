@@ -62,16 +62,6 @@ def native_info() -> dict:
     return objs[0]
 
 
-@functools.lru_cache(maxsize=None)
-def catalogue() -> dict:
-    """Benchmarks and memory kinds that this umbench knows, by name."""
-    res = subprocess.run([umbench_path(), "list"], capture_output=True, text=True, timeout=60, check=True)
-    cat = {"benchmark": {}, "kind": {}}
-    for obj in _json_lines(res.stdout):
-        cat[obj["type"]][obj["name"]] = obj
-    return cat
-
-
 def parse_output(stdout: str):
     """Splits umbench output into (records, status line or None)."""
     records, status = [], None

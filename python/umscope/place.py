@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from umscope.errors import UsageError
+from umscope.timing import Stopwatch
 
 SITE = Path(__file__).resolve().parent / "place_site"
 OUTPUT_KEEP = 64 * 1024  # bytes of each stream's end kept in the store
@@ -170,7 +171,7 @@ def _tee(src, dst, keep):
 def run_program(cmd, env):
     """Runs cmd with output passed through (and kept); returns (exit status as a shell reports it, stdout
     tail, stderr tail, wall seconds)."""
-    t0 = time.time()
+    sw = Stopwatch()
     try:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except (FileNotFoundError, PermissionError) as err:
@@ -191,7 +192,7 @@ def run_program(cmd, env):
         t.join()
     status = rc if rc >= 0 else 128 - rc
     return (status, out[-OUTPUT_KEEP:].decode(errors="replace"), err[-OUTPUT_KEEP:].decode(errors="replace"),
-            time.time() - t0)
+            sw.elapsed())
 
 
 def records_from_stats(all_stats: list) -> list:

@@ -5,6 +5,8 @@ cannot serve still appear: they are recorded as skipped, with the reason."""
 
 import os
 import subprocess
+from dataclasses import dataclass
+from typing import Callable
 
 from umscope import native
 from umscope.errors import UsageError
@@ -503,51 +505,164 @@ def default_plan(fingerprint, quick=False) -> list:
     return cases
 
 
+@dataclass(frozen=True)
+class BenchOptions:
+    """What `umscope bench` passes a family's plan (validate.bench_options, in canonical form); kinds already
+    checked by umbench's parser where the family takes them."""
+    kinds: list = None
+    sizes: str = None
+    threads: str = None
+    ops: str = None
+    mode: str = None
+    iterations: int = None
+    dos: str = None
+    available: str = None
+    allow_oversubscription: bool = False
+    scale: dict = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family `umscope bench` runs: its help line, its plan (fingerprint, BenchOptions) -> cases, whether its
+    buffers are whole pages (PAGE_SIZED), and whether it takes --kind (a family that does not ignores it)."""
+    help: str
+    plan: Callable
+    page_sized: bool = False
+    takes_kind: bool = True
+
+
+def _sizes_text(o, default):
+    return ",".join(size_arg(s) for s in parse_size_list(o.sizes)) if o.sizes else default
+
+
+def _first_size(o, default):
+    return parse_size_list(o.sizes)[0] if o.sizes else default
+
+
+def _plan_gpu_stream(fp, o):
+    extra = {"ops": o.ops} if o.ops else {}
+    return stream_cases("gpu-stream", o.kinds or GPU_KINDS + numa_kinds(fp) + peer_kinds(fp),
+                        parse_size_list(o.sizes) if o.sizes else [1 << 30], extra)
+
+
+def _plan_cpu_stream(fp, o):
+    extra = {"ops": o.ops} if o.ops else {}
+    extra["threads"] = o.threads or "1,all"
+    return stream_cases("cpu-stream", o.kinds or CPU_KINDS[:1] + numa_kinds(fp) + CPU_KINDS[1:],
+                        parse_size_list(o.sizes) if o.sizes else [1 << 30], extra)
+
+
+def _plan_contention(fp, o):
+    return contention_cases(fp, o.kinds, _first_size(o, max(1 << 30, cpu_stream_size(fp))))
+
+
+def _plan_bandwidth(fp, o):
+    allcpu = os.cpu_count() or 1
+    sweep = ",".join(str(t) for t in sorted({1, 2, 4, 8, 16, 32, 64, 128, allcpu}) if t <= allcpu)
+    return (_plan_gpu_stream(fp, BenchOptions(kinds=o.kinds, sizes=o.sizes)) +
+            _plan_cpu_stream(fp, BenchOptions(sizes=o.sizes, threads=o.threads or sweep)) +
+            copy_cases(fp) + scaling_cases(fp) + _plan_contention(fp, BenchOptions()))
+
+
+def _plan_selftest(fp, o):
+    modes = dict.fromkeys((o.mode or "ok").split(","))  # a repeated mode is the same case: once
+    return [Case("selftest", None, {"mode": m}, timeout=10) for m in modes]
+
+
+def _plan_apps(fp, o):
+    from umscope import apps
+    return apps.default_cases()
+
+
+def _plan_scaleout(name):
+    def plan(fp, o):
+        from umscope import scaleout
+        return scaleout.plan(name, fp, o.kinds, o.sizes, o.ops, **(o.scale or {}))
+    return plan
+
+
+def _plan_linkbytes(fp, o):
+    return [Case("linkbytes", None, {"op": op, "bytes": "1g", "reps": "2", "warmup": "0"}, timeout=300)
+            for op in ("zerocopy-read", "h2d-copy", "managed-migrate")]
+
+
+def _plan_oversub(fp, o):
+    avail = size_arg(parse_size_list(o.available)[0]) if o.available else None
+    return oversub_cases(fp, o.kinds, o.dos, avail, o.allow_oversubscription, o.iterations or 10)
+
+
 FAMILIES = {
-    "gpu-stream": "GPU read/write/copy/triad over every GPU-reachable kind",
-    "cpu-stream": "CPU read/write/copy over every CPU-reachable kind, thread sweep",
-    "copy": "copy matrix: every source x destination kind by copy engines and by SMs, 4 KiB to 1 GiB",
-    "scaling": "GPU read/copy bandwidth from 1 block to the full machine, and threads per block",
-    "contention": "GPU loading host memory over the link while CPU threads stream it, and the reverse",
-    "bandwidth": "all of the above: gpu-stream, cpu-stream (thread sweep), copy matrix, scaling, contention",
-    "latency": "pointer chase by one GPU or CPU thread over every kind, 1 KiB to 4 GiB footprints",
-    "pingpong": "round trip of a flag passed by system-scope CAS: CPU-GPU, GPU-GPU, CPU-CPU, per kind",
-    "migration": "a GPU kernel repeated 100 times over one buffer per placement and hint, 128 MiB to 32 GiB",
-    "firsttouch": "allocation, first and second touch, free: per kind, processor and page size",
-    "faults": "microseconds per page touched by the processor that did not place it, base page (4 KiB or 64 KiB) to 2 MiB strides",
-    "interleave": "CPU writes interleaved with N back-to-back GPU writes, N from 1 to 256",
-    "oversub": "GPU passes over a footprint sized as a degree of oversubscription of what a ballast leaves free",
-    "apps": "the application suite in every memory mode at 64-256 MiB (as in the default suite; bigger with "
-            "'umscope app run NAME --footprint')",
-    "nccl": "NCCL all-reduce, all-gather, reduce-scatter, broadcast, all-to-all over every local GPU (or one rank "
-            "per GPU with --launcher), buffers of every kind, algbw and busbw as nccl-tests; --size full: 8 B-4 GiB",
-    "mpi": "MPI point-to-point under the site's launcher (--launcher mpirun|srun|flux -n N [--ppn P]): window and "
-           "bidirectional bandwidth, latency, k-pair throughput; --kind and --peer-kind per side",
-    "linkbytes": "one operation with known host-link bytes (1 GiB zero-copy read, copy-engine copy, managed "
-                 "first-touch migration) between quiet gaps: what hardware counters are checked against",
-    "selftest": "cases that misbehave on purpose (crash, hang, GPU fault) to test the runner",
+    "gpu-stream": Family("GPU read/write/copy/triad over every GPU-reachable kind", _plan_gpu_stream, True),
+    "cpu-stream": Family("CPU read/write/copy over every CPU-reachable kind, thread sweep", _plan_cpu_stream, True),
+    "copy": Family("copy matrix: every source x destination kind by copy engines and by SMs, 4 KiB to 1 GiB",
+                   lambda fp, o: copy_cases(fp, o.kinds, _sizes_text(o, COPY_SIZES))),
+    "scaling": Family("GPU read/copy bandwidth from 1 block to the full machine, and threads per block",
+                      lambda fp, o: scaling_cases(fp, o.kinds or ("device", "pinned"))),
+    "contention": Family("GPU loading host memory over the link while CPU threads stream it, and the reverse",
+                         _plan_contention, True),
+    "bandwidth": Family("all of the above: gpu-stream, cpu-stream (thread sweep), copy matrix, scaling, contention",
+                        _plan_bandwidth, True),
+    "latency": Family("pointer chase by one GPU or CPU thread over every kind, 1 KiB to 4 GiB footprints",
+                      lambda fp, o: latency_cases(fp, o.kinds, _sizes_text(o, LATENCY_SIZES))),
+    "pingpong": Family("round trip of a flag passed by system-scope CAS: CPU-GPU, GPU-GPU, CPU-CPU, per kind",
+                       lambda fp, o: pingpong_cases(fp, o.kinds)),
+    "migration": Family("a GPU kernel repeated 100 times over one buffer per placement and hint, 128 MiB to 32 GiB",
+                        lambda fp, o: migration_cases(fp, o.kinds, parse_size_list(o.sizes) if o.sizes else None,
+                                                      o.iterations or 100, ops=tuple((o.ops or "read").split(","))),
+                        True),
+    "firsttouch": Family("allocation, first and second touch, free: per kind, processor and page size",
+                         lambda fp, o: firsttouch_cases(fp, o.kinds, tuple(parse_size_list(o.sizes)) if o.sizes
+                                                        else (1 << 30, 4 << 30)), True),
+    "faults": Family("microseconds per page touched by the processor that did not place it, base page (4 KiB or "
+                     "64 KiB) to 2 MiB strides", lambda fp, o: fault_cases(fp, o.kinds, _first_size(o, 1 << 30)), True),
+    "interleave": Family("CPU writes interleaved with N back-to-back GPU writes, N from 1 to 256",
+                         lambda fp, o: interleave_cases(fp, o.kinds, _first_size(o, 256 << 20)), True),
+    "oversub": Family("GPU passes over a footprint sized as a degree of oversubscription of what a ballast leaves free",
+                      _plan_oversub),
+    "apps": Family("the application suite in every memory mode at 64-256 MiB (as in the default suite; bigger with "
+                   "'umscope app run NAME --footprint')", _plan_apps, takes_kind=False),
+    "nccl": Family("NCCL all-reduce, all-gather, reduce-scatter, broadcast, all-to-all over every local GPU (or one "
+                   "rank per GPU with --launcher), buffers of every kind, algbw and busbw as nccl-tests; --size full: "
+                   "8 B-4 GiB", _plan_scaleout("nccl")),
+    "mpi": Family("MPI point-to-point under the site's launcher (--launcher mpirun|srun|flux -n N [--ppn P]): window "
+                  "and bidirectional bandwidth, latency, k-pair throughput; --kind and --peer-kind per side",
+                  _plan_scaleout("mpi")),
+    "linkbytes": Family("one operation with known host-link bytes (1 GiB zero-copy read, copy-engine copy, managed "
+                        "first-touch migration) between quiet gaps: what hardware counters are checked against",
+                        _plan_linkbytes, True),
+    "selftest": Family("cases that misbehave on purpose (crash, hang, GPU fault) to test the runner", _plan_selftest,
+                       takes_kind=False),
 }
 
 
 # Families whose buffers are whole pages: umbench's Args::page_bytes (native/core/bench.cpp) refuses --bytes below
 # 4 KiB for them, so `umscope bench --size` does too, before a run exists.
-PAGE_SIZED = {"cpu-stream", "gpu-stream", "bandwidth", "firsttouch", "faults", "migration", "contention", "interleave",
-              "linkbytes"}
+PAGE_SIZED = {name for name, f in FAMILIES.items() if f.page_sized}
 MIN_PAGE_BYTES = 4096
 
 
-def families() -> dict:
-    """Every family `umscope bench` runs: the plans above, then each family the runner declares that has no
-    plan of its own here (run by native_cases), with its native help."""
+def _native_family(name, help_):
+    """A family declared only in native code: planned by native_cases from its registry entry."""
+    return Family(help_, lambda fp, o: native_cases(name, fp, o.kinds, o.sizes, o.threads, o.ops))
+
+
+def family_table() -> dict:
+    """Every family `umscope bench` runs, name -> Family: the plans above, then each family the runner declares
+    (`umbench list --json`) that has no plan of its own here (run by native_cases), with its native help."""
     out = dict(FAMILIES)
     try:
         from umscope import registry
         for name, b in registry.benchmarks().items():
             if b.get("category") == "family" and name not in out:
-                out[name] = b["help"]
+                out[name] = _native_family(name, b["help"])
     except UsageError:  # no usable umbench: the planned families only (running them says why)
         pass
     return out
+
+
+def families() -> dict:
+    """Every family `umscope bench` runs, name -> help line (family_table)."""
+    return {name: f.help for name, f in family_table().items()}
 
 
 def native_cases(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None) -> list:
@@ -567,68 +682,16 @@ def native_cases(name, fingerprint, kinds=None, sizes=None, threads=None, ops=No
     return stream_cases(name, kinds, sizes, extra)
 
 
-def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None, mode=None, iterations=None,
-               dos=None, available=None, allow_oversubscription=False, scale=None) -> list:
-    if name not in FAMILIES:
-        if name in families():
-            return native_cases(name, fingerprint, [validate_kind(k) for k in kinds or []], sizes, threads, ops)
-        raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(families())})")
-    if name == "selftest":
-        modes = dict.fromkeys((mode or "ok").split(","))  # a repeated mode is the same case: once
-        return [Case("selftest", None, {"mode": m}, timeout=10) for m in modes]
-    if name == "apps":
-        from umscope import apps
-        return apps.default_cases()
-    if kinds:
+def bench_plan(name, fingerprint, kinds=None, **options) -> list:
+    """The cases of `umscope bench NAME`: the family's own plan (family_table), its --kind specs checked first
+    where it takes them. options: the other BenchOptions fields."""
+    table = family_table() if name not in FAMILIES else FAMILIES
+    if name not in table:
+        raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(table)})")
+    family = table[name]
+    if family.takes_kind and kinds:
         kinds = [validate_kind(k) for k in kinds]
-    if name in ("nccl", "mpi"):
-        from umscope import scaleout
-        return scaleout.plan(name, fingerprint, kinds, sizes, ops, **(scale or {}))
-    if name == "copy":
-        return copy_cases(fingerprint, kinds, ",".join(size_arg(s) for s in parse_size_list(sizes)) if sizes
-                          else COPY_SIZES)
-    if name == "scaling":
-        return scaling_cases(fingerprint, kinds or ("device", "pinned"))
-    if name == "migration":
-        return migration_cases(fingerprint, kinds, parse_size_list(sizes) if sizes else None, iterations or 100,
-                               ops=tuple((ops or "read").split(",")))
-    if name == "firsttouch":
-        return firsttouch_cases(fingerprint, kinds, tuple(parse_size_list(sizes)) if sizes else (1 << 30, 4 << 30))
-    if name == "linkbytes":
-        return [Case("linkbytes", None, {"op": op, "bytes": "1g", "reps": "2", "warmup": "0"}, timeout=300)
-                for op in ("zerocopy-read", "h2d-copy", "managed-migrate")]
-    if name == "faults":
-        return fault_cases(fingerprint, kinds, parse_size_list(sizes)[0] if sizes else 1 << 30)
-    if name == "interleave":
-        return interleave_cases(fingerprint, kinds, parse_size_list(sizes)[0] if sizes else 256 << 20)
-    if name == "oversub":
-        avail = size_arg(parse_size_list(available)[0]) if available else None
-        return oversub_cases(fingerprint, kinds, dos, avail, allow_oversubscription, iterations or 10)
-    if name == "latency":
-        sz = ",".join(size_arg(x) for x in parse_size_list(sizes)) if sizes else LATENCY_SIZES
-        return latency_cases(fingerprint, kinds, sz)
-    if name == "pingpong":
-        return pingpong_cases(fingerprint, kinds)
-    if name == "contention":
-        size = parse_size_list(sizes)[0] if sizes else max(1 << 30, cpu_stream_size(fingerprint))
-        return contention_cases(fingerprint, kinds, size)
-    if name == "bandwidth":
-        allcpu = os.cpu_count() or 1
-        sweep = ",".join(str(t) for t in sorted({1, 2, 4, 8, 16, 32, 64, 128, allcpu}) if t <= allcpu)
-        return (bench_plan("gpu-stream", fingerprint, kinds, sizes) +
-                bench_plan("cpu-stream", fingerprint, None, sizes, threads or sweep) +
-                copy_cases(fingerprint) + scaling_cases(fingerprint) + bench_plan("contention", fingerprint))
-    sizes = parse_size_list(sizes) if sizes else [1 << 30]
-    extra = {}
-    if ops:
-        extra["ops"] = ops
-    if name == "gpu-stream":
-        return stream_cases(name, kinds or GPU_KINDS + numa_kinds(fingerprint) + peer_kinds(fingerprint), sizes, extra)
-    if threads:
-        extra["threads"] = threads
-    else:
-        extra["threads"] = "1,all"
-    return stream_cases(name, kinds or CPU_KINDS[:1] + numa_kinds(fingerprint) + CPU_KINDS[1:], sizes, extra)
+    return family.plan(fingerprint, BenchOptions(kinds=kinds, **options))
 
 
 def apply_filter(cases, patterns) -> list:

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from umscope import conditions, native
+from umscope.timing import Stopwatch
 
 PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
 
@@ -167,7 +168,7 @@ class Outcome:
 
 def execute(case: Case, options: dict) -> Outcome:
     """Runs one case in its own process group, so a timeout kills all of it."""
-    t0 = time.time()
+    sw = Stopwatch()
     # umbench kills itself when this process dies (PR_SET_PDEATHSIG), and exits at once if it finds
     # another parent than this pid (this process died before it could ask).
     # (Ranks started by a site launcher have the launcher as parent: they only get PR_SET_PDEATHSIG.)
@@ -180,14 +181,14 @@ def execute(case: Case, options: dict) -> Outcome:
         _kill(proc)
         out, err = proc.communicate()
         records, _ = native.parse_output(out)
-        return Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records, time.time() - t0)
+        return Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records, sw.elapsed())
     except BaseException:
         _kill(proc)
         with deferred_signals():
             proc.communicate()
         raise
     records, status = native.parse_output(out)
-    elapsed = time.time() - t0
+    elapsed = sw.elapsed()
     rc = proc.returncode
     if rc < 0:
         try:
@@ -227,7 +228,7 @@ def execute_batch(cases: list, options: dict, on_start=None):
                    threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)]
         for t in threads:
             t.start()
-        j, case, started, lines, err_at = -1, None, 0.0, [], 0
+        j, case, clock, lines, err_at = -1, None, None, [], 0  # clock: the case's, from its start marker
         try:
             try:  # umbench reads every line before it starts: no deadlock with its output
                 proc.stdin.write("".join("\t".join(c.argv(options)[2:]) + "\n" for c in rest))
@@ -236,7 +237,7 @@ def execute_batch(cases: list, options: dict, on_start=None):
                 pass
             while True:
                 if case is not None:
-                    wait = max(0.0, started + case.timeout - time.time())
+                    wait = max(0.0, case.timeout - clock.elapsed())
                 else:  # the batch starts (or moves on to) the next case well within that case's timeout
                     wait = rest[j + 1].timeout if j + 1 < len(rest) else 60.0
                 try:
@@ -248,10 +249,10 @@ def execute_batch(cases: list, options: dict, on_start=None):
                         if j + 1 >= len(rest):
                             break
                         j += 1
-                        case, started, lines = rest[j], time.time() - wait, []
+                        case, clock, lines = rest[j], Stopwatch(already=wait), []
                     records, _ = native.parse_output("".join(lines))
                     yield case, Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records,
-                                        time.time() - started, (proc.pid,))
+                                        clock.elapsed(), (proc.pid,))
                     case = None
                     break
                 if line is None:  # the process ended
@@ -269,7 +270,7 @@ def execute_batch(cases: list, options: dict, on_start=None):
                             t.join(timeout=5)
                         records, _ = native.parse_output("".join(lines))
                         yield case, Outcome("failed", why + _tail("".join(err_lines[err_at:])), records,
-                                            time.time() - started, (proc.pid,))
+                                            clock.elapsed(), (proc.pid,))
                         case = None
                     elif j < 0:  # no case started (an umbench without `batch`?): one process per case
                         for c in rest:
@@ -283,12 +284,12 @@ def execute_batch(cases: list, options: dict, on_start=None):
                     marker = json.loads(text)
                     if marker.get("event") == "start":
                         j = marker["index"]
-                        case, started, lines, err_at = rest[j], time.time(), [], len(err_lines)
+                        case, clock, lines, err_at = rest[j], Stopwatch(), [], len(err_lines)
                         if on_start:
                             on_start(case)
                     elif marker.get("event") == "end" and case is not None:
                         records, status = native.parse_output("".join(lines))
-                        elapsed = time.time() - started
+                        elapsed = clock.elapsed()
                         if status is None:
                             outcome = Outcome("failed", f"umbench exited {marker.get('exit')} without a status "
                                               "line" + _tail("".join(err_lines[err_at:])), records, elapsed,

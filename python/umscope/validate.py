@@ -268,9 +268,9 @@ def printable(text) -> str:
 
 
 def _bench_ops(family) -> tuple:
-    """Operations a family's --ops may name, from umbench's own catalogue."""
-    from umscope import native
-    cat = native.catalogue()["benchmark"]
+    """Operations a family's --ops may name, from umbench's own registry (registry.py)."""
+    from umscope import registry
+    cat = registry.benchmarks()
     names = {"bandwidth": ("gpu-stream", "cpu-stream"), "migration": ("migration",)}.get(family, (family,))
     ops = [o for n in names for o in (cat.get(n, {}).get("ops") or [])]
     if family == "migration":

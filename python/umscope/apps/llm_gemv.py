@@ -133,8 +133,8 @@ def install(model, torch) -> int:
 def warm(model, torch) -> float:
     """Runs the kernel once for every installed layer's shape (Triton compiles one binary per tile and split),
     so that no compile falls into a timed or captured step; returns the wall seconds it took."""
-    import time
-    t0 = time.perf_counter()
+    from umscope.timing import Stopwatch
+    sw = Stopwatch()
     for mod in model.modules():
         if not hasattr(mod, "_umscope_gemv"):
             continue
@@ -143,4 +143,4 @@ def warm(model, torch) -> float:
         mod.forward(torch.zeros((1, 1, k), dtype=w.dtype, device=w.device))
     if torch.cuda.is_available():
         torch.cuda.synchronize()
-    return time.perf_counter() - t0
+    return sw.elapsed()
