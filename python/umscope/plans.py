@@ -4,11 +4,11 @@ characterisation of the node; each benchmark family can also run alone
 cannot serve still appear: they are recorded as skipped, with the reason."""
 
 import os
-import subprocess
 
-from umscope import native
+from umscope import scaleout
+from umscope.native import validate_kind  # noqa: F401 (plans.validate_kind: validate.py, tests)
 from umscope.errors import UsageError
-from umscope.sizes import format_size, parse_size_list
+from umscope.sizes import parse_size_list, size_arg  # noqa: F401 (plans.size_arg: validate.py, tests)
 from umscope.suite import Case
 
 # Kinds and policies the GPU side is measured over: each is one way a program
@@ -95,20 +95,6 @@ def representative_pairs(fingerprint, ordered=True):
                     "capabilities and locality in the probe's topology, so they repeat its figure; "
                     "`umscope bench copy`, `umscope bench latency` and `umscope bench pingpong` measure every "
                     "pair")
-
-
-def validate_kind(spec: str) -> str:
-    """Checks a kind spec with umbench's own parser; returns it unchanged."""
-    res = subprocess.run([native.umbench_path(), "check-kind", spec], capture_output=True, text=True, timeout=30)
-    if res.returncode != 0:
-        raise UsageError(res.stderr.strip() or f"bad memory kind {spec!r}")
-    return spec
-
-
-def size_arg(n: int) -> str:
-    """A size as umbench takes it, readable in case ids: 268435456 -> '256MiB'."""
-    text = format_size(n).replace(" ", "")
-    return text if "." not in text else str(n)
 
 
 def stream_cases(benchmark, kinds, sizes, extra=None) -> list:
@@ -498,7 +484,6 @@ def default_plan(fingerprint, quick=False) -> list:
     # (64 MiB), GPU- and CPU-initialised.
     from umscope import apps
     cases += apps.default_cases()
-    from umscope import scaleout
     cases += scaleout.default_cases(fingerprint)  # a short NCCL case where there are 2+ GPUs
     return cases
 
@@ -582,7 +567,6 @@ def bench_plan(name, fingerprint, kinds=None, sizes=None, threads=None, ops=None
     if kinds:
         kinds = [validate_kind(k) for k in kinds]
     if name in ("nccl", "mpi"):
-        from umscope import scaleout
         return scaleout.plan(name, fingerprint, kinds, sizes, ops, **(scale or {}))
     if name == "copy":
         return copy_cases(fingerprint, kinds, ",".join(size_arg(s) for s in parse_size_list(sizes)) if sizes
