@@ -20,9 +20,13 @@ resident per SM from the device's limits; SMs stalled at their first fault; --re
 
 With --uvm-events the programs run with the UVM driver's own fault events (libumtrace's event queue,
 UMSCOPE_UMTRACE_UVM_EVENTS=1): every fault-buffer entry with its batch, uTLB and GPU time, every replay;
-summarised per case (umscope.sim_events) beside the model's entries (umsim --entry-log, the same summary).
+summarised per case (umscope.model.events) beside the model's entries (umsim --entry-log, the same summary).
 umsim-4's per-entry mechanisms are measured and chosen on the calibration programs (--set calib), none of
-them a validated case (entry_figures, choose_variant).
+them a validated case (umscope.model.calibration: entry_figures, choose_variant).
+
+A thin driver: the cases, what a kept run counts and the comparison with umsim are umscope.model.validation;
+the calibration rule and the validated error it writes to model/validated.json are umscope.model.calibration.
+This script runs the programs (run_traced) and writes the document (write_doc and its tables).
 
     python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2|fresh3|fresh4] [--uvm-events] [--bytes 512M]
                                   [--keep DIR] [--out docs/simulator-validation.md]
@@ -30,106 +34,26 @@ them a validated case (entry_figures, choose_variant).
                                   [--no-events DIR ...]   # the comparison again from kept traces (no GPU)"""
 import _commit  # bench/_commit.py
 import argparse
-import gzip
 import json
-import math
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from umscope import native, probe, sim_events
+from umscope import native, probe
 from umscope import profile as profiler
-from umscope.model import dos
+from umscope.model import calibration
+from umscope.model import events as sim_events
 from umscope.model import simulate as sim
+from umscope.model.calibration import (SENSITIVITY_INSTANCES, choose_variant, entry_figures, own_figures,
+                                       threshold_sensitivity)
+from umscope.model.validation import (CASES, SETS, UTLB_FAULTS, compare, counted_all, device_figures, err, errs_of,
+                                      pct, second_run, store_trace)
 from umscope.sizes import format_size, parse_size
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = 4096
-# The SMs' page rate where a trace has no resident launch of the kernel (um-truth's single pass): the H100's
-# measured HBM read bandwidth (model figures h100-sxm-pcie5.yaml, docs/reference-h100.md "bandwidth").
-HBM_GBPS = dos.figures("h100-sxm-pcie5")["figures"]["hbm_gbps"]
-
-# Each case: label, program and its arguments (--bytes added), the page stream (GPU passes, CPU writes between
-# them; CPU reads after the last), the true bytes each way in units of --bytes, the bytes one thread
-# touches per access (from the kernel's source: stream_kernels.cuh's double2 loads, umtruth.cu's 32-bit
-# words: with the launch's block, the bytes a block covers per grid-stride step) and the fault window of
-# the older page replay (0: the driver's batch; 1: one fault at a time).
-MIG = ["--kind", "managed,first_touch=cpu"]
-
-
-def case(label, prog, args, passes=1, touch=False, cpu_read=False, htod=1, dtoh=0, access=16, window=0):
-    # unroll: the grid strides one thread's loop issues at once (stream_kernels.cuh's read and write kernels
-    # unroll 4; umtruth.cu's kernels 1)
-    # op: the kernel's GPU access (the migration benchmark's --op; um-truth's kernels load first)
-    return dict(label=label, prog=prog, args=args, passes=passes, touch=touch, cpu_read=cpu_read, htod=htod,
-                dtoh=dtoh, access=access, window=window, unroll=4 if prog == "migration" else 1,
-                op="write" if "write" in args and prog == "migration" else "read")
-
-
-def read_on(blocks, window=0, op="read"):
-    """The migration read (or write) of case 0 on a given number of blocks."""
-    verb = "reads" if op == "read" else "writes"
-    return case(f"GPU {verb} CPU-initialised managed memory on {blocks} blocks, 2 passes", "migration",
-                MIG + (["--op", op] if op != "read" else []) + ["--iterations", "2", "--blocks", str(blocks)],
-                passes=2, window=window)
-
-
-def truth_on(blocks):
-    return case(f"um-truth read on {blocks} blocks of 256 threads", "um-truth", ["--case", "read", "--blocks",
-                str(blocks)], access=4)
-
-
-CASES = [
-    case("GPU reads CPU-initialised managed memory, 2 passes", "migration", MIG + ["--iterations", "2"], passes=2),
-    case("GPU writes CPU-initialised managed memory, 2 passes", "migration",
-         MIG + ["--op", "write", "--iterations", "2"], passes=2),
-    case("GPU reads, CPU writes one element per page between passes, 3 passes", "migration",
-         MIG + ["--cpu-touch", "stride", "--iterations", "3"], passes=3, touch=True, htod=3, dtoh=2),
-    read_on(4, window=1),
-    read_on(16, window=1),
-    read_on(132, window=0),
-    case("um-truth read: the CPU writes 32-bit words, one GPU pass reads them", "um-truth", ["--case", "read"],
-         access=4),
-    case("um-truth writeback: the GPU increments the CPU's words, the CPU reads them", "um-truth",
-         ["--case", "writeback"], cpu_read=True, dtoh=1, access=4),
-]
-# Held out: never looked at while the time-aware fault model was built (its parameters come from the
-# device, the driver and the traces' own timings); they test the grid and read/write dependence beyond the
-# eight cases above. Kept as x0, x1, ...
-EXTRA = [read_on(b) for b in (1, 2, 8, 32, 64, 528)] + [read_on(b, op="write") for b in (4, 16, 132)] + [
-    truth_on(b) for b in (132, 264)]
-# Fresh: run once umsim-3 was fixed (grids none of the sets above has).
-FRESH = [read_on(b) for b in (12, 24, 48, 96, 180, 200)] + [read_on(b, op="write") for b in (1, 8, 64, 264)] + [
-    truth_on(b) for b in (33, 528)]
-# Calibration: programs none of the validated sets has, run with the driver's fault events; the model's
-# per-entry parameters are measured on these (their per-entry tables are kept), never on the sets above.
-CALIB = [read_on(b) for b in (6, 20, 160)] + [read_on(b, op="write") for b in (20, 160)] + [truth_on(b) for b in (66, 400)] + [
-    case("um-truth writeback on 264 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "264"],
-         cpu_read=True, dtoh=1, access=4)]
-# Fresh again: run after umsim-4's mechanisms were chosen on the calibration programs (grids no other set has).
-FRESH2 = [read_on(b) for b in (3, 40, 72, 240)] + [read_on(b, op="write") for b in (2, 32, 100, 200)] + [
-    truth_on(b) for b in (99, 200)] + [
-    case("um-truth writeback on 132 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "132"],
-         cpu_read=True, dtoh=1, access=4)]
-# Fresh a third time: grids no other set has, run after umsim-5's two mechanisms (write-rate, block-order)
-# were written; which mechanisms the model uses is chosen on the calibration programs alone.
-FRESH3 = [read_on(b) for b in (10, 28, 56, 112, 320)] + [read_on(b, op="write") for b in (6, 48, 144, 320)] + [
-    truth_on(b) for b in (50, 150, 800)]
-# Fresh a fourth time: run after umsim-5's model was fixed (its mechanisms and the rule choosing among them on
-# the calibration programs): grids no other set has.
-FRESH4 = [read_on(b) for b in (5, 14, 36, 80, 150, 400)] + [read_on(b, op="write") for b in (3, 12, 24, 80, 240)] + [
-    truth_on(b) for b in (20, 300, 660)] + [
-    case("um-truth writeback on 400 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "400"],
-         cpu_read=True, dtoh=1, access=4)]
-SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y"), "calib": (CALIB, "c"),
-        "fresh2": (FRESH2, "z"), "fresh3": (FRESH3, "w"), "fresh4": (FRESH4, "v")}
-# Trace lines of the driver's fault events: summarised (sim_events.summary) and left out of the kept trace
-EVENT_LINE = re.compile(rb'\{\s*"k"\s*:\s*"uvm_(fault|replay|migration|fault_overflow)"')
 
 
 def run_traced(args, keep, name, prog="migration", uvm_events=False, entries=False):
@@ -155,148 +79,6 @@ def run_traced(args, keep, name, prog="migration", uvm_events=False, entries=Fal
     store_trace(tf, keep, name, uvm_events, entries)
     (Path(keep) / f"{name}.records.jsonl").write_text(res.stdout + "\n# stderr\n" + res.stderr[-2000:])
     os.unlink(tf)
-
-
-def store_trace(tf, keep, name, uvm_events=False, entries=False):
-    """Keeps a raw libumtrace trace `tf` in `keep` as run_traced does: {name}.jsonl.gz without the driver's
-    event lines, {name}.counts.json, with uvm_events {name}.events.json (and {name}.entries.txt.gz)."""
-    Path(keep).mkdir(parents=True, exist_ok=True)
-    lines = profiler.read_trace_lines(tf)
-    drv = [e for e in lines if e.get("k") == "uvm_counters" and e.get("dev", -1) >= 0]
-    # the driver's counters alone (small: what a repeat run needs to bring back)
-    (Path(keep) / f"{name}.counts.json").write_text(json.dumps(
-        {"driver": {k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
-         if drv else None, "uvm_events": uvm_events}))
-    if uvm_events:
-        ev = sim_events.summary(lines, PAGE, **summary_params(kept_meta(keep)))
-        if ev is not None and drv:
-            ev["driver_gpu_faults"] = sum(e.get("gpu_faults", 0) for e in drv)
-            ev["counter_check"] = sim_events.check_counter(ev, ev["driver_gpu_faults"])[1]
-        (Path(keep) / f"{name}.events.json").write_text(json.dumps(ev, separators=(",", ":")))
-        if entries:
-            sim_events.entry_table(lines, Path(keep) / f"{name}.entries.txt.gz", PAGE)
-        with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
-            for line in fi:
-                if not EVENT_LINE.match(line):
-                    fo.write(line)
-    else:
-        with open(tf, "rb") as fi, gzip.open(Path(keep) / f"{name}.jsonl.gz", "wb") as fo:
-            shutil.copyfileobj(fi, fo)
-
-
-def kept_meta(keep):
-    """A kept run's meta.json ({} where there is none)."""
-    m = Path(keep) / "meta.json"
-    return json.loads(m.read_text()) if m.exists() else {}
-
-
-def summary_params(meta):
-    """sim_events.summary's driver parameters (batch size, update-PUT ratio) from a run's meta (the driver's
-    module parameters it recorded), the driver's defaults where it recorded none."""
-    drv = sim.driver_params(meta.get("uvm") or {})
-    return {"batch_size": drv.get("batch", 256), "update_put_ratio": drv.get("update_put_ratio", 50)}
-
-
-def second_run(d):
-    """A kept run read from its small files alone (NAME.counts.json, NAME.events.json where recorded): its meta
-    and {case: {"driver": counters, "events": summary or None}}."""
-    meta = json.loads((Path(d) / "meta.json").read_text())
-    cs, prefix = SETS[meta.get("set", "main")]
-    got = {}
-    for n in range(len(cs)):
-        f = Path(d) / f"{prefix}{n}.counts.json"
-        if f.exists():
-            ev = Path(d) / f"{prefix}{n}.events.json"
-            got[n] = {"driver": json.loads(f.read_text()).get("driver"),
-                      "events": json.loads(ev.read_text()) if ev.exists() else None}
-    return meta, got
-
-
-def counted(keep, name) -> dict:
-    """What the trace counts: CUPTI's totals (and its own record accounting) and the driver's counters."""
-    with tempfile.TemporaryDirectory() as tmp:
-        f = Path(tmp) / "t.jsonl"
-        with gzip.open(Path(keep) / f"{name}.jsonl.gz", "rb") as fi, open(f, "wb") as fo:
-            shutil.copyfileobj(fi, fo)
-        tr = profiler.parse_trace(f)
-        lines = profiler.read_trace_lines(f)
-    if not tr or "totals" not in tr:
-        sys.exit(f"{name}: the tracer wrote nothing (CUPTI injection failed?)")
-    drv = [e for e in lines if e.get("k") == "uvm_counters" and e.get("dev", -1) >= 0]
-    end = next((e for e in lines if e.get("k") == "end"), {})
-    fault_recs = sum(1 for e in lines if e.get("k") == "um" and e.get("c") == 4)
-    inst = sorted(e.get("v", 0) for e in lines if e.get("k") == "um" and e.get("c") == 4)
-    # each distinct launch shape (the tracer's kernel records carry grid, block, registers, shared memory)
-    launches = {}
-    for e in lines:
-        if e.get("k") == "kernel" and "g" in e:
-            key = (e.get("n", "?")[:60], tuple(e["g"]), tuple(e.get("bl") or ()), e.get("rg"), e.get("sh"))
-            launches[key] = launches.get(key, 0) + 1
-    return {"cupti_htod": tr["totals"]["htod"], "cupti_dtoh": tr["totals"]["dtoh"],
-            "cupti_faults": tr["totals"]["gpu_fault"], "cupti_fault_records": fault_recs,
-            "cupti_by_cause": tr["by_cause"]["htod"], "cupti_dropped": end.get("dropped", tr.get("dropped")),
-            "launches": [{"kernel": k[0], "grid": list(k[1]), "block": list(k[2]), "regs": k[3], "shared": k[4],
-                          "count": n} for k, n in launches.items()],
-            "driver": ({k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
-                       if drv else None),
-            # timings the timed replay takes from the run itself (never its fault counts)
-            "timing": sim.trace_timing(lines, PAGE), "fault_to_migration_us": sim.fault_to_migration_us(lines),
-            "cupti_instances": inst[len(inst) // 2] if len(inst) >= 10 else None,
-            "first_batch_pages": first_batch_pages(lines), "events": events_of(keep, name, lines)}
-
-
-def events_of(keep, name, lines):
-    """The driver's fault events of a kept case: its {name}.events.json (written at the run), else a
-    summary of the trace's own event lines; None where the run had none."""
-    f = Path(keep) / f"{name}.events.json"
-    if f.exists():
-        return json.loads(f.read_text())
-    return sim_events.summary(lines, PAGE, **summary_params(kept_meta(keep)))
-
-
-def first_batch_pages(lines):
-    """Pages the driver migrated in its first batch of the first kernel (CUPTI's host-to-device records up to
-    the first gap between services; the queue loses records late in a run, not at its start)."""
-    k0 = next((e for e in lines if e.get("k") == "kernel"), None)
-    if not k0:
-        return None
-    h = sorted((e for e in lines if e.get("k") == "um" and e.get("c") == 1 and e.get("s", 0) >= k0["s"]),
-               key=lambda e: e["s"])
-    if not h:
-        return None
-    n = h[0]["v"]
-    for a, b in zip(h, h[1:]):
-        if b["s"] - a["e"] > 15000:
-            break
-        n += b["v"]
-    return n // PAGE
-
-
-def stream(pages, iters, cpu_touch, cpu_read=False):
-    ev = []
-    for it in range(iters):
-        ev.extend(range(pages))
-        ev.append(sim.BARRIER)
-        if cpu_touch and it + 1 < iters:
-            ev.extend(p | sim.CPU | sim.WRITE for p in range(pages))
-            ev.append(sim.BARRIER)
-    if cpu_read:
-        ev.extend(p | sim.CPU for p in range(pages))
-    return ev
-
-
-def launch_params(launches, props, access):
-    """umsim's launch concurrency for the case's main kernel (the most launched shape with the largest
-    grid): blocks resident at once on the traced GPU, the SMs they occupy, the bytes a block covers per
-    grid-stride step. None where the trace has no grid (a tracer before kernel grids) or no device limits."""
-    if not launches or not (props or {}).get("sms"):
-        return None
-    k = max(launches, key=lambda x: (x["count"], math.prod(x["grid"])))
-    r = sim.resident(k["grid"], k["block"], k.get("regs") or 0, k.get("shared") or 0, props)
-    threads = math.prod(k["block"])
-    return {"resident_blocks": r["blocks"], "sms": min(r["blocks"], props["sms"]),
-            "block_bytes": threads * access, "kernel": k["kernel"], "grid": k["grid"], "block": k["block"],
-            "blocks_per_sm": r["blocks_per_sm"], "limited_by": r["limited_by"]}
 
 
 def main():
@@ -413,214 +195,6 @@ def main():
     return 0
 
 
-def counted_all(keep, meta):
-    """counted() of every kept case of a run (its set: main or extra), by case number."""
-    cases, prefix = SETS[meta.get("set", "main")]
-    out = {}
-    for n, _ in enumerate(cases):
-        if (Path(keep) / f"{prefix}{n}.jsonl.gz").exists():
-            out[n] = counted(keep, f"{prefix}{n}")
-        else:
-            print(f"{keep}: case {n} has no trace kept; left out", flush=True)
-    return out
-
-
-# Faulted pages a uTLB reports before it stalls. Measured without any fault count: the first batch of a
-# kernel migrates the granules of the pages the uTLBs reported. With the migration kernel's unrolled loads
-# (4 grid strides at once), 4 blocks' first misses are pages 0, 4, 8, 12 (one 64 KiB granule) and their second
-# misses one stride (16 pages) further: the traces' first batches move pages 0-31 on 4 blocks, 0-63 on 8 and
-# 0-127 on 16 (and 0-15 on 1 and 2 blocks, whose strides stay in granule 0): two pages per uTLB; one would
-# give 0-15 on 4, 0-31 on 8, 0-63 on 16; three, 0-63 on 4 (density over 51% of 64 pages). The doc's table
-# shows each run's first batch measured and modelled.
-UTLB_FAULTS = 2
-
-
-def device_figures(cs, utlb_faults=UTLB_FAULTS):
-    """Figures of the traced GPU read from the kept traces (not from any fault count): the driver's delay
-    from a fault to its batch's first migration (CUPTI fault record start to the next migration record:
-    median over the runs whose fault records arrived, used where a run has none of its own)."""
-    fetch = [c["fault_to_migration_us"] for c in cs if c.get("fault_to_migration_us")]
-    med = lambda v: sorted(v)[len(v) // 2] if v else None  # noqa: E731
-    return {"utlb_faults": utlb_faults, "utlb_faults_from": "the first batches' extents, see UTLB_FAULTS",
-            "fetch_us": round(med(fetch), 1) if fetch else 0.0,
-            "fetch_from": f"median fault-to-migration delay, {len(fetch)} runs" if fetch else "none measured: 0"}
-
-
-def family(case):
-    """The kernel family a case's per-entry figures are measured for: the migration benchmark's reads or
-    writes (16-byte accesses, unrolled 4), um-truth's 4-byte words."""
-    return "truth" if case["prog"] == "um-truth" else case.get("op", "read")
-
-
-def weights(hists):
-    """umsim's weight list (1, 2, ..., 8 and more) of summed event histograms ({'1': n, ..., '>8': n})."""
-    tot = [0] * 8
-    for h in hists:
-        for k, n in (h or {}).items():
-            i = min(8, int(k.lstrip(">")) + (1 if k.startswith(">") else 0)) - 1
-            tot[i] += n
-    return ",".join(str(x) for x in tot) if sum(tot) else None
-
-
-def entry_figures(calib):
-    """umsim's per-entry figures measured from the driver's fault events of the calibration programs
-    (--set calib; none of them a validated case), per kernel family: the faulted pages a uTLB holds
-    (pages per uTLB per batch) and the instances it writes per entry, from the programs whose batches stay
-    below the batch size (fewer than 10% full: there a batch holds every uTLB's entries); the delay from a
-    replay to the next fetch (the 95th percentile of the GPU write times after the previous replay: the
-    burst the replay causes); whether another uTLB's entry is merged (more than 5% of the entries whose
-    pages several uTLBs fault). calib: [(case, counted)]. Returns the figures and where each came from."""
-    out, src = {}, {}
-    evs = [(c, n["events"]) for c, n in calib if (n.get("events") or {}).get("ok") and n["events"].get("entries")]
-    for fam in ("read", "write", "truth"):
-        fe = [(c, e) for c, e in evs if family(c) == fam]
-        low = [(c, e) for c, e in fe if e["batches_at_limit"] < 0.1 * e["batches"]] or fe
-        if not low:
-            continue
-        out[f"utlb_fault_weights_{fam}"] = weights([e["per_utlb_batch"]["pages"] for _, e in low])
-        out[f"entry_instances_{fam}"] = weights([e["instances_per_entry"] for _, e in low])
-        src[fam] = [c["label"] for c, _ in low]
-    p95 = sorted(e["written_after_previous_replay_us"]["p95"] for _, e in evs
-                 if (e.get("written_after_previous_replay_us") or {}).get("p95") is not None)
-    if p95:
-        out["replay_fetch_us"] = p95[len(p95) // 2]
-    shared = [e for c, e in evs if family(c) == "truth"]
-    if shared:
-        across = sum(e.get("entries_across_utlbs", 0) for e in shared) / sum(e["entries"] for e in shared)
-        out["cross_utlb_merge"] = "on" if across > 0.05 else "off"
-        out["cross_utlb_share"] = round(across, 4)
-    # the GPU's fault-buffer write spacing: the median over the programs of each one's median burst spacing
-    ws = sorted(e["burst_write_ns"]["p50"] for _, e in evs if (e.get("burst_write_ns") or {}).get("p50"))
-    if ws:
-        out["write_ns"] = ws[len(ws) // 2]
-    # structural choices, no figure: entries written at one instant enter the buffer spread over the SMs; an
-    # SM's blocks take turns in an arbitrary order; an SM misses every page of an unrolled step's first chunk
-    # before those of its next chunk
-    out["interleave"] = "on"
-    out["block_order"] = "shuffled"
-    out["page_order"] = "chunks"
-    # a uTLB whose faulted pages are all mapped goes on before the batch's replay, as each VA block's service ends
-    out["release"] = "blocks"
-    out["entry_figures_from"] = src
-    return out
-
-
-# The mechanisms umsim-4 can add to umsim-3's replay, each with its figures measured by entry_figures()
-FEATURES = {
-    "pages": ("utlb_fault_weights_read", "utlb_fault_weights_write", "utlb_fault_weights_truth"),
-    "instances": ("entry_instances_read", "entry_instances_write", "entry_instances_truth"),
-    "cross-merge": ("cross_utlb_merge",),
-    "replay-fetch": ("replay_fetch_us",),
-    "interleave": ("interleave",),
-    "write-rate": ("write_ns",),
-    "block-order": ("block_order",),
-    "page-order": ("page_order",),
-    "block-release": ("release",),
-}
-
-
-def choose_variant(meta, counts, device, ef, tmp):
-    """Every combination of FEATURES on the calibration programs: the one that meets the target there most often
-    (the most programs within +-10% of the driver's count), then misses it least (the smallest largest |error|),
-    then has the fewest features, then comes first in FEATURES' order (min() keeps the first of equals) is the
-    model used for every validated case. Until session 5 the rule was the smallest median |error|, which chose a
-    model missing a calibration program by 64%: its choice is returned too ('by_median'), for the comparison.
-    Returns {'chosen', 'figures', 'table': [(features, errors by program)], 'by_median', 'measured'}."""
-    import itertools
-    from concurrent.futures import ThreadPoolExecutor
-    names = list(FEATURES)
-    combos = [c for r in range(len(names) + 1) for c in itertools.combinations(names, r)]
-
-    def one(i, combo):  # umsim runs as a subprocess: the combinations run side by side, one folder each
-        fig = {k: ef[k] for f in combo for k in FEATURES[f] if ef.get(k) is not None}
-        sub = Path(tmp) / f"v{i}"
-        sub.mkdir(exist_ok=True)
-        rows = compare(meta, counts, dict(device, **fig), sub, quiet=True)
-        errs = errs_of(rows, "timed")
-        med = sorted(map(abs, errs))[len(errs) // 2] if errs else float("inf")
-        return {"features": list(combo), "figures": fig, "errors": errs, "median": med,
-                "within": sum(1 for e in errs if abs(e) <= 0.10), "worst": max(map(abs, errs), default=float("inf")),
-                "labels": [r["label"] for r in rows]}
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
-        table = list(ex.map(one, range(len(combos)), combos))  # in combos' order, whatever finishes first
-    best = min(table, key=lambda t: (-t["within"], round(t["worst"], 4), len(t["features"])))
-    med = min(table, key=lambda t: (round(t["median"], 4), len(t["features"])))
-    return {"chosen": best["features"], "figures": best["figures"], "table": table, "measured": ef,
-            "by_median": {"chosen": med["features"], "figures": med["figures"]}}
-
-
-def compare(meta, counts, device, tmp, quiet=False):
-    """Each kept case of a run against umsim's replays of its page stream; quiet: no printing and no entry log
-    (the counts alone, as choose_variant needs them)."""
-    cases = SETS[meta.get("set", "main")][0]
-    drv = sim.driver_params(meta.get("uvm") or {})
-    size = parse_size(meta["bytes"])
-    pages = size // PAGE
-    hbm = HBM_GBPS
-    rows = []
-    for n, c in counts.items():
-        case = cases[n]
-        f = Path(tmp) / "t.umstrace"
-        sim.write_trace(f, [(0, pages)], stream(pages, case["passes"], case["touch"], case["cpu_read"]), PAGE)
-        base = dict(drv, trace=f, capacity=int(meta["free_mem"]), init="cpu", policy="uvm")
-        s = sim.run(dict(base, fault_window=case["window"] or None))
-        lp = launch_params(c.get("launches"), meta.get("props"), case["access"])
-        L = T = tp = src = model_ev = None
-        if lp:
-            launch = dict(base, resident_blocks=lp["resident_blocks"], sms=lp["sms"], block_bytes=lp["block_bytes"])
-            L = sim.run(launch)
-            if c.get("timing"):
-                tp, src = sim.timed_params(c["timing"], pages, lp["sms"], hbm, PAGE, device["fetch_us"],
-                                           device["utlb_faults"])
-                tp["fetch_us"] = c.get("fault_to_migration_us") or tp["fetch_us"]
-                # per access type, where the calibration measured it (device_figures)
-                op = family(case)
-                tp["utlb_faults"] = device.get(f"utlb_faults_{op}", tp["utlb_faults"])
-                if device.get(f"entry_instances_{op}"):
-                    tp["entry_instances"] = device[f"entry_instances_{op}"]
-                if device.get(f"utlb_fault_weights_{op}"):
-                    tp["utlb_fault_weights"] = device[f"utlb_fault_weights_{op}"]
-                for k in ("replay_fetch_us", "cross_utlb_merge", "interleave", "write_ns", "block_order", "page_order",
-                          "release"):
-                    if device.get(k) is not None:
-                        tp[k] = device[k]
-                tp["batch_us"] = round(max(0.0, c["timing"]["gap_us"] - tp["fetch_us"]), 3)
-                if quiet:  # choosing among variants: the counts only, not the model's events table
-                    T = sim.run(dict(launch, unroll=case["unroll"], **tp))
-                else:
-                    log = Path(tmp) / "entries.log"
-                    T = sim.run(dict(launch, unroll=case["unroll"], entry_log=log, **tp))
-                    model_ev = sim_events.summary(sim_events.model_lines(log, PAGE), PAGE, **summary_params(meta))
-        rows.append({"label": case["label"], "case_index": n, "window": case["window"], "truth_htod": case["htod"] * size,
-                     "truth_dtoh": case["dtoh"] * size, **c, "launch": lp, "timed_params": tp, "rate_from": src,
-                     "sim_htod": (T or L or s)["h2d_bytes"], "sim_dtoh": (T or L or s)["d2h_bytes"],
-                     "window_faults": s["faults"], "window_batches": s["batches"],
-                     "sim_faults": L and L["faults"], "sim_entries": L and L["faults"] + L["dup_faults"],
-                     "sim_batches": L and L["batches"], "sim_cpu_faults": (L or s)["cpu_faults"],
-                     "model_events": model_ev,
-                     "timed": T and {k: T[k] for k in ("entries", "batches", "stale_entries", "flushed_entries", "update_put_batches",
-                                                      "refaults", "timed_ms", "faults", "first_batch_pages")}})
-        r = rows[-1]
-        d = r["driver"] or {}
-        if quiet:
-            continue
-        print(f"{case['label']}\n  htod: truth {r['truth_htod']}  driver {d.get('htod', 'n/a')}  CUPTI "
-              f"{r['cupti_htod']}  simulated {r['sim_htod']:.0f}\n  GPU faults: driver {d.get('gpu_faults', 'n/a')}"
-              f"  CUPTI {r['cupti_faults']} in {r['cupti_fault_records']} records  timed {T and T['entries']} "
-              f"entries ({T and T['batches']} batches, {T and T['timed_ms']:.1f} ms modelled against "
-              f"{c['timing']['kernels_ms'] if c.get('timing') else float('nan'):.1f} measured; {tp})  untimed "
-              f"{r['sim_entries']} entries ({r['sim_faults']} pages)", flush=True)
-    return rows
-
-
-def err(a, b):
-    return (a - b) / b if b else float("nan")
-
-
-def pct(x):
-    return "n/a" if x != x else f"{x:+.1%}"
-
-
 def fault_table(rows):
     out = ["| program | launch (grid x block; blocks on SMs; bytes per block step) | driver GPU faults | "
            "CUPTI faults (records) | " + sim.VERSION + " timed: entries | vs driver | batches | stale / flushed / written again | "
@@ -641,16 +215,6 @@ def fault_table(rows):
                if T else "n/a | n/a | n/a | n/a | n/a | n/a | ")
             + f"{r['sim_entries'] if lp else 'n/a'} | {pct(err(r['sim_entries'], dv)) if lp and dv else 'n/a'} |")
     return out
-
-
-def errs_of(rows, key):
-    e = []
-    for r in rows:
-        dv = (r["driver"] or {}).get("gpu_faults")
-        v = (r["timed"] or {}).get("entries") if key == "timed" else r.get("sim_entries")
-        if dv and v is not None:
-            e.append(err(v, dv))
-    return e
 
 
 def q(d, key, k="p50"):
@@ -687,57 +251,6 @@ def events_table(rows, setname, noev):
             f"{e.get('stale_entries')} / {m.get('stale_entries', 'n/a')} | {e.get('instances_written_before_previous_replay')} | "
             f"{e.get('access_instances')} | {q(e, 'service_us')} / {q(m, 'service_us')} | {ne_s} | "
             f"{flush_cell(e)} / {flush_cell(m)} |")
-    return out
-
-
-# The instances per entry the sensitivity replays (weights for 1, 2, 3, 4 instances): every entry two; one or
-# three in ten single; the read kernels' mix on 132 blocks (the driver's events, main case 5, rounded); one in
-# ten with three or four instead of two.
-SENSITIVITY_INSTANCES = {"all 2": "0,1", "10% 1, 90% 2": "1,9", "30% 1, 70% 2": "3,7",
-                         "35% 1, 47% 2, 7% 3, 11% 4": "35,47,7,11", "90% 2, 5% 3, 5% 4": "0,18,1,1"}
-
-
-def threshold_sensitivity(meta, counts, device, tmp, case=5, ratios=(0, 50, 100)):
-    """The chosen model on one program of the main set (reads on 132 blocks), its read instances per entry
-    replaced by each of SENSITIVITY_INSTANCES, under the driver's update-PUT ratio and two others (0: every batch
-    with a duplicate flushed whole; 100: none). Returns {ratio: {label: entries}} and the driver's count."""
-    if case not in counts:
-        return None
-    out = {}
-    for ratio in ratios:
-        m = json.loads(json.dumps(meta))
-        params = ((m.setdefault("uvm", {})).setdefault("params", {}))
-        m["uvm"]["readable"] = True
-        params["uvm_perf_fault_replay_update_put_ratio"] = str(ratio)
-        row = {}
-        for label, w in SENSITIVITY_INSTANCES.items():
-            rows = compare(m, {case: counts[case]}, dict(device, entry_instances_read=w), tmp, quiet=True)
-            row[label] = (rows[0].get("timed") or {}).get("entries")
-        out[ratio] = row
-    return {"case": case, "driver": (counts[case].get("driver") or {}).get("gpu_faults"), "entries": out,
-            "ratio": summary_params(meta)["update_put_ratio"]}
-
-
-def own_figures(runs, device, tmp):
-    """Not a prediction: the chosen model on each validated program with the pages a uTLB holds and the instances
-    per entry taken from that program's own fault events (the figures the calibration programs give every
-    program of a kernel family), with umsim's two release rules. runs: [(meta, counts)]. Returns {release:
-    [errors]}."""
-    out = {}
-    for release in ("replay", "blocks"):
-        errs = []
-        for meta, cnts in runs:
-            cases = SETS[meta.get("set", "main")][0]
-            for n, c in cnts.items():
-                e = c.get("events") or {}
-                if not e.get("instances_per_entry") or not e.get("per_utlb_batch"):
-                    continue
-                fam = family(cases[n])
-                dev = dict(device, release=release)
-                dev[f"entry_instances_{fam}"] = weights([e["instances_per_entry"]])
-                dev[f"utlb_fault_weights_{fam}"] = weights([e["per_utlb_batch"]["pages"]])
-                errs += errs_of(compare(meta, {n: c}, dev, tmp, quiet=True), "timed")
-        out[release] = errs
     return out
 
 
@@ -862,7 +375,7 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None
               "uTLB, or of the batch, on the same page). The timed replay (`--timed`, umsim-3's rules) replays each launch in time: every "
               "SM's uTLB walks the pages its blocks reach (unrolled grid-stride steps) at the SM's measured rate "
               "while they are resident, writes an entry per miss until it holds "
-              f"{device['utlb_faults']} faulted pages ({device['utlb_faults_from']} in bench/sim_validate.py: "
+              f"{device['utlb_faults']} faulted pages ({device['utlb_faults_from']} in umscope/model/validation.py: "
               "each run's first batch, measured and modelled, is in the table), then stalls until a replay; "
               "the driver fetches what the buffer holds "
               f"{device['fetch_us']} us after a fault while idle ({device['fetch_from']}; per run where its own "
@@ -908,7 +421,7 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None
                       "not validated cases; the model's per-entry parameters are measured on their fault events.", ""]
         lines += fault_table(trows)
         if any(r.get("events") for r in trows):
-            lines += ["", f"The driver's fault events ({tname}; recorded with UMSCOPE_UMTRACE_UVM_EVENTS=1, sim_events.py; "
+            lines += ["", f"The driver's fault events ({tname}; recorded with UMSCOPE_UMTRACE_UVM_EVENTS=1, model/events.py; "
                       "model: umsim --entry-log through the same summary).", ""]
             lines += events_table(trows, tmeta.get("set", "main"), noev or {})
         for label, key in ((f"{sim.VERSION} timed entries", "timed"), ("umsim-2 untimed entries", "untimed")):
@@ -944,7 +457,7 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None
                   "combination replayed on them, the one within +-10% of the driver's count on the most of them "
                   "(then with the smallest largest |error|, then the fewest mechanisms, then the first in FEATURES' "
                   "order) is the model of every table above. Their figures, "
-                  "measured on the calibration programs' fault events (bench/sim_validate.py entry_figures): "
+                  "measured on the calibration programs' fault events (umscope/model/calibration.py entry_figures): "
                   + "; ".join(f"{k} = {v}" for k, v in ms.items() if k != "entry_figures_from")
                   + f" (pages and instances from: {ms.get('entry_figures_from')})."]
         alt = variants.get("by_median") or {}
@@ -977,24 +490,9 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None
         f"case {n}: {r['cupti_by_cause']}" for n, r in enumerate(rows)) + "."]
     Path(a.out).write_text("\n".join(lines) + "\n")
     if Path(a.out).resolve() == (ROOT / "docs" / "simulator-validation.md").resolve():
-        from umscope.model import calibrated
-
-        def worst(key):
-            e = [abs(err(r["sim_htod"], r[key] if key != "driver" else (r["driver"] or {}).get("htod", 0)))
-                 for r in rows]
-            e = [x for x in e if x == x]
-            return round(max(e), 4) if e else None
-        rec = {"model_version": sim.VERSION, "machine": meta["gpu"], "commit": meta.get("commit"),
-               "when": meta.get("when"), "cases": len(rows),
-               "htod_bytes_max_error_vs_truth": worst("truth_htod"), "htod_bytes_max_error_vs_driver": worst("driver"),
-               "htod_bytes_max_error_vs_cupti": worst("cupti_htod")}
-        for tname, _, trows in tables:
-            e = [x for x in errs_of(trows, "timed") if x == x]
-            if e and tname != "calibration":  # the programs the model was chosen on are not a validation
-                rec[f"gpu_fault_entries_max_error_vs_driver_{tname}"] = round(max(map(abs, e)), 4)
-                rec[f"gpu_fault_entries_within_10pct_{tname}"] = f"{sum(map(ok, e))} of {len(e)}"
-        calibrated.write_validated("umsim", rec)
+        calibration.write_validated(tables, meta, sim.VERSION)
     print(f"wrote {a.out}")
+
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from umscope import sim_events
+from umscope.model import calibration, validation
+from umscope.model import events as sim_events
 
 ROOT = Path(__file__).resolve().parent.parent
 P = 4096
@@ -107,16 +108,11 @@ def test_entry_table_relative_pages_and_times(tmp_path):
 
 
 def test_kept_trace_drops_event_lines_only():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import sim_validate as sv
-    finally:
-        sys.path.pop(0)
-    assert sv.EVENT_LINE.match(b'{"k":"uvm_fault","g":0}') and sv.EVENT_LINE.match(b'{"k": "uvm_replay"}')
-    assert sv.EVENT_LINE.match(b'{"k":"uvm_migration","src":0}')
+    assert validation.EVENT_LINE.match(b'{"k":"uvm_fault","g":0}') and validation.EVENT_LINE.match(b'{"k": "uvm_replay"}')
+    assert validation.EVENT_LINE.match(b'{"k":"uvm_migration","src":0}')
     for keep in (b'{"k":"uvm_events","ok":true}', b'{"k":"uvm_events_end","n":[]}', b'{"k":"uvm_counters"}',
                  b'{"k":"um","c":1}'):
-        assert not sv.EVENT_LINE.match(keep)
+        assert not validation.EVENT_LINE.match(keep)
 
 
 def test_run_traced_with_events_summarises_and_keeps_a_small_trace(tmp_path, monkeypatch):
@@ -179,23 +175,18 @@ def test_entry_figures_from_calibration_events():
     """umsim-4's per-entry figures from the calibration programs' summaries: pages and instances pooled per
     family from the programs whose batches stay below the batch size; the replay's burst and the
     cross-uTLB merge decision."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import sim_validate as sv
-    finally:
-        sys.path.pop(0)
     def ev(pages, inst, full, batches=100, p95=3.0, across=0, entries=100, wns=21.0):
         return {"events": {"ok": True, "entries": entries, "batches": batches, "batches_at_limit": full,
                            "per_utlb_batch": {"pages": pages}, "instances_per_entry": inst,
                            "written_after_previous_replay_us": {"p95": p95}, "entries_across_utlbs": across,
                            "burst_write_ns": {"p50": wns}}}
-    rd, wr = sv.read_on(20), sv.read_on(20, op="write")
-    tr = sv.truth_on(66)
+    rd, wr = validation.read_on(20), validation.read_on(20, op="write")
+    tr = validation.truth_on(66)
     calib = [(rd, ev({"1": 3, "2": 1}, {"2": 5, ">8": 1}, 0, p95=2.0)),
-             (sv.read_on(160), ev({"1": 100}, {"1": 100}, 50, p95=4.0)),   # full batches: left out of read's
+             (validation.read_on(160), ev({"1": 100}, {"1": 100}, 50, p95=4.0)),   # full batches: left out of read's
              (wr, ev({"1": 9, "3": 1}, {"4": 2}, 5, p95=5.0)),
              (tr, ev({"1": 7}, {"1": 6, "2": 1}, 0, across=3, entries=100, p95=1.0, wns=30.0))]
-    f = sv.entry_figures(calib)
+    f = calibration.entry_figures(calib)
     assert f["utlb_fault_weights_read"] == "3,1,0,0,0,0,0,0" and f["entry_instances_read"] == "0,5,0,0,0,0,0,1"
     assert f["utlb_fault_weights_write"] == "9,0,1,0,0,0,0,0" and f["entry_instances_write"] == "0,0,0,2,0,0,0,0"
     assert f["utlb_fault_weights_truth"] == "7,0,0,0,0,0,0,0"
@@ -204,7 +195,7 @@ def test_entry_figures_from_calibration_events():
     assert f["write_ns"] == 21.0 and f["block_order"] == "shuffled"   # spacings 21, 21, 21, 30: upper median
     assert f["page_order"] == "chunks"
     assert f["entry_figures_from"]["read"] == [rd["label"]]
-    assert sv.family(tr) == "truth" and sv.family(wr) == "write" and sv.family(rd) == "read"
+    assert validation.family(tr) == "truth" and validation.family(wr) == "write" and validation.family(rd) == "read"
 
 
 def test_summary_flush_mode_by_the_update_put_ratio_and_its_check():

@@ -195,7 +195,7 @@ def test_policies_run_side_by_side_only_while_their_page_states_are_small(footpr
     import threading
     import time
 
-    from umscope import whatif
+    from umscope.model import driver
     now = {"n": 0, "max": 0}
     lock = threading.Lock()
 
@@ -210,6 +210,6 @@ def test_policies_run_side_by_side_only_while_their_page_states_are_small(footpr
 
     monkeypatch.setattr(sim, "run", fake)
     with pytest.raises(RuntimeError, match="counted"):
-        whatif.simulate_all({"app": "triad", "footprint": footprint}, 64 << 30, ["uvm", "zerocopy", "ats"], {}, {},
+        driver.simulate_all({"app": "triad", "footprint": footprint}, 64 << 30, ["uvm", "zerocopy", "ats"], {}, {},
                             {})
     assert now["max"] == min(most, os.cpu_count() or 1)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from umscope.model import calibration, validation
 from umscope.model import simulate as sim
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,16 +49,11 @@ def test_fault_to_migration_needs_ten_fault_records():
 
 @pytest.mark.skipif(not (KEPT / "main" / "meta.json").exists(), reason="no kept traces")
 def test_kept_traces_bytes_exact_and_first_batches_as_measured(tmp_path):
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import sim_validate as sv
-    finally:
-        sys.path.pop(0)
     import json
     for keep in (KEPT / "main", KEPT / "extra"):
         meta = json.loads((keep / "meta.json").read_text())
-        counts = sv.counted_all(str(keep), meta)
-        rows = sv.compare(meta, counts, sv.device_figures(list(counts.values())), str(tmp_path))
+        counts = validation.counted_all(str(keep), meta)
+        rows = validation.compare(meta, counts, validation.device_figures(list(counts.values())), str(tmp_path))
         for r in rows:
             assert r["sim_htod"] == r["driver"]["htod"] == r["truth_htod"]
             lp = r["launch"]
@@ -93,14 +89,9 @@ def test_choose_variant_meets_the_target_most_often_then_misses_it_least(tmp_pat
             errs = [0.3] * 4
         return [{"label": str(i), "timed": {"entries": 1000 * (1 + e)}, "driver": {"gpu_faults": 1000}}
                 for i, e in enumerate(errs)]
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import sim_validate as sv
-    finally:
-        sys.path.pop(0)
-    monkeypatch.setattr(sv, "compare", fake)
-    monkeypatch.setattr(sv, "FEATURES", {"pages": ("a",), "instances": ("b",)})
-    v = sv.choose_variant({}, {}, {}, {"a": 1, "b": 1}, tmp_path)
+    monkeypatch.setattr(validation, "compare", fake)
+    monkeypatch.setattr(calibration, "FEATURES", {"pages": ("a",), "instances": ("b",)})
+    v = calibration.choose_variant({}, {}, {}, {"a": 1, "b": 1}, tmp_path)
     assert v["chosen"] == ["pages", "instances"] and v["figures"] == {"a": 1, "b": 1}
     assert v["by_median"]["chosen"] == ["pages"]
     t = {tuple(x["features"]): x for x in v["table"]}
@@ -133,20 +124,31 @@ def test_repeat_section_sets_each_program_beside_its_second_run():
 
 
 def test_own_figures_replays_each_program_with_its_own_event_figures(monkeypatch):
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import sim_validate as sv
-    finally:
-        sys.path.pop(0)
     seen = []
 
     def fake(meta, counts, device, tmp, quiet=False):
         (n, c), = counts.items()
         seen.append((n, device["release"], device["entry_instances_read"], device["utlb_fault_weights_read"]))
         return [{"timed": {"entries": 110}, "driver": {"gpu_faults": 100}}]
-    monkeypatch.setattr(sv, "compare", fake)
+    monkeypatch.setattr(validation, "compare", fake)
     ev = {"instances_per_entry": {"1": 3, "2": 5, ">8": 1}, "per_utlb_batch": {"pages": {"1": 7, "2": 2}}}
     counts = {0: {"events": ev}, 1: {"events": None}}  # case 1 has no events: left out
-    out = sv.own_figures([({"set": "main"}, counts)], {"entry_instances_read": "0,1"}, "/tmp")
+    out = calibration.own_figures([({"set": "main"}, counts)], {"entry_instances_read": "0,1"}, "/tmp")
     assert out == {"replay": [pytest.approx(0.1)], "blocks": [pytest.approx(0.1)]}
     assert seen == [(0, "replay", "3,5,0,0,0,0,0,1", "7,2,0,0,0,0,0,0"), (0, "blocks", "3,5,0,0,0,0,0,1", "7,2,0,0,0,0,0,0")]
+
+
+def test_validated_record_leaves_the_calibration_programs_out():
+    # bytes: the first table's rows (one exact, one 5% over the driver); timed entries: main 1 of 2 within 10%
+    # (+5%, -20%), the calibration programs' +50% not counted as a validation.
+    def row(sim_htod, drv_htod, entries, faults):
+        return {"sim_htod": sim_htod, "truth_htod": 100, "cupti_htod": 50, "driver": {"htod": drv_htod, "gpu_faults": faults},
+                "timed": {"entries": entries}}
+    main = [row(100, 100, 105, 100), row(105, 100, 80, 100)]
+    tables = [("main", {"set": "main"}, main), ("calibration", {"set": "calib"}, [row(100, 100, 150, 100)])]
+    rec = calibration.validated_record(tables, {"gpu": "G", "commit": "c", "when": "w"}, "umsim-x")
+    assert rec["htod_bytes_max_error_vs_truth"] == 0.05 and rec["htod_bytes_max_error_vs_driver"] == 0.05
+    assert rec["htod_bytes_max_error_vs_cupti"] == 1.1 and rec["cases"] == 2 and rec["model_version"] == "umsim-x"
+    assert rec["gpu_fault_entries_max_error_vs_driver_main"] == 0.2
+    assert rec["gpu_fault_entries_within_10pct_main"] == "1 of 2"
+    assert not any(k.endswith("_calibration") for k in rec)

@@ -171,7 +171,7 @@ def test_trace_conversion_takes_the_gpu_side_from_complete_driver_events():
     assert tr["gpu_source"] == "the driver's events"
     assert tr["events"] == [1, 2, 0, 1, sim.BARRIER, 3 | sim.CPU]
     assert (tr["gpu_faults"], tr["htod_bytes"], tr["recorded_htod_bytes"], tr["cpu_faults"]) == (2, 8192, 12288, 1)
-    from umscope.whatif import trace_completeness
+    from umscope.model.driver import trace_completeness
     assert trace_completeness(tr) == ""  # every byte the driver counted is in the stream's source
     lost = recs[:-1] + [{"k": "uvm_events_end", "n": [0] * 16, "dropped": [0, 0, 0, 4] + [0] * 12}]
     tr = umtrace.from_umtrace(lost)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from umscope import cli, whatif
+from umscope import cli
+from umscope.model import commands, driver
 from umscope.model import calibrated, dos
 from umscope.model import simulate as sim
 from umscope.report import modelled
@@ -59,10 +60,10 @@ def test_simulate_at_the_default_gpu_capacity_runs_every_policy(capsys):
 
 
 def test_svm_range_is_a_64th_of_gpu_memory():
-    assert whatif.svm_unit(256 << 20) == 4 << 20
-    assert whatif.svm_unit((256 << 20) + 100) == 4 << 20  # whole pages
-    assert whatif.svm_unit(64 * GIB) == GIB  # 262144 pages: past the old limit of 65535
-    assert whatif.svm_unit(64 * GIB, page=65536) == GIB
+    assert driver.svm_unit(256 << 20) == 4 << 20
+    assert driver.svm_unit((256 << 20) + 100) == 4 << 20  # whole pages
+    assert driver.svm_unit(64 * GIB) == GIB  # 262144 pages: past the old limit of 65535
+    assert driver.svm_unit(64 * GIB, page=65536) == GIB
 
 
 @pytest.mark.parametrize("argv", [
@@ -120,12 +121,12 @@ def test_sweep_curves_say_what_their_axes_are(capsys):
     fake = types.SimpleNamespace(cooper=lambda progress: {"curves": {}, "figures_source": "X"},
                                  schieffer=lambda progress: {"curves": {}, "figures_source": "Y"},
                                  compare=lambda c, s: rows)
-    real = whatif.dos
-    whatif.dos = fake
+    real = commands.dos
+    commands.dos = fake
     try:
         assert cli.main(["simulate", "--sweep", "all"]) == 0
     finally:
-        whatif.dos = real
+        commands.dos = real
     out = capsys.readouterr().out
     assert "curves below: DOS (%): throughput relative to DOS 78" in out
     assert "speedup of system memory (ATS) over managed memory (UVM)" in out

@@ -15,7 +15,7 @@ from umscope.report.html import write_report
 from umscope.report.summary import print_summary
 from umscope.sizes import format_size
 from umscope.store import Store
-from umscope import whatif
+from umscope.model import commands as whatif
 from umscope.suite import Case, Interrupted, handle_signals, plan_from_json, plan_to_json, run_cases
 
 

@@ -113,3 +113,11 @@ def cublas_path():
         if found:
             return found
     return None
+
+
+def validate_kind(spec: str) -> str:
+    """Checks a kind spec with umbench's own parser; returns it unchanged."""
+    res = subprocess.run([umbench_path(), "check-kind", spec], capture_output=True, text=True, timeout=30)
+    if res.returncode != 0:
+        raise UsageError(res.stderr.strip() or f"bad memory kind {spec!r}")
+    return spec

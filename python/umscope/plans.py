@@ -4,13 +4,13 @@ characterisation of the node; each benchmark family can also run alone
 cannot serve still appear: they are recorded as skipped, with the reason."""
 
 import os
-import subprocess
 from dataclasses import dataclass
 from typing import Callable
 
-from umscope import native
+from umscope import scaleout
+from umscope.native import validate_kind  # noqa: F401 (plans.validate_kind: validate.py, tests)
 from umscope.errors import UsageError
-from umscope.sizes import format_size, parse_size_list
+from umscope.sizes import parse_size_list, size_arg  # noqa: F401 (plans.size_arg: validate.py, tests)
 from umscope.suite import Case
 
 # Kinds and policies the GPU side is measured over: each is one way a program
@@ -97,20 +97,6 @@ def representative_pairs(fingerprint, ordered=True):
                     "capabilities and locality in the probe's topology, so they repeat its figure; "
                     "`umscope bench copy`, `umscope bench latency` and `umscope bench pingpong` measure every "
                     "pair")
-
-
-def validate_kind(spec: str) -> str:
-    """Checks a kind spec with umbench's own parser; returns it unchanged."""
-    res = subprocess.run([native.umbench_path(), "check-kind", spec], capture_output=True, text=True, timeout=30)
-    if res.returncode != 0:
-        raise UsageError(res.stderr.strip() or f"bad memory kind {spec!r}")
-    return spec
-
-
-def size_arg(n: int) -> str:
-    """A size as umbench takes it, readable in case ids: 268435456 -> '256MiB'."""
-    text = format_size(n).replace(" ", "")
-    return text if "." not in text else str(n)
 
 
 def stream_cases(benchmark, kinds, sizes, extra=None) -> list:
@@ -500,7 +486,6 @@ def default_plan(fingerprint, quick=False) -> list:
     # (64 MiB), GPU- and CPU-initialised.
     from umscope import apps
     cases += apps.default_cases()
-    from umscope import scaleout
     cases += scaleout.default_cases(fingerprint)  # a short NCCL case where there are 2+ GPUs
     return cases
 
@@ -576,7 +561,6 @@ def _plan_apps(fp, o):
 
 def _plan_scaleout(name):
     def plan(fp, o):
-        from umscope import scaleout
         return scaleout.plan(name, fp, o.kinds, o.sizes, o.ops, **(o.scale or {}))
     return plan
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from umscope import native
 from umscope.errors import UsageError
-from umscope.sizes import parse_size_list
+from umscope.native import validate_kind
+from umscope.sizes import parse_size_list, size_arg
 from umscope.suite import Case
 
 NCCL_OPS = ["allreduce", "allgather", "reducescatter", "broadcast", "alltoall"]
@@ -116,7 +117,6 @@ def _sizes(sizes, default):
         return default
     if sizes == "full":
         return NCCL_FULL
-    from umscope.plans import size_arg
     return ",".join(size_arg(s) for s in parse_size_list(sizes))
 
 
@@ -151,7 +151,6 @@ def mpi_cases(fingerprint, kinds=None, sizes=None, ops=None, launcher=None, rank
     params = {"op": _ops(ops, MPI_OPS, ",".join(MPI_OPS)), "bytes": _sizes(sizes, MPI_SIZES),
               "launcher": shlex.join(launch)}
     if peer_kinds:
-        from umscope.plans import validate_kind
         peer_kinds = [validate_kind(k) for k in peer_kinds]
     pairs = [(k, p) for k in kinds or MPI_KINDS for p in peer_kinds or [k]]
     return [Case("mpi", k, dict(params, **({"peer-kind": p} if p != k else {})), timeout=900, launch=launch)

@@ -50,3 +50,9 @@ def parse_size_list(text: str) -> list:
     if not sizes:
         raise UsageError(f"no sizes in {text!r}")
     return sizes
+
+
+def size_arg(n: int) -> str:
+    """A size as umbench takes it, readable in case ids: 268435456 -> '256MiB'."""
+    text = format_size(n).replace(" ", "")
+    return text if "." not in text else str(n)

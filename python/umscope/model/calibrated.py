@@ -19,6 +19,8 @@ error where docs/model-validation.md gives one."""
 import json
 from pathlib import Path
 
+from umscope.model import apps as model_apps
+
 VERSION = "calibrated-5"
 # The validated error, written by bench/model_validate.py (key "calibrated") and bench/sim_validate.py (key
 # "umsim") when they regenerate docs/model-validation.md and docs/simulator-validation.md.
@@ -28,12 +30,7 @@ GIB = float(1 << 30)
 # Fractions of the footprint: (read by the GPU after CPU initialisation, written back as results). The
 # fallback where a record does not declare its arrays (records before calibrated-2); the applications
 # now report in_bytes, out_bytes, inout_bytes and arrays (name:use:bytes) themselves (native/apps/app.cu).
-ACCESS = {
-    "triad": (2 / 3, 1 / 3), "conv2d": (1 / 2, 1 / 2), "jacobi2d": (1.0, 1.0), "mvt": (1.0, 0.0),
-    "gesummv": (1.0, 0.0), "hotspot": (2 / 3, 2 / 3), "srad": (1.0, 1.0), "pathfinder": (1.0, 0.0),
-    "needle": (1.0, 0.5), "bfs": (1.0, 0.2), "syr2k": (1.0, 1 / 3), "himeno": (1.0, 0.15), "sgemm": (2 / 3, 1 / 3),
-    "gemm": (2 / 3, 1 / 3),
-}
+ACCESS = model_apps.access()  # model/apps.py
 MODES = ("explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered", "system")
 PHASES = ("context_ms", "alloc_ms", "init_ms", "transfer_ms", "compute_ms", "back_ms", "free_ms")
 

@@ -10,15 +10,12 @@ from pathlib import Path
 
 
 from umscope.errors import UsageError
+from umscope.model import apps as model_apps
 from umscope.model import simulate as sim
 
 HERE = Path(__file__).resolve().parent
 COOPER_APPS = ("triad", "conv2d", "jacobi2d", "gesummv", "mvt", "sgemm")
-# Iterations per application in the sweep: single-pass for the streaming category (Cooper et al. Sec. 3.2:
-# "these applications don't have data reuse"), several for the iterative ones; the suite's gemm, syr2k and
-# himeno (in no study's sweep) run their applications' default iterations (native/apps/*.cu).
-ITERATIONS = {"triad": 1, "conv2d": 1, "jacobi2d": 4, "gesummv": 1, "mvt": 1, "sgemm": 1, "bfs": 8,
-              "hotspot": 10, "srad": 10, "pathfinder": 1, "needle": 1, "gemm": 5, "syr2k": 3, "himeno": 20}
+ITERATIONS = model_apps.iterations()  # per application in the sweep (model/apps.py)
 # FLOPs per n^3 of the dense kernels over three n x n fp32 matrices (footprint 12 n^2 bytes): C = A B, and
 # syr2k's C = alpha (A B^T + B A^T) + beta C.
 CUBIC = {"sgemm": 2.0, "gemm": 2.0, "syr2k": 4.0}

@@ -16,12 +16,12 @@ from array import array
 
 from umscope import native
 from umscope.errors import UsageError
+from umscope.model import apps as model_apps
 
 VERSION = "umsim-5"
 POLICIES = ("uvm", "svm", "ats", "zerocopy")
 EVICTIONS = ("lrf", "lru", "clock")
-SIM_APPS = ("triad", "conv2d", "jacobi2d", "mvt", "gesummv", "sgemm", "gemm", "syr2k", "bfs", "hotspot", "srad",
-            "pathfinder", "needle", "himeno")
+SIM_APPS = model_apps.simulated()  # model/apps.py
 BARRIER = 0xFFFFFFFF
 WRITE = 1 << 31
 CPU = 1 << 30

@@ -21,8 +21,9 @@ from umscope.profile.analyses import migration_ratios, nvtx_ranges  # noqa: F401
 from umscope.profile.output import UNITS, _records, _summary, print_summary, trace_records  # noqa: F401
 from umscope.profile.sampler import (PAGE, Sampler, host_energy_j, numa_bytes, parse_period,  # noqa: F401
                                      process_tree, rss_bytes)
-from umscope.profile.tracer import (ACCESS, CAUSES, COUNTERS, cupti_path, inject, parse_trace,  # noqa: F401
-                                    read_trace_lines, shift_trace, trace_files, tracer_path)
+from umscope.profile.codes import ACCESS, CAUSES, COUNTERS  # noqa: F401
+from umscope.profile.tracer import (cupti_path, inject, parse_trace, read_trace_lines, shift_trace,  # noqa: F401
+                                    trace_files, tracer_path)
 
 
 def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None, uvm_events=False):

@@ -5,6 +5,8 @@ import os
 from pathlib import Path
 
 from umscope.profile.analyses import migration_ratios, nvtx_ranges
+from umscope.profile.codes import ACCESS, CAUSES, COUNTERS
+from umscope.profile.uvm_events import migrations_on_trace_clock, summarise
 
 
 def tracer_path():
@@ -40,12 +42,6 @@ def cupti_path(lib):
     except OSError:
         return None
     return None
-
-
-CAUSES = {0: "unknown", 1: "user", 2: "coherence", 3: "prefetch", 4: "eviction", 5: "access counters"}
-ACCESS = {0: "unknown", 1: "read", 2: "write", 3: "atomic", 4: "prefetch"}
-COUNTERS = {1: "htod", 2: "dtoh", 3: "cpu_fault", 4: "gpu_fault", 5: "thrashing", 6: "throttling", 7: "remote_map",
-            8: "dtod"}
 
 
 
@@ -348,7 +344,6 @@ def parse_trace(path, gpus=()) -> dict:
                driver_counters_refused=bool(driver_refused) and not driver,
                kinds_configured=sorted({COUNTERS.get(e["c"], str(e["c"])) for e in ev
                                         if e.get("k") == "config" and e.get("ok")}))
-    from umscope.profile.uvm_events import migrations_on_trace_clock, summarise
     out["driver_events"] = summarise(ev)  # the driver's own event queue, with --uvm-events
     out["migrations_source"] = "CUPTI records"
     moves = migrations_on_trace_clock(ev) if out["driver_events"].get("complete") else None

@@ -9,7 +9,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from umscope.profile.tracer import COUNTERS, parse_trace, read_process_traces, trace_files
+from umscope.profile.codes import COUNTERS
+from umscope.profile.tracer import parse_trace, read_process_traces, trace_files
 
 CASES = ["read", "writeback", "prefetch", "read-mostly", "pingpong", "host-preferred", "gpu-first", "thrash"]
 

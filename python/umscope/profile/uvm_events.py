@@ -5,7 +5,7 @@ lost anything (the driver's per-type `dropped` counts, read at exit)."""
 
 import statistics
 
-from umscope.profile.tracer import ACCESS, CAUSES
+from umscope.profile.codes import ACCESS, CAUSES
 
 TYPES = {2: "migration", 3: "gpu_fault", 4: "gpu_fault_replay", 5: "fault_buffer_overflow"}
 PAGE = 4096

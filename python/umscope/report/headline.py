@@ -9,19 +9,14 @@ a line whose records are missing is left out, never filled in."""
 
 from collections import OrderedDict
 
+from umscope.model import apps as model_apps
 from umscope.report.common import e, html_table, th
 from umscope.report.registry import page_section
 from umscope.sizes import format_size
 
 # How an application touches memory, for "which mode wins for which access
 # pattern" (the classes of Schieffer et al. section 3.1 and Cooper et al. Table 2).
-APP_CLASSES = OrderedDict([
-    ("streaming", ("triad", "mvt", "gesummv")),
-    ("stencil", ("conv2d", "jacobi2d", "hotspot", "srad", "himeno")),
-    ("dynamic programming", ("pathfinder", "needle")),
-    ("irregular", ("bfs",)),
-    ("dense compute", ("sgemm", "gemm", "syr2k", "qv")),
-])
+APP_CLASSES = model_apps.classes()  # model/apps.py
 
 TITLE = "This node in brief"
 

@@ -1,5 +1,6 @@
 """`umscope simulate`, `umscope model`, `umscope advise`: what-if answers from the simulator and the
-calibrated model. Every figure these commands print is modelled and says so."""
+calibrated model. Every figure these commands print is modelled and says so. The replays behind them are
+model/driver.py."""
 
 import json
 import os
@@ -11,6 +12,9 @@ from umscope.errors import UsageError
 from umscope.model import calibrated, dos
 from umscope.model import simulate as sim
 from umscope.model import trace as umtrace
+from umscope.model.driver import (MAX_SIM_DOS, MAX_SIM_FOOTPRINT, SIM_INT_OPTIONS, TIMES_NOTE, VALIDATED_MACHINE,
+                                  driver_here, validated_for, advise, check_extra, page_note, simulate_all,
+                                  trace_completeness)
 from umscope.sizes import format_size
 
 LABEL = "MODELLED (not measured)"
@@ -19,17 +23,6 @@ MACHINE_HELP = ("model figures: h100-sxm-pcie5 (default: the project's measured 
 SIM_FIGURES_HELP = ("this machine's own figures: those a run in the store (or a JSON-lines file of records) "
                     "measured (migration, cpu-stream, copy: bulk and first-pass migration, link and HBM rates), over "
                     "--machine's; the fault cost per batch is calibrated again from them")
-# umsim's largest VA block / SVM range / counter region, in pages: its page-number space (30 bits;
-# native/sim/umsim.cpp checks it).
-UMSIM_MAX_UNIT_PAGES = 1 << 30
-# The simulator's options with their limits, declared once: umsim keeps them in 32-bit counters.
-U32 = (1 << 32) - 1
-SIM_INT_OPTIONS = {"prefetch-threshold": (0, 100, "percentage of a region's pages that triggers a prefetch"),
-                   "batch": (1, U32, "fault batch size"),
-                   "thrash-threshold": (0, U32, "faults on a block that count as thrashing; 0 turns detection off"),
-                   "counter-threshold": (1, U32, "access-counter notifications that trigger a migration")}
-MAX_SIM_DOS = 1e6        # percent: a GPU a ten-thousandth of the footprint
-MAX_SIM_FOOTPRINT = 1 << 50  # bytes (umsim's page numbers are 30 bits: it says what fits at each --page)
 PAGE_HELP = ("page size the simulator replays at (default 4K, the driver's); umsim refuses, in one line, a footprint "
              "whose page state does not fit in this machine's memory and says what fits: a page 16 times larger "
              "fits 16 times more (counts are then per page of that size: docs/simulator.md)")
@@ -88,14 +81,6 @@ def add_parsers(sub):
     return {"simulate": cmd_simulate, "model": cmd_model, "advise": cmd_advise}
 
 
-def _driver():
-    try:
-        from umscope import probe
-        return sim.driver_params(probe.uvm_params())
-    except Exception:  # noqa: BLE001 - the driver's parameters are optional
-        return {}
-
-
 def _stream(args, tmpdir):
     """umsim parameters for the stream: an application or a trace file (converted when it is JSON lines)."""
     if bool(args.app) == bool(args.trace):
@@ -125,17 +110,6 @@ def _stream(args, tmpdir):
     args.trace_note = trace_completeness(tr)
     args.trace_source = tr.get("gpu_source")  # the GPU's accesses: CUPTI's records or the driver's own events
     return {"trace": str(out)}, sum(n for _, n in tr["allocs"]) * 4096
-
-
-def trace_completeness(tr: dict) -> str:
-    """'' where the trace's CUPTI records hold every byte the driver migrated (or the trace has no driver
-    count); otherwise what share they hold: the replayed stream is then a lower bound."""
-    drv, rec = tr.get("driver_htod_bytes"), tr.get("recorded_htod_bytes", 0)
-    if not drv or rec >= 0.99 * drv:
-        return ""
-    return (f"the trace's CUPTI records hold {format_size(rec) if rec else '0 B'} of the {format_size(drv)} the "
-            f"driver migrated to the GPU ({rec / drv:.0%}): CUPTI dropped records, so the replayed stream holds "
-            "only the recorded pages and its counts and times are lower bounds")
 
 
 def _capacity(args, footprint, fig_doc, page=4096):
@@ -171,12 +145,6 @@ def _policies(text, ats):
     return pols
 
 
-def svm_unit(capacity: int, page: int = 4096) -> int:
-    """The SVM model's range in bytes: 1/64 of GPU memory (Cooper et al.: a 1 GiB range on a 64 GiB GPU), in
-    whole pages."""
-    return max(page, capacity // 64 // page * page)
-
-
 def sim_options(args) -> dict:
     """The umsim options of simulate's command line, each checked against its declared limits
     (SIM_INT_OPTIONS) and check_extra."""
@@ -192,49 +160,6 @@ def sim_options(args) -> dict:
     return extra
 
 
-def check_extra(extra: dict):
-    """The simulator options umsim would refuse, refused here first (one line, exit 2, nothing run)."""
-    page = extra.get("page", 4096)
-    if page < 4096 or page % 4096:
-        raise UsageError(f"--page must be a multiple of 4 KiB (got {page} bytes)")
-    unit = extra.get("unit")
-    if unit is None and page > 2 << 20:
-        raise UsageError(f"--page {format_size(page)} exceeds the 2 MiB VA block: give --unit too")
-    if unit is not None and not page <= unit <= UMSIM_MAX_UNIT_PAGES * page:
-        raise UsageError(f"--unit must be 1 to {UMSIM_MAX_UNIT_PAGES} pages of {format_size(page)} (umsim's page-number "
-                         f"space; at most {format_size(UMSIM_MAX_UNIT_PAGES * page)})")
-    for k in ("batch", "counter_threshold"):
-        if extra.get(k) is not None and extra[k] < 1:
-            raise UsageError(f"--{k.replace('_', '-')} must be at least 1")
-    if extra.get("thrash_threshold") is not None and extra["thrash_threshold"] < 0:
-        raise UsageError("--thrash-threshold must be 0 (off) or more")
-    if extra.get("prefetch_threshold") is not None and not 0 <= extra["prefetch_threshold"] <= 100:
-        raise UsageError("--prefetch-threshold is a percentage (0-100)")
-
-
-def simulate_all(stream, capacity, policies, fig, extra, drv, progress=None):
-    """One umsim per policy, run side by side (one core each, at most this machine's cores) where their page
-    states are small."""
-    from concurrent.futures import ThreadPoolExecutor
-    params = []
-    for pol in policies:
-        p = dict(stream, capacity=capacity, policy=pol)
-        if pol == "uvm":
-            p.update(drv)
-        if pol == "svm" and "unit" not in extra:
-            p["unit"] = svm_unit(capacity, extra.get("page", 4096))
-        p.update(extra)
-        params.append(p)
-    # Side by side only while their page states are small (about 10 bytes a page each, docs/simulator.md): each
-    # umsim checks what it needs against the memory free when it starts, which the others beside it would take.
-    pages = stream.get("footprint", 0) // extra.get("page", 4096)
-    workers = max(1, min(len(params), os.cpu_count() or 1)) if pages * 10 <= 1 << 30 else 1
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        counts = list(pool.map(lambda p: sim.run(p, progress=progress), params))
-    return [sim.record(s, fig, extra.get("_src", ""), {"params": {k: str(v) for k, v in p.items()}})
-            for s, p in zip(counts, params)]
-
-
 def cmd_simulate(args):
     import tempfile
     if args.sweep:
@@ -246,7 +171,7 @@ def cmd_simulate(args):
         cap = _capacity(args, foot, fig_doc, extra.get("page", 4096))
         pols = _policies(args.policy, fig_doc.get("ats"))
         fig, src = sim_figures(args)  # calibrating the fault cost runs umsim: after every check
-        drv = _driver()
+        drv = driver_here()
         recs = simulate_all(stream, cap, pols, fig, extra, drv, progress=_progress(args))
     for r in recs:
         r["inputs"]["figures_source"] = src
@@ -393,22 +318,6 @@ def _figures(args, fig, src):
     return f"{where}: " + ", ".join(sorted(measured)) + f"; the rest: {src}"
 
 
-def _validated_for(machine: str, app: str, mode: str, packaged: bool) -> dict:
-    """The calibrated model's validated error for this case (with the packaged figures where those are used);
-    on a machine description other than the one it was validated on, marked as not validated there."""
-    v = calibrated.validated_model(app, mode, packaged=packaged)
-    if machine != VALIDATED_MACHINE and "median" in v:
-        v["note"] = (f"validated on {v.get('machine')} only, not on {machine}: its errors are shown for reference"
-                     + (f"; {v['note']}" if v.get("note") else ""))
-        v["this_case_on_validated_machine"] = v.pop("this_case", None)
-        v["this_case"] = None
-    return v
-
-
-# The machine description the calibrated model's validation ran on (docs/model-validation.md).
-VALIDATED_MACHINE = "h100-sxm-pcie5"
-
-
 def cmd_model(args):
     if args.app not in calibrated.ACCESS:
         raise UsageError(f"no access profile for {args.app!r} (known: {', '.join(calibrated.ACCESS)})")
@@ -436,7 +345,7 @@ def cmd_model(args):
             recs.append({"app": args.app, "mode": m, "status": "not modelled", "reason": str(e)})
             continue
         recs.append(calibrated.record(args.app, m, p, src, csrc,
-                                      _validated_for(args.machine, args.app, m, args.figures is None)))
+                                      validated_for(args.machine, args.app, m, args.figures is None)))
     if args.json:
         print(json.dumps(recs, indent=1))
         return 0
@@ -462,36 +371,8 @@ def cmd_model(args):
     if missing:
         print(f"figures missing from {args.machine} (their terms count 0 or fall back as calibrated.py says): "
               + ", ".join(sorted(missing)))
-    print(calibrated.validated_text(_validated_for(args.machine, args.app, "", args.figures is None)))
+    print(calibrated.validated_text(validated_for(args.machine, args.app, "", args.figures is None)))
     return 0
-
-
-# ------------------------------------------------------------------ advise
-HINTS = {
-    "managed-prefetch": "prefetch the inputs to the GPU before the first kernel (cudaMemPrefetchAsync), and the "
-                        "results back before the CPU reads them",
-    "managed": "plain managed memory: demand migration is cheapest here",
-    "zerocopy": "keep the data on the CPU and let the GPU read it over the link (cudaMemAdviseSetPreferredLocation "
-                "CPU + SetAccessedBy GPU, or pinned memory)",
-    "system": "system-allocated memory (malloc) through ATS: remote access with access-counter migration",
-    "svm-ranges": "(AMD SVM range migration: shown for comparison)",
-}
-
-
-PREFETCH_ESTIMATE = ("not simulated: the pages umsim migrated or populated under managed memory moved once at "
-                     "migrate_gbps, then every access at hbm_gbps")
-TIMES_NOTE = ("modelled times: umsim's counts priced with the machine figures (model/simulate.py modelled_time); "
-              "not validated against measured times, so the gain is an estimate without a validated error")
-
-
-def page_note(page_bytes: int) -> str:
-    """What a replay at a page larger than the driver's 4 KiB counts ('' at 4 KiB)."""
-    if page_bytes == 4096:
-        return ""
-    return (f"replayed in pages of {format_size(page_bytes)}, not the driver's 4 KiB: faults, batches and the accesses "
-            f"the ats counters count are per {format_size(page_bytes)} page (up to {page_bytes // 4096}x fewer), so "
-            "fault costs are lower bounds and counter migration comes later; bytes moved by uvm and svm, which "
-            "migrate whole granules and blocks, keep their scale (docs/simulator.md)")
 
 
 def sim_figures(args) -> tuple:
@@ -513,47 +394,6 @@ def sim_figures(args) -> tuple:
     src = (f"{where}: {', '.join(sorted(measured))}; the rest: {src}"
            + (f"; {fig['calibration']}" if fig.get("calibration") else ""))
     return fig, src
-
-
-def advise(stream, foot, capacity, machine, iterations_note="", figures=None, extra=None, progress=None):
-    fig_doc = dos.figures(machine)
-    fig, src = figures or dos.machine_figures(machine)
-    drv = _driver() if machine == "h100-sxm-pcie5" else {}
-    pols = ["uvm", "zerocopy"] + (["ats"] if fig_doc.get("ats") else [])
-    recs = {r["counts"]["policy"]: r for r in simulate_all(stream, capacity, pols, fig, extra or {}, drv, progress)}
-    t = {"managed": recs["uvm"]["modelled_seconds"]["total"], "zerocopy": recs["zerocopy"]["modelled_seconds"]["total"]}
-    if "ats" in recs:
-        t["system"] = recs["ats"]["modelled_seconds"]["total"]
-    u = recs["uvm"]["counts"]
-    pb = u["page_bytes"]
-    fits = u["footprint_pages"] <= u["capacity_pages"]
-    if fits:
-        # Prefetch: every page the GPU needs moves once at bulk rate, no faults; then every access is local.
-        moved = u["h2d_fault_pages"] + u["h2d_prefetch_pages"] + u["populate_gpu_pages"]
-        t["managed-prefetch"] = (moved * pb / (fig["migrate_gbps"] * 1e9)
-                                 + (u["gpu_events"]) * pb / (fig["hbm_gbps"] * 1e9))
-    best = min(t, key=t.get)
-    base = t["managed"]
-    hints = [HINTS[best]]
-    if not fits:
-        hints.append(f"the footprint exceeds GPU memory (DOS {100 * u['footprint_pages'] / u['capacity_pages']:.0f}): "
-                     f"managed memory evicts {u['evictions']} blocks and re-migrates; "
-                     + ("thrashing detection mapped %d blocks remotely" % u["thrash_units"] if u["thrash_units"] else
-                        "no thrashing detected"))
-    evidence = {p: {"modelled_ms": round(v * 1e3, 3)} for p, v in t.items()}
-    for p, r in recs.items():
-        c = r["counts"]
-        evidence.setdefault({"uvm": "managed", "ats": "system"}.get(p, p), {}).update(
-            faults=c["faults"], migrated_bytes=c["h2d_bytes"], evicted_bytes=c["d2h_bytes"],
-            remote_bytes=c["remote_gpu_pages"] * pb)
-    if "managed-prefetch" in evidence:
-        evidence["managed-prefetch"]["how"] = PREFETCH_ESTIMATE
-    return {"status": "modelled", "model_version": sim.VERSION, "machine": machine, "figures_source": src,
-            "times": TIMES_NOTE,
-            "page_bytes": pb, "page_note": page_note(pb),
-            "recommended": best, "predicted_gain_vs_managed": base / t[best] if t[best] else None,
-            "hints": hints, "evidence": evidence, "footprint": foot, "capacity": capacity,
-            "validated_error": calibrated.validated("umsim", version=sim.VERSION)}
 
 
 def cmd_advise(args):
