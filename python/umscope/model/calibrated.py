@@ -300,7 +300,7 @@ def validated(kind="calibrated", app=None, mode=None, version=None) -> dict:
         v = json.loads(VALIDATED.read_text()).get(kind)
     except (OSError, ValueError):
         v = None
-    doc = "docs/model-validation.md" if kind.startswith("calibrated") else "docs/simulator-validation.md"
+    doc = "docs/simulator-validation.md" if kind == "umsim" else "docs/model-validation.md"
     if not v:
         return {"status": "not validated yet", "source": doc}
     out = {k: v[k] for k in v if k != "per_case"}

@@ -425,8 +425,11 @@ def cmd_advise(args):
     gain = res["predicted_gain_vs_managed"]
     print(f"recommended: {res['recommended']}  (modelled {'an unknown gain' if gain is None else f'{gain:.2f}x'} "
           f"against plain managed memory; {TIMES_NOTE})")
+    print(f"  {res['advise_validated_error']['text']}")
     for h in res["hints"]:
         print(f"  - {h}")
+    print(f"explicit (cudaMemcpy): {res['explicit']['verdict']}")
+    print(f"  {res['advise_validated_error']['text']}")
     print(calibrated.validated_text(res["validated_error"]))
     print("evidence (modelled):")
     for p, e in res["evidence"].items():

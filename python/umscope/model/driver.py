@@ -117,6 +117,13 @@ HINTS = {
     "system": "system-allocated memory (malloc) through ATS: remote access with access-counter migration",
     "svm-ranges": "(AMD SVM range migration: shown for comparison)",
 }
+EXPLICIT_ESTIMATE = ("not simulated: cudaMalloc plus cudaMemcpy; the pages umsim migrated under managed memory "
+                     "copied in at h2d_gbps, the pages the CPU faulted back copied out at d2h_gbps, every GPU access "
+                     "at hbm_gbps; pages the GPU touches first (outputs) need no copy in")
+# Where advise's own validation (the advised mode against the mode measured fastest) will be written; until
+# model/validated.json has an "advise" entry, advise says plainly that there is none.
+ADVISE_DOC = "docs/model-validation.md"
+NO_ADVISE_VALIDATION = (f"no validated error: advise has not been checked against measured runs; {ADVISE_DOC}")
 PREFETCH_ESTIMATE = ("not simulated: the pages umsim migrated or populated under managed memory moved once at "
                      "migrate_gbps, then every access at hbm_gbps")
 TIMES_NOTE = ("modelled times: umsim's counts priced with the machine figures (model/simulate.py modelled_time); "
@@ -152,6 +159,7 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
                                  + (u["gpu_events"]) * pb / (fig["hbm_gbps"] * 1e9))
     best = min(t, key=t.get)
     base = t["managed"]
+    explicit = explicit_copies(u, fig, fits, best, t[best])
     hints = [HINTS[best]]
     if not fits:
         hints.append(f"the footprint exceeds GPU memory (DOS {100 * u['footprint_pages'] / u['capacity_pages']:.0f}): "
@@ -166,9 +174,59 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
             remote_bytes=c["remote_gpu_pages"] * pb)
     if "managed-prefetch" in evidence:
         evidence["managed-prefetch"]["how"] = PREFETCH_ESTIMATE
+    if explicit["modelled_ms"] is not None:
+        evidence["explicit"] = {k: explicit[k] for k in ("modelled_ms", "copy_in_bytes", "copy_out_bytes", "how")}
     return {"status": "modelled", "model_version": sim.VERSION, "machine": machine, "figures_source": src,
             "times": TIMES_NOTE,
             "page_bytes": pb, "page_note": page_note(pb),
             "recommended": best, "predicted_gain_vs_managed": base / t[best] if t[best] else None,
-            "hints": hints, "evidence": evidence, "footprint": foot, "capacity": capacity,
+            "hints": hints, "explicit": explicit, "evidence": evidence, "footprint": foot, "capacity": capacity,
+            "advise_validated_error": advise_validated(),
             "validated_error": calibrated.validated("umsim", version=sim.VERSION)}
+
+
+def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float) -> dict:
+    """The explicit mode beside the unified-memory candidates ("should I keep cudaMemcpy?"): what it would cost
+    from the same replay's counts, whether it beats the recommended mode and by how much."""
+    if not fits:
+        return {"modelled_ms": None, "wins": None,
+                "verdict": "explicit copies not modelled: the footprint exceeds GPU memory, so the program would "
+                           "have to split its data into pieces that fit (cudaMalloc cannot hold it all)"}
+    pb = u["page_bytes"]
+    cin = (u["h2d_fault_pages"] + u["h2d_prefetch_pages"] + u["h2d_counter_pages"]) * pb
+    cout = u["d2h_cpu_fault_pages"] * pb
+    t_in, t_out = cin / (fig["h2d_gbps"] * 1e9), cout / (fig["d2h_gbps"] * 1e9)
+    t_gpu = u["gpu_events"] * pb / (fig["hbm_gbps"] * 1e9)
+    t = t_in + t_out + t_gpu
+    out = {"modelled_ms": round(t * 1e3, 3), "copy_in_bytes": cin, "copy_out_bytes": cout,
+           "copy_ms": round((t_in + t_out) * 1e3, 3), "compute_ms": round(t_gpu * 1e3, 3), "how": EXPLICIT_ESTIMATE,
+           "against": best, "wins": t < t_best, "ratio": (t_best / t if t < t_best else t / t_best) if t and t_best
+           else None}
+    moved = (f"copies {format_size(cin)} in at h2d_gbps {fig['h2d_gbps']:g} GB/s"
+             + (f" and {format_size(cout)} out at d2h_gbps {fig['d2h_gbps']:g} GB/s" if cout else
+                " (the stream holds no CPU read-back of results, so no mode here pays for one)"))
+    if out["ratio"] is None or out["ratio"] < 1.005:
+        out.update(wins=False, tie=True)
+        out["verdict"] = (f"explicit copies modelled the same as {best} (within 0.5%, {out['modelled_ms']:.4g} against "
+                          f"{t_best * 1e3:.4g} ms): it {moved}; keeping cudaMemcpy gains nothing and loses nothing "
+                          "here")
+    elif t < t_best:
+        out["verdict"] = (f"keep cudaMemcpy: explicit copies modelled {out['ratio']:.2f}x faster than {best} "
+                          f"({out['modelled_ms']:.4g} against {t_best * 1e3:.4g} ms): it {moved} with no faults")
+    else:
+        room = t_best - t_gpu  # what the recommended mode spends beyond explicit's compute at HBM rate
+        when = (f"explicit would win if its copies took under {room * 1e3:.4g} ms ({best}'s time beyond the compute "
+                f"at HBM rate), i.e. at more than {(t_in + t_out) / room:.3g}x these link figures" if room > 0 else
+                f"explicit cannot win here: {best} takes no longer than explicit's compute alone")
+        out["verdict"] = (f"explicit copies modelled {out['ratio']:.2f}x slower than {best} ({out['modelled_ms']:.4g} "
+                          f"against {t_best * 1e3:.4g} ms): it {moved}; {when}")
+    return out
+
+
+def advise_validated() -> dict:
+    """advise's own validated error (the advised mode against the mode measured fastest) from
+    model/validated.json's "advise" entry; without one, says plainly that there is none."""
+    v = calibrated.validated("advise")
+    if v.get("status"):
+        return {"status": "not validated", "source": ADVISE_DOC, "text": NO_ADVISE_VALIDATION}
+    return dict(v, text=calibrated.validated_text(v))

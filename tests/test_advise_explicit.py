@@ -1,0 +1,69 @@
+"""`umscope advise` weighs explicit copies (cudaMemcpy) beside the unified-memory candidates, says when they
+would win and by how much, and prints advise's own validated error (none yet: it says so) beside every
+recommendation, in text and --json."""
+import json
+
+from umscope import cli
+from umscope.model import calibrated, driver
+
+NO_VALIDATION = "no validated error: advise has not been checked against measured runs; docs/model-validation.md"
+
+
+def _counts(**kw):
+    c = {"page_bytes": 4096, "h2d_fault_pages": 1000, "h2d_prefetch_pages": 24, "h2d_counter_pages": 0,
+         "d2h_cpu_fault_pages": 256, "gpu_events": 10000, "footprint_pages": 1280, "capacity_pages": 4096}
+    c.update(kw)
+    return c
+
+
+FIG = {"h2d_gbps": 10.0, "d2h_gbps": 5.0, "hbm_gbps": 1000.0}
+
+
+def test_explicit_prices_copies_in_and_out_and_compute_at_hbm_rate():
+    e = driver.explicit_copies(_counts(), FIG, True, "managed-prefetch", 1.0)
+    cin, cout = 1024 * 4096, 256 * 4096
+    want = cin / 10e9 + cout / 5e9 + 10000 * 4096 / 1000e9
+    assert e["copy_in_bytes"] == cin and e["copy_out_bytes"] == cout
+    assert abs(e["modelled_ms"] - want * 1e3) < 1e-3
+    assert e["wins"] is True and abs(e["ratio"] - 1.0 / want) < 1e-6
+    assert e["verdict"].startswith(f"keep cudaMemcpy: explicit copies modelled {1.0 / want:.2f}x faster")
+
+
+def test_explicit_loses_says_by_how_much_and_when_it_would_win():
+    fast = 0.0005  # the recommended mode's modelled seconds, below explicit's
+    e = driver.explicit_copies(_counts(), FIG, True, "zerocopy", fast)
+    t = e["modelled_ms"] / 1e3
+    assert e["wins"] is False and abs(e["ratio"] - t / fast) < 1e-3
+    assert f"{t / fast:.2f}x slower than zerocopy" in e["verdict"] and "explicit would win if its copies took under" \
+        in e["verdict"]
+    slowest = driver.explicit_copies(_counts(), FIG, True, "zerocopy", 1e-9)
+    assert "explicit cannot win here" in slowest["verdict"]
+
+
+def test_explicit_not_modelled_when_the_footprint_exceeds_gpu_memory():
+    e = driver.explicit_copies(_counts(footprint_pages=9000), FIG, False, "managed", 1.0)
+    assert e["modelled_ms"] is None and e["wins"] is None and "exceeds GPU memory" in e["verdict"]
+
+
+def test_advise_text_and_json_weigh_explicit_and_say_there_is_no_advise_validation(capsys):
+    assert cli.main(["advise", "gemm", "--footprint", "16M", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["explicit"]["against"] == r["recommended"] and isinstance(r["explicit"]["wins"], bool)
+    assert r["evidence"]["explicit"]["modelled_ms"] == r["explicit"]["modelled_ms"]
+    assert r["advise_validated_error"]["text"] == NO_VALIDATION
+    assert cli.main(["advise", "gemm", "--footprint", "16M"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rec = next(i for i, x in enumerate(lines) if x.startswith("recommended:"))
+    exp = next(i for i, x in enumerate(lines) if x.startswith("explicit (cudaMemcpy): "))
+    assert lines[rec + 1].strip() == NO_VALIDATION and lines[exp + 1].strip() == NO_VALIDATION
+
+
+def test_advise_reads_its_validation_when_one_is_written(tmp_path, monkeypatch):
+    f = tmp_path / "validated.json"
+    f.write_text(json.dumps({"advise": {"model_version": "umsim-5", "machine": "H100", "commit": "abc", "cases": 39,
+                                        "median": 0.4, "p90": 0.9}}))
+    monkeypatch.setattr(calibrated, "VALIDATED", f)
+    v = driver.advise_validated()
+    assert "median 40.0%" in v["text"] and "39 cases on H100" in v["text"] and "docs/model-validation.md" in v["text"]
+    monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "none.json")
+    assert driver.advise_validated()["text"] == NO_VALIDATION
