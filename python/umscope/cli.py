@@ -11,7 +11,7 @@ from umscope import __version__, devices, options, plans, probe, registry, scale
 from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
-from umscope.report.html import save_report, write_report
+from umscope.report import html as report_html
 from umscope.report.summary import print_summary
 from umscope.sizes import format_size
 from umscope.store import Store
@@ -305,7 +305,7 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         print(json.dumps(records, indent=1))
     else:
         print_summary(records, store.cases(run_id), representative=(kind == "run"))
-    save_report(store, run_id, args.report)
+    report_html.save_report(store, run_id, args.report)
     if status != "complete":
         return {"hangup": 129, "terminated": 143}.get(status, 130)
     return exit_code(store.cases(run_id))
@@ -410,7 +410,7 @@ def cmd_profile(args):
     if args.json:
         print(json.dumps(records))
     sys.stderr.write(f"profile stored as run {run_id} in {store.path}\n")
-    save_report(store, run_id, args.report)
+    report_html.save_report(store, run_id, args.report)
     return status
 
 
@@ -447,7 +447,7 @@ def cmd_report(args):
         validate.output_path(args.output, "-o")
     store = Store(args.store, readonly=True)
     try:
-        path = write_report(store, run_id, args.output)
+        path = report_html.write_report(store, run_id, args.output)
     except OSError as e:
         raise UsageError(f"cannot write the report: {e.strerror or e}") from None
     except (TypeError, KeyError, ValueError, AttributeError) as e:  # rows no umscope wrote (a damaged or edited store)
