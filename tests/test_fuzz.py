@@ -18,6 +18,7 @@ import pytest
 from conftest import run_cli, umbench
 from umscope import cli, probe, suite, validate
 from umscope.apps import APPS
+from umscope.report import html as report_html
 
 N_INPROCESS = 1100
 HUGE = ["1e400", "nan", "inf", "-inf", "1e20", str(2**63), str(2**64), "99999999999999999999999", "-1", "0"]
@@ -198,7 +199,7 @@ def test_fuzz_in_process(env, monkeypatch):
     _prime_store(env["store"])
     monkeypatch.setattr(suite, "execute", no_op)
     monkeypatch.setattr(suite, "execute_batch", no_op_batch)
-    monkeypatch.setattr(cli, "write_report", lambda store, run_id, path=None: _tiny_report(store, path))
+    monkeypatch.setattr(report_html, "write_report", lambda store, run_id, path=None: _tiny_report(store, path))
     rng = random.Random(14)
     failures, counts = [], {0: 0, 2: 0}
     for i in range(N_INPROCESS):

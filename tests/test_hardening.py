@@ -14,6 +14,7 @@ import pytest
 from conftest import run_cli
 from umscope import cli, probe, validate
 from umscope.apps import APPS
+from umscope.report import html as report_html
 from umscope.store import Store
 from umscope.suite import Case
 
@@ -233,7 +234,7 @@ def test_resume_empty_is_an_error(store_path):
 def test_a_report_that_fails_at_the_end_keeps_the_records(store_path, monkeypatch, capsys):
     def full(store, run_id, path=None):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(cli, "write_report", full)
+    monkeypatch.setattr(report_html, "write_report", full)
     rc = cli.main(["bench", "selftest", "--store", store_path, "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 0 and "Traceback" not in err

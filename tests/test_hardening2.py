@@ -20,6 +20,7 @@ import pytest
 
 from conftest import run_cli
 from umscope import cli, native, place, probe, suite
+from umscope.report import html as report_html
 from umscope.store import Store
 from umscope.suite import Case
 
@@ -214,7 +215,7 @@ def test_item06_place_report_directory_is_refused_before_the_program(tmp_path, n
 def test_item06_place_report_that_fails_late_keeps_the_run(tmp_path, no_allocator, monkeypatch):
     def fail(store, run_id, path=None):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(cli, "write_report", fail)
+    monkeypatch.setattr(report_html, "write_report", fail)
     monkeypatch.setattr(place, "run_program", lambda cmd, env: (0, "", "", 0.01))  # this test's stdout has no .buffer
     rc, _, err = call("place", "--kind", "device", "--store", tmp_path / "s.db", "--", "true")
     assert rc == 0 and "Traceback" not in err and "cannot write the report" in err

@@ -4,7 +4,7 @@ import json
 import re
 
 from conftest import run_cli, umbench
-from umscope import apps, native, plans, registry, validate
+from umscope import apps, native, options, plans, registry
 from umscope.errors import UsageError
 from umscope.model import bounds
 
@@ -76,16 +76,16 @@ def test_applications_and_their_options_come_from_the_registry():
 
 
 def test_validation_follows_the_declared_types():
-    assert validate.app_options("qv", {"qubits": "12"})["qubits"] == 12
+    assert options.app_options("qv", {"qubits": "12"})["qubits"] == 12
     with pytest.raises(UsageError, match="--qubits"):
-        validate.app_options("qv", {"qubits": "41"})
+        options.app_options("qv", {"qubits": "41"})
     with pytest.raises(UsageError, match="--precision"):
-        validate.app_options("qv", {"precision": "fp16"})
-    assert validate.app_options("gemm", {"precision": "fp16"})["precision"] == "fp16"
+        options.app_options("qv", {"precision": "fp16"})
+    assert options.app_options("gemm", {"precision": "fp16"})["precision"] == "fp16"
     with pytest.raises(UsageError, match="--precision"):
-        validate.app_options("sgemm", {"precision": "fp64"})
-    assert validate.app_options("himeno", {"dims": "10,20,30"})["dims"] == "10,20,30"
-    assert validate.app_options("srad", {"lambda": "0.25"})["lambda"] == "0.25"
+        options.app_options("sgemm", {"precision": "fp64"})
+    assert options.app_options("himeno", {"dims": "10,20,30"})["dims"] == "10,20,30"
+    assert options.app_options("srad", {"lambda": "0.25"})["lambda"] == "0.25"
 
 
 def test_list_shows_applications_modes_and_kind_behaviour():

@@ -7,11 +7,11 @@ import sqlite3
 import sys
 import time
 
-from umscope import __version__, devices, plans, probe, registry, scaleout, validate
+from umscope import __version__, devices, options, plans, probe, registry, scaleout, validate
 from umscope import export as export_formats
 from umscope.model import bounds
 from umscope.errors import UsageError
-from umscope.report.html import write_report
+from umscope.report import html as report_html
 from umscope.report.summary import print_summary
 from umscope.sizes import format_size
 from umscope.store import Store
@@ -305,7 +305,7 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         print(json.dumps(records, indent=1))
     else:
         print_summary(records, store.cases(run_id), representative=(kind == "run"))
-    _report(store, run_id, args.report)
+    report_html.save_report(store, run_id, args.report)
     if status != "complete":
         return {"hangup": 129, "terminated": 143}.get(status, 130)
     return exit_code(store.cases(run_id))
@@ -318,19 +318,6 @@ def exit_code(cases) -> int:
     if statuses & {"failed", "timeout"}:
         return 1
     return 2 if "refused" in statuses else 0
-
-
-def _report(store, run_id, path):
-    """Writes the report; if that fails the records stay in the store and the user is told how to get it."""
-    try:
-        out = write_report(store, run_id, path)
-    except OSError as e:
-        sys.stderr.write(f"umscope: cannot write the report ({e.strerror or e}); run {run_id}'s records are kept "
-                         f"in {store.path}: `umscope report --store {shlex.quote(str(store.path))} --run {run_id} "
-                         f"-o FILE` writes it\n")
-        return None
-    sys.stderr.write(f"report: {out}\n")
-    return out
 
 
 def cmd_run(args):
@@ -370,7 +357,7 @@ def cmd_run(args):
 
 
 def cmd_bench(args):
-    opts = validate.bench_options(args.name, kinds=args.kind, sizes=args.size, threads=args.threads, ops=args.ops,
+    opts = options.bench_options(args.name, kinds=args.kind, sizes=args.size, threads=args.threads, ops=args.ops,
                                      mode=args.mode, iterations=args.iterations, dos=args.dos,
                                      available=args.available, allow_oversubscription=args.allow_oversubscription)
     _check_run_options(args)
@@ -423,7 +410,7 @@ def cmd_profile(args):
     if args.json:
         print(json.dumps(records))
     sys.stderr.write(f"profile stored as run {run_id} in {store.path}\n")
-    _report(store, run_id, args.report)
+    report_html.save_report(store, run_id, args.report)
     return status
 
 
@@ -442,7 +429,7 @@ def cmd_app(args):
     if args.name not in apps.APPS:
         raise UsageError(f"unknown application {args.name!r} (known: {', '.join(apps.APPS)})")
     opts = {k: getattr(args, k.replace("-", "_"), None) for k in sorted(apps.cli_options())}
-    opts = validate.app_options(args.name, opts)
+    opts = options.app_options(args.name, opts)
     modes = args.mode or ["explicit"]
     if modes == ["all"]:
         modes = list(apps.modes_of(args.name))
@@ -460,7 +447,7 @@ def cmd_report(args):
         validate.output_path(args.output, "-o")
     store = Store(args.store, readonly=True)
     try:
-        path = write_report(store, run_id, args.output)
+        path = report_html.write_report(store, run_id, args.output)
     except OSError as e:
         raise UsageError(f"cannot write the report: {e.strerror or e}") from None
     except (TypeError, KeyError, ValueError, AttributeError) as e:  # rows no umscope wrote (a damaged or edited store)

@@ -21,15 +21,13 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from umscope.errors import UsageError
-from umscope.timing import Stopwatch
+from umscope.passthrough import run_program
 
 SITE = Path(__file__).resolve().parent / "place_site"
-OUTPUT_KEEP = 64 * 1024  # bytes of each stream's end kept in the store
 
 
 def library_path():
@@ -155,46 +153,6 @@ def environment(kind, rules="", allow=False, stats_pattern=None, base=None) -> d
     return env
 
 
-def _tee(src, dst, keep):
-    """Copies a child's stream to ours as it comes, keeping the last OUTPUT_KEEP bytes."""
-    while True:
-        chunk = src.read1(65536) if hasattr(src, "read1") else src.read(65536)
-        if not chunk:
-            break
-        dst.write(chunk)
-        dst.flush()
-        keep += chunk
-        if len(keep) > 2 * OUTPUT_KEEP:
-            del keep[:-OUTPUT_KEEP]
-
-
-def run_program(cmd, env):
-    """Runs cmd with output passed through (and kept); returns (exit status as a shell reports it, stdout
-    tail, stderr tail, wall seconds)."""
-    sw = Stopwatch()
-    try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except (FileNotFoundError, PermissionError) as err:
-        what = "command not found" if isinstance(err, FileNotFoundError) else "permission denied"
-        raise UsageError(f"{what}: {cmd[0]}") from None
-    out, err = bytearray(), bytearray()
-    threads = [threading.Thread(target=_tee, args=(proc.stdout, sys.stdout.buffer, out), daemon=True),
-               threading.Thread(target=_tee, args=(proc.stderr, sys.stderr.buffer, err), daemon=True)]
-    for t in threads:
-        t.start()
-    import signal
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the program; we store what it did
-    try:
-        rc = proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, old)
-    for t in threads:
-        t.join()
-    status = rc if rc >= 0 else 128 - rc
-    return (status, out[-OUTPUT_KEEP:].decode(errors="replace"), err[-OUTPUT_KEEP:].decode(errors="replace"),
-            sw.elapsed())
-
-
 def records_from_stats(all_stats: list) -> list:
     """One record per (process, kind): peak live bytes, with the counters and size classes."""
     recs = []
@@ -274,8 +232,8 @@ def cmd_place(args):
     if args.json:
         print(json.dumps(recs))
     sys.stderr.write(f"place stored as run {run_id} in {store.path}\n")
-    from umscope.cli import _report
-    _report(store, run_id, args.report)  # a report that cannot be written loses nothing: the run is stored
+    from umscope.report.html import save_report
+    save_report(store, run_id, args.report)  # a report that cannot be written loses nothing: the run is stored
     return status
 
 

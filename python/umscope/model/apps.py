@@ -13,7 +13,8 @@ umbench's gemm in fp32, as Cooper et al. run it)."""
 # The access patterns, in the order the report shows them.
 PATTERNS = ("streaming", "stencil", "dynamic programming", "irregular", "dense compute")
 
-# name: (access pattern, umsim generator or None, iterations umsim replays, (read, written) fractions or None)
+# name: (access pattern, umsim generator or None (then NOT_SIMULATED gives the reason), iterations umsim replays
+# (None where not simulated), (read, written) fractions)
 # Iterations: single-pass for the streaming category (Cooper et al. Sec. 3.2: "these applications don't have
 # data reuse"), several for the iterative ones; gemm, syr2k and himeno (in no study's sweep) replay their
 # applications' default iterations (native/apps/*.cu).
@@ -32,10 +33,22 @@ FACTS = {
     "pathfinder": ("dynamic programming", "pathfinder", 1, (1.0, 0.0)),
     "needle": ("dynamic programming", "needle", 1, (1.0, 0.5)),
     "himeno": ("stencil", "himeno", 20, (1.0, 0.15)),
-    # not modelled yet: no umsim generator, no declared fractions (a test names it)
-    "qv": ("dense compute", None, None, None),
+    # native/apps/qv.cu: each two-qubit gate is one gate_kernel pass that reads and rewrites every amplitude in
+    # place (its gate records count traffic_bytes = 2 x the state), as four strided streams 2^q0 and 2^q1
+    # amplitudes apart, with no reuse inside a pass (16 complex multiply-adds per 4 amplitudes: memory-bound,
+    # not dense compute); the GPU reads the whole state the CPU initialised and explicit mode copies all of it
+    # back. Not simulated: NOT_SIMULATED says why.
+    "qv": ("streaming", None, None, (1.0, 1.0)),
 }
 REGISTERED = {"sgemm": "gemm"}  # model name -> umbench's application
+
+# Applications umsim has no generator for, each with the reason (a declared fact, as a generator is: the
+# simulator's commands do not offer them and the oversubscription sweep does not replay them).
+NOT_SIMULATED = {
+    "qv": "no umsim generator: a pass's page order depends on the gate's qubit pair (four streams 2^q0 and 2^q1 "
+          "amplitudes apart) and the circuit's gates, depth x floor(qubits/2) passes, on its options; "
+          "umsim's generators take a footprint and an iteration count only",
+}
 
 
 def pattern(app: str) -> str:

@@ -77,7 +77,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
         raise UsageError(f"{what}: {cmd[0]}") from None
     sampler.root = proc.pid
     # The program's stderr passes through as it comes; its end is kept for the report (what a failure said).
-    from umscope.place import OUTPUT_KEEP, _tee
+    from umscope.passthrough import OUTPUT_KEEP, tee as _tee
     err_tail = bytearray()
     tee = threading.Thread(target=_tee, args=(proc.stderr, sys.stderr.buffer, err_tail), daemon=True)
     tee.start()

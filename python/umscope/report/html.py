@@ -7,6 +7,8 @@ This module assembles the page; each section is a module of this package that re
 report/registry.py (page sections by their order, family sections by the families they draw)."""
 
 import json
+import shlex
+import sys
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -117,3 +119,18 @@ def write_report(store, run_id, path=None) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
     return out
+
+
+def save_report(store, run_id, path):
+    """Writes the report; if that fails the records stay in the store and the user is told how to get it."""
+    try:
+        out = write_report(store, run_id, path)
+    except OSError as err:
+        sys.stderr.write(f"umscope: cannot write the report ({err.strerror or err}); run {run_id}'s records are kept "
+                         f"in {store.path}: `umscope report --store {shlex.quote(str(store.path))} --run {run_id} "
+                         f"-o FILE` writes it\n")
+        return None
+    sys.stderr.write(f"report: {out}\n")
+    return out
+
+
