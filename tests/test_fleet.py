@@ -1,6 +1,7 @@
 """Batch jobs and fleets: scheduler metadata, journal mode on network filesystems, merge, compare."""
 
 import json
+import os
 import resource
 import sqlite3
 import time
@@ -268,3 +269,18 @@ def test_gate_bad_input_is_one_line_and_exit_2(tmp_path):
         assert res.returncode == 2 and msg in res.stderr, (args, res.stderr)
         assert res.stderr.count("\n") == 1 and res.stdout == ""
     assert sorted(p.name for p in tmp_path.iterdir() if ".sqlite" not in p.name) == ["bad.json"]
+
+
+def test_gate_baseline_file_is_read_by_the_input_reader(tmp_path):
+    """--baseline FILE goes through inputs.py like every other file input: a FIFO nobody writes to does not hang,
+    and a non-finite value is refused in one line."""
+    a = str(tmp_path / "a.sqlite")
+    make_store(a, "n", n_records=3)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    (tmp_path / "inf.json").write_text('{"cases": [{"key": {}, "value": Infinity}]}')
+    for path, msg in [(fifo, "not a umscope baseline file"), (tmp_path / "inf.json", "not a finite number")]:
+        res = run_cli("compare", "--store", a, "--baseline", str(path), "--fail-over", "0.05", cwd=tmp_path,
+                      timeout=60)
+        assert res.returncode == 2 and msg in res.stderr, res.stderr
+        assert res.stderr.count("\n") == 1

@@ -159,13 +159,14 @@ def _baseline_index(runs, baseline) -> int:
 
 def load_baseline(path) -> dict:
     """A baseline file written by --save-baseline: {case key: entry with 'value'}, and where it came from."""
+    # inputs.py's reader: a regular file or a pipe read once, its size capped, finite numbers only
+    text = inputs.text_of(inputs.read_bytes(path, "cannot read baseline file", inputs.MAX_RECORDS_BYTES),
+                          "baseline file", path)
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = inputs.parse_json(text)
         cases = {key_from_dict(c["key"]): c for c in doc["cases"]}
         if not all(isinstance(c["value"], (int, float)) and c["value"] > 0 for c in cases.values()):
             raise ValueError("a value is not a positive number")
-    except OSError as e:
-        raise UsageError(f"cannot read baseline file {path}: {e.strerror}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UsageError(f"{path} is not a umscope baseline file (write one with compare --save-baseline): {e}") from None
     return {"path": str(path), "cases": cases, "made_from": doc.get("made_from", [])}
