@@ -179,12 +179,8 @@ def fig(r) -> str:
 
 
 def size_text(n) -> str:
-    if n is None:
-        return "—"
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift} {unit}"
-    return f"{n} B"
+    from umscope.sizes import format_size
+    return "—" if n is None else format_size(n)
 
 
 def bound_text(r) -> str:

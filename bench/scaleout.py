@@ -25,16 +25,15 @@ nccl-tests/ or nccl-tests/bin/); a missing one is skipped and said. Writes scale
 import argparse
 import json
 import os
-import re
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from umscope import native, probe, provenance, scaleout
+from umscope import probe, provenance, scaleout
+from umscope.sizes import format_size
 from umscope.suite import Case, execute
 
 MPI_SIZES = [8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
@@ -200,13 +199,6 @@ def torch_collectives(world, sizes):
 
 # ------------------------------------------------------------------ tables
 
-def size_text(n):
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift} {unit}"
-    return f"{n} B"
-
-
 def ratio_cell(ratio, target):
     if ratio is None:
         return "—"
@@ -229,7 +221,7 @@ def rows_mpi(recs, anchors, ops):
                 a = a / 1000 if a else None  # OSU prints MB/s (10^6 B/s)
                 ratio = r["median"] / a if a else None
                 ours, theirs = f"{r['median']:.4g} GB/s", f"{a:.4g} GB/s" if a else "not run"
-            rows.append([op, size_text(r["bytes"]), ours, spread_text(r), theirs, ratio_cell(ratio, TARGET["mpi"])])
+            rows.append([op, format_size(r["bytes"]), ours, spread_text(r), theirs, ratio_cell(ratio, TARGET["mpi"])])
     return rows
 
 
@@ -297,7 +289,7 @@ def main():
     if set(nccl_ops) - set(NCCL_OPS):
         ap.error(f"--nccl-ops takes {','.join(NCCL_OPS)}")
     osu_dir, nt_dir = Path(a.anchors) / "osu", Path(a.anchors) / "nccl-tests"
-    md = [f"# Scale-out beside its anchors\n",
+    md = ["# Scale-out beside its anchors\n",
           f"{fp['gpus'][0]['name'] if n else 'no GPU'} x{n}, {cpus} CPUs; commit {native_commit()}; "
           f"NCCL_NVLS_ENABLE={os.environ['NCCL_NVLS_ENABLE']}; NCCL library {lib or 'libnccl.so.2 on the path'}.\n"]
     records = []
@@ -347,7 +339,7 @@ def main():
                                                                  "-i", "10", "-x", "2"]))
                 anchor = OSU_CACHE[key].get(r["bytes"])
                 anchor = anchor / 1000 if anchor else None
-            rows.append([str(k), size_text(r["bytes"]), f"{r['median']:.4g} GB/s", spread_text(r),
+            rows.append([str(k), format_size(r["bytes"]), f"{r['median']:.4g} GB/s", spread_text(r),
                          f"{anchor:.4g} GB/s" if anchor else "not run",
                          ratio_cell(r["median"] / anchor if anchor else None, TARGET["mpi"])])
         md.append(f"\n## mbw: k pairs at once (processes per node)\n\numscope `mpi --ops mbw` with {ranks} ranks under "
@@ -380,7 +372,7 @@ def main():
                 m = next((r for r in per_rank if r["op"] == op and r["bytes"] == size), None)
                 t1, tm = nt_one.get(op, {}).get(size), nt_mpi.get(op, {}).get(size)
                 tt = torch_res.get(f"{op} {size}")
-                rows.append([op, size_text(size),
+                rows.append([op, format_size(size),
                              f"{o['median']:.4g} ({spread_text(o)})" if o else "—", f"{t1:.4g}" if t1 else "—",
                              ratio_cell(o["median"] / t1 if o and t1 else None, TARGET["nccl"]),
                              f"{m['median']:.4g} ({spread_text(m)})" if m else "—", f"{tm:.4g}" if tm else "—",
@@ -406,7 +398,7 @@ def main():
                 m = next((r for r in recs if r["op"] == op and r["bytes"] == size), None)
                 o = next((r for r in one if r["op"] == op and r["bytes"] == size), None)
                 t1 = nt_one.get(op, {}).get(size)
-                rows.append([op, size_text(size), f"{m['median']:.4g} ({spread_text(m)})" if m else "—",
+                rows.append([op, format_size(size), f"{m['median']:.4g} ({spread_text(m)})" if m else "—",
                              f"{o['median']:.4g}" if o else "—", f"{t1:.4g}" if t1 else "—",
                              ratio_cell(m["median"] / t1 if m and t1 else None, TARGET["nccl"])])
         md.append("\n## NCCL one process over ncclMemAlloc buffers (nccl-tests' allocator since NCCL 2.19)\n\n"
@@ -421,7 +413,7 @@ def main():
             recs = ours_nccl(kind, ["allreduce", "allgather"], [1 << 20, 64 << 20], 3)
             records += recs
             for r in recs:
-                rows.append([kind, r["op"], size_text(r["bytes"]), f"{r['median']:.4g} GB/s", spread_text(r),
+                rows.append([kind, r["op"], format_size(r["bytes"]), f"{r['median']:.4g} GB/s", spread_text(r),
                              r.get("buffers_on") or ""])
             if not recs:
                 rows.append([kind, "allreduce, allgather", "—", "skipped", "", SKIPPED[-1][1] if SKIPPED else ""])
