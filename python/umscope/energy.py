@@ -234,7 +234,7 @@ def window(before: dict, after: dict, used_gpus=None, where="") -> dict:
             if s["used"]:
                 gpus.append(key)
         if j is not None and short:
-            j, why = None, "window too short (see note)"
+            j, why = None, f"under {MIN_WINDOW_S:g} s: below the counter's resolution"
         s["joules"] = None if j is None else round(j, 3)
         if j is None:
             s["reason"] = why
@@ -286,7 +286,7 @@ def per_watt(record: dict, energy: dict):
         # says how much of the window the compute was.
         out["compute_share"] = round(min(1.0, record["compute_ms"] / 1e3 / energy["wall_s"]), 3)
     if not src.get("watts"):
-        return dict(out, value=None, reason=src.get("reason") or energy.get("note") or "no power figure")
+        return dict(out, value=None, reason=energy.get("note") or src.get("reason") or "no power figure")
     return dict(out, value=round(record["gflops"] / src["watts"], 4))
 
 
