@@ -257,3 +257,31 @@ def test_run_cases_stores_the_energy_of_every_case(fake_nvml, tmp_path):
     line = json.loads(s.export("jsonl", rid).splitlines()[0])
     assert line["extra"]["energy"]["sources"]["gpu0"]["watts"] == pytest.approx(WATTS, rel=0.05)
 
+
+
+def test_the_report_shows_energy_per_case_and_gflops_per_watt(fake_nvml, tmp_path):
+    from umscope.report import html as report_html
+    fake = fake_nvml(_FakeNvml(count=1, counter=[0], limit_mw=650000, default_mw=700000))
+    m = energy.Meter(tmp_path / "norapl")
+    a, b = _pair(m, lambda: fake.counter.__setitem__(0, 1000000), seconds=4.0)  # 1000 J in 4 s: 250 W
+    w = energy.window(a, b, {0}, suite.WINDOW_BATCH)
+    gemm = {"type": "record", "benchmark": "app", "op": "app", "processor": "gpu0", "kind": "device", "bytes": 1 << 20,
+            "metric": "time_per_iteration", "unit": "ms", "n": 5, "median": 2.0, "min": 2.0, "max": 2.0, "spread": 0.0,
+            "app": "gemm", "precision": "fp64", "mode": "explicit", "gflops": 50000.0, "compute_ms": 2000.0,
+            "total_ms": 3000.0, "total_excl_init_ms": 3000.0, "iterations": 1000, "checksum": "1", "verified": "freivalds:2"}
+    s = Store(tmp_path / "s.sqlite")
+    rid = s.create_run("app", "umscope app run gemm", [], {}, {})
+    s.add_case_result(rid, Case("app", None, {"name": "gemm"}), "ok", "", 0, 4, energy.attach([dict(gemm)], w))
+    s.finish_run(rid, "complete")
+    html = pathlib.Path(report_html.write_report(s, rid, str(tmp_path / "r.html"))).read_text()
+    part = html[html.index("<h2 id=energy>"):]
+    assert "GFLOP/s per watt" in part and "<td class=num>200</td>" in part  # 50000 GFLOP/s over 250 W
+    assert "650 (default 700)" in part and "<td class=num>0.5</td>" in part  # limit; 2 s of compute in 4 s
+    assert "<td class=num>1000</td>" in part and "<td class=num>250</td>" in part  # GPU J, GPU W
+    assert "Not read:" in part and "no /sys/class/powercap" in part
+    assert "not run here" in part  # power-cap and governor sweeps are out of bounds
+    # A run without energy readings has no energy section.
+    rid2 = s.create_run("bench", "x", [], {}, {})
+    s.add_case_result(rid2, Case("app", None, {"name": "gemm"}), "ok", "", 0, 4, [dict(gemm)])
+    s.finish_run(rid2, "complete")
+    assert "id=energy" not in pathlib.Path(report_html.write_report(s, rid2, str(tmp_path / "r2.html"))).read_text()
