@@ -164,6 +164,9 @@ def test_gflops_per_watt_of_a_gpu_application(fake_nvml, tmp_path):
     assert gemm["gflops_per_watt"]["compute_share"] == pytest.approx(0.75)  # 3 s of compute in a 4 s window
     assert himeno["gflops_per_watt"]["value"] == pytest.approx(10.0) and "compute_share" not in himeno["gflops_per_watt"]
     assert "gflops_per_watt" not in cpu and "gflops_per_watt" not in stream  # no GPU, or no FLOP rate
+    # 1 s of compute in a 4 s case: the case's average power is mostly the setup's, so no figure, and why.
+    short = energy.per_watt({"processor": "gpu1", "gflops": 50000.0, "compute_ms": 1000.0}, w)
+    assert short["value"] is None and "25% of the case" in short["reason"] and short["compute_share"] == 0.25
     assert all(r["energy"] is w for r in (gemm, himeno, cpu, stream))
 
 

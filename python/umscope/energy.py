@@ -26,6 +26,10 @@ RAPL_DIR = "/sys/class/powercap"
 HWMON_DIR = "/sys/class/hwmon"
 # How often a power-only sensor is read at most (its own averaging interval, where longer, wins).
 POWER_PERIOD_S = 0.1
+# GFLOP/s per watt divides the compute's rate by the whole case's average power: where the compute is under half
+# the case (a 5-iteration GEMM after seconds of initialising its arrays), that average is mostly the idle GPU's
+# and the ratio would flatter the GPU, so none is given.
+MIN_COMPUTE_SHARE = 0.5
 
 
 def read_text(path, default=""):
@@ -272,7 +276,8 @@ def gpus_of(case, options) -> set:
 def per_watt(record: dict, energy: dict):
     """GFLOP/s per watt of an application record with a FLOP rate on a GPU: its own rate (median iteration)
     over its GPU's average power in the case's window, labelled with the power limit the GPU ran at; None for
-    a record without a rate or not on a GPU."""
+    a record without a rate or not on a GPU; a value None with the reason where the window gives no fair
+    figure (too short, the source absent, compute under MIN_COMPUTE_SHARE of it)."""
     proc = str(record.get("processor") or "")
     if not record.get("gflops") or not proc.startswith("gpu") or not proc[3:].isdigit():
         return None
@@ -287,6 +292,9 @@ def per_watt(record: dict, energy: dict):
         out["compute_share"] = round(min(1.0, record["compute_ms"] / 1e3 / energy["wall_s"]), 3)
     if not src.get("watts"):
         return dict(out, value=None, reason=energy.get("note") or src.get("reason") or "no power figure")
+    if out.get("compute_share", 1.0) < MIN_COMPUTE_SHARE:
+        return dict(out, value=None, reason=f"the compute was {out['compute_share']:.0%} of the case, under "
+                    f"{MIN_COMPUTE_SHARE:.0%}: the case's average power is mostly its setup's (run more --iterations)")
     return dict(out, value=round(record["gflops"] / src["watts"], 4))
 
 
