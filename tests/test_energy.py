@@ -13,6 +13,7 @@ from umscope.store import Store
 from umscope.suite import Case
 
 WATTS = 300.0  # the fake GPU's constant power
+OPTIONS = {"device": 0, "reps": None, "warmup": None}
 
 
 class _FakeNvml:
@@ -201,6 +202,18 @@ def test_hwmon_energy_counters_and_power_meters_integrated(fake_nvml, tmp_path):
     assert later["joules"] is None and "only while the meter runs" in later["reason"]
 
 
+def test_a_failing_source_is_recorded_and_the_batch_goes_on(fake_nvml, tmp_path, monkeypatch):
+    """A reading that raises (here NVML's limits) is recorded as the meter's failure with its reason: the batch's
+    output reader, which takes the readings, keeps reading (else the batch would wait for its timeout)."""
+    fake_nvml(_FakeNvml(count=1))
+    monkeypatch.setattr(nvml, "power_limits_w", lambda i: 1 / 0)
+    m = energy.Meter(tmp_path)
+    out = list(suite.execute_batch([Case("selftest", None, {"mode": "ok"}, timeout=5)] * 2, OPTIONS, meter=m))
+    assert [o.status for _, o in out] == ["ok", "ok"]
+    w = energy.window(*out[0][1].energy)
+    assert w["sources"]["meter"]["joules"] is None and "ZeroDivisionError" in w["sources"]["meter"]["reason"]
+
+
 def test_the_gpus_a_case_uses():
     opts = {"device": None}
     assert energy.gpus_of(Case("gpu-stream", "device", {}), opts) == {0}
@@ -213,8 +226,6 @@ def test_the_gpus_a_case_uses():
     assert energy.gpus_of(Case("nccl", "device", {"gpus": "0,2"}), opts) == {0, 2}
     assert energy.gpus_of(Case("mpi", "device", {}, launch=["mpirun", "-n", "2"]), opts) is None
 
-
-OPTIONS = {"device": 0, "reps": None, "warmup": None}
 
 
 def test_a_batch_case_is_read_at_its_own_markers(fake_nvml, tmp_path):

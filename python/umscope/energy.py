@@ -162,8 +162,16 @@ class Meter:
             self._thread = None
 
     def snapshot(self) -> dict:
-        """Every source's cumulative reading now: {'t': monotonic s, 'sources': {key: {...}}}."""
+        """Every source's cumulative reading now: {'t': monotonic s, 'sources': {key: {...}}}. It never raises:
+        the batch's output reader calls it, and a reader that died would leave the batch to its timeout."""
         t = time.monotonic()
+        try:
+            return self._snapshot(t)
+        except Exception as e:  # noqa: BLE001 - recorded as the reading's failure, with its reason
+            return {"t": t, "sources": {"meter": {"name": "umscope's energy meter", "j": None,
+                                                  "reason": f"reading failed: {type(e).__name__}: {e}"}}}
+
+    def _snapshot(self, t) -> dict:
         src = {}
         for i in self.gpus:
             j = nvml.energy_j(i)
