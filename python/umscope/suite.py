@@ -416,8 +416,9 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
         return int(case.params.get("device", options.get("device") or 0))
 
     running = []  # the case started and not yet stored (named if a signal ends the run)
-    meter = energy.Meter().start()
+    meter = None
     try:
+        meter = energy.Meter().start()  # inside: a signal while NVML starts is an interruption like any other
         for segment in _segments(todo, options):
             starts = {}
 
@@ -427,10 +428,10 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
                 starts[id(case)] = (time.time(), conditions.read(device_of(case)))
 
             if segment[0].batchable(options):
-                outcomes = execute_batch(segment, options, on_start, meter)
+                outcomes = execute_batch(segment, options, on_start, meter=meter)
             else:
                 on_start(segment[0])
-                outcomes = iter([(segment[0], execute(segment[0], options, meter))])
+                outcomes = iter([(segment[0], execute(segment[0], options, meter=meter))])
             for case, outcome in outcomes:
                 started, before = starts.pop(id(case), (time.time() - outcome.elapsed, None))
                 if before is None:  # it never started (its batch hung before it): no reading from before
@@ -461,7 +462,8 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
                 pass
         return {signal.SIGHUP: "hangup", signal.SIGTERM: "terminated"}.get(signum, "interrupted")
     finally:
-        meter.stop()
+        if meter:
+            meter.stop()
     # Every mode of an application against its explicit mode, and every case of a kernel that failed its
     # reference check failed with it, over the whole run (so a resumed run too).
     from umscope import verify
