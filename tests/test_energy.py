@@ -214,6 +214,22 @@ def test_a_failing_source_is_recorded_and_the_batch_goes_on(fake_nvml, tmp_path,
     assert w["sources"]["meter"]["joules"] is None and "ZeroDivisionError" in w["sources"]["meter"]["reason"]
 
 
+def test_the_output_reader_ends_quietly_when_the_suite_closes_the_pipe(fake_nvml, tmp_path):
+    """A signal ends the run while the reader takes a marker's reading: the suite closes the pipe, and the reader's
+    next read fails. It ends with its end-of-output item, without a traceback on the user's terminal."""
+    import queue
+
+    def stream():
+        yield '{"type":"case","event":"start","index":0}\n'
+        raise ValueError("I/O operation on closed file.")
+    fake_nvml(_FakeNvml(count=1))
+    q = queue.Queue()
+    suite._reader(stream(), q, energy.Meter(tmp_path))
+    items = [q.get_nowait() for _ in range(q.qsize())]
+    assert [i[0] for i in items] == ['{"type":"case","event":"start","index":0}\n', None]
+    assert all(i[1] and "gpu0" in i[1]["sources"] for i in items)
+
+
 def test_the_gpus_a_case_uses():
     opts = {"device": None}
     assert energy.gpus_of(Case("gpu-stream", "device", {}), opts) == {0}

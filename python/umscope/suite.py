@@ -229,8 +229,11 @@ def _case_env(case: Case) -> dict:
 def _reader(stream, q, meter=None):
     """Each line of the batch's output, with the meter's reading taken as a case marker arrives (not when
     the suite gets to it: by then the batch may be well into the next case)."""
-    for line in stream:
-        q.put((line, meter.snapshot() if meter and line.startswith('{"type":"case"') else None))
+    try:
+        for line in stream:
+            q.put((line, meter.snapshot() if meter and line.startswith('{"type":"case"') else None))
+    except (ValueError, OSError):  # the suite closed the pipe while a reading ran (a signal ended the run)
+        pass
     q.put((None, meter.snapshot() if meter else None))
 
 
