@@ -445,8 +445,9 @@ def peer_l2_answer(series, l2):
                "peer lines are held"
     return (f"**{verdict}** — {text}. Same call, same footprints: peer {size_text(bi)} {num(p_in)} ns against peer "
             f"{size_text(bo)} {num(p_out)} ns, and local {size_text(bi)} {num(l_in)} ns (L2 {size_text(l2)}; the "
-            "thresholds 0.5 and 0.8 are this page's rule, stated before the run). Fusco et al. (Sec. III.D) "
-            "report that Hopper's L2 caches peer HBM on the quad GH200.", verdict)
+            "thresholds 0.5 and 0.8 are this page's rule, stated before the run). Fusco et al. write, of their "
+            "Fig. 12, that Hopper's L2 caches peer HBM on the quad GH200 (peer GH200s joined by NVLink; here "
+            "peer GPUs through NVSwitch).", verdict)
 
 
 def render_fig12_peer(d):
@@ -477,14 +478,14 @@ def render_fig13(d, gpus=False):
         charts[""] = svg.heatmap(names, names, vals, "ping-pong round trip, flag in the first GPU's memory", "ns",
                                  corner="GPU ↔ GPU")
     elif recs:
-        charts[""] = svg.hbar_chart([(f"{field(r, 'pair')} {case_kind(r)}", [("round trip", r["median"], r["min"],
+        charts[""] = svg.hbar_chart([(f"{case_params(r).get('pair')} {case_kind(r)}", [("round trip", r["median"], r["min"],
                                                                              r["max"])]) for r in recs if ok(r)],
                                     "ns", "ping-pong round trip")
     if not gpus:
         rows = []
         for v in published_values("fusco2024", "Fig. 13", "pingpong"):
             m = v["match"]
-            r = next((x for x in recs if field(x, "pair") == m["pair"] and case_kind(x) == m["kind"]
+            r = next((x for x in recs if case_params(x).get("pair") == m["pair"] and case_kind(x) == m["kind"]
                       and "peer" not in case_params(x)), None)
             key = {"cpu-cpu": "pingpong-cpu", "gpu-gpu": "pingpong-gpu", "cpu-gpu": "pingpong-cpu-gpu"}[m["pair"]]
             rows.append((f"{m['pair']}, flag `{m['kind']}` ({v['what']})", r, v["value"], v["unit"], v["label"],
