@@ -48,7 +48,10 @@ SCHIEFFER_SIZES = {  # Schieffer et al. Table 2, as umscope's options
     "hotspot": ["--rows", "16384", "--cols", "16384"], "srad": ["--rows", "20000", "--cols", "20000"],
     "pathfinder": ["--rows", "100000", "--cols", "20000"], "needle": ["--n", "32768"],
     "bfs": ["--nodes", "16777216"], "qv": ["--qubits", "30"]}
-COOPER_APPS = ["triad", "conv2d", "jacobi2d", "mvt", "gesummv", "sgemm", "bfs"]
+# Each tag with its umbench program: sgemm is umscope's alias of gemm at fp32 (apps.ALIASES), which `umbench run`
+# does not know.
+COOPER_APPS = {"triad": ["triad"], "conv2d": ["conv2d"], "jacobi2d": ["jacobi2d"], "mvt": ["mvt"],
+               "gesummv": ["gesummv"], "sgemm": ["gemm", "--precision", "fp32"], "bfs": ["bfs"]}
 LLM_MODELS = ["llama2-7b", "llama2-13b"]
 
 
@@ -97,14 +100,17 @@ def cmds_fig13(ctx):
 
 
 def cmds_fig13_gpus(ctx):
-    return [("pingpong", ["bench", "pingpong", *_kinds(["device", "pinned"]), "--filter", "peer="])]
+    # The cases across GPUs are planned only without --kind (plans.pingpong_cases): every pair a < b, the flag
+    # on the first GPU, on the second (peer:B), in pinned or in managed memory.
+    return [("pingpong", ["bench", "pingpong", "--filter", "pair=gpu-gpu", "--filter", "peer="])]
 
 
 def cmds_fig14(ctx):
-    # 1, 2 and 4 pairs of processes at once (mbw pairs rank i with i + n/2), host memory as the study's DDR.
+    # One run of n ranks measures mbw with k = 1, 2, .. n/2 pairs sending at once (each record says its `pairs`
+    # and `active_processes`): 8 ranks give the study's 1 to 4 pairs; host memory as the study's DDR.
+    n = min(8, ctx["cpus"] - ctx["cpus"] % 2)
     return [(f"mpi n={n}", ["bench", "mpi", "--launcher", "mpirun", "-n", str(n), "--kind", "system",
-                            "--ops", "mbw", "--size", "64K,1M,16M", "--reps", "3", "--warmup", "1"])
-            for n in (2, 4, 8) if n <= ctx["cpus"]]
+                            "--ops", "mbw", "--size", "64K,1M,16M", "--reps", "3", "--warmup", "1"])] if n >= 2 else []
 
 
 def cmds_fig15(ctx):
@@ -156,7 +162,7 @@ def cmds_schieffer7(ctx):
             ("cpu-stream", ["bench", "cpu-stream", *_kinds([f"system,page={p}" for p in pages]),
                             "--ops", "read,copy", "--threads", "all", "--size", "1G", "--reps", "5"]),
             ("firsttouch", ["bench", "firsttouch", *_kinds([f"system,page={p}" for p in pages]), "--size", "1G",
-                            "--filter", "processor=cpu"])]
+                            "--filter", "by=cpu"])]
 
 
 def cmds_schieffer10(ctx):
@@ -171,8 +177,8 @@ def cmds_schieffer10(ctx):
 
 
 def cmds_cooper(ctx):
-    return [(app, ("profile", ["--uvm-events"], [app, "--mode", "managed", "--footprint", "1G"]))
-            for app in COOPER_APPS]
+    return [(app, ("profile", ["--uvm-events"], [*prog, "--mode", "managed", "--footprint", "1G"]))
+            for app, prog in COOPER_APPS.items()]
 
 
 class Figure:
@@ -279,6 +285,13 @@ def why_copy(src, dst):
     host = {"pinned", "system", "hostalloc"}
     if src == "system" and dst in host | {"system"} or dst == "system" and src in host:
         return WHY["host-copy"]
+    if "system" in (src, dst):  # pageable memory against GPU memory
+        return WHY["link"] + (" (pageable memory: cudaMemcpy stages it through a pinned buffer of the driver's, a "
+                              "CPU copy on top of the link)")
+    if src == dst == "peer:1":  # both buffers on GPU 1: a copy within that GPU's memory
+        return WHY["hbm"]
+    if "peer:1" in (src, dst) and ({src, dst} & host):
+        return WHY["link"] + " (between the peer GPU's memory and the host, over that GPU's PCIe link)"
     if "peer:1" in (src, dst):
         return WHY["peer"]
     if (src in host) != (dst in host):
@@ -360,11 +373,14 @@ def render_fig5(d, peer=False):
     from umscope.report import svg
     recs = [r for r in _recs(d) if r.get("benchmark") == "copy"]
     cells = {}
-    for r in recs:
-        cells[(case_kind(r), case_params(r).get("dst"))] = r
+    for r in recs:  # one cell per pair: its largest transfer (a case may hold several sizes; a skip has none)
+        key = (case_kind(r), case_params(r).get("dst"))
+        if key not in cells or (r.get("bytes") or 0) >= (cells[key].get("bytes") or 0):
+            cells[key] = r
+    sizes = sorted({r["bytes"] for r in cells.values() if r.get("bytes")})
     kinds = list(dict.fromkeys([s for s, _ in cells] + [t for _, t in cells]))
     lines = ["Copy-engine `cudaMemcpy` throughput, source (row) to destination (column), GB/s: median of the "
-             "repetitions with min–max (the record's size is in each case id).", "",
+             f"repetitions with min–max, {' and '.join(size_text(b) for b in sizes) or 'no'} transfers.", "",
              "| from \\ to | " + " | ".join(f"`{k}`" for k in kinds) + " |", "| --- |" + " ---: |" * len(kinds)]
     for s in kinds:
         lines.append(f"| `{s}` | " + " | ".join(cell(cells.get((s, t)), unit=False) if (s, t) in cells else "—"
@@ -500,19 +516,19 @@ def render_fig13(d, gpus=False):
 
 def render_fig14(d):
     from umscope.report import svg
-    lines = ["MPI point-to-point bandwidth (`mbw`: every pair of ranks i, i + n/2 sending at once; host memory, "
-             "`system`, as the study's DDR), GB/s for all pairs together, median with min–max.", "",
-             "| ranks (pairs) | message | umscope |", "| --- | ---: | ---: |"]
-    series = []
-    for tag, rs in d["records"].items():
-        pts = []
-        for r in rs:
-            if r.get("benchmark") != "mpi":
-                continue
-            lines.append(f"| {tag[6:]} ({int(tag[6:]) // 2}) | {size_text(r.get('bytes'))} | {cell(r)} |")
-            if ok(r):
-                pts.append((r["bytes"], r["median"], r["min"], r["max"]))
-        series.append((f"{int(tag[6:]) // 2} pair(s)", pts))
+    lines = ["MPI point-to-point bandwidth (`mbw`: k pairs of ranks sending at once, k = 1 to half the ranks, "
+             "in one run; host memory, `system`, as the study's DDR), GB/s for the k pairs together, median with "
+             "min–max.", "", "| ranks | pairs at once | message | umscope |", "| ---: | ---: | ---: | ---: |"]
+    series = {}
+    recs = sorted((r for r in _recs(d) if r.get("benchmark") == "mpi"),
+                  key=lambda r: (field(r, "pairs") or 0, r.get("bytes") or 0))
+    for r in recs:
+        k = field(r, "pairs")
+        lines.append(f"| {field(r, 'ranks') or '—'} | {k if k is not None else '—'} | {size_text(r.get('bytes'))} | "
+                     f"{cell(r)} |")
+        if ok(r) and k is not None:
+            series.setdefault(f"{k} pair(s)", []).append((r["bytes"], r["median"], r["min"], r["max"]))
+    series = list(series.items())
     lines += ["", "The study's Fig. 14 is between two nodes of Alps over the Slingshot network (Cray MPICH, one NIC "
               "per process); this is within one node through shared memory (Open MPI 4.1.6, not CUDA-aware): "
               "different in kind, and the figure is a plot whose values were not transcribed: no ratio."]
