@@ -34,15 +34,6 @@ def real(figure):
     return [x["record"] for x in lines if x.get("figure") == figure]
 
 
-def rec(case_id, benchmark, median, unit="GB/s", status="ok", reason=None, op=None, nbytes=256 << 20, **extra):
-    r = {"case_id": case_id, "benchmark": benchmark, "op": op, "kind": case_id.split(" ")[1], "bytes": nbytes,
-         "unit": unit, "n": 5, "median": median, "min": median, "max": median, "spread": 0.0, "status": status,
-         "reason": reason, "extra": dict(extra, verified="cpu-reference")}
-    if status != "ok":
-        r.update(median=None, min=None, max=None, unit=None, n=None, extra={})
-    return r
-
-
 def write_run(path, figures, records=(), skips=(), gpus=1):
     lines = [{"type": "header", "kind": "nvidia-h100-x1", "commit": "abc1234", "date": "2026-01-01 00:00 UTC",
               "argv": "python3 bench/seeds.py --figures single",
