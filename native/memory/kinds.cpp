@@ -1,5 +1,6 @@
 // The kind registry and the parser of kind specs.
 #include <sstream>
+#include <stdexcept>
 
 #include "umscope/errors.hpp"
 #include "umscope/memory.hpp"
@@ -122,6 +123,14 @@ const std::vector<KindInfo>& kind_registry() {
       {"hostalloc", false, "cudaHostAlloc with its flags: page-locked host memory, mapped for the GPU",
        {touch("cpu"), kFlagsP}, "host", "gpu+cpu", true, false, false, mapped_host, &kHostallocOps},
   };
+  // An entry without its functions would be a call through null at its first Buffer: every use refuses it instead.
+  static const bool complete = [] {
+    for (const KindInfo& k : r)
+      if (!k.place || !k.ops || !k.ops->allocate || !k.ops->release || !k.ops->residency)
+        throw std::logic_error("kind '" + k.name + "' names no place function or KindOps in the registry (kinds.cpp)");
+    return true;
+  }();
+  (void)complete;
   return r;
 }
 
