@@ -105,11 +105,22 @@ void Buffer::count_host(size_t bytes) {
 Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
     : kind_(kind), bytes_(bytes), opt_(opt), ops_(kind_info(kind.name).ops) {
   if (bytes == 0) throw UsageError("buffer size must be positive");
-  ops_->allocate(*this);
+  try {
+    ops_->allocate(*this);
+  } catch (...) {
+    // A constructor that throws runs no destructor: what the kind had taken by then (its host bytes in the
+    // case's total, an mmap, a registration, a pool block) is given back here, or a batch's later cases would
+    // be checked against host bytes no buffer holds. Every release takes a partly made buffer.
+    release();
+    throw;
+  }
 }
 
-Buffer::~Buffer() {
+Buffer::~Buffer() { release(); }
+
+void Buffer::release() {
   g_host_live -= host_counted_;
+  host_counted_ = 0;
   ops_->release(*this);
 }
 

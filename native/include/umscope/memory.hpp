@@ -148,6 +148,7 @@ class Buffer {
   bool registered_ = false;
   size_t host_counted_ = 0;  // host bytes this buffer adds to the case's total for the guard
   void count_host(size_t bytes);
+  void release();  // gives back what the kind took (the destructor, and a constructor that throws)
   std::string cpu_why_, gpu_why_;  // why a processor cannot reach it, where the kind or the driver says
   void* pool_ = nullptr;           // async: the cudaMemPool_t it came from
   unsigned long long vmm_handle_ = 0;  // vmm: the cuMemCreate handle (0: none), its mapped size
