@@ -573,7 +573,7 @@ def run_umscope(args, store, timeout):
     goes to our stderr. At the timeout its process group is stopped; the records its cases had written
     to the store are kept."""
     argv = [PY, "-m", "umscope"] + args
-    bench = args[0] == "bench"
+    bench = args[0] in ("bench", "app")  # both print their records with --json and store them
     if bench:
         argv += ["--json", "--store", store]
     before = set(_runs(store)) if bench else set()

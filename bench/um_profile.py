@@ -10,6 +10,8 @@ nothing derived but the MiB conversions.
 `umbench` as the program's first word is the umbench binary umscope runs."""
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,15 +21,23 @@ from umscope import native
 MIB = 2 ** 20
 
 
-def profile(cmd, power=False, timeout=900):
-    """Runs cmd under `umscope profile --um-trace --json`; returns (the program's first record or None,
-    {op: profile record}, the profiler's summary text (its stderr), the program's status record)."""
+def profile(cmd, power=False, timeout=900, flags=("--um-trace",)):
+    """Runs cmd under `umscope profile FLAGS --json` (default --um-trace); returns (the program's first record or
+    None, {op: profile record}, the profiler's summary text (its stderr), the program's status record). At the
+    timeout the profiler's whole process group is stopped (nothing it started outlives it) and the status says so."""
     if cmd and cmd[0] == "umbench":
         cmd = [native.umbench_path()] + list(cmd[1:])
     with tempfile.TemporaryDirectory() as d:
-        argv = [sys.executable, "-m", "umscope", "profile", "--um-trace", "--json", "--store", f"{d}/s.sqlite",
+        argv = [sys.executable, "-m", "umscope", "profile", *flags, "--json", "--store", f"{d}/s.sqlite",
                 "--report", f"{d}/r.html"] + (["--power"] if power else []) + ["--"] + list(cmd)
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            return None, {}, "", {"status": "timeout", "reason": f"stopped after {timeout:.0f} s"}
+        res = subprocess.CompletedProcess(argv, p.returncode, out, err)
     lines = res.stdout.strip().splitlines()
     app = next((json.loads(x) for x in lines if x.startswith('{"type":"record"')), None)
     status = next((json.loads(x) for x in lines if x.startswith('{"type":"status"')), {})

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -127,12 +128,26 @@ std::string json_array(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+std::string exact_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 int cmd_list_json() {
   std::vector<std::string> benches, kinds, ops, modes;
   for (auto& b : bench_registry()) {
     JsonObject o;
     o.set("name", b.name).set("category", b.category).set("processor", b.processor).set("help", b.help);
     o.set("ops", b.ops).set("params", b.params);
+    if (b.category == "application") {
+      JsonObject m;  // fractions with every digit, so that Python reads the very doubles declared (2/3, 1/3)
+      m.set("pattern", b.facts.pattern).set("generator", b.facts.generator);
+      m.set("iterations", static_cast<long long>(b.facts.iterations));
+      m.set_raw("read", exact_number(b.facts.read)).set_raw("written", exact_number(b.facts.written));
+      m.set("not_simulated", b.facts.not_simulated);
+      o.set_raw("model", m.str());
+    }
     std::vector<std::string> options;  // the declared ones among its params, in its order
     for (const std::string& name : b.params) {
       const OptionInfo* opt = find_option(b, name);
@@ -170,6 +185,7 @@ int cmd_list_json() {
     ops.push_back(o.str());
   }
   JsonObject all;
+  all.set("app_patterns", app_patterns());
   all.set_raw("benchmarks", json_array(benches)).set_raw("kinds", json_array(kinds));
   all.set_raw("stream_ops", json_array(ops)).set_raw("modes", json_array(modes));
   std::cout << all.str() << std::endl;
@@ -349,6 +365,16 @@ int cmd_parse_sizes(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   watch_parent();
+  // Every application declares its model facts (app.hpp): one that lacks them or names an unknown access
+  // pattern stops umbench here, before any command, with the application's name.
+  for (const BenchInfo& b : bench_registry()) {
+    const std::string why = b.category == "application" ? app_facts_problem(b.facts) : "";
+    if (!why.empty()) {
+      std::cerr << "umbench: application " << b.name << " (native/apps/" << b.name << ".cu): model facts: " << why
+                << "\n";
+      return 70;
+    }
+  }
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "info") return cmd_info();
   if (cmd == "list") return cmd_list_json();  // one writer of the registry; --json is kept for its callers

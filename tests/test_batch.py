@@ -146,3 +146,19 @@ def test_the_batch_process_is_not_another_user_of_the_gpu(store_path, monkeypatc
         cond = r["extra"]["conditions"]
         assert cond["before"]["processes"] or cond["after"]["processes"]  # NVML (faked) saw the batch process
         assert cond["flags"] == [], cond
+
+
+def test_a_skipped_allocation_leaves_no_host_bytes_counted_for_the_next_case():
+    """A buffer whose kind maps host pages and then skips (numa:N on a node that does not exist) throws from
+    its constructor, where no destructor runs: its bytes must not stay in the batch's host total. Under a
+    48 MiB host limit, two such skips (16 MiB each, counted before the skip) and then a case of two 16 MiB
+    arrays: the last fits only if the skips gave their bytes back."""
+    import os
+    text = ("cpu-stream\t--kind\tnuma:4242\t--bytes\t16MiB\t--reps\t1\t--threads\t1\n" * 2 +
+            "cpu-stream\t--kind\tsystem\t--bytes\t16MiB\t--reps\t1\t--warmup\t0\t--threads\t1\n")
+    res = subprocess.run([suite.native.umbench_path(), "batch"], input=text, capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, UMSCOPE_HOST_MEM_LIMIT="48M"))
+    statuses = [ln for ln in res.stdout.splitlines() if '"type":"status"' in ln]
+    assert len(statuses) == 3, res.stdout + res.stderr
+    assert all('"status":"skipped"' in s and "NUMA node 4242" in s for s in statuses[:2]), statuses
+    assert '"status":"ok"' in statuses[2], statuses[2]

@@ -187,10 +187,10 @@ def test_fuzz_in_process(env, monkeypatch):
     fp = probe.probe()
     monkeypatch.setattr(probe, "probe", lambda: fp)
 
-    def no_op(case, options):
+    def no_op(case, options, meter=None):
         return suite.Outcome("ok", "", [], 0.0)
 
-    def no_op_batch(cases, options, on_start=None):  # the batch runner's path: nothing runs either
+    def no_op_batch(cases, options, on_start=None, meter=None):  # the batch runner's path: nothing runs either
         for c in cases:
             if on_start:
                 on_start(c)

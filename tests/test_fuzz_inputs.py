@@ -277,7 +277,7 @@ def test_fuzz_file_inputs_and_new_commands(hostile, tmp_path, monkeypatch):
     monkeypatch.setattr(place, "check_config", lambda kind, rules: None)
     monkeypatch.setattr(place, "environment", lambda kind, rules="", allow=False, stats_pattern=None, base=None:
                         dict(os.environ))
-    monkeypatch.setattr(suite, "execute", lambda case, options: suite.Outcome("ok", "", [], 0.0))
+    monkeypatch.setattr(suite, "execute", lambda case, options, meter=None: suite.Outcome("ok", "", [], 0.0))
     monkeypatch.setattr(place, "run_program", lambda cmd, env: (1, "", "", 0.01))
     before = _snapshot(d)
     rng = random.Random(3301)

@@ -102,3 +102,28 @@ def test_without_a_gpu_umscope_bench_records_the_new_kinds_as_skipped(store_path
     s = Store(store_path)
     cases = s.cases(s.run()["id"])
     assert cases and all(c["status"] == "skipped" for c in cases)
+
+
+@pytest.mark.skipif(bool(native.native_info().get("gpus")), reason="the skip path needs a machine without a GPU")
+def test_without_a_gpu_every_cuda_kind_skips_through_its_own_allocation():
+    """Each CUDA kind the registry lists reaches its own allocation (its entry's KindOps) and skips with its name."""
+    kinds = json.loads(umbench("list", "--json").stdout)["kinds"]
+    cuda = [k["name"] + (":1" if k["takes_arg"] else "") for k in kinds if k["needs_cuda"]]
+    assert {"device", "peer:1", "managed", "pinned", "registered", "async", "vmm", "hostalloc"} <= set(cuda)
+    for kind in cuda:
+        st = _status(umbench("run", "cpu-stream", "--kind", kind, "--bytes", "1M", "--threads", "1", "--ops", "read"))
+        name = kind.split(":")[0]
+        assert st["status"] == "skipped" and st["reason"].startswith(f"kind '{name}' needs "), (kind, st)
+
+
+def test_buffer_and_kind_place_ask_for_no_kind_by_its_name():
+    """A Buffer allocates, frees and locates a kind through its registry entry (issue 36): buffer.cpp compares no
+    kind name, and kind_place compares none but the 'none' of a record that measures no memory."""
+    from pathlib import Path
+    memory = Path(__file__).resolve().parent.parent / "native" / "memory"
+    compare = re.compile(r'(name|\bn)\s*[!=]=\s*"')
+    assert not [l for l in (memory / "buffer.cpp").read_text().splitlines() if compare.search(l)]
+    kinds = (memory / "kinds.cpp").read_text()
+    place = kinds[kinds.index("KindPlace kind_place("):]
+    place = place[:place.index("\n}\n")]
+    assert [m.group(0) for m in re.finditer(r'name\s*[!=]=\s*"\w+"', place)] == ['name == "none"']

@@ -255,6 +255,12 @@ def test_app_run_llm_dry_run_and_bad_mode(store_path):
     assert "llm mode=explicit model=gpt2-tiny tokens=8" in res.stdout
     res = run_cli("app", "run", "llm", "--mode", "bogus", "--store", store_path)
     assert res.returncode == 2 and "unknown mode 'bogus'" in res.stderr
+    # --weights/--cache are checked with the run's mode: taken with mixed, refused with any other.
+    res = run_cli("app", "run", "llm", "--mode", "mixed", "--weights", "peer:1", "--cache", "device", "--model",
+                  "gpt2-tiny", "--store", store_path, "--dry-run")
+    assert res.returncode == 0 and "llm cache=device mode=mixed model=gpt2-tiny weights=peer:1" in res.stdout
+    res = run_cli("app", "run", "llm", "--mode", "explicit", "--weights", "pinned", "--store", store_path)
+    assert res.returncode == 2 and "go with --mode mixed" in res.stderr
 
 
 def test_report_section_draws_the_bounds():

@@ -121,7 +121,7 @@ def test_suite_runs_the_cross_mode_check(store_path, monkeypatch):
     from umscope import suite
     sums = {"explicit": "aa", "managed": "ab"}
 
-    def fake(case, options):
+    def fake(case, options, meter=None):
         return Outcome("ok", "", [_app_rec(case.params["mode"], sums[case.params["mode"]])], 0.01)
     monkeypatch.setattr(suite, "execute", fake)
     s = Store(store_path)

@@ -255,7 +255,12 @@ AppRegistrar reg({"bfs", "gpu|cpu",
                     "breadth-first search, level-synchronous with frontier masks (Rodinia), random graph from a seed",
                     {"app"},
                     app_params({"nodes", "degree", "seed"}),
-                    run_bfs});
+                    run_bfs},
+                 // Model facts: reads the graph and its per-node arrays; rewrites the per-node arrays (cost, mask,
+                 // next, visited: 7 of the 47 bytes per node at the default degree 8, 0.15 of the footprint; declared
+                 // 0.2). Several passes replayed (iterative; Schieffer et al.'s sweep): 8, as dos.py's sweep always
+                 // did.
+                 {"irregular", "bfs", 8, 1.0, 0.2});
 
 }  // namespace
 }  // namespace umscope

@@ -111,7 +111,10 @@ void run_conv2d(Context& ctx) {
 AppRegistrar reg({"conv2d", "gpu|cpu", "3x3 2-D convolution (PolyBench 2DCONV)",
                     {"app"},
                     app_params({"rows", "cols", "seed", "iterations"}),
-                    run_conv2d});
+                    run_conv2d},
+                 // Model facts: reads A, writes B: half the footprint each. One pass replayed: a streaming
+                 // application of Cooper et al.'s sweep (Sec. 3.2: "these applications don't have data reuse").
+                 {"stencil", "conv2d", 1, 1.0 / 2, 1.0 / 2});
 
 }  // namespace
 }  // namespace umscope

@@ -277,7 +277,10 @@ AppRegistrar reg({"gemm", "gpu|cpu",
                     app_params({"n", "m", "k", "seed", "iterations", "precision", "variant", "panel-memory", "place-a",
                                 "place-b", "place-c"}),
                     run_gemm,
-                    {kPrecision}});
+                    {kPrecision}},
+                 // Model facts: reads A and B, writes C (three n x n matrices): 2/3 read, 1/3 written. umsim replays
+                 // the application's default iterations (5; in no study's sweep).
+                 {"dense compute", "gemm", 5, 2.0 / 3, 1.0 / 3});
 
 }  // namespace
 }  // namespace umscope

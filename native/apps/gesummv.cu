@@ -98,7 +98,11 @@ void run_gesummv(Context& ctx) {
 AppRegistrar reg({"gesummv", "gpu|cpu", "y = alpha A x + beta B x (PolyBench GESUMMV)",
                     {"app"},
                     app_params({"n", "seed", "iterations"}),
-                    run_gesummv});
+                    run_gesummv},
+                 // Model facts: reads A and B (nearly all of the footprint); y, the result, is one vector of n beside
+                 // two n x n matrices: 0 written. One pass replayed: a streaming application of Cooper et al.'s sweep
+                 // (Sec. 3.2: "these applications don't have data reuse").
+                 {"streaming", "gesummv", 1, 1.0, 0.0});
 
 }  // namespace
 }  // namespace umscope

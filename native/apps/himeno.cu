@@ -252,7 +252,10 @@ AppRegistrar reg({"himeno", "gpu|cpu",
                     {"app"},
                     // --seed is accepted as by every application (its inputs do not depend on it).
                     app_params({"size", "dims", "iterations", "seed"}),
-                    run_himeno});
+                    run_himeno},
+                 // Model facts: reads its 14 arrays, rewrites p and wrk2 (2 of 14: 0.14 of the footprint; declared
+                 // 0.15). umsim replays the application's default iterations (20; in no study's sweep).
+                 {"stencil", "himeno", 20, 1.0, 0.15});
 
 }  // namespace
 }  // namespace umscope

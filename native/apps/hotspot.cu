@@ -214,7 +214,10 @@ AppRegistrar reg({"hotspot", "gpu|cpu",
                     "2-D thermal stencil with pyramid tiling (Rodinia); one iteration = --pyramid steps",
                     {"app"},
                     app_params({"rows", "cols", "seed", "iterations", "pyramid"}),
-                    run_hotspot});
+                    run_hotspot},
+                 // Model facts: reads power and temp, writes temp and temp2: 2/3 read, 2/3 written. Several passes
+                 // replayed (iterative; Schieffer et al.'s sweep): 10, as dos.py's sweep always did.
+                 {"stencil", "hotspot", 10, 2.0 / 3, 2.0 / 3});
 
 }  // namespace
 }  // namespace umscope

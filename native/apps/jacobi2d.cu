@@ -147,7 +147,10 @@ AppRegistrar reg({"jacobi2d", "gpu|cpu",
                     {"app"},
                     // --seed is accepted as by every application (its inputs do not depend on it).
                     app_params({"rows", "cols", "iterations", "reverse", "seed"}),
-                    run_jacobi2d});
+                    run_jacobi2d},
+                 // Model facts: A and B are both read and rewritten (inout). Several passes replayed (iterative;
+                 // Cooper et al.'s sweep): 4, as dos.py's sweep always did.
+                 {"stencil", "jacobi2d", 4, 1.0, 1.0});
 
 }  // namespace
 }  // namespace umscope

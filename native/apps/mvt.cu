@@ -132,7 +132,11 @@ void run_mvt(Context& ctx) {
 AppRegistrar reg({"mvt", "gpu|cpu", "x1 += A y1, x2 += A^T y2 (PolyBench MVT)",
                     {"app"},
                     app_params({"n", "seed", "iterations"}),
-                    run_mvt});
+                    run_mvt},
+                 // Model facts: reads A (nearly all of the footprint) and the vectors; x1 and x2, the results, are
+                 // two vectors of n beside n x n: 0 written. One pass replayed: a streaming application of Cooper et
+                 // al.'s sweep (Sec. 3.2: "these applications don't have data reuse").
+                 {"streaming", "mvt", 1, 1.0, 0.0});
 
 }  // namespace
 }  // namespace umscope

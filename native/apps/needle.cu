@@ -165,7 +165,10 @@ AppRegistrar reg({"needle", "gpu|cpu",
                     "Needleman-Wunsch alignment, BLOSUM62, tiled anti-diagonal wavefront (Rodinia)",
                     {"app"},
                     app_params({"n", "seed", "penalty"}),
-                    run_needle});
+                    run_needle},
+                 // Model facts: reads reference and score, rewrites score (inout): all read, half written. One pass
+                 // replayed (one wavefront over the matrix; Schieffer et al.'s sweep).
+                 {"dynamic programming", "needle", 1, 1.0, 1.0 / 2});
 
 }  // namespace
 }  // namespace umscope

@@ -140,7 +140,10 @@ AppRegistrar reg({"pathfinder", "gpu|cpu",
                     "dynamic programming down a grid of weights, 1-D pyramid tiling (Rodinia)",
                     {"app"},
                     app_params({"rows", "cols", "seed", "iterations", "pyramid"}),
-                    run_pathfinder});
+                    run_pathfinder},
+                 // Model facts: reads the wall; the results are two rows of the grid: 0 written. One pass replayed
+                 // (one walk down the grid; Schieffer et al.'s sweep).
+                 {"dynamic programming", "pathfinder", 1, 1.0, 0.0});
 
 }  // namespace
 }  // namespace umscope

@@ -493,7 +493,16 @@ AppRegistrar reg({"qv", "gpu|cpu",
                     {"qubits", "depth", "seed", "mode", "init", "processor", "precision", "check", "dump-state",
                      "export-circuit", "threads"},
                     run_qv,
-                    {kPrecision}});
+                    {kPrecision}},
+                 // Model facts: each two-qubit gate is one gate_kernel pass that reads and rewrites every amplitude
+                 // in place (its gate records count traffic_bytes = 2 x the state), as four strided streams 2^q0
+                 // and 2^q1 amplitudes apart, with no reuse inside a pass (16 complex multiply-adds per 4
+                 // amplitudes: memory-bound, not dense compute); the GPU reads the whole state the CPU initialised
+                 // and explicit mode copies all of it back. Not simulated, for the reason declared.
+                 {"streaming", "", 0, 1.0, 1.0,
+                  "no umsim generator: a pass's page order depends on the gate's qubit pair (four streams 2^q0 and "
+                  "2^q1 amplitudes apart) and the circuit's gates, depth x floor(qubits/2) passes, on its options; "
+                  "umsim's generators take a footprint and an iteration count only"});
 
 }  // namespace
 }  // namespace umscope

@@ -273,7 +273,10 @@ AppRegistrar reg({"srad", "gpu|cpu",
                     "speckle-reducing anisotropic diffusion, iterative (Rodinia srad v2)",
                     {"app"},
                     app_params({"rows", "cols", "seed", "iterations", "lambda"}),
-                    run_srad});
+                    run_srad},
+                 // Model facts: J, the image, is read and rewritten (inout; the work arrays are scratch). Several
+                 // passes replayed (iterative; Schieffer et al.'s sweep): 10, as dos.py's sweep always did.
+                 {"stencil", "srad", 10, 1.0, 1.0});
 
 }  // namespace
 }  // namespace umscope

@@ -176,7 +176,10 @@ void run_syr2k(Context& ctx) {
 AppRegistrar reg({"syr2k", "gpu|cpu", "C = alpha (A B^T + B A^T) + beta C, tiled kernel (PolyBench SYR2K)",
                     {"app"},
                     app_params({"n", "m", "seed", "iterations"}),
-                    run_syr2k});
+                    run_syr2k},
+                 // Model facts: reads A, B and C (inout), writes C: all read, 1/3 written (m = n). umsim replays the
+                 // application's default iterations (3; in no study's sweep).
+                 {"dense compute", "syr2k", 3, 1.0, 1.0 / 3});
 
 }  // namespace
 }  // namespace umscope

@@ -59,7 +59,11 @@ void run_triad(Context& ctx) {
 AppRegistrar reg({"triad", "gpu|cpu", "STREAM triad a = b + s*c over doubles, repeated (Cooper et al.)",
                     {"app"},
                     app_params({"n", "seed", "iterations", "block", "blocks"}),
-                    run_triad});
+                    run_triad},
+                 // Model facts: reads b and c, writes a: 2/3 of the footprint read, 1/3 written. One pass replayed: a
+                 // streaming application of Cooper et al.'s sweep (Sec. 3.2: "these applications don't have data
+                 // reuse").
+                 {"streaming", "triad", 1, 2.0 / 3, 1.0 / 3});
 
 }  // namespace
 }  // namespace umscope

@@ -20,6 +20,28 @@ std::vector<BenchInfo>& bench_registry() {
   return r;
 }
 
+const std::vector<std::string>& app_patterns() {
+  static const std::vector<std::string> p = {"streaming", "stencil", "dynamic programming", "irregular",
+                                             "dense compute"};
+  return p;
+}
+
+std::string app_facts_problem(const AppFacts& f) {
+  const auto& known = app_patterns();
+  if (std::find(known.begin(), known.end(), f.pattern) == known.end()) {
+    std::string all;
+    for (const std::string& p : known) all += (all.empty() ? "" : ", ") + p;
+    return "access pattern '" + f.pattern + "' is none of " + all;
+  }
+  if (f.generator.empty() == f.not_simulated.empty())
+    return "it needs either umsim's generator or the reason it is not simulated (not both)";
+  if (f.generator.empty() ? f.iterations != 0 : f.iterations < 1)
+    return "iterations umsim replays: at least 1 with a generator, 0 without one";
+  if (!(f.read > 0 && f.read <= 1) || !(f.written >= 0 && f.written <= 1))
+    return "read must be in (0, 1] and written in [0, 1] (fractions of the footprint)";
+  return "";
+}
+
 std::string Args::str(const std::string& k, const std::string& dflt) const {
   auto it = kv_.find(k);
   return it == kv_.end() ? dflt : it->second;

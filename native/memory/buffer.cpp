@@ -26,13 +26,13 @@ namespace umscope {
 namespace {
 constexpr size_t kHugeAlign = size_t(2) << 20;
 
-bool is_host_kind(const std::string& n) { return n == "system" || n == "numa" || n == "registered"; }
-
+#ifdef UMSCOPE_HAVE_CUDA
 const GpuCaps& need_gpu(int dev, const std::string& kind) {
   const GpuCaps& c = gpu_caps(dev);
   if (!c.present) throw Skip("kind '" + kind + "' needs a GPU: " + c.why_absent);
   return c;
 }
+#endif
 }  // namespace
 
 std::string gib_text(size_t b) {
@@ -103,101 +103,136 @@ void Buffer::count_host(size_t bytes) {
 }
 
 Buffer::Buffer(const KindSpec& kind, size_t bytes, const AllocOptions& opt)
-    : kind_(kind), bytes_(bytes), opt_(opt) {
+    : kind_(kind), bytes_(bytes), opt_(opt), ops_(kind_info(kind.name).ops) {
   if (bytes == 0) throw UsageError("buffer size must be positive");
-  const std::string& n = kind.name;
-  if (is_host_kind(n)) {
-    check_host_memory(bytes, opt.allow_host_overcommit);
-    count_host(bytes);
+  try {
+    ops_->allocate(*this);
+  } catch (...) {
+    // A constructor that throws runs no destructor: what the kind had taken by then (its host bytes in the
+    // case's total, an mmap, a registration, a pool block) is given back here, or a batch's later cases would
+    // be checked against host bytes no buffer holds. Every release takes a partly made buffer.
+    release();
+    throw;
+  }
+}
+
+Buffer::~Buffer() { release(); }
+
+void Buffer::release() {
+  g_host_live -= host_counted_;
+  host_counted_ = 0;
+  ops_->release(*this);
+}
+
+// Every kind's functions, which its KindOps (at the end of this file) hands to the registry entry: a Buffer
+// calls them through ops_, so none of them, and nothing else here, asks for a kind by its name.
+struct BufferKinds {
+  // system, numa and registered: ordinary host pages from mmap, on a 2 MiB boundary, with the page= policy.
+  static void map_host(Buffer& b) {
+    check_host_memory(b.bytes_, b.opt_.allow_host_overcommit);
+    b.count_host(b.bytes_);
     // Over-allocate so the buffer can start on a 2 MiB boundary (needed for THP).
-    mapped_ = bytes + kHugeAlign;
-    base_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base_ == MAP_FAILED) {
-      base_ = nullptr;
-      throw Refused("mmap of " + gib_text(bytes) + " failed: " + std::strerror(errno));
+    b.mapped_ = b.bytes_ + kHugeAlign;
+    b.base_ = mmap(nullptr, b.mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b.base_ == MAP_FAILED) {
+      b.base_ = nullptr;
+      throw Refused("mmap of " + gib_text(b.bytes_) + " failed: " + std::strerror(errno));
     }
-    auto aligned = (reinterpret_cast<uintptr_t>(base_) + kHugeAlign - 1) & ~(kHugeAlign - 1);
-    cpu_ = reinterpret_cast<void*>(aligned);
-    std::string page = kind.get("page", "default");
-    if (page == "thp" && madvise(cpu_, bytes, MADV_HUGEPAGE) != 0)
+    auto aligned = (reinterpret_cast<uintptr_t>(b.base_) + kHugeAlign - 1) & ~(kHugeAlign - 1);
+    b.cpu_ = reinterpret_cast<void*>(aligned);
+    std::string page = b.kind_.get("page", "default");
+    if (page == "thp" && madvise(b.cpu_, b.bytes_, MADV_HUGEPAGE) != 0)
       throw Skip(std::string("MADV_HUGEPAGE refused: ") + std::strerror(errno) + " (THP mode '" +
                  os::thp_mode() + "')");
-    if (page == "base") madvise(cpu_, bytes, MADV_NOHUGEPAGE);
-    if (n == "numa") {
-      bool exists = false;
-      for (int node : os::numa_nodes()) exists = exists || node == kind.arg;
-      if (!exists) throw Skip("NUMA node " + std::to_string(kind.arg) + " does not exist on this machine");
-      std::string err = os::bind_to_node(cpu_, bytes, kind.arg);
-      if (!err.empty()) throw Skip("cannot bind to NUMA node " + std::to_string(kind.arg) + ": " + err);
-    }
+    if (page == "base") madvise(b.cpu_, b.bytes_, MADV_NOHUGEPAGE);
   }
+  static void unmap_host(Buffer& b) {
+    if (b.base_ && b.mapped_) munmap(b.base_, b.mapped_);
+  }
+  // Pageable memory (system, numa): the GPU reaches it where the platform has HMM or ATS.
+  static void pageable_for_gpu(Buffer& b) {
 #ifdef UMSCOPE_HAVE_CUDA
-  if (n == "device") {
-    need_gpu(opt.device, n);
-    UM_CUDA(cudaSetDevice(opt.device));
-    UM_CUDA(cudaMalloc(&base_, bytes));
-    gpu_ = base_;
-  } else if (n == "peer") {
-    need_gpu(opt.device, n);
-    int count = 0;
-    UM_CUDA(cudaGetDeviceCount(&count));
-    if (kind.arg == opt.device) throw Skip("peer:N names another GPU than the one under test (GPU " +
-                                           std::to_string(opt.device) + ")");
-    if (kind.arg >= count) throw Skip("no GPU " + std::to_string(kind.arg) + ": this machine has " +
-                                      std::to_string(count));
-    int can = 0;
-    UM_CUDA(cudaDeviceCanAccessPeer(&can, opt.device, kind.arg));
-    if (!can) throw Skip("GPU " + std::to_string(opt.device) + " has no peer access to GPU " + std::to_string(kind.arg));
-    UM_CUDA(cudaSetDevice(opt.device));
-    cudaError_t e = cudaDeviceEnablePeerAccess(kind.arg, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
-    else UM_CUDA(e);
-    UM_CUDA(cudaSetDevice(kind.arg));
-    e = cudaMalloc(&base_, bytes);
-    cudaSetDevice(opt.device);
-    UM_CUDA(e);
-    gpu_ = base_;
-  } else if (n == "managed") {
-    const GpuCaps& c = need_gpu(opt.device, n);
-    if (!c.managed_memory) throw Skip("the GPU does not support managed memory");
-    check_managed_memory(bytes, opt);
-    UM_CUDA(cudaSetDevice(opt.device));
-    if (kind.get("first_touch") == "cpu") {
-      check_host_memory(bytes, opt.allow_host_overcommit);
-      count_host(bytes);
+    const GpuCaps& c = gpu_caps(b.opt_.device);
+    if (c.present && c.pageable_memory_access) b.gpu_ = b.cpu_;
+#endif
+    if (!b.gpu_)
+      b.gpu_why_ = "the GPU cannot access pageable host memory on this machine (cudaDevAttrPageableMemoryAccess = 0: "
+                   "no HMM or ATS)";
+  }
+  static void system_allocate(Buffer& b) {
+    map_host(b);
+    pageable_for_gpu(b);
+  }
+  static void numa_allocate(Buffer& b) {
+    map_host(b);
+    const int node = b.kind_.arg;
+    bool exists = false;
+    for (int n : os::numa_nodes()) exists = exists || n == node;
+    if (!exists) throw Skip("NUMA node " + std::to_string(node) + " does not exist on this machine");
+    std::string err = os::bind_to_node(b.cpu_, b.bytes_, node);
+    if (!err.empty()) throw Skip("cannot bind to NUMA node " + std::to_string(node) + ": " + err);
+    pageable_for_gpu(b);
+  }
+  // The NUMA node backing a few sampled pages (move_pages), "mixed" where they differ.
+  static std::string node_residency(const Buffer& b) {
+    if (!b.cpu_) return "unknown";
+    int first = -2;
+    for (int i = 0; i < 8; ++i) {
+      const char* p = static_cast<const char*>(b.cpu_) + (b.bytes_ - 1) * i / 7;
+      int node = os::node_of(p);
+      if (node < 0) return "unknown";
+      if (first == -2) first = node;
+      else if (node != first) return "mixed";
     }
-    UM_CUDA(cudaMallocManaged(&base_, bytes, cudaMemAttachGlobal));
-    cpu_ = gpu_ = base_;
-  } else if (n == "pinned") {
-    need_gpu(opt.device, n);
-    check_host_memory(bytes, opt.allow_host_overcommit);
-    count_host(bytes);
-    UM_CUDA(cudaSetDevice(opt.device));
-    UM_CUDA(cudaMallocHost(&base_, bytes));
-    cpu_ = base_;
-    UM_CUDA(cudaHostGetDevicePointer(&gpu_, base_, 0));
-  } else if (n == "registered") {
-    const GpuCaps& c = need_gpu(opt.device, n);
-    if (!c.host_register_supported) throw Skip("the GPU does not support cudaHostRegister");
-    UM_CUDA(cudaSetDevice(opt.device));
-    UM_CUDA(cudaHostRegister(cpu_, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
-    registered_ = true;
-    UM_CUDA(cudaHostGetDevicePointer(&gpu_, cpu_, 0));
-  } else if (n == "async") {
-    alloc_async();
-  } else if (n == "vmm") {
-    alloc_vmm();
-  } else if (n == "hostalloc") {
-    alloc_hostalloc();
-  } else if (n == "system" || n == "numa") {
-    const GpuCaps& c = gpu_caps(opt.device);
-    if (c.present && c.pageable_memory_access) gpu_ = cpu_;
+    return "node" + std::to_string(first);
+  }
+  static std::string on_the_gpu(const Buffer& b) { return "gpu" + std::to_string(b.opt_.device); }
+  static std::string on_the_peer(const Buffer& b) { return "gpu" + std::to_string(b.kind_.arg); }
+  static std::string pinned_host(const Buffer&) { return "host (pinned)"; }
+  // async and vmm: on the GPU, or in page-locked host memory, as their pool= or location= policy says.
+  static std::string where_placed(const Buffer& b) {
+    return kind_place(b.kind_, b.opt_.device).location == "gpu" ? on_the_gpu(b) : pinned_host(b);
+  }
+
+#ifdef UMSCOPE_HAVE_CUDA
+  static void device_allocate(Buffer& b);
+  static void peer_allocate(Buffer& b);
+  static void managed_allocate(Buffer& b);
+  static std::string managed_residency(const Buffer& b);
+  static void pinned_allocate(Buffer& b);
+  static void registered_allocate(Buffer& b);
+  static void registered_release(Buffer& b);
+  static void async_allocate(Buffer& b);
+  static void async_release(Buffer& b);
+  static void vmm_allocate(Buffer& b);
+  static void vmm_release(Buffer& b);
+  static void hostalloc_allocate(Buffer& b);
+  static void cuda_free(Buffer& b) {
+    if (b.base_) cudaFree(b.base_);
+  }
+  static void cuda_free_host(Buffer& b) {
+    if (b.base_) cudaFreeHost(b.base_);
   }
 #else
-  if (!is_host_kind(n) || n == "registered")
-    throw Skip("kind '" + n + "' needs CUDA, and umbench was built without it");
+  // Without CUDA a CUDA kind is a skip with the reason (registered's once its host pages are mapped, as with
+  // CUDA), and no buffer of one is made to be released or located.
+  static void needs_cuda(Buffer& b) {
+    throw Skip("kind '" + b.kind_.name + "' needs CUDA, and umbench was built without it");
+  }
+  static void registered_allocate(Buffer& b) {
+    map_host(b);
+    needs_cuda(b);
+  }
+  static void nothing(Buffer&) {}
+  static std::string unknown(const Buffer&) { return "unknown"; }
+  static constexpr auto device_allocate = needs_cuda, peer_allocate = needs_cuda, managed_allocate = needs_cuda,
+                        pinned_allocate = needs_cuda, async_allocate = needs_cuda, vmm_allocate = needs_cuda,
+                        hostalloc_allocate = needs_cuda;
+  static constexpr auto cuda_free = nothing, cuda_free_host = nothing, registered_release = nothing,
+                        async_release = nothing, vmm_release = nothing;
+  static constexpr auto managed_residency = unknown;
 #endif
-}
+};
 
 #ifdef UMSCOPE_HAVE_CUDA
 namespace {
@@ -375,149 +410,226 @@ unsigned host_alloc_flags(const std::string& flags) {
 }
 }  // namespace
 
-void Buffer::alloc_async() {
-  const std::string where = kind_.get("pool", "device");
-  need_gpu(opt_.device, kind_.name);
-  UM_CUDA(cudaSetDevice(opt_.device));
-  if (where != "device") check_host_memory(bytes_, opt_.allow_host_overcommit);
-  const AsyncPool p = async_pool(opt_.device, where);
+void BufferKinds::device_allocate(Buffer& b) {
+  need_gpu(b.opt_.device, b.kind_.name);
+  UM_CUDA(cudaSetDevice(b.opt_.device));
+  UM_CUDA(cudaMalloc(&b.base_, b.bytes_));
+  b.gpu_ = b.base_;
+  b.cpu_why_ = "cudaMalloc memory is not mapped into the CPU's address space";
+}
+
+void BufferKinds::peer_allocate(Buffer& b) {
+  const int dev = b.opt_.device, peer = b.kind_.arg;
+  need_gpu(dev, b.kind_.name);
+  int count = 0;
+  UM_CUDA(cudaGetDeviceCount(&count));
+  if (peer == dev) throw Skip("peer:N names another GPU than the one under test (GPU " + std::to_string(dev) + ")");
+  if (peer >= count) throw Skip("no GPU " + std::to_string(peer) + ": this machine has " + std::to_string(count));
+  int can = 0;
+  UM_CUDA(cudaDeviceCanAccessPeer(&can, dev, peer));
+  if (!can) throw Skip("GPU " + std::to_string(dev) + " has no peer access to GPU " + std::to_string(peer));
+  UM_CUDA(cudaSetDevice(dev));
+  cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+  else UM_CUDA(e);
+  UM_CUDA(cudaSetDevice(peer));
+  e = cudaMalloc(&b.base_, b.bytes_);
+  cudaSetDevice(dev);
+  UM_CUDA(e);
+  b.gpu_ = b.base_;
+  b.cpu_why_ = "cudaMalloc memory is not mapped into the CPU's address space";
+}
+
+void BufferKinds::managed_allocate(Buffer& b) {
+  const GpuCaps& c = need_gpu(b.opt_.device, b.kind_.name);
+  if (!c.managed_memory) throw Skip("the GPU does not support managed memory");
+  check_managed_memory(b.bytes_, b.opt_);
+  UM_CUDA(cudaSetDevice(b.opt_.device));
+  if (b.kind_.get("first_touch") == "cpu") {
+    check_host_memory(b.bytes_, b.opt_.allow_host_overcommit);
+    b.count_host(b.bytes_);
+  }
+  UM_CUDA(cudaMallocManaged(&b.base_, b.bytes_, cudaMemAttachGlobal));
+  b.cpu_ = b.gpu_ = b.base_;
+}
+
+std::string BufferKinds::managed_residency(const Buffer& b) {
+  // What the driver answers for the whole range: the preferred location and the last prefetch's
+  // destination (cudaInvalidDeviceId where none was set or the pages differ). Pages that moved on
+  // demand since are not seen here: the answer names the hint, not a page census.
+  void* p = b.gpu_ ? b.gpu_ : b.cpu_;
+  int pref = cudaInvalidDeviceId, last = cudaInvalidDeviceId;
+  if (cudaMemRangeGetAttribute(&pref, sizeof pref, cudaMemRangeAttributePreferredLocation, p, b.bytes_) !=
+          cudaSuccess ||
+      cudaMemRangeGetAttribute(&last, sizeof last, cudaMemRangeAttributeLastPrefetchLocation, p, b.bytes_) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    return "unknown";
+  }
+  auto where = [](int loc) {
+    return loc == cudaCpuDeviceId ? std::string("cpu")
+           : loc == cudaInvalidDeviceId ? std::string("none") : "gpu" + std::to_string(loc);
+  };
+  return "managed: last prefetch " + where(last) + ", preferred " + where(pref);
+}
+
+void BufferKinds::pinned_allocate(Buffer& b) {
+  need_gpu(b.opt_.device, b.kind_.name);
+  check_host_memory(b.bytes_, b.opt_.allow_host_overcommit);
+  b.count_host(b.bytes_);
+  UM_CUDA(cudaSetDevice(b.opt_.device));
+  UM_CUDA(cudaMallocHost(&b.base_, b.bytes_));
+  b.cpu_ = b.base_;
+  UM_CUDA(cudaHostGetDevicePointer(&b.gpu_, b.base_, 0));
+}
+
+void BufferKinds::registered_allocate(Buffer& b) {
+  map_host(b);
+  const GpuCaps& c = need_gpu(b.opt_.device, b.kind_.name);
+  if (!c.host_register_supported) throw Skip("the GPU does not support cudaHostRegister");
+  UM_CUDA(cudaSetDevice(b.opt_.device));
+  UM_CUDA(cudaHostRegister(b.cpu_, b.bytes_, cudaHostRegisterMapped | cudaHostRegisterPortable));
+  b.registered_ = true;
+  UM_CUDA(cudaHostGetDevicePointer(&b.gpu_, b.cpu_, 0));
+}
+
+void BufferKinds::registered_release(Buffer& b) {
+  if (b.registered_) cudaHostUnregister(b.cpu_);
+  unmap_host(b);
+}
+
+void BufferKinds::async_allocate(Buffer& b) {
+  const std::string where = b.kind_.get("pool", "device");
+  need_gpu(b.opt_.device, b.kind_.name);
+  UM_CUDA(cudaSetDevice(b.opt_.device));
+  if (where != "device") check_host_memory(b.bytes_, b.opt_.allow_host_overcommit);
+  const AsyncPool p = async_pool(b.opt_.device, where);
   void* ptr = nullptr;
-  UM_CUDA(cudaMallocFromPoolAsync(&ptr, bytes_, p.pool, p.stream));
+  UM_CUDA(cudaMallocFromPoolAsync(&ptr, b.bytes_, p.pool, p.stream));
   UM_CUDA(cudaStreamSynchronize(p.stream));  // from here the block is usable on every stream
-  base_ = gpu_ = ptr;
-  pool_ = p.pool;
+  b.base_ = b.gpu_ = ptr;
+  b.pool_ = p.pool;
   if (where == "device") {
-    cpu_why_ = "memory from a cudaMallocAsync pool on the GPU is not mapped into the CPU's address space";
+    b.cpu_why_ = "memory from a cudaMallocAsync pool on the GPU is not mapped into the CPU's address space";
   } else {
-    cpu_ = ptr;
-    count_host(bytes_);
+    b.cpu_ = ptr;
+    b.count_host(b.bytes_);
   }
 }
 
-void Buffer::alloc_vmm() {
-  const std::string where = kind_.get("location", "device");
+void BufferKinds::vmm_allocate(Buffer& b) {
+  const std::string where = b.kind_.get("location", "device");
   const int node = host_node_of(where);
-  need_gpu(opt_.device, kind_.name);
-  UM_CUDA(cudaSetDevice(opt_.device));
+  need_gpu(b.opt_.device, b.kind_.name);
+  UM_CUDA(cudaSetDevice(b.opt_.device));
   UM_CUDA(cudaFree(nullptr));  // the device's primary context current, as the driver API needs
   const DriverApi& d = driver_api();
   if (!d.why.empty()) throw Skip("kind 'vmm': " + d.why);
   int vmm = 0;
-  if (d.attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, opt_.device) != CUDA_SUCCESS || !vmm)
+  if (d.attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, b.opt_.device) != CUDA_SUCCESS || !vmm)
     throw Skip("kind 'vmm': the GPU or driver has no virtual memory management "
                "(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 0)");
-  const std::string what = location_text(where, opt_.device, "CU_MEM_LOCATION_TYPE_HOST", "CU_MEM_LOCATION_TYPE_HOST_NUMA");
+  const std::string what = location_text(where, b.opt_.device, "CU_MEM_LOCATION_TYPE_HOST", "CU_MEM_LOCATION_TYPE_HOST_NUMA");
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-  const cudaMemLocation loc = mem_location(where, opt_.device);
+  const cudaMemLocation loc = mem_location(where, b.opt_.device);
   prop.location.type = static_cast<CUmemLocationType>(loc.type);  // the same values (static_assert above)
   prop.location.id = loc.id;
   // What the driver cannot do is a skip with its reason; running out of memory is a failure, as for cudaMalloc.
   auto refused = [&](const char* call, CUresult r) {
-    release_vmm();
+    vmm_release(b);
     std::string why = std::string("kind 'vmm': ") + call + " at " + what + " refused by the driver: " + cu_text(d, r);
     if (node >= 0) {
       int numa = -1;
-      d.attribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, opt_.device);
+      d.attribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, b.opt_.device);
       why += " (CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = " + std::to_string(numa) + ")";
     }
     if (r == CUDA_ERROR_OUT_OF_MEMORY) throw std::runtime_error(why);
     throw Skip(why);
   };
-  if (where != "device") check_host_memory(bytes_, opt_.allow_host_overcommit);
+  if (where != "device") check_host_memory(b.bytes_, b.opt_.allow_host_overcommit);
   size_t gran = 0;
   CUresult r = d.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
   if (r != CUDA_SUCCESS || gran == 0) refused("cuMemGetAllocationGranularity", r);
-  vmm_size_ = (bytes_ + gran - 1) / gran * gran;
+  b.vmm_size_ = (b.bytes_ + gran - 1) / gran * gran;
   CUmemGenericAllocationHandle h = 0;
-  if ((r = d.create(&h, vmm_size_, &prop, 0)) != CUDA_SUCCESS) refused("cuMemCreate", r);
-  vmm_handle_ = h;
+  if ((r = d.create(&h, b.vmm_size_, &prop, 0)) != CUDA_SUCCESS) refused("cuMemCreate", r);
+  b.vmm_handle_ = h;
   CUdeviceptr va = 0;
-  if ((r = d.reserve(&va, vmm_size_, gran, 0, 0)) != CUDA_SUCCESS) refused("cuMemAddressReserve", r);
-  base_ = reinterpret_cast<void*>(va);
-  if ((r = d.map(va, vmm_size_, 0, h, 0)) != CUDA_SUCCESS) refused("cuMemMap", r);
-  vmm_mapped_ = true;
+  if ((r = d.reserve(&va, b.vmm_size_, gran, 0, 0)) != CUDA_SUCCESS) refused("cuMemAddressReserve", r);
+  b.base_ = reinterpret_cast<void*>(va);
+  if ((r = d.map(va, b.vmm_size_, 0, h, 0)) != CUDA_SUCCESS) refused("cuMemMap", r);
+  b.vmm_mapped_ = true;
   CUmemAccessDesc gpu{};
   gpu.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  gpu.location.id = opt_.device;
+  gpu.location.id = b.opt_.device;
   gpu.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if ((r = d.set_access(va, vmm_size_, &gpu, 1)) != CUDA_SUCCESS) refused("cuMemSetAccess for the GPU", r);
-  gpu_ = base_;
+  if ((r = d.set_access(va, b.vmm_size_, &gpu, 1)) != CUDA_SUCCESS) refused("cuMemSetAccess for the GPU", r);
+  b.gpu_ = b.base_;
   if (where == "device") {
-    cpu_why_ = "cuMemCreate memory at a GPU location is not mapped into the CPU's address space";
+    b.cpu_why_ = "cuMemCreate memory at a GPU location is not mapped into the CPU's address space";
     return;
   }
-  count_host(vmm_size_);
+  b.count_host(b.vmm_size_);
   // The CPU's access to host memory is asked for too; where the driver refuses it the GPU keeps its mapping.
   CUmemAccessDesc cpu{};
   cpu.location = prop.location;
   cpu.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if ((r = d.set_access(va, vmm_size_, &cpu, 1)) == CUDA_SUCCESS) cpu_ = base_;
-  else cpu_why_ = "cuMemSetAccess for the CPU on memory at " + what + " refused by the driver: " + cu_text(d, r);
+  if ((r = d.set_access(va, b.vmm_size_, &cpu, 1)) == CUDA_SUCCESS) b.cpu_ = b.base_;
+  else b.cpu_why_ = "cuMemSetAccess for the CPU on memory at " + what + " refused by the driver: " + cu_text(d, r);
 }
 
-void Buffer::release_vmm() {
-  if (!base_ && !vmm_handle_) return;
+void BufferKinds::vmm_release(Buffer& b) {
+  if (!b.base_ && !b.vmm_handle_) return;
   const DriverApi& d = driver_api();
-  const CUdeviceptr va = reinterpret_cast<CUdeviceptr>(base_);
-  if (vmm_mapped_) {
+  const CUdeviceptr va = reinterpret_cast<CUdeviceptr>(b.base_);
+  if (b.vmm_mapped_) {
     cudaDeviceSynchronize();  // no kernel or copy still uses the mapping (cudaFree's implicit synchronisation)
-    d.unmap(va, vmm_size_);
+    d.unmap(va, b.vmm_size_);
   }
-  if (base_) d.address_free(va, vmm_size_);
-  if (vmm_handle_) d.release(vmm_handle_);
-  vmm_mapped_ = false;
-  vmm_handle_ = 0;
-  base_ = cpu_ = gpu_ = nullptr;
+  if (b.base_) d.address_free(va, b.vmm_size_);
+  if (b.vmm_handle_) d.release(b.vmm_handle_);
+  b.vmm_mapped_ = false;
+  b.vmm_handle_ = 0;
+  b.base_ = b.cpu_ = b.gpu_ = nullptr;
 }
 
-void Buffer::alloc_hostalloc() {
-  need_gpu(opt_.device, kind_.name);
-  check_host_memory(bytes_, opt_.allow_host_overcommit);
-  const std::string flags = kind_.get("flags", "default");
-  UM_CUDA(cudaSetDevice(opt_.device));
-  UM_CUDA(cudaHostAlloc(&base_, bytes_, host_alloc_flags(flags)));
-  count_host(bytes_);
-  cpu_ = base_;
+void BufferKinds::hostalloc_allocate(Buffer& b) {
+  need_gpu(b.opt_.device, b.kind_.name);
+  check_host_memory(b.bytes_, b.opt_.allow_host_overcommit);
+  const std::string flags = b.kind_.get("flags", "default");
+  UM_CUDA(cudaSetDevice(b.opt_.device));
+  UM_CUDA(cudaHostAlloc(&b.base_, b.bytes_, host_alloc_flags(flags)));
+  b.count_host(b.bytes_);
+  b.cpu_ = b.base_;
   // With unified addressing the driver maps page-locked memory for every GPU whatever the flags say; it gives
   // the GPU's pointer, or says why not.
-  const cudaError_t e = cudaHostGetDevicePointer(&gpu_, base_, 0);
+  const cudaError_t e = cudaHostGetDevicePointer(&b.gpu_, b.base_, 0);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    gpu_ = nullptr;
-    gpu_why_ = "cudaHostGetDevicePointer on cudaHostAlloc memory (flags=" + flags + "): " + cuda_text(e);
+    b.gpu_ = nullptr;
+    b.gpu_why_ = "cudaHostGetDevicePointer on cudaHostAlloc memory (flags=" + flags + "): " + cuda_text(e);
   }
 }
+
+void BufferKinds::async_release(Buffer& b) { free_async(b.base_, b.pool_, b.opt_.device); }
 #endif
 
-Buffer::~Buffer() {
-  g_host_live -= host_counted_;
-#ifdef UMSCOPE_HAVE_CUDA
-  if (registered_) cudaHostUnregister(cpu_);
-  if (kind_.name == "async") {
-    free_async(base_, pool_, opt_.device);
-    return;
-  }
-  if (kind_.name == "vmm") {
-    release_vmm();
-    return;
-  }
-  if (kind_.name == "hostalloc") {
-    if (base_) cudaFreeHost(base_);
-    return;
-  }
-  if (kind_.name == "device" || kind_.name == "managed" || kind_.name == "peer") {
-    if (base_) cudaFree(base_);
-    return;
-  }
-  if (kind_.name == "pinned") {
-    if (base_) cudaFreeHost(base_);
-    return;
-  }
-#endif
-  if (base_ && mapped_) munmap(base_, mapped_);
-}
+// Each kind's functions, as its registry entry (kinds.cpp) names them: allocate, release, residency.
+extern const KindOps kDeviceOps{BufferKinds::device_allocate, BufferKinds::cuda_free, BufferKinds::on_the_gpu};
+extern const KindOps kPeerOps{BufferKinds::peer_allocate, BufferKinds::cuda_free, BufferKinds::on_the_peer};
+extern const KindOps kManagedOps{BufferKinds::managed_allocate, BufferKinds::cuda_free,
+                                 BufferKinds::managed_residency};
+extern const KindOps kPinnedOps{BufferKinds::pinned_allocate, BufferKinds::cuda_free_host, BufferKinds::pinned_host};
+extern const KindOps kRegisteredOps{BufferKinds::registered_allocate, BufferKinds::registered_release,
+                                    BufferKinds::node_residency};
+extern const KindOps kSystemOps{BufferKinds::system_allocate, BufferKinds::unmap_host, BufferKinds::node_residency};
+extern const KindOps kNumaOps{BufferKinds::numa_allocate, BufferKinds::unmap_host, BufferKinds::node_residency};
+extern const KindOps kAsyncOps{BufferKinds::async_allocate, BufferKinds::async_release, BufferKinds::where_placed};
+extern const KindOps kVmmOps{BufferKinds::vmm_allocate, BufferKinds::vmm_release, BufferKinds::where_placed};
+extern const KindOps kHostallocOps{BufferKinds::hostalloc_allocate, BufferKinds::cuda_free_host,
+                                   BufferKinds::pinned_host};
 
 void* Buffer::reach(bool gpu) const {
   void* p = gpu ? gpu_ : cpu_;
@@ -528,8 +640,6 @@ void* Buffer::reach(bool gpu) const {
 std::string Buffer::cpu_unreachable() const {
   if (cpu_) return "";
   if (!cpu_why_.empty()) return cpu_why_;
-  if (kind_.name == "device" || kind_.name == "peer")
-    return "cudaMalloc memory is not mapped into the CPU's address space";
   return "the CPU cannot reach this memory";
 }
 
@@ -538,9 +648,6 @@ std::string Buffer::gpu_unreachable() const {
   const GpuCaps& c = gpu_caps(opt_.device);
   if (!c.present) return c.why_absent;
   if (!gpu_why_.empty()) return gpu_why_;
-  if (kind_.name == "system" || kind_.name == "numa")
-    return "the GPU cannot access pageable host memory on this machine (cudaDevAttrPageableMemoryAccess = 0: "
-           "no HMM or ATS)";
   return "the GPU cannot reach this memory";
 }
 
@@ -608,44 +715,6 @@ void Buffer::prefetch(const std::string& where) {
 #endif
 }
 
-std::string Buffer::residency() const {
-  const std::string& n = kind_.name;
-  if (n == "device" || n == "peer") return "gpu" + std::to_string(n == "peer" ? kind_.arg : opt_.device);
-  if (n == "pinned" || n == "hostalloc") return "host (pinned)";
-  if (n == "async" || n == "vmm")
-    return kind_place(kind_, opt_.device).location == "gpu" ? "gpu" + std::to_string(opt_.device) : "host (pinned)";
-#ifdef UMSCOPE_HAVE_CUDA
-  if (n == "managed") {
-    // What the driver answers for the whole range: the preferred location and the last prefetch's
-    // destination (cudaInvalidDeviceId where none was set or the pages differ). Pages that moved on
-    // demand since are not seen here: the answer names the hint, not a page census.
-    void* p = gpu_ ? gpu_ : cpu_;
-    int pref = cudaInvalidDeviceId, last = cudaInvalidDeviceId;
-    if (cudaMemRangeGetAttribute(&pref, sizeof pref, cudaMemRangeAttributePreferredLocation, p, bytes_) !=
-            cudaSuccess ||
-        cudaMemRangeGetAttribute(&last, sizeof last, cudaMemRangeAttributeLastPrefetchLocation, p, bytes_) !=
-            cudaSuccess) {
-      cudaGetLastError();
-      return "unknown";
-    }
-    auto where = [](int loc) {
-      return loc == cudaCpuDeviceId ? std::string("cpu")
-             : loc == cudaInvalidDeviceId ? std::string("none") : "gpu" + std::to_string(loc);
-    };
-    return "managed: last prefetch " + where(last) + ", preferred " + where(pref);
-  }
-#endif
-  if (!cpu_ || !(is_host_kind(n))) return "unknown";
-  // Sample a few pages with move_pages: reports the NUMA node backing each.
-  int first = -2;
-  for (int i = 0; i < 8; ++i) {
-    const char* p = static_cast<const char*>(cpu_) + (bytes_ - 1) * i / 7;
-    int node = os::node_of(p);
-    if (node < 0) return "unknown";
-    if (first == -2) first = node;
-    else if (node != first) return "mixed";
-  }
-  return "node" + std::to_string(first);
-}
+std::string Buffer::residency() const { return ops_->residency(*this); }
 
 }  // namespace umscope

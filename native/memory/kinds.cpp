@@ -1,5 +1,6 @@
 // The kind registry and the parser of kind specs.
 #include <sstream>
+#include <stdexcept>
 
 #include "umscope/errors.hpp"
 #include "umscope/memory.hpp"
@@ -34,38 +35,102 @@ const PolicyInfo kFlagsP{"flags", {"default", "mapped", "wc", "portable"},
 const PolicyInfo kPageP{"page", kPage,
                         "host page size hint: base pages (MADV_NOHUGEPAGE) or transparent huge pages "
                         "(MADV_HUGEPAGE); default leaves the system setting", "", false};
+
+#ifdef UMSCOPE_HAVE_CUDA
+// A device attribute, or -1 where there is no such GPU or no driver. Attributes need no CUDA
+// context, so a CPU-only case's record creates none.
+int device_attribute(int device, cudaDeviceAttr attr) {
+  int v = -1;
+  if (cudaDeviceGetAttribute(&v, attr, device) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return v;
+}
+#endif
+
+// Each kind's place (kind_place): where a case's data sits and which processors reach it.
+KindPlace gpu_only(const KindSpec&, int) { return {"gpu", "gpu"}; }
+KindPlace on_peer(const KindSpec&, int) { return {"peer", "gpu"}; }
+KindPlace mapped_host(const KindSpec&, int) { return {"host", "gpu+cpu"}; }
+KindPlace managed_place(const KindSpec& k, int) {
+  return {k.get("advise").find("preferred:cpu") != std::string::npos ? "host" : "gpu", "gpu+cpu"};
+}
+// Pageable memory: the GPU reaches it only through HMM or ATS.
+std::string pageable_reach(int device) {
+#ifdef UMSCOPE_HAVE_CUDA
+  const bool gpu = device_attribute(device, cudaDevAttrPageableMemoryAccess) == 1;
+#else
+  (void)device;
+  const bool gpu = false;
+#endif
+  return gpu ? "gpu+cpu" : "cpu";
+}
+KindPlace system_place(const KindSpec&, int device) { return {"host", pageable_reach(device)}; }
+KindPlace numa_place(const KindSpec& k, int device) {
+#ifdef UMSCOPE_HAVE_CUDA
+  const bool gpu_node = k.arg >= 0 && device_attribute(device, cudaDevAttrNumaId) == k.arg;
+#else
+  (void)k;
+  const bool gpu_node = false;
+#endif
+  return {gpu_node ? "gpu" : "host", pageable_reach(device)};
+}
+// async and vmm: on the GPU and reached by it alone, or page-locked host memory that both reach.
+KindPlace placed(const std::string& where) {
+  return where == "device" ? KindPlace{"gpu", "gpu"} : KindPlace{"host", "gpu+cpu"};
+}
+KindPlace async_place(const KindSpec& k, int) { return placed(k.get("pool", "device")); }
+KindPlace vmm_place(const KindSpec& k, int) { return placed(k.get("location", "device")); }
 }  // namespace
+
+// How a Buffer allocates, frees and locates each kind: defined in buffer.cpp.
+extern const KindOps kDeviceOps, kPeerOps, kManagedOps, kPinnedOps, kRegisteredOps, kSystemOps, kNumaOps,
+    kAsyncOps, kVmmOps, kHostallocOps;
 
 const std::vector<KindInfo>& kind_registry() {
   static const std::vector<KindInfo> r = {
-      // name, takes_arg, help, policies, lives, reachable_by, needs_cuda, gpu_needs_hmm_or_ats, needs_peer
-      {"device", false, "cudaMalloc: GPU memory, reachable by the GPU only", {}, "gpu", "gpu", true, false, false},
+      // name, takes_arg, help, policies, lives, reachable_by, needs_cuda, gpu_needs_hmm_or_ats, needs_peer,
+      // place (above), ops (buffer.cpp)
+      {"device", false, "cudaMalloc: GPU memory, reachable by the GPU only", {}, "gpu", "gpu", true, false, false,
+       gpu_only, &kDeviceOps},
       {"peer", true,
        "peer:N - cudaMalloc on GPU N, reached by the GPU under test over the peer link (peer access enabled)", {},
-       "peer (GPU N)", "gpu", true, false, true},
+       "peer (GPU N)", "gpu", true, false, true, on_peer, &kPeerOps},
       {"managed", false, "cudaMallocManaged: migrates between CPU and GPU on demand",
-       {touch("cpu"), kPrefetchP, kAdviseP}, "gpu (host with advise=preferred:cpu)", "gpu+cpu", true, false, false},
+       {touch("cpu"), kPrefetchP, kAdviseP}, "gpu (host with advise=preferred:cpu)", "gpu+cpu", true, false, false,
+       managed_place, &kManagedOps},
       {"pinned", false, "cudaMallocHost: page-locked host memory, mapped for the GPU", {touch("cpu")}, "host",
-       "gpu+cpu", true, false, false},
+       "gpu+cpu", true, false, false, mapped_host, &kPinnedOps},
       {"registered", false, "mmap + cudaHostRegister: ordinary host pages locked and mapped for the GPU",
-       {touch("cpu"), kPageP}, "host", "gpu+cpu", true, false, false},
+       {touch("cpu"), kPageP}, "host", "gpu+cpu", true, false, false, mapped_host, &kRegisteredOps},
       {"system", false,
        "mmap (what malloc returns for large sizes): GPU-reachable only with HMM or ATS",
-       {touch("cpu"), kPageP, kPrefetchP, kAdviseP}, "host", "cpu (gpu with HMM or ATS)", false, true, false},
+       {touch("cpu"), kPageP, kPrefetchP, kAdviseP}, "host", "cpu (gpu with HMM or ATS)", false, true, false,
+       system_place, &kSystemOps},
       {"numa", true, "numa:N - system memory bound to NUMA node N (mbind); on Grace Hopper a GPU's node too",
        {touch("cpu"), kPageP, kPrefetchP, kAdviseP}, "host (gpu when N is the GPU's NUMA node)",
-       "cpu (gpu with HMM or ATS)", false, true, false},
+       "cpu (gpu with HMM or ATS)", false, true, false, numa_place, &kNumaOps},
       {"async", false,
        "cudaMallocFromPoolAsync from a pool made by cudaMemPoolCreate (stream-ordered allocation, freed by "
        "cudaFreeAsync); pool=host: a pool of page-locked host memory",
-       {kPoolP}, "gpu (host with pool=host[:N])", "gpu (gpu+cpu with pool=host[:N])", true, false, false},
+       {kPoolP}, "gpu (host with pool=host[:N])", "gpu (gpu+cpu with pool=host[:N])", true, false, false,
+       async_place, &kAsyncOps},
       {"vmm", false,
        "cuMemCreate + cuMemAddressReserve + cuMemMap + cuMemSetAccess (virtual memory management, driver API)",
        {kLocationP}, "gpu (host with location=host[:N])", "gpu (gpu+cpu with location=host[:N])", true, false,
-       false},
+       false, vmm_place, &kVmmOps},
       {"hostalloc", false, "cudaHostAlloc with its flags: page-locked host memory, mapped for the GPU",
-       {touch("cpu"), kFlagsP}, "host", "gpu+cpu", true, false, false},
+       {touch("cpu"), kFlagsP}, "host", "gpu+cpu", true, false, false, mapped_host, &kHostallocOps},
   };
+  // An entry without its functions would be a call through null at its first Buffer: every use refuses it instead.
+  static const bool complete = [] {
+    for (const KindInfo& k : r)
+      if (!k.place || !k.ops || !k.ops->allocate || !k.ops->release || !k.ops->residency)
+        throw std::logic_error("kind '" + k.name + "' names no place function or KindOps in the registry (kinds.cpp)");
+    return true;
+  }();
+  (void)complete;
   return r;
 }
 
@@ -75,55 +140,9 @@ const KindInfo& kind_info(const std::string& name) {
   throw UsageError("unknown memory kind '" + name + "'");
 }
 
-namespace {
-// A device attribute, or -1 where there is no such GPU or no driver. Attributes need no CUDA
-// context, so a CPU-only case's record creates none.
-int device_attribute(int device, int attr) {
-#ifdef UMSCOPE_HAVE_CUDA
-  int v = -1;
-  if (cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(attr), device) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  return v;
-#else
-  (void)device;
-  (void)attr;
-  return -1;
-#endif
-}
-}  // namespace
-
 KindPlace kind_place(const KindSpec& k, int device) {
-  KindPlace p;
-  if (k.name == "none") {  // a record that measures no memory (latency's timer calibration, ping-pong's flags)
-    p.location = "none";
-    p.reachable_by = "none";
-    return p;
-  }
-  const KindInfo& info = kind_info(k.name);
-  if (info.needs_peer) p.location = "peer";
-  else if (k.name == "device") p.location = "gpu";
-  else if (k.name == "managed") p.location = k.get("advise").find("preferred:cpu") != std::string::npos ? "host" : "gpu";
-  else if (k.name == "async") p.location = k.get("pool", "device") == "device" ? "gpu" : "host";
-  else if (k.name == "vmm") p.location = k.get("location", "device") == "device" ? "gpu" : "host";
-#ifdef UMSCOPE_HAVE_CUDA
-  else if (k.name == "numa" && k.arg >= 0 && device_attribute(device, cudaDevAttrNumaId) == k.arg) p.location = "gpu";
-#endif
-  else p.location = "host";
-  if (info.reachable_by == "gpu" || ((k.name == "async" || k.name == "vmm") && p.location == "gpu")) {
-    p.reachable_by = "gpu";
-  } else if (info.gpu_needs_hmm_or_ats) {
-#ifdef UMSCOPE_HAVE_CUDA
-    const bool gpu = device_attribute(device, cudaDevAttrPageableMemoryAccess) == 1;
-#else
-    const bool gpu = false;
-#endif
-    p.reachable_by = gpu ? "gpu+cpu" : "cpu";
-  } else {
-    p.reachable_by = "gpu+cpu";
-  }
-  return p;
+  if (k.name == "none") return {"none", "none"};  // a record that measures no memory (latency's timer calibration, ping-pong's flags)
+  return kind_info(k.name).place(k, device);
 }
 
 std::string KindSpec::get(const std::string& k, const std::string& dflt) const {

@@ -347,30 +347,49 @@ void gen_needle(Gen& g, uint64_t foot, int) {
   g.bar();
 }
 
+// Each generator by the name --app takes; an application's registered model facts name its own
+// (native/apps/NAME.cu), and the help lists these. mvt and gesummv keep 8192 rows in flight unless --concurrency.
+struct Generator {
+  const char* name;
+  void (*fn)(Gen& g, uint64_t foot, int iters, bool reverse, uint64_t conc);
+};
+const Generator kGenerators[] = {
+    {"read", [](Gen& g, uint64_t f, int it, bool, uint64_t) { gen_read(g, f, it); }},
+    {"triad", [](Gen& g, uint64_t f, int it, bool, uint64_t) { gen_triad(g, f, it); }},
+    {"conv2d", [](Gen& g, uint64_t f, int it, bool, uint64_t) { gen_conv2d(g, f, it); }},
+    {"jacobi2d", [](Gen& g, uint64_t f, int it, bool rev, uint64_t) { gen_jacobi2d(g, f, it, rev); }},
+    {"mvt", [](Gen& g, uint64_t f, int it, bool, uint64_t c) { gen_mvt(g, f, it, c ? c : 8192); }},
+    {"gesummv", [](Gen& g, uint64_t f, int it, bool, uint64_t c) { gen_gesummv(g, f, it, c ? c : 8192); }},
+    {"sgemm", [](Gen& g, uint64_t f, int it, bool, uint64_t c) { gen_sgemm(g, f, it, c); }},
+    {"gemm", [](Gen& g, uint64_t f, int it, bool, uint64_t c) { gen_gemm(g, f, it, c); }},
+    {"syr2k", [](Gen& g, uint64_t f, int it, bool, uint64_t c) { gen_syr2k(g, f, it, c); }},
+    {"bfs", [](Gen& g, uint64_t f, int it, bool, uint64_t) { gen_bfs(g, f, it); }},
+    {"hotspot", [](Gen& g, uint64_t f, int it, bool, uint64_t) { gen_hotspot(g, f, it); }},
+    {"srad", [](Gen& g, uint64_t f, int it, bool, uint64_t) { gen_srad(g, f, it); }},
+    {"pathfinder", [](Gen& g, uint64_t f, int it, bool, uint64_t) { gen_pathfinder(g, f, it); }},
+    {"needle", [](Gen& g, uint64_t f, int it, bool, uint64_t) { gen_needle(g, f, it); }},
+    {"himeno", [](Gen& g, uint64_t f, int it, bool, uint64_t) { gen_himeno(g, f, it); }},
+};
+
 }  // namespace
+
+std::string generator_names() {
+  std::string out;
+  for (const Generator& e : kGenerators) out += (out.empty() ? "" : " ") + std::string(e.name);
+  return out;
+}
 
 // An application's stream (gen_*) into the replay.
 void generate(const std::string& app, Trace& t, uint32_t align, const Feed& out, uint64_t foot, int iters,
               bool reverse, uint64_t conc) {
-  Gen g(t, align, out);
-  const uint64_t c = conc ? conc : 8192;
-  if (app == "read") gen_read(g, foot, iters);
-  else if (app == "triad") gen_triad(g, foot, iters);
-  else if (app == "conv2d") gen_conv2d(g, foot, iters);
-  else if (app == "jacobi2d") gen_jacobi2d(g, foot, iters, reverse);
-  else if (app == "mvt") gen_mvt(g, foot, iters, c);
-  else if (app == "gesummv") gen_gesummv(g, foot, iters, c);
-  else if (app == "sgemm") gen_sgemm(g, foot, iters, conc);
-  else if (app == "gemm") gen_gemm(g, foot, iters, conc);
-  else if (app == "syr2k") gen_syr2k(g, foot, iters, conc);
-  else if (app == "himeno") gen_himeno(g, foot, iters);
-  else if (app == "bfs") gen_bfs(g, foot, iters);
-  else if (app == "hotspot") gen_hotspot(g, foot, iters);
-  else if (app == "srad") gen_srad(g, foot, iters);
-  else if (app == "pathfinder") gen_pathfinder(g, foot, iters);
-  else if (app == "needle") gen_needle(g, foot, iters);
-  else die("unknown --app '" + app + "'");
-  g.drain();
+  for (const Generator& e : kGenerators) {
+    if (app != e.name) continue;
+    Gen g(t, align, out);
+    e.fn(g, foot, iters, reverse, conc);
+    g.drain();
+    return;
+  }
+  die("unknown --app '" + app + "'");
 }
 
 }  // namespace umsim

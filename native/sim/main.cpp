@@ -174,9 +174,9 @@ void usage() {
       "              [--replay-fetch-us US] [--interleave on|off] [--write-ns NS] [--block-order ordered|shuffled]\n"
       "              [--page-order pages|chunks] [--release replay|blocks]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
-      "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N] [--progress SECONDS]\n"
-      "apps: read triad conv2d jacobi2d mvt gesummv sgemm gemm syr2k bfs hotspot srad pathfinder needle himeno\n",
+      "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N] [--progress SECONDS]\n",
       stderr);
+  std::fprintf(stderr, "apps: %s\n", generator_names().c_str());
 }
 
 }  // namespace

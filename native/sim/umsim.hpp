@@ -83,6 +83,8 @@ struct Trace {
 using Feed = std::function<void(const uint32_t*, size_t)>;
 constexpr size_t CHUNK = 1 << 16;
 
+// The names of the generators --app takes (generators.cpp), space-separated.
+std::string generator_names();
 // An application's stream (generators.cpp): its allocations into t, its events into out; dies on an unknown app.
 void generate(const std::string& app, Trace& t, uint32_t align, const Feed& out, uint64_t foot, int iters,
               bool reverse, uint64_t conc);

@@ -429,11 +429,11 @@ def cmd_app(args):
     if args.name not in apps.APPS:
         raise UsageError(f"unknown application {args.name!r} (known: {', '.join(apps.APPS)})")
     opts = {k: getattr(args, k.replace("-", "_"), None) for k in sorted(apps.cli_options())}
-    opts = options.app_options(args.name, opts)
     modes = args.mode or ["explicit"]
     if modes == ["all"]:
         modes = list(apps.modes_of(args.name))
     modes = list(dict.fromkeys(modes))  # a repeated mode would be the same case twice
+    opts = options.app_options(args.name, opts, [m for m in modes if m in apps.modes_of(args.name)])
     cases = apps.app_cases(args.name, modes, opts)
     _check_run_options(args)
     fp = probe.probe()

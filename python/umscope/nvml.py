@@ -132,6 +132,15 @@ def energy_j(index):
     return None if mj is None else mj / 1000.0
 
 
+def power_limits_w(index) -> dict:
+    """The GPU's power management limit now and its default, in watts (each None where NVML cannot say).
+    Read only: umscope never sets a limit."""
+    now = _on("nvmlDeviceGetPowerManagementLimit", index)
+    default = _on("nvmlDeviceGetPowerManagementDefaultLimit", index)
+    return {"limit_w": None if now is None else now / 1000.0,
+            "default_w": None if default is None else default / 1000.0}
+
+
 # --- topology ---------------------------------------------------------------
 
 def pcie_bytes(index):

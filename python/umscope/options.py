@@ -52,9 +52,10 @@ def bench_options(family, kinds=None, sizes=None, threads=None, ops=None, mode=N
     return out
 
 
-def app_options(name, opts: dict) -> dict:
+def app_options(name, opts: dict, modes=("explicit",)) -> dict:
     """`umscope app run` options, checked by the type, limits and choices each application declares (the
-    runner's registry: `umbench list --json`); sizes and lists in the form umbench takes."""
+    runner's registry: `umbench list --json`); sizes and lists in the form umbench takes. `modes`: the run's
+    memory modes (llm checks its options with each, as its runner will: --weights goes with mixed)."""
     app = apps.APPS.get(name)
     declared = app.options if app else {}
     out = dict(opts)
@@ -85,13 +86,14 @@ def app_options(name, opts: dict) -> dict:
         elif t == "kind":
             out[k] = plans.validate_kind(_text(v, what))
     if name == "llm":
-        _llm_check(out)
+        _llm_check(out, modes)
     return out
 
 
-def _llm_check(opts):
+def _llm_check(opts, modes):
     """llm runs in Python: its own parser and checks (apps/llm.py validate: --prompt + --tokens within the
-    model's positions, ...) on the options given, before a run exists."""
+    model's positions, --weights with --mode mixed, ...) on the options given with each mode, before a run
+    exists."""
     from umscope.apps import llm, llm_options
     argv = []
     for o in llm_options():
@@ -105,6 +107,7 @@ def _llm_check(opts):
     def error(message):
         raise UsageError(f"llm: {message}")
     parser.error = error
-    why = llm.validate(parser.parse_args(argv))
-    if why:
-        raise UsageError(f"llm: {why}")
+    for m in modes:
+        why = llm.validate(parser.parse_args(argv + ["--mode", m]))
+        if why:
+            raise UsageError(f"llm: {why}")

@@ -15,14 +15,8 @@ import sys
 from pathlib import Path
 
 from umscope import __version__, native, nvml, provenance
+from umscope.energy import hwmon_power, read_text as _read, under_root as _at
 from umscope.store import default_store_path
-
-
-def _read(path, default=""):
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return default
 
 
 def _bracketed(text):
@@ -106,10 +100,6 @@ def meminfo() -> dict:
     return out
 
 
-def _at(root, path) -> Path:
-    return Path(root) / path.lstrip("/")
-
-
 def page_sizes(root="/", base=None) -> dict:
     """The base page (sysconf; 64 KiB on Grace's 64k kernels), the transparent huge page's PMD size
     (512 MiB with 64 KiB pages, 2 MiB with 4 KiB) and the hugetlb sizes the kernel offers."""
@@ -146,38 +136,6 @@ def kernel_settings(root="/", release=None) -> dict:
         else:
             out["init_on_alloc"] = None
             out["init_on_alloc_source"] = f"not on /proc/cmdline, and no /boot/config-{release} says"
-    return out
-
-
-# Grace's ACPI power meters name what they measure in power1_oem_info (e.g. "Module Power Socket 0"):
-# module (the whole Grace Hopper module: Grace, Hopper, HBM, LPDDR5X, regulators), Grace (the CPU socket
-# with its memory), CPU (the cores' rail) and SysIO (the SoC rail).
-_POWER_SENSORS = ("module", "grace", "cpu", "sysio")
-
-
-def hwmon_power(root="/") -> list:
-    """Every hwmon power sensor: its label (power*_oem_info or power*_label), what it measures where the
-    label says (one of _POWER_SENSORS), its socket, and the reading now in watts (power*_average, else
-    power*_input; microwatts in sysfs) with the averaging interval. The sensor is named by its sysfs path."""
-    out = []
-    for hw in sorted(_at(root, "/sys/class/hwmon").glob("hwmon*"), key=lambda p: p.name):
-        # a driver puts its attributes in hwmonN or (ACPI's power meter) in hwmonN/device
-        for dev in (hw, hw / "device"):
-            labels = sorted(dev.glob("power[0-9]*_oem_info")) + sorted(dev.glob("power[0-9]*_label"))
-            for info in labels:
-                stem = info.name.split("_", 1)[0]
-                label = _read(info)
-                reading = _read(dev / f"{stem}_average") or _read(dev / f"{stem}_input")
-                words = label.lower().split()
-                what = words[0] if words and words[0] in _POWER_SENSORS else None
-                sock = words[-1] if len(words) >= 2 and words[-2] == "socket" and words[-1].isdigit() else None
-                interval = _read(dev / f"{stem}_average_interval")
-                out.append({"sensor": "/" + str((dev / stem).relative_to(root)), "label": label, "what": what,
-                            "socket": int(sock) if sock is not None else None,
-                            "watts": int(reading) / 1e6 if reading.lstrip("-").isdigit() else None,
-                            "interval_ms": int(interval) if interval.isdigit() else None})
-            if labels:
-                break
     return out
 
 

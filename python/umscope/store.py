@@ -325,8 +325,9 @@ class Store:
         return {r["case_id"] for r in self.db.execute(
             "SELECT case_id FROM cases WHERE run_id=? AND status IS NOT NULL", (run_id,))}
 
-    def add_case_result(self, run_id, case, status, reason, started, elapsed, records):
-        """One case's outcome and all its records, atomically."""
+    def add_case_result(self, run_id, case, status, reason, started, elapsed, records, case_extra=None):
+        """One case's outcome and all its records, atomically. case_extra: fields of the record that stands
+        for a case that left none (its energy)."""
         reason, records = text(reason), text(list(records))
 
         def write(db):
@@ -336,7 +337,8 @@ class Store:
             db.execute("DELETE FROM records WHERE run_id=? AND case_id=?", (run_id, text(case.case_id)))
             rows = list(records)
             if status != "ok" and not rows:
-                rows = [{"benchmark": case.benchmark, "kind": case.kind, "status": status, "reason": reason}]
+                rows = [dict(case_extra or {}, benchmark=case.benchmark, kind=case.kind, status=status,
+                             reason=reason)]
             for rec in rows:
                 rec = dict(rec)
                 rec.setdefault("status", "ok")

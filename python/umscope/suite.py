@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from umscope import conditions, native
+from umscope import conditions, energy, native
 from umscope.timing import Stopwatch
 
 PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
@@ -164,10 +164,28 @@ class Outcome:
     records: list
     elapsed: float
     pids: tuple = ()  # the runner processes that were on the GPU for this case (a batch: its one process)
+    energy: tuple = None  # (snapshot before, snapshot after, what the window holds): energy.Meter's readings
 
 
-def execute(case: Case, options: dict) -> Outcome:
-    """Runs one case in its own process group, so a timeout kills all of it."""
+# What a case's energy window holds (energy.window's `window`).
+WINDOW_PROCESS = "its own process, from before it started to after it ended: includes the process start and CUDA context"
+WINDOW_BATCH_FIRST = ("the first case of a batch process, start to end marker: includes the CUDA context's creation, "
+                      "not the process start")
+WINDOW_BATCH = "a case inside a batch process, start to end marker: no process or context start"
+WINDOW_LOST = "from the batch's previous marker to the kill: the case's start marker never came"
+
+
+def execute(case: Case, options: dict, meter=None) -> Outcome:
+    """Runs one case in its own process group, so a timeout kills all of it. With an energy.Meter, the
+    outcome carries its readings from before the process started to after it ended."""
+    before = meter.snapshot() if meter else None
+    outcome = _execute_one(case, options)
+    if meter:
+        outcome.energy = (before, meter.snapshot(), WINDOW_PROCESS)
+    return outcome
+
+
+def _execute_one(case: Case, options: dict) -> Outcome:
     sw = Stopwatch()
     # umbench kills itself when this process dies (PR_SET_PDEATHSIG), and exits at once if it finds
     # another parent than this pid (this process died before it could ask).
@@ -208,27 +226,40 @@ def _case_env(case: Case) -> dict:
     return dict(os.environ) if case.launch else dict(os.environ, UMSCOPE_PARENT_PID=str(os.getpid()))
 
 
-def _reader(stream, q):
-    for line in stream:
-        q.put(line)
-    q.put(None)
+def _reader(stream, q, meter=None):
+    """Each line of the batch's output, with the meter's reading taken as a case marker arrives (not when
+    the suite gets to it: by then the batch may be well into the next case)."""
+    try:
+        for line in stream:
+            q.put((line, meter.snapshot() if meter and line.startswith('{"type":"case"') else None))
+    except (ValueError, OSError):  # the suite closed the pipe while a reading ran (a signal ended the run)
+        pass
+    q.put((None, meter.snapshot() if meter else None))
 
 
-def execute_batch(cases: list, options: dict, on_start=None):
+def execute_batch(cases: list, options: dict, on_start=None, meter=None):
     """Runs `cases` in `umbench batch` processes; yields (case, Outcome) as each ends, in order.
     on_start(case) is called when a case starts. A case that passes its timeout is killed with its process,
-    one that crashes or fails ends the process; the cases after it go on in a new batch."""
+    one that crashes or fails ends the process; the cases after it go on in a new batch. With an
+    energy.Meter, each outcome carries its readings at the case's start and end markers."""
     i = 0
     while i < len(cases):
         rest = cases[i:]
+        stamp = meter.snapshot() if meter else None  # the meter's reading at the last marker
+        started_in = None  # the index of the first case this process started
+
+        def to_now(before, where):
+            return (before, meter.snapshot(), where) if meter else None
+
         proc = subprocess.Popen([native.umbench_path(), "batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True, env=_case_env(rest[0]))
         out_q, err_lines = queue.Queue(), []
-        threads = [threading.Thread(target=_reader, args=(proc.stdout, out_q), daemon=True),
+        threads = [threading.Thread(target=_reader, args=(proc.stdout, out_q, meter), daemon=True),
                    threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)]
         for t in threads:
             t.start()
         j, case, clock, lines, err_at = -1, None, None, [], 0  # clock: the case's, from its start marker
+        where = WINDOW_BATCH
         try:
             try:  # umbench reads every line before it starts: no deadlock with its output
                 proc.stdin.write("".join("\t".join(c.argv(options)[2:]) + "\n" for c in rest))
@@ -241,7 +272,7 @@ def execute_batch(cases: list, options: dict, on_start=None):
                 else:  # the batch starts (or moves on to) the next case well within that case's timeout
                     wait = rest[j + 1].timeout if j + 1 < len(rest) else 60.0
                 try:
-                    line = out_q.get(timeout=wait)
+                    line, reading = out_q.get(timeout=wait)
                 except queue.Empty:
                     _kill(proc)
                     proc.wait()
@@ -249,10 +280,10 @@ def execute_batch(cases: list, options: dict, on_start=None):
                         if j + 1 >= len(rest):
                             break
                         j += 1
-                        case, clock, lines = rest[j], Stopwatch(already=wait), []
+                        case, clock, lines, where = rest[j], Stopwatch(already=wait), [], WINDOW_LOST
                     records, _ = native.parse_output("".join(lines))
                     yield case, Outcome("timeout", f"killed after its {case.timeout:g} s timeout", records,
-                                        clock.elapsed(), (proc.pid,))
+                                        clock.elapsed(), (proc.pid,), to_now(stamp, where))
                     case = None
                     break
                 if line is None:  # the process ended
@@ -270,13 +301,13 @@ def execute_batch(cases: list, options: dict, on_start=None):
                             t.join(timeout=5)
                         records, _ = native.parse_output("".join(lines))
                         yield case, Outcome("failed", why + _tail("".join(err_lines[err_at:])), records,
-                                            clock.elapsed(), (proc.pid,))
+                                            clock.elapsed(), (proc.pid,), to_now(stamp, where))
                         case = None
                     elif j < 0:  # no case started (an umbench without `batch`?): one process per case
                         for c in rest:
                             if on_start:
                                 on_start(c)
-                            yield c, execute(c, options)
+                            yield c, execute(c, options, meter)
                         j = len(rest) - 1
                     break
                 text = line.strip()
@@ -285,18 +316,23 @@ def execute_batch(cases: list, options: dict, on_start=None):
                     if marker.get("event") == "start":
                         j = marker["index"]
                         case, clock, lines, err_at = rest[j], Stopwatch(), [], len(err_lines)
+                        started_in = j if started_in is None else started_in
+                        where = WINDOW_BATCH_FIRST if j == started_in else WINDOW_BATCH
+                        stamp = reading
                         if on_start:
                             on_start(case)
                     elif marker.get("event") == "end" and case is not None:
                         records, status = native.parse_output("".join(lines))
                         elapsed = clock.elapsed()
+                        window = (stamp, reading, where) if meter else None
+                        stamp = reading
                         if status is None:
                             outcome = Outcome("failed", f"umbench exited {marker.get('exit')} without a status "
                                               "line" + _tail("".join(err_lines[err_at:])), records, elapsed,
-                                              (proc.pid,))
+                                              (proc.pid,), window)
                         else:
                             st = "failed" if status["status"] == "usage" else status["status"]
-                            outcome = Outcome(st, status.get("reason", ""), records, elapsed, (proc.pid,))
+                            outcome = Outcome(st, status.get("reason", ""), records, elapsed, (proc.pid,), window)
                         done, case = case, None
                         yield done, outcome
                     continue
@@ -383,7 +419,9 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
         return int(case.params.get("device", options.get("device") or 0))
 
     running = []  # the case started and not yet stored (named if a signal ends the run)
+    meter = None
     try:
+        meter = energy.Meter().start()  # inside: a signal while NVML starts is an interruption like any other
         for segment in _segments(todo, options):
             starts = {}
 
@@ -393,21 +431,24 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
                 starts[id(case)] = (time.time(), conditions.read(device_of(case)))
 
             if segment[0].batchable(options):
-                outcomes = execute_batch(segment, options, on_start)
+                outcomes = execute_batch(segment, options, on_start, meter=meter)
             else:
                 on_start(segment[0])
-                outcomes = iter([(segment[0], execute(segment[0], options))])
+                outcomes = iter([(segment[0], execute(segment[0], options, meter=meter))])
             for case, outcome in outcomes:
                 started, before = starts.pop(id(case), (time.time() - outcome.elapsed, None))
                 if before is None:  # it never started (its batch hung before it): no reading from before
                     before = conditions.read(device_of(case))
                 # A batch's own process holds its CUDA context between cases: not another user of the GPU.
                 conditions.attach(outcome.records, before, conditions.read(device_of(case)), outcome.pids)
+                used = energy.window(*outcome.energy[:2], energy.gpus_of(case, options), outcome.energy[2]) \
+                    if outcome.energy else None
+                energy.attach(outcome.records, used)
                 with deferred_signals():
                     if annotate:
                         annotate(outcome.records)
                     store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
-                                          outcome.records)
+                                          outcome.records, {"energy": used} if used else None)
                     if running == [case.case_id]:
                         running.clear()
                 bar.finish(case, outcome)
@@ -423,6 +464,9 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
             except (OSError, ValueError):
                 pass
         return {signal.SIGHUP: "hangup", signal.SIGTERM: "terminated"}.get(signum, "interrupted")
+    finally:
+        if meter:
+            meter.stop()
     # Every mode of an application against its explicit mode, and every case of a kernel that failed its
     # reference check failed with it, over the whole run (so a resumed run too).
     from umscope import verify

@@ -54,10 +54,11 @@ inline uint64_t mix64(uint64_t x) {
 // Uniform in [0, 1), from the seed and an index.
 inline double uniform01(uint64_t seed, uint64_t i) { return (mix64(seed * 0x2545f4914f6cdd1dull + i) >> 11) * 0x1.0p-53; }
 
-// Registers an application: a benchmark whose category is "application".
+// Registers an application: a benchmark whose category is "application", with its model facts (bench.hpp).
 struct AppRegistrar {
-  explicit AppRegistrar(BenchInfo info) {
+  AppRegistrar(BenchInfo info, AppFacts facts) {
     info.category = "application";
+    info.facts = std::move(facts);
     bench_registry().push_back(std::move(info));
   }
 };

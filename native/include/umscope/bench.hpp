@@ -73,6 +73,26 @@ struct OptionInfo {
   bool internal = false;             // set by umscope itself or by tests, not offered to users
 };
 
+// What the model knows of an application, declared where it is registered (AppRegistrar, app.hpp).
+// `umbench list --json` emits it as the application's "model"; python/umscope/model/apps.py reads it for the
+// calibrated model, the simulator's commands, the oversubscription sweep and the report's headline. umbench
+// refuses to start when an application's facts are incomplete (app_facts_problem).
+struct AppFacts {
+  std::string pattern;    // how it touches memory: one of app_patterns()
+  std::string generator;  // umsim's generator of its page stream (native/sim/generators.cpp); "" where none
+  int iterations;         // the iterations umsim replays (0 where not simulated)
+  // Declared traffic: the fractions of its footprint the GPU reads after the CPU's initialisation and writes
+  // back as results (the calibrated model's fallback where a record does not declare its arrays).
+  double read, written;
+  std::string not_simulated = "";  // where generator is "": why umsim has none
+};
+
+// The access patterns, in the order the report shows them (the classes of Schieffer et al. section 3.1 and
+// Cooper et al. Table 2).
+const std::vector<std::string>& app_patterns();
+// Why an application's facts are incomplete or wrong, or "" where they are whole.
+std::string app_facts_problem(const AppFacts& f);
+
 struct BenchInfo {
   std::string name;
   std::string processor;  // "gpu", "cpu" or "gpu+cpu"
@@ -83,6 +103,7 @@ struct BenchInfo {
   // Options of its own, or declared differently for it, beside option_catalogue()'s.
   std::vector<OptionInfo> options = {};
   std::string category = "family";  // "family" (a benchmark family) or "application" (AppRegistrar)
+  AppFacts facts = {};               // an application's model facts (AppRegistrar); unused by a family
 };
 
 std::vector<BenchInfo>& bench_registry();

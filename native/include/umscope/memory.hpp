@@ -22,9 +22,30 @@ struct PolicyInfo {
   bool joined = false;  // several values joined with '+' (advise, flags)
 };
 
+class Buffer;
+struct KindSpec;
+
+// Where a kind's data sits in steady state for a case on GPU `device`, and who reaches it:
+// location "gpu" (the GPU's own memory), "peer" (another GPU's) or "host"; reachable_by
+// "gpu", "cpu" or "gpu+cpu" on this machine. Every record carries both.
+struct KindPlace {
+  std::string location, reachable_by;
+};
+
+// What a Buffer does for a kind: one object per kind, defined with the Buffer in
+// native/memory/buffer.cpp and named by the kind's registry entry (kinds.cpp).
+struct KindOps {
+  // Allocates the Buffer's bytes after the kind's guards, sets the pointer each processor uses and, where
+  // one is null, why; throws Skip where the machine cannot serve the kind (Refused where a guard refuses).
+  void (*allocate)(Buffer& b);
+  void (*release)(Buffer& b);                   // frees what allocate made
+  std::string (*residency)(const Buffer& b);    // Buffer::residency
+};
+
 // A kind's behaviour lives with it, here: where its pages live, which
 // processors reach them and what it needs. Records carry it (kind_place), so
-// umscope never re-derives it from the kind's name.
+// umscope never re-derives it from the kind's name; a Buffer allocates, frees
+// and locates it through its entry's functions, never by its name.
 struct KindInfo {
   std::string name;
   bool takes_arg;  // numa:N, peer:N
@@ -35,6 +56,8 @@ struct KindInfo {
   bool needs_cuda;           // allocated through the CUDA runtime: needs a GPU even for CPU use
   bool gpu_needs_hmm_or_ats; // the GPU reaches it only through HMM or ATS
   bool needs_peer;           // the memory of another GPU (peer access)
+  KindPlace (*place)(const KindSpec& k, int device);  // kind_place's answer for this kind (kinds.cpp)
+  const KindOps* ops;                                  // how a Buffer allocates and frees it (buffer.cpp)
 };
 
 const std::vector<KindInfo>& kind_registry();
@@ -56,12 +79,7 @@ inline bool kind_uses_cuda(const KindSpec& k) { return kind_info(k.name).needs_c
 // The NUMA node of a "host:N" policy value (async's pool, vmm's location), -1 for "host", -2 for anything else.
 int host_node_of(const std::string& value);
 
-// Where a kind's data sits in steady state for a case on GPU `device`, and who reaches it:
-// location "gpu" (the GPU's own memory), "peer" (another GPU's) or "host"; reachable_by
-// "gpu", "cpu" or "gpu+cpu" on this machine. Every record carries both.
-struct KindPlace {
-  std::string location, reachable_by;
-};
+// The case's KindPlace (above) of a parsed spec, or "none" for a record that measures no memory.
 KindPlace kind_place(const KindSpec& k, int device);
 // Memory on GPU `device` that only the GPU reaches: device, async with pool=device, vmm with location=device.
 inline bool kind_gpu_only(const KindSpec& k, int device) {
@@ -121,6 +139,8 @@ class Buffer {
   KindSpec kind_;
   size_t bytes_;
   AllocOptions opt_;
+  const KindOps* ops_;    // the kind's functions, from its registry entry
+  friend struct BufferKinds;  // every kind's functions (buffer.cpp), which fill in and free the fields below
   void* base_ = nullptr;  // what was allocated
   void* cpu_ = nullptr;
   void* gpu_ = nullptr;
@@ -128,15 +148,12 @@ class Buffer {
   bool registered_ = false;
   size_t host_counted_ = 0;  // host bytes this buffer adds to the case's total for the guard
   void count_host(size_t bytes);
+  void release();  // gives back what the kind took (the destructor, and a constructor that throws)
   std::string cpu_why_, gpu_why_;  // why a processor cannot reach it, where the kind or the driver says
   void* pool_ = nullptr;           // async: the cudaMemPool_t it came from
   unsigned long long vmm_handle_ = 0;  // vmm: the cuMemCreate handle (0: none), its mapped size
   size_t vmm_size_ = 0;
   bool vmm_mapped_ = false;
-  void alloc_async();
-  void alloc_vmm();
-  void alloc_hostalloc();
-  void release_vmm();
 };
 
 // Throws Refused when a host allocation of `bytes`, added to the host bytes the

@@ -6,8 +6,8 @@ Inputs
   (labelled: measured on a named machine, or `paper: ...`) or measured in the same session
   (bench/model_validate.py);
 - the application's access profile: which fraction of its footprint the GPU reads from host-initialised
-  inputs and which fraction comes back as results (ACCESS below, a table keyed by application, derived
-  from the Use:: declarations in native/apps/*.cu), its GPU traffic and FLOPs per iteration (declared by
+  inputs and which fraction comes back as results (ACCESS below, keyed by application: the fractions each
+  application declares in its registration, native/apps/*.cu, read through model/apps.py), its GPU traffic and FLOPs per iteration (declared by
   the native application in its record: traffic_bytes, flops);
 - the kernel time per iteration and the fixed phases (context, CPU initialisation) of the application's
   explicit-mode run on the same machine: the calibration. Explicit mode is therefore not a prediction and
@@ -30,9 +30,16 @@ GIB = float(1 << 30)
 # Fractions of the footprint: (read by the GPU after CPU initialisation, written back as results). The
 # fallback where a record does not declare its arrays (records before calibrated-2); the applications
 # now report in_bytes, out_bytes, inout_bytes and arrays (name:use:bytes) themselves (native/apps/app.cu).
-ACCESS = model_apps.access()  # model/apps.py
 MODES = ("explicit", "managed", "managed-prefetch", "managed-advice", "pinned", "registered", "system")
 PHASES = ("context_ms", "alloc_ms", "init_ms", "transfer_ms", "compute_ms", "back_ms", "free_ms")
+
+
+def __getattr__(name):
+    # ACCESS: {application: (read, written) fractions}, from the applications' registered facts (model/apps.py),
+    # read when first used, not at import.
+    if name == "ACCESS":
+        return model_apps.access()
+    raise AttributeError(name)
 
 # What calibrates what (every figure is a microbenchmark record of the same machine; figures_from_records
 # names the record): the phase each figure predicts.
@@ -98,9 +105,10 @@ def profile(app: str, calib: dict) -> dict:
         big_in = sum(1 for u, b in arrays if u != "out" and b >= 0.1 * D) if arrays else 1
         src = "declared by the application (in_bytes, out_bytes, inout_bytes, arrays)"
     else:
-        if app not in ACCESS:
+        access = model_apps.access()
+        if app not in access:
             raise KeyError(f"no access profile for {app!r}")
-        fin, fout = ACCESS[app]
+        fin, fout = access[app]
         i, o, x = fin * D, fout * D, 0.0
         big_in = 1
         src = "calibrated.ACCESS (fractions of the footprint)"

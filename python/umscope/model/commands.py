@@ -9,6 +9,7 @@ from pathlib import Path
 
 from umscope import inputs, validate
 from umscope.errors import UsageError
+from umscope.model import apps as model_apps
 from umscope.model import calibrated, dos
 from umscope.model import simulate as sim
 from umscope.model import trace as umtrace
@@ -28,10 +29,24 @@ PAGE_HELP = ("page size the simulator replays at (default 4K, the driver's); ums
              "fits 16 times more (counts are then per page of that size: docs/simulator.md)")
 
 
+def _app_argument(help_, facts, **kw):
+    """Adds the command's application argument when it is parsed (its command given, or its help asked): the help
+    lists the applications whose facts (model/apps.py `facts`: simulated or access) come from `umbench list
+    --json`, a process no other command should start. Without a usable umbench the help says why; an
+    application then fails with the registry's one-line reason, while --trace works without it."""
+    def add(p):
+        try:
+            known = ", ".join(getattr(model_apps, facts)())
+        except UsageError as exc:
+            known = f"(unknown here: {exc})"
+        p.add_argument("app", help=help_ + known, **kw)
+    return add
+
+
 def add_parsers(sub):
     s = sub.add_parser("simulate", help="replay an application or a trace through unified-memory policy models "
                                         "(no GPU needed)")
-    s.add_argument("app", nargs="?", help="application stream: " + ", ".join(sim.SIM_APPS))
+    s.lazy_options = _app_argument("application stream: ", "simulated", nargs="?")
     s.add_argument("--trace", metavar="FILE", help="a umsim trace or libumtrace JSON lines instead of an application")
     s.add_argument("--policy", default="all", help="uvm, svm, ats, zerocopy or all (default all)")
     s.add_argument("--footprint", default="1G", help="application footprint (default 1G)")
@@ -54,7 +69,7 @@ def add_parsers(sub):
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("model", help="predicted time per phase of an application in each memory mode")
-    s.add_argument("app", help="application: " + ", ".join(calibrated.ACCESS))
+    s.lazy_options = _app_argument("application: ", "access")
     s.add_argument("--mode", default="all", help="a mode or all")
     s.add_argument("--calibration", metavar="FILE|RUN",
                    help="the application's explicit-mode record(s): a JSON record, a JSON-lines file of records "
@@ -68,7 +83,7 @@ def add_parsers(sub):
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("advise", help="recommended memory mode and hints, with the predicted gain and the evidence")
-    s.add_argument("app", nargs="?", help="application: " + ", ".join(sim.SIM_APPS))
+    s.lazy_options = _app_argument("application: ", "simulated", nargs="?")
     s.add_argument("--trace", metavar="FILE", help="a profiled program's trace (libumtrace JSON lines or umsim)")
     s.add_argument("--footprint", default="1G")
     s.add_argument("--capacity", help="GPU memory available (default: the machine's)")

@@ -15,7 +15,6 @@ from umscope.model import simulate as sim
 
 HERE = Path(__file__).resolve().parent
 COOPER_APPS = ("triad", "conv2d", "jacobi2d", "gesummv", "mvt", "sgemm")
-ITERATIONS = model_apps.iterations()  # per application in the sweep (model/apps.py)
 # FLOPs per n^3 of the dense kernels over three n x n fp32 matrices (footprint 12 n^2 bytes): C = A B, and
 # syr2k's C = alpha (A B^T + B A^T) + beta C.
 CUBIC = {"sgemm": 2.0, "gemm": 2.0, "syr2k": 4.0}
@@ -24,6 +23,14 @@ DOS_POINTS = (78, 85, 95, 100, 105, 109, 117, 125, 140, 156, 180, 200)
 RATIOS = (0.8, 1.0, 1.2, 1.5, 2.0)
 CAPACITY = 256 << 20  # the simulated GPU memory: DOS is a ratio, so a small GPU keeps the sweep fast
 PAGE = 4096
+
+
+def __getattr__(name):
+    # ITERATIONS: {application: iterations umsim replays} in the sweep, from the applications' registered facts
+    # (model/apps.py), read when first used, not at import.
+    if name == "ITERATIONS":
+        return model_apps.iterations()
+    raise AttributeError(name)
 
 
 def figures(machine: str) -> dict:
@@ -98,7 +105,7 @@ def _compute_s(app, stats, fig):
 def sweep_point(app, dos, policy, fig, capacity=CAPACITY, extra=None) -> dict:
     foot = int(capacity * dos / 100)
     params = {"app": app, "footprint": foot, "capacity": capacity, "policy": policy,
-              "iterations": ITERATIONS.get(app, 1)}
+              "iterations": model_apps.iterations().get(app, 1)}
     if policy == "svm":
         params["unit"] = capacity // 64  # ranges ~1/64 of GPU memory (1 GiB of a 64 GiB GPU)
     params.update(extra or {})

@@ -21,10 +21,17 @@ from umscope.model import apps as model_apps
 VERSION = "umsim-5"
 POLICIES = ("uvm", "svm", "ats", "zerocopy")
 EVICTIONS = ("lrf", "lru", "clock")
-SIM_APPS = model_apps.simulated()  # model/apps.py
 BARRIER = 0xFFFFFFFF
 WRITE = 1 << 31
 CPU = 1 << 30
+
+
+def __getattr__(name):
+    # SIM_APPS: the applications umsim has a generator for, from the applications' registered facts
+    # (model/apps.py), read when first used, not at import.
+    if name == "SIM_APPS":
+        return model_apps.simulated()
+    raise AttributeError(name)
 
 # nvidia_uvm module parameter -> (umsim option, converter). Where the driver does not expose one (or
 # the module is not loaded) umsim's default is used: the open driver's default value, named in --help.

@@ -2,12 +2,13 @@
 to other GPUs) and to/from the GPU's own memory, per kernel and over time, for an unmodified program.
 
 Sources, each named in every record and figure:
-- "CUPTI range profiler": libumcounters (native/profiler/counters.cpp) in auto-range, kernel-replay mode,
+- "CUPTI range profiler": libumcounters (native/profiler/counters_range.cpp) in auto-range, kernel-replay mode,
   one range per kernel launch, with Nsight Compute's metrics (pcie__read_bytes.sum, pcie__write_bytes.sum,
   nvlrx/nvltx__bytes.sum; or dram__bytes_read/write.sum and lts__t_sectors_aperture_sysmem_op_read/write.sum).
   CUPTI serialises kernels while it profiles them: kernel times are not those of an unprofiled run.
-- "CUPTI PM sampling": the device's PCIe, NVLink and DRAM byte counters sampled over the whole run. Copies
-  and migrations are not kernels: only this source (or NVML) sees them.
+- "CUPTI PM sampling" (native/profiler/counters_sampling.cpp): the device's PCIe, NVLink and DRAM byte
+  counters sampled over the whole run. Copies and migrations are not kernels: only this source (or NVML)
+  sees them.
 - "NVML PCIe counters": the driver's PCIe TX/RX byte counters (nvidia-ml-py field values), read around the
   run and every period, where the profiling API is refused (the driver restricts it to administrators).
 """

@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from umscope import nvml
+from umscope import energy, nvml
 from umscope.errors import UsageError
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -100,13 +100,7 @@ def numa_bytes(pid: int) -> dict:
 
 
 def _rapl_files() -> list:
-    base = Path("/sys/class/powercap")
-    files = []
-    if base.exists():
-        for d in sorted(base.glob("intel-rapl:*")):
-            if d.name.count(":") == 1 and (d / "energy_uj").exists():
-                files.append(d / "energy_uj")
-    return files
+    return [d / "energy_uj" for d in energy.rapl_domains()]
 
 
 def host_energy_j(files):

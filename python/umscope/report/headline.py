@@ -14,11 +14,17 @@ from umscope.report.common import e, html_table, th
 from umscope.report.registry import page_section
 from umscope.sizes import format_size
 
-# How an application touches memory, for "which mode wins for which access
-# pattern" (the classes of Schieffer et al. section 3.1 and Cooper et al. Table 2).
-APP_CLASSES = model_apps.classes()  # model/apps.py
-
 TITLE = "This node in brief"
+
+
+def __getattr__(name):
+    # APP_CLASSES: how an application touches memory, for "which mode wins for which access pattern" (the
+    # classes of Schieffer et al. section 3.1 and Cooper et al. Table 2), from the applications' registered facts
+    # (model/apps.py), read when first used, not at import.
+    if name == "APP_CLASSES":
+        return model_apps.classes()
+    raise AttributeError(name)
+
 
 REPRESENTATIVE_RULE = ("a bandwidth or latency curve is represented by its largest size; an application by its "
                        "whole run without the CPU's initialisation (total_excl_init_ms: transfers, migration and "
@@ -140,7 +146,7 @@ def app_winners(records) -> list:
         key = (x.get("app") or r.get("benchmark"), r.get("bytes"))
         by.setdefault(key, {})[x.get("mode") or r.get("kind")] = r
     out = []
-    for cls, names in APP_CLASSES.items():
+    for cls, names in model_apps.classes().items():
         for (app, _size), recs in by.items():
             if app not in names or len(recs) < 2:
                 continue

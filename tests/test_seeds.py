@@ -1,0 +1,184 @@
+"""bench/seeds.py's page writer on real records (tests/data/seeds-h100-records.jsonl: 4 x H100 records, trimmed, as
+`umscope bench --json` prints them: the store's rows) and a few made here for cases the real runs did not have,
+its commands against umscope's own argument checks (`--dry-run` with a 4-GPU H100 fingerprint), and its argument
+checks. No GPU: nothing is measured here."""
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    sys.path.insert(0, str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location("seeds", ROOT / "bench" / "seeds.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def pages(seeds):
+    import seeds_pages
+    return seeds_pages
+
+
+def real(figure):
+    """The real records of one figure in tests/data/seeds-h100-records.jsonl."""
+    lines = [json.loads(x) for x in (ROOT / "tests" / "data" / "seeds-h100-records.jsonl").read_text().splitlines()]
+    return [x["record"] for x in lines if x.get("figure") == figure]
+
+
+def write_run(path, figures, records=(), skips=(), gpus=1):
+    lines = [{"type": "header", "kind": "nvidia-h100-x1", "commit": "abc1234", "date": "2026-01-01 00:00 UTC",
+              "argv": "python3 bench/seeds.py --figures single",
+              "ctx": {"gpus": gpus, "cpus": 16, "gpu": {"name": "NVIDIA H100 80GB HBM3", "l2_bytes": 50 << 20}}}]
+    for fig, tag, r in records:
+        lines.append({"type": "record", "figure": fig, "tag": tag, "record": r})
+    for fig, what, reason in skips:
+        lines.append({"type": "skip", "figure": fig, "what": what, "reason": reason})
+    for fig in figures:
+        lines.append({"type": "command", "figure": fig, "tag": "t", "command": f"umscope bench {fig}", "wall_s": 1.0,
+                      "exit": 0})
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def row(text, first):
+    """The table row of a page whose first cell is `first`, as a list of cells."""
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("|") and cells[0] == first:
+            return cells
+    raise AssertionError(f"no row {first!r} in\n{text}")
+
+
+def test_fig5_published_value_citation_and_ratio_in_their_cells(seeds, tmp_path):
+    # Real records: the suite's copy case holds 64 KiB, 1 MiB and 256 MiB; the page keeps each pair's largest.
+    recs = [("fusco-fig5", "copy", r) for r in real("fusco-fig5")]
+    run = write_run(tmp_path / "run.jsonl", ["fusco-fig5"], recs)
+    assert seeds.write_pages(run, tmp_path / "pages") == ["fusco-fig5"]
+    text = (tmp_path / "pages" / "fusco-fig5.md").read_text()
+    assert "min–max, 256 MiB transfers" in text
+    # pinned -> device: 54.84 (the 256 MiB record, not 9.66 at 64 KiB) against Fusco et al.'s 415.7 GB/s, ratio
+    # 0.13, explained as PCIe against C2C.
+    cells = row(text, "`pinned` → `device`")
+    assert cells[1].startswith("54.84 GB/s (53.1–55.18)") and cells[2] == "415.7 GB/s"
+    assert "Fusco et al. 2024, Fig. 5" in cells[3] and "Alps" in cells[3]
+    assert cells[4] == f"{54.835388 / 415.7:.2f}" and "PCIe" in cells[5] and "NVLink-C2C" in cells[5]
+    cells = row(text, "`device` → `device`")
+    assert cells[2] == "1448 GB/s" and cells[4] == f"{1441.09469 / 1447.8:.2f}"
+    # The study's DDR -> Pinned cell (published.yaml) lands beside the pageable path: system -> pinned.
+    cells = row(text, "`system` → `pinned`")
+    assert cells[2] == "14.9 GB/s" and cells[4] == "0.50" and "host-based path" in cells[5]
+    # A published cell with no umscope record is not shown as a comparison.
+    with pytest.raises(AssertionError):
+        row(text, "`managed` → `managed`")
+    assert "commit `abc1234`" in text and "`nvidia-h100-x1`" in text and "umscope bench fusco-fig5" in text
+    svg = (tmp_path / "pages" / "fusco-fig5.svg").read_text()
+    assert svg.startswith("<svg") and 'data-v="54.835388"' in svg and 'data-v="9.66059202"' not in svg
+
+
+def test_skipped_commands_say_why(seeds, tmp_path):
+    why = "the GPU cannot access pageable host memory on this machine"
+    recs = [("fusco-fig13", "pingpong", r) for r in real("fusco-fig13")]  # real: system skipped, device 465.3 ns
+    run = write_run(tmp_path / "run.jsonl", ["fusco-fig13"], recs,
+                    skips=[("fusco-fig18", "the figure", "needs 2 GPUs; this run has 1 (--devices or the probe)"),
+                           ("fusco-fig13", "umscope bench pingpong --kind managed",
+                            "not run: the figure's budget of 15 s was spent")])
+    seeds.write_pages(run, tmp_path / "pages")
+    text = (tmp_path / "pages" / "fusco-fig13.md").read_text()
+    # The skipped case: its reason in the comparison's umscope cell, no ratio, and in "Not measured".
+    cells = [c.strip() for c in next(line for line in text.splitlines() if line.startswith("| cpu-gpu, flag")).split("|")]
+    assert why in cells[2] and cells[5] == "—" and cells[3] == "751.7 ns"
+    miss = text.split("## Not measured", 1)[1]
+    assert why in miss and "budget of 15 s was spent" in miss
+    assert row(text, "gpu-gpu, flag `device` (ping-pong Hopper 0 <-> Hopper 0 (two SMs), flag in HBM)")[4] == \
+        f"{465.310531 / 315.5:.2f}"
+    assert "coherent" in row(text, "cpu-gpu")[2]  # pinned: the skip's reason in the table
+    # A figure that never ran (too few GPUs) still has its page, saying why and with no measurement.
+    other = (tmp_path / "pages" / "fusco-fig18.md").read_text()
+    assert "needs 2 GPUs; this run has 1" in other and "- none ran" in other
+
+
+def test_fig14_one_run_gives_every_count_of_pairs(seeds, tmp_path):
+    # Real: one `-n 8` run's mbw records carry pairs 1, 2 and 4 (not n/2 each).
+    recs = [("fusco-fig14", "mpi n=8", r) for r in real("fusco-fig14")]
+    seeds.write_pages(write_run(tmp_path / "run.jsonl", ["fusco-fig14"], recs), tmp_path / "pages")
+    text = (tmp_path / "pages" / "fusco-fig14.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| 8 |")]
+    assert [r.split("|")[2].strip() for r in rows] == ["1", "2", "4"]
+    assert "39.2 GB/s" in rows[2] and "11.01 GB/s" in rows[0]
+    assert seeds.cmds_fig14({"cpus": 16})[0][1][4:6] == ["-n", "8"] and seeds.cmds_fig14({"cpus": 3})[0][1][5] == "2"
+
+
+def test_commands_pass_umscopes_own_checks(seeds, monkeypatch):
+    """Every figure's umscope command is planned by umscope (`--dry-run`: exit 0, at least one case) on a 4-GPU
+    H100 fingerprint, and every profiled program is a umbench benchmark that declares the options given."""
+    import contextlib
+    import io
+    from umscope import cli, probe, registry
+    from report_fixtures import _h100_fp
+    fp = _h100_fp()
+    fp["gpus"] = [dict(fp["gpus"][0], device=i, pci_bus_id=f"0000:{0x19 + i:02x}:00.0") for i in range(4)]
+    monkeypatch.setattr(probe, "probe", lambda *a, **k: fp)
+    bad = []
+    for name, f in seeds.FIGURES.items():
+        for tag, cmd in f.cmds({"gpus": 4, "cpus": 16, "gpu": None}):
+            if isinstance(cmd, tuple):
+                prog, opts = cmd[2][0], [x[2:] for x in cmd[2][1:] if x.startswith("--")]
+                known = registry.options_of(prog) if prog in registry.applications() else None
+                if known is None or set(opts) - set(known) - {"mode"}:
+                    bad.append(f"{name} [{tag}]: umbench run {' '.join(cmd[2])}")
+                continue
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = cli.main(cmd + ["--dry-run"])
+            if rc != 0 or not out.getvalue().strip():
+                bad.append(f"{name} [{tag}]: rc {rc}: {err.getvalue().strip()[-200:]}")
+    assert not bad, "\n".join(bad)
+
+
+def test_peer_l2_answer_from_one_call(pages):
+    def chase(kind, pts):
+        return [(b, {"median": v, "min": v, "max": v, "status": "ok"}) for b, v in pts]
+    l2 = 50 << 20
+    loc = chase("device", [(1 << 20, 140.0), (16 << 20, 150.0), (1 << 30, 350.0)])
+    cached = {("gpu", "device"): loc, ("gpu", "peer:1"): chase("p", [(16 << 20, 160.0), (1 << 30, 1000.0)])}
+    not_cached = {("gpu", "device"): loc, ("gpu", "peer:1"): chase("p", [(16 << 20, 950.0), (1 << 30, 1000.0)])}
+    assert pages.peer_l2_answer(cached, l2)[1] == "yes"
+    text, verdict = pages.peer_l2_answer(not_cached, l2)
+    assert verdict == "no" and "950" in text and "1000" in text and "150" in text
+    assert pages.peer_l2_answer({("gpu", "device"): loc}, l2)[1] is None
+
+
+def test_fig15_matrix_reads_rows_as_a(pages):
+    pub = pages.published_fig15()
+    # Fusco et al. Fig. 15, FP16: A in HBM, B in DDR 59.2; A in DDR, B in HBM 57.6 (DDR compared with pinned).
+    assert pub[("fp16", "device", "pinned")] == 59.2 and pub[("fp16", "pinned", "device")] == 57.6
+    assert pub[("fp64", "peer:1", "peer:1")] == 1.3
+
+
+def test_unknown_figure_exits_2_and_creates_nothing(tmp_path):
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "seeds.py"), "--figures", "fusco-fig5,fig99",
+                          "--out", str(out)], capture_output=True, text=True)
+    assert res.returncode == 2 and "unknown figure 'fig99'" in res.stderr and not out.exists()
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "seeds.py"), "--figures", "all", "--budget-scale", "0",
+                          "--out", str(out)], capture_output=True, text=True)
+    assert res.returncode == 2 and not out.exists()
+
+
+def test_index_links_made_pages_only(seeds, tmp_path):
+    (tmp_path / "README.md").write_text("# index\n\ntable\n")
+    (tmp_path / "fusco-fig5.md").write_text("page\n")
+    seeds.index(tmp_path)
+    seeds.index(tmp_path)  # idempotent: one block
+    text = (tmp_path / "README.md").read_text()
+    assert text.count(seeds.INDEX_START) == 1 and "[fusco-fig5](fusco-fig5.md)" in text
+    assert "| fusco-fig18 |" in text and "bench/seeds.py --figures multi" in text
