@@ -315,3 +315,27 @@ def test_the_report_shows_energy_per_case_and_gflops_per_watt(fake_nvml, tmp_pat
     s.add_case_result(rid2, Case("app", None, {"name": "gemm"}), "ok", "", 0, 4, [dict(gemm)])
     s.finish_run(rid2, "complete")
     assert "id=energy" not in pathlib.Path(report_html.write_report(s, rid2, str(tmp_path / "r2.html"))).read_text()
+
+
+def test_a_run_where_no_case_has_a_figure_says_so_in_one_line_not_an_empty_table(fake_nvml, tmp_path):
+    """No NVML, no RAPL (as on a machine without a GPU): the section says no case has a figure and why, and lists
+    no case; a run with one measured case lists that case and counts the others."""
+    from umscope.report import html as report_html
+    fake_nvml(None)
+    m = energy.Meter(tmp_path / "norapl")
+    rec = {"type": "record", "benchmark": "cpu-stream", "op": "read", "processor": "cpu", "kind": "system",
+           "bytes": 1 << 20, "metric": "bandwidth", "unit": "GB/s", "n": 3, "median": 9.0, "min": 8.0, "max": 10.0,
+           "spread": 0.2, "verified": "cpu-reference"}
+    s = Store(tmp_path / "s.sqlite")
+    rid = s.create_run("bench", "umscope bench cpu-stream", [], {}, {})
+    for i, secs in enumerate((2.0, 0.1)):
+        a, b = _pair(m, lambda: None, seconds=secs)
+        w = energy.window(a, b, set(), suite.WINDOW_BATCH)
+        s.add_case_result(rid, Case("cpu-stream", "system", {"bytes": f"{i + 1}MiB"}), "ok", "", 0, secs,
+                          energy.attach([dict(rec, bytes=(i + 1) << 20)], w))
+    s.finish_run(rid, "complete")
+    part = pathlib.Path(report_html.write_report(s, rid, str(tmp_path / "r.html"))).read_text()
+    part = part[part.index("<h2 id=energy>"):]
+    part = part[:part.index("<h2", 5)] if "<h2" in part[5:] else part
+    assert "No case has an energy figure" in part and "none of the 2 case(s)" in part
+    assert "<table" not in part and "Not read:" in part

@@ -33,17 +33,28 @@ def text(records) -> str:
     cases = _cases(records)
     if not cases:
         return ""
-    rows = []
+    rows, without = [], 0
     for cid, en in cases.items():
         hj, hw = _host(en)
+        if en.get("gpu_joules") is None and hj is None:
+            without += 1  # no counter gave this case a figure (too short, or none readable): counted, not listed
+            continue
         rows.append([cid, num_cell(f"{en.get('wall_s', 0):.2f}"), ",".join(str(g) for g in en.get("gpus") or []),
                      num_cell(num(en.get("gpu_joules"))), num_cell(num(en.get("gpu_watts"))),
                      num_cell(num(hj)), num_cell(num(hw)), en.get("note") or en.get("window", "")])
-    out = [html_table(["case", "wall s", "GPUs", "GPU J", "GPU W", "host J", "host W", "window / note"], rows,
-                      "Each case's energy is the difference of the machine's own counters read by umscope around the "
-                      "case: NVML's total energy of each GPU the case used, RAPL package energy and hwmon where "
-                      "readable. Watts are joules over the case's wall time, setup and checks included. A case under "
-                      "0.5 s gets no figure (the counters' resolution). docs/energy.md says the method.")]
+    method = ("Each case's energy is the difference of the machine's own counters read by umscope around the case: "
+              "NVML's total energy of each GPU the case used, RAPL package energy and hwmon where readable. Watts are "
+              "joules over the case's wall time, setup and checks included. A case under 0.5 s gets no figure (the "
+              "counters' resolution). docs/energy.md says the method.")
+    if rows:
+        out = [html_table(["case", "wall s", "GPUs", "GPU J", "GPU W", "host J", "host W", "window / note"], rows,
+                          method)]
+        if without:
+            out.append(f"<p class=note>{without} other case(s) have no figure: under 0.5 s, or no counter was "
+                       "readable for them.</p>")
+    else:
+        out = [f"<p>No case has an energy figure: none of the {len(cases)} case(s) ran long enough for the counters "
+               "or had a counter umscope could read (below). " + e(method) + "</p>"]
     absent = OrderedDict()
     for en in cases.values():
         for key, s in en.get("sources", {}).items():
