@@ -228,8 +228,9 @@ struct BufferKinds {
   static constexpr auto device_allocate = needs_cuda, peer_allocate = needs_cuda, managed_allocate = needs_cuda,
                         pinned_allocate = needs_cuda, async_allocate = needs_cuda, vmm_allocate = needs_cuda,
                         hostalloc_allocate = needs_cuda;
-  static constexpr auto cuda_free = nothing, cuda_free_host = nothing, registered_release = nothing,
-                        async_release = nothing, vmm_release = nothing;
+  static constexpr auto cuda_free = nothing, cuda_free_host = nothing, async_release = nothing,
+                        vmm_release = nothing;
+  static constexpr auto registered_release = unmap_host;  // its host pages were mapped before the skip
   static constexpr auto managed_residency = unknown;
 #endif
 };
