@@ -1,12 +1,13 @@
 """`umscope advise` weighs explicit copies (cudaMemcpy) beside the unified-memory candidates, says when they
-would win and by how much, and prints advise's own validated error (none yet: it says so) beside every
+would win and by how much, and prints advise's own validated error (where there is none, it says so) beside every
 recommendation, in text and --json."""
 import json
 
 from umscope import cli
 from umscope.model import calibrated, driver
 
-NO_VALIDATION = "no validated error: advise has not been checked against measured runs; docs/model-validation.md"
+NO_VALIDATION = ("no validated error: advise has not been checked against measured runs; "
+                 "docs/advise-validation-h100.md")
 
 
 def _counts(**kw):
@@ -45,7 +46,8 @@ def test_explicit_not_modelled_when_the_footprint_exceeds_gpu_memory():
     assert e["modelled_ms"] is None and e["wins"] is None and "exceeds GPU memory" in e["verdict"]
 
 
-def test_advise_text_and_json_weigh_explicit_and_say_there_is_no_advise_validation(capsys):
+def test_advise_text_and_json_weigh_explicit_and_say_there_is_no_advise_validation(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "validated.json")  # no "advise" entry
     assert cli.main(["advise", "gemm", "--footprint", "16M", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["explicit"]["against"] == r["recommended"] and isinstance(r["explicit"]["wins"], bool)
@@ -59,11 +61,27 @@ def test_advise_text_and_json_weigh_explicit_and_say_there_is_no_advise_validati
 
 
 def test_advise_reads_its_validation_when_one_is_written(tmp_path, monkeypatch):
+    """The entry bench/advise_validate.py --write-validated writes (tests/test_advise_validate.py writes one from
+    canned records): its figures, this case's own result, and the notes `model` gives too."""
     f = tmp_path / "validated.json"
-    f.write_text(json.dumps({"advise": {"model_version": "umsim-5", "machine": "H100", "commit": "abc", "cases": 39,
-                                        "median": 0.4, "p90": 0.9}}))
+    entry = {"model_version": "umsim-5", "machine": "H100", "commit": "abc", "cases": 39, "runs": 3, "hits": 35,
+             "share": 0.8974, "hits_iteration": 33, "cases_iteration": 39, "misses": 4, "lost_median": 0.2,
+             "lost_max": 0.9, "gain_error_median": 0.4, "gain_error_p90": 0.9, "explicit_right": 30,
+             "explicit_cases": 39, "doc": "docs/advise-validation-h100.md",
+             "per_case": {"triad/16 MiB": {"advised": "zerocopy", "fastest": "managed-prefetch", "hit": False,
+                                           "lost": 8.6}}}
+    f.write_text(json.dumps({"advise": entry}))
     monkeypatch.setattr(calibrated, "VALIDATED", f)
-    v = driver.advise_validated()
-    assert "median 40.0%" in v["text"] and "39 cases on H100" in v["text"] and "docs/model-validation.md" in v["text"]
+    v = driver.advise_validated("triad", 16 << 20)
+    assert "39 application x footprint cases on H100" in v["text"] and "in 35 of 39 (89.7%) by the whole run" in v["text"]
+    assert "median 40.0% (90th percentile 90.0%)" in v["text"] and "right in 30 of 39" in v["text"]
+    assert "this case: advised zerocopy, measured fastest managed-prefetch, 860.0% lost" in v["text"]
+    assert "(docs/advise-validation-h100.md)" in v["text"] and not v.get("note")
+    other = driver.advise_validated("triad", 32 << 20, machine="gh200", own_figures=False)
+    assert "this case" not in other["text"] and "validated on H100 only, not on gh200" in other["text"]
+    assert "packaged" in driver.advise_validated("gemm", 1 << 30, own_figures=False)["note"]
+    assert "not on this trace's program" in driver.advise_validated()["note"]
+    f.write_text(json.dumps({"advise": dict(entry, model_version="umsim-4")}))
+    assert "validated for umsim-4, not umsim-5" in driver.advise_validated("triad", 16 << 20)["text"]
     monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "none.json")
     assert driver.advise_validated()["text"] == NO_VALIDATION

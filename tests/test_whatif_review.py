@@ -215,7 +215,7 @@ def test_model_run_id_must_name_a_run(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ advise
-def test_advise_says_its_times_have_no_validated_error(capsys):
+def test_advise_says_its_times_have_no_validated_error(validated, capsys):  # no "advise" entry
     assert cli.main(["advise", "mvt", "--footprint", "16M", "--capacity", "64M", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert "not validated against measured times" in r["times"]

@@ -13,7 +13,7 @@ from umscope.model import apps as model_apps
 from umscope.model import calibrated, dos
 from umscope.model import simulate as sim
 from umscope.model import trace as umtrace
-from umscope.model.driver import (MAX_SIM_DOS, MAX_SIM_FOOTPRINT, SIM_INT_OPTIONS, TIMES_NOTE, VALIDATED_MACHINE,
+from umscope.model.driver import (MAX_SIM_DOS, MAX_SIM_FOOTPRINT, SIM_INT_OPTIONS, VALIDATED_MACHINE,
                                   driver_here, validated_for, advise, check_extra, page_note, simulate_all,
                                   trace_completeness)
 from umscope.sizes import format_size
@@ -423,7 +423,7 @@ def cmd_advise(args):
         stream, foot = _stream(args, tmp)
         cap = _capacity(args, foot, fig_doc, extra.get("page", 4096))
         res = advise(stream, foot, cap, args.machine, figures=sim_figures(args), extra=extra,
-                     progress=_progress(args))
+                     progress=_progress(args), own_figures=args.figures is not None)
     if getattr(args, "trace_note", ""):
         res["trace"] = args.trace_note
         res["hints"].append(f"INCOMPLETE TRACE: {args.trace_note}")
@@ -439,7 +439,7 @@ def cmd_advise(args):
         print(res["page_note"])
     gain = res["predicted_gain_vs_managed"]
     print(f"recommended: {res['recommended']}  (modelled {'an unknown gain' if gain is None else f'{gain:.2f}x'} "
-          f"against plain managed memory; {TIMES_NOTE})")
+          f"against plain managed memory; {res['times']})")
     print(f"  {res['advise_validated_error']['text']}")
     for h in res["hints"]:
         print(f"  - {h}")

@@ -120,14 +120,16 @@ HINTS = {
 EXPLICIT_ESTIMATE = ("not simulated: cudaMalloc plus cudaMemcpy; the pages umsim migrated under managed memory "
                      "copied in at h2d_gbps, the pages the CPU faulted back copied out at d2h_gbps, every GPU access "
                      "at hbm_gbps; pages the GPU touches first (outputs) need no copy in")
-# Where advise's own validation (the advised mode against the mode measured fastest) will be written; until
-# model/validated.json has an "advise" entry, advise says plainly that there is none.
-ADVISE_DOC = "docs/model-validation.md"
+# Where advise's own validation (the advised mode against the mode measured fastest, bench/advise_validate.py on
+# the H100) is written; until model/validated.json has an "advise" entry, advise says plainly that there is none.
+ADVISE_DOC = "docs/advise-validation-h100.md"
 NO_ADVISE_VALIDATION = (f"no validated error: advise has not been checked against measured runs; {ADVISE_DOC}")
 PREFETCH_ESTIMATE = ("not simulated: the pages umsim migrated or populated under managed memory moved once at "
                      "migrate_gbps, then every access at hbm_gbps")
 TIMES_NOTE = ("modelled times: umsim's counts priced with the machine figures (model/simulate.py modelled_time); "
               "not validated against measured times, so the gain is an estimate without a validated error")
+TIMES_VALIDATED = ("modelled times: umsim's counts priced with the machine figures (model/simulate.py modelled_time); "
+                   "the gain's error against measured runs is advise's validated error, below")
 
 
 def page_note(page_bytes: int) -> str:
@@ -140,7 +142,8 @@ def page_note(page_bytes: int) -> str:
             "migrate whole granules and blocks, keep their scale (docs/simulator.md)")
 
 
-def advise(stream, foot, capacity, machine, iterations_note="", figures=None, extra=None, progress=None):
+def advise(stream, foot, capacity, machine, iterations_note="", figures=None, extra=None, progress=None,
+           own_figures=False):
     fig_doc = dos.figures(machine)
     fig, src = figures or dos.machine_figures(machine)
     drv = driver_here() if machine == "h100-sxm-pcie5" else {}
@@ -167,6 +170,7 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
                      + ("thrashing detection mapped %d blocks remotely" % u["thrash_units"] if u["thrash_units"] else
                         "no thrashing detected"))
     evidence = {p: {"modelled_ms": round(v * 1e3, 3)} for p, v in t.items()}
+    checked = advise_validated(stream.get("app"), foot, machine, own_figures)
     for p, r in recs.items():
         c = r["counts"]
         evidence.setdefault({"uvm": "managed", "ats": "system"}.get(p, p), {}).update(
@@ -177,11 +181,11 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
     if explicit["modelled_ms"] is not None:
         evidence["explicit"] = {k: explicit[k] for k in ("modelled_ms", "copy_in_bytes", "copy_out_bytes", "how")}
     return {"status": "modelled", "model_version": sim.VERSION, "machine": machine, "figures_source": src,
-            "times": TIMES_NOTE,
+            "times": TIMES_VALIDATED if "cases" in checked else TIMES_NOTE,
             "page_bytes": pb, "page_note": page_note(pb),
             "recommended": best, "predicted_gain_vs_managed": base / t[best] if t[best] else None,
             "hints": hints, "explicit": explicit, "evidence": evidence, "footprint": foot, "capacity": capacity,
-            "advise_validated_error": advise_validated(),
+            "advise_validated_error": checked,
             "validated_error": calibrated.validated("umsim", version=sim.VERSION)}
 
 
@@ -223,10 +227,41 @@ def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float) ->
     return out
 
 
-def advise_validated() -> dict:
-    """advise's own validated error (the advised mode against the mode measured fastest) from
-    model/validated.json's "advise" entry; without one, says plainly that there is none."""
-    v = calibrated.validated("advise")
+def advise_validated(app=None, footprint=None, machine=VALIDATED_MACHINE, own_figures=True) -> dict:
+    """advise's own validated error (the advised mode against the mode measured fastest) from model/validated.json's
+    "advise" entry, as bench/advise_validate.py --write-validated wrote it: with this application and footprint's
+    own result where that was a validated case, and, as `model` does, a note where the model version, the machine
+    description or the figures differ from the validation's. Without an entry, says plainly that there is none."""
+    v = calibrated.validated("advise", app, format_size(footprint) if app and footprint else None, version=sim.VERSION)
     if v.get("status"):
         return {"status": "not validated", "source": ADVISE_DOC, "text": NO_ADVISE_VALIDATION}
-    return dict(v, text=calibrated.validated_text(v))
+    v["source"] = v.get("doc") or ADVISE_DOC
+    notes = [v["note"]] if v.get("note") else []
+    if not app:
+        notes.append("validated on the suite's applications, not on this trace's program")
+    if machine != VALIDATED_MACHINE:
+        notes.append(f"validated on {v.get('machine')} only, not on {machine}")
+    elif not own_figures:
+        notes.append("validated with the measuring machine's own figures (advise --figures); these are the packaged "
+                     f"{VALIDATED_MACHINE} ones")
+    v["note"] = "; ".join(notes) or None
+    return dict(v, text=advise_text(v))
+
+
+def advise_text(v: dict) -> str:
+    """advise's validated error in one line: the share of hits, the time lost on a miss, the gain's error, the
+    explicit verdicts, this case's own result, the source and the notes."""
+    pc = lambda x: "-" if x is None else f"{x:.1%}"  # noqa: E731
+    t = (f"validated error of advise ({v.get('cases')} application x footprint cases on {v.get('machine')}, "
+         f"at least {v.get('runs')} runs of every mode, commit {v.get('commit')}): the advised mode was the fastest "
+         f"or within the fastest's run-to-run band in {v.get('hits')} of {v.get('cases')} ({pc(v.get('share'))}) by "
+         f"the whole run, {v.get('hits_iteration')} of {v.get('cases_iteration')} by the per-iteration time; when not, "
+         f"{pc(v.get('lost_median'))} slower (median of {v.get('misses')}, at most {pc(v.get('lost_max'))}); the "
+         f"predicted gain over managed off by a median {pc(v.get('gain_error_median'))} (90th percentile "
+         f"{pc(v.get('gain_error_p90'))}); explicit copies' verdict right in {v.get('explicit_right')} of "
+         f"{v.get('explicit_cases')}")
+    c = v.get("this_case")
+    if isinstance(c, dict):
+        t += (f"; this case: advised {c.get('advised')}, measured fastest {c.get('fastest')}, "
+              + ("a hit" if c.get("hit") else f"{pc(c.get('lost'))} lost"))
+    return t + f" ({v['source']})" + (f"; {v['note']}" if v.get("note") else "")
