@@ -39,8 +39,9 @@ from node_reference import run_umscope, show
 
 from umscope import inputs
 from umscope.errors import UsageError
+from umscope.model import calibrated
 from umscope.model import simulate as sim
-from umscope.sizes import format_size, parse_size_list
+from umscope.sizes import format_size, parse_size_list, size_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 FOOTPRINTS = "16M,64M,256M"
@@ -56,6 +57,7 @@ FIGURE_CMDS = (["bench", "migration", "--kind", "managed,first_touch=cpu", "--ki
                 "--filter", "bytes=256MiB"],
                ["bench", "copy", "--kind", "system", "--kind", "device", "--size", "256M", "--filter", "engine=ce"])
 TARGET = 0.85  # issue 39: on the H100, the advice is the fastest or within its band in >= 85% of the cases
+NOT_MEASURED = ("skipped", "failed", "refused", "timeout")
 ADVISE_S = 1.0  # planning figure: one advise call (umsim's replays and the fault-cost calibration)
 
 
@@ -95,7 +97,9 @@ def measure(a, names, foots, emit, log):
         def umscope(cmd, tag):
             recs, rc, wall = run_umscope(cmd + ["--report", f"{d}/r.html", "--no-progress"], store, max(1, left()))
             emit({"_tag": "command", "what": tag, "command": show(cmd), "exit": rc, "wall_s": round(wall, 2)})
-            return [inputs.flat(r) for r in recs if isinstance(r, dict)]
+            # measured rows only: a skipped, failed or refused case's row holds its reason, no measurement
+            return [inputs.flat(r) for r in recs if isinstance(r, dict) and r.get("metric") is not None
+                    and r.get("status") not in NOT_MEASURED]
         fig = []
         for cmd in FIGURE_CMDS:
             log(f"figures: {show(cmd)}")
@@ -104,6 +108,13 @@ def measure(a, names, foots, emit, log):
             emit(dict(r, _tag="figures"))
         figfile = Path(d) / "figures.jsonl"
         figfile.write_text("".join(json.dumps(r) + "\n" for r in fig))
+        try:  # what advise --figures will read, checked as it checks it
+            usable = bool(fig) and bool(calibrated.checked_figures(fig, "the figures' records"))
+            why = "the figure commands measured none of those it reads"
+        except UsageError as e:
+            usable, why = False, str(e)
+        if not usable:
+            emit({"_tag": "note", "text": f"advise used its packaged h100-sxm-pcie5 figures: {why}"})
         iters, round_s = {}, 0.0
         for rnd in range(a.runs):
             if rnd and left() < round_s + ADVISE_S * len(names) * len(foots):
@@ -115,7 +126,7 @@ def measure(a, names, foots, emit, log):
             for name in names:
                 for fp in foots:
                     log(f"round {rnd + 1}/{a.runs}: {name} at {format_size(fp)} ({time.time() - t0:.0f} s)")
-                    for r in umscope(app_command(name, str(fp)), f"{name} {fp}"):
+                    for r in umscope(app_command(name, size_arg(fp)), f"{name} {size_arg(fp)}"):
                         if r.get("app") and r.get("mode"):
                             emit(dict(r, _tag="app", _round=rnd, _footprint=fp))
                             iters.setdefault((name, fp), r.get("iterations"))
@@ -125,14 +136,14 @@ def measure(a, names, foots, emit, log):
                 if left() < ADVISE_S:
                     emit({"_tag": "advise", "app": name, "footprint": fp, "error": "not run: budget spent"})
                     continue
-                cmd = ["advise", name, "--footprint", str(fp)]
+                cmd = ["advise", name, "--footprint", size_arg(fp)]
                 if iters.get((name, fp)):
                     cmd += ["--iterations", str(iters[(name, fp)])]
-                cmd += (["--figures", str(figfile)] if fig else []) + ["--json"]
+                cmd += (["--figures", str(figfile)] if usable else []) + ["--json"]
                 res, rc, _ = run_umscope(cmd, store, max(1, left()))
                 ok = rc == 0 and isinstance(res, dict) and res.get("recommended")
                 emit({"_tag": "advise", "app": name, "footprint": fp, "iterations": iters.get((name, fp)),
-                      "command": show([*cmd[:-2], "FIGURES", "--json"] if fig else cmd),
+                      "command": show([*cmd[:-2], "FIGURES", "--json"] if usable else cmd),
                       **({"advice": res} if ok else {"error": f"exit {rc}"})})
 
 
@@ -359,7 +370,6 @@ def write_out(a, rows, meta, recs, cmd):
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(text)
     if a.write_validated:
-        from umscope.model import calibrated
         doc = a.out if a.out not in (None, "-") else f"docs/advise-validation-{meta.get('kind', 'gpu')}.md"
         try:
             doc = str(Path(doc).resolve().relative_to(ROOT))

@@ -138,22 +138,27 @@ def test_rounds_interleave_and_advise_gets_the_runs_iterations_and_figures(av, m
         calls.append(args)
         if args[0] == "app":
             return [{"app": args[2], "mode": m, "iterations": 7, "total_excl_init_ms": 1.0, "median": 0.1,
-                     "extra": {}} for m in ("explicit", "managed")], 0, 0.1
+                     "metric": "time_per_iteration", "status": "ok", "extra": {}} for m in ("explicit", "managed")] + [
+                {"benchmark": args[2], "status": "skipped", "reason": "no HMM", "extra": {"energy": {}}}], 0, 0.1
         if args[0] == "bench":
-            return [{"benchmark": "migration", "extra": {"first": 9.0}}], 0, 0.1
+            return [{"benchmark": "migration", "op": "read", "kind": "managed", "policy": "first_touch=cpu",
+                     "bytes": 256 << 20, "metric": "bandwidth", "median": 900.0, "status": "ok",
+                     "extra": {"first": 9.0, "cpu_touch": "none"}},
+                    {"benchmark": "migration", "kind": "pinned", "status": "skipped", "reason": "no GPU", "extra": {}}
+                    ], 0, 0.1
         return {"recommended": "managed", "predicted_gain_vs_managed": 1.0}, 0, 0.1
     monkeypatch.setattr(av, "run_umscope", fake)
     a = av.parser().parse_args(["--runs", "2", "--store", str(tmp_path / "s.sqlite")])
     recs = []
     av.measure(a, ["triad", "mvt"], [M16, 64 << 20], recs.append, lambda m: None)
     apps = [(c[2], c[6]) for c in calls if c[0] == "app"]
-    round1 = [("triad", str(M16)), ("triad", str(64 << 20)), ("mvt", str(M16)), ("mvt", str(64 << 20))]
+    round1 = [("triad", "16MiB"), ("triad", "64MiB"), ("mvt", "16MiB"), ("mvt", "64MiB")]
     assert apps == round1 * 2  # every case once per round, rounds one after the other
     adv = [c for c in calls if c[0] == "advise"]
-    assert len(adv) == 4 and adv[0][:6] == ["advise", "triad", "--footprint", str(M16), "--iterations", "7"]
+    assert len(adv) == 4 and adv[0][:6] == ["advise", "triad", "--footprint", "16MiB", "--iterations", "7"]
     assert adv[0][6] == "--figures" and adv[0][-1] == "--json"
     tags = [r["_tag"] for r in recs]
-    assert tags.count("app") == 16 and tags.count("advise") == 4 and tags.count("figures") == 2
+    assert tags.count("app") == 16 and tags.count("advise") == 4 and tags.count("figures") == 2  # one measured row of each
     assert {r["_round"] for r in recs if r["_tag"] == "app"} == {0, 1}
 
 
