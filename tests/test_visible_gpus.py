@@ -2,7 +2,7 @@
 that uses GPU 0 alone runs with CUDA_VISIBLE_DEVICES narrowed to that GPU, every record of it says so, multi-GPU
 cases keep the environment they had, `all` (the default) changes nothing, a bad value exits 2 before anything
 exists. On the CPU: selftest cases through the real runner, the environment each process got read from Popen.
-About 5 s."""
+About 3 s."""
 import json
 import subprocess
 
