@@ -11,7 +11,18 @@ nvidia-h100-x1: `umscope run` <= 180 s, `--quick` <= 60 s.
 --stop-after sends SIGTERM to a run still going after that many seconds (a shared GPU's time limit): the
 table then covers the cases done and says how many were planned; --resume-from DIR0 finishes such a run
 (`umscope run --resume` on a copy of its store) and adds the wall time of both parts. Writes DIR/suite_time.md and
-DIR/suite_time.json; the stores and reports stay in DIR."""
+DIR/suite_time.json; the stores and reports stay in DIR.
+
+Arguments after `--` go to every umscope command it runs (and to `--resume`), and each table's header shows
+them. Issue 38's A/B of `--visible-gpus case` (docs/method.md) on a 4-GPU node, each into its own DIR, in one
+call (about 200 s each on 4 x H100):
+
+    python3 bench/suite_time.py --out $OUT/all --only full --kind nvidia-h100-x4
+    python3 bench/suite_time.py --out $OUT/case --only full --kind nvidia-h100-x4 -- --visible-gpus case
+
+or, the families that keep one process per case only (about 25 s each), e.g.
+`... --out $OUT/ft-all --only full -- --filter firsttouch` against `... -- --filter firsttouch --visible-gpus
+case`."""
 import argparse
 import json
 import os

@@ -60,6 +60,10 @@ def _common_run_options(p):
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--isolate", action="store_true", help="one umbench process per case (default: consecutive "
                    "cases share a batch process, each still with its own timeout; see suite.py)")
+    p.add_argument("--visible-gpus", metavar="all|case",
+                   help="the GPUs each case's process sees: all (default), or case: a case that uses GPU 0 alone runs "
+                        "with CUDA_VISIBLE_DEVICES narrowed to it, its records saying so (an experiment on the CUDA "
+                        "start's cost with many GPUs; docs/method.md)")
     p.add_argument("--allow-oversubscription", action="store_true",
                    help="allow managed allocations beyond free GPU memory (can hang a shared GPU)")
     p.add_argument("--allow-host-overcommit", action="store_true",
@@ -246,7 +250,9 @@ def _options(args) -> dict:
             "warmup": None if args.warmup is None else validate.warmup(args.warmup),
             "allow_oversubscription": bool(args.allow_oversubscription),
             "allow_host_overcommit": bool(args.allow_host_overcommit),
-            "isolate": bool(getattr(args, "isolate", False))}
+            "isolate": bool(getattr(args, "isolate", False)),
+            "visible_gpus": validate.visible_gpus("all" if getattr(args, "visible_gpus", None) is None
+                                                  else args.visible_gpus)}
 
 
 def _check_run_options(args):
@@ -339,7 +345,7 @@ def cmd_run(args):
         for k, v in opts.items():
             if k == "interrupted":  # what ended the run before: kept for its report, not an option
                 continue
-            if k in ("device", "reps", "warmup", "machine") and getattr(args, k, None) is not None:
+            if k in ("device", "reps", "warmup", "machine", "visible_gpus") and getattr(args, k, None) is not None:
                 continue
             if k in ("allow_oversubscription", "allow_host_overcommit"):
                 v = bool(v) or bool(getattr(args, k, False))

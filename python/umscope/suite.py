@@ -10,7 +10,11 @@ the batch's start/end markers; a case that hangs is killed with its process
 and a case that crashes or fails ends it; either way only that case is lost
 and the cases after it go on in a fresh batch. Families that measure a fresh
 process's allocation and first-touch costs (ISOLATED) run one process per
-case, as does everything with `isolate` set."""
+case, as does everything with `isolate` set.
+
+With the option `visible_gpus` "case" (`--visible-gpus case`), a case that uses GPU 0 alone runs with
+CUDA_VISIBLE_DEVICES narrowed to that GPU (visible_gpus_of), so its process initialises CUDA for one GPU; a
+batch process holds only cases with the same narrowing. An experiment: docs/method.md."""
 
 import contextlib
 import json
@@ -36,6 +40,11 @@ PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
 # process start with its CUDA context cost about 1 s a case on the 4 x H100 node, 16 cases).
 ISOLATED = {"firsttouch", "faults", "migration", "interleave"}
 ISOLATED_KINDS = {"pingpong": ("managed",)}  # family: the kind names whose cases keep their own process
+
+# Families whose one process spans several GPUs (ranks, collectives): never narrowed to one GPU.
+MULTI_GPU = {"nccl", "mpi"}
+# Case parameters that name a second GPU or another rank's side.
+_SECOND_GPU_PARAMS = ("peer", "gpus", "peer-kind", "peer_kind")
 
 # Exit status of an interrupted umscope: 128 + the signal, as a shell reports it.
 EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGHUP: 129, signal.SIGTERM: 143}
@@ -190,9 +199,8 @@ def _execute_one(case: Case, options: dict) -> Outcome:
     # umbench kills itself when this process dies (PR_SET_PDEATHSIG), and exits at once if it finds
     # another parent than this pid (this process died before it could ask).
     # (Ranks started by a site launcher have the launcher as parent: they only get PR_SET_PDEATHSIG.)
-    env = dict(os.environ) if case.launch else dict(os.environ, UMSCOPE_PARENT_PID=str(os.getpid()))
     proc = subprocess.Popen(case.argv(options), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, env=env)
+                            text=True, start_new_session=True, env=_case_env(case, options))
     try:
         out, err = proc.communicate(timeout=case.timeout)
     except subprocess.TimeoutExpired:
@@ -222,8 +230,34 @@ def _execute_one(case: Case, options: dict) -> Outcome:
     return Outcome(st, status.get("reason", ""), records, elapsed)
 
 
-def _case_env(case: Case) -> dict:
-    return dict(os.environ) if case.launch else dict(os.environ, UMSCOPE_PARENT_PID=str(os.getpid()))
+def visible_gpus_of(case: Case, options: dict, environ=None):
+    """The CUDA_VISIBLE_DEVICES a case's process gets under `visible_gpus` "case", or None (its environment's
+    own, as under "all"). A case qualifies when it uses exactly one GPU, GPU 0 of the suite's numbering (the
+    default device): not under a launcher, no collective or MPI family, no GPU-GPU ping-pong, no parameter or
+    kind naming a second GPU (peer:N, --peer, --gpus). That GPU is the first entry of the user's own
+    CUDA_VISIBLE_DEVICES where set (GPU 0 as the suite sees it), else "0": inside the process it is still
+    device 0, so no record needs relabelling, and the parent's NVML readings (energy, conditions) name the GPU
+    they named before. An empty first entry (no GPU visible) is left as it is."""
+    if options.get("visible_gpus") != "case" or case.launch or case.benchmark in MULTI_GPU:
+        return None
+    if case.params.get("pair") == "gpu-gpu" or any(k in case.params for k in _SECOND_GPU_PARAMS):
+        return None
+    if energy.gpus_of(case, options) != {0}:
+        return None
+    user = (os.environ if environ is None else environ).get("CUDA_VISIBLE_DEVICES")
+    if user is None:
+        return "0"
+    return user.split(",")[0].strip() or None
+
+
+def _case_env(case: Case, options: dict) -> dict:
+    """The environment of a case's process: umbench checks its parent (UMSCOPE_PARENT_PID) unless a site
+    launcher starts it; CUDA_VISIBLE_DEVICES narrowed where visible_gpus_of says."""
+    env = dict(os.environ) if case.launch else dict(os.environ, UMSCOPE_PARENT_PID=str(os.getpid()))
+    narrowed = visible_gpus_of(case, options)
+    if narrowed is not None:
+        env["CUDA_VISIBLE_DEVICES"] = narrowed
+    return env
 
 
 def _reader(stream, q, meter=None):
@@ -241,10 +275,13 @@ def execute_batch(cases: list, options: dict, on_start=None, meter=None):
     """Runs `cases` in `umbench batch` processes; yields (case, Outcome) as each ends, in order.
     on_start(case) is called when a case starts. A case that passes its timeout is killed with its process,
     one that crashes or fails ends the process; the cases after it go on in a new batch. With an
-    energy.Meter, each outcome carries its readings at the case's start and end markers."""
+    energy.Meter, each outcome carries its readings at the case's start and end markers. One process holds
+    only cases with the same environment (visible_gpus_of): at a change, the next cases go on in a new one."""
     i = 0
     while i < len(cases):
         rest = cases[i:]
+        narrowed = visible_gpus_of(rest[0], options)
+        rest = rest[:next((k for k, c in enumerate(rest) if visible_gpus_of(c, options) != narrowed), len(rest))]
         stamp = meter.snapshot() if meter else None  # the meter's reading at the last marker
         started_in = None  # the index of the first case this process started
 
@@ -252,7 +289,7 @@ def execute_batch(cases: list, options: dict, on_start=None, meter=None):
             return (before, meter.snapshot(), where) if meter else None
 
         proc = subprocess.Popen([native.umbench_path(), "batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True, env=_case_env(rest[0]))
+                                stderr=subprocess.PIPE, text=True, start_new_session=True, env=_case_env(rest[0], options))
         out_q, err_lines = queue.Queue(), []
         threads = [threading.Thread(target=_reader, args=(proc.stdout, out_q, meter), daemon=True),
                    threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)]
@@ -444,11 +481,17 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
                 used = energy.window(*outcome.energy[:2], energy.gpus_of(case, options), outcome.energy[2]) \
                     if outcome.energy else None
                 energy.attach(outcome.records, used)
+                extra = {"energy": used} if used else {}
+                narrowed = visible_gpus_of(case, options)
+                if narrowed is not None:  # every record of the case says it saw one GPU (--visible-gpus case)
+                    extra["visible_gpus"] = narrowed
+                    for r in outcome.records:
+                        r["visible_gpus"] = narrowed
                 with deferred_signals():
                     if annotate:
                         annotate(outcome.records)
                     store.add_case_result(run_id, case, outcome.status, outcome.reason, started, outcome.elapsed,
-                                          outcome.records, {"energy": used} if used else None)
+                                          outcome.records, extra or None)
                     if running == [case.case_id]:
                         running.clear()
                 bar.finish(case, outcome)

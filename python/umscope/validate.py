@@ -20,6 +20,9 @@ MAX_DEVICE = 1023
 MAX_ITERATIONS = 1_000_000
 MAX_DOS = 16.0              # degrees of oversubscription above this only measure the swap device
 MAX_PERIOD = 3600.0
+# --visible-gpus: every GPU visible to each case's process (all, as always), or a case on GPU 0 alone sees that
+# GPU only (case: CUDA_VISIBLE_DEVICES narrowed; suite.visible_gpus_of).
+VISIBLE_GPUS = ("all", "case")
 SELFTEST_MODES = ("ok", "skip", "fail", "crash", "abort", "hang", "gpu-fault", "sleep")
 
 
@@ -137,6 +140,10 @@ def warmup(value) -> int:
 
 def device(value) -> int:
     return integer(value, "--device", 0, MAX_DEVICE)
+
+
+def visible_gpus(value) -> str:
+    return _one_of(value, "--visible-gpus", VISIBLE_GPUS)
 
 
 def iterations(value) -> int:
