@@ -54,3 +54,16 @@ def umbench(*args, timeout=300):
 @pytest.fixture
 def store_path(tmp_path):
     return str(tmp_path / "store.sqlite")
+
+
+def bench_module(name):
+    """A script of bench/ imported as a module (bench/ on sys.path first: the scripts import their helpers)."""
+    import importlib.util
+    from pathlib import Path
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    if str(bench) not in sys.path:
+        sys.path.insert(0, str(bench))
+    spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

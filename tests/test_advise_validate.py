@@ -3,28 +3,21 @@ advice is the fastest mode or within the fastest's run-to-run band, the time los
 gain's error) from canned records shaped like the application records of a GPU session (trimmed from
 docs/model-validation-raw-run2.jsonl's), every figure worked out by hand; the rounds' order; --write-validated
 making `umscope advise` print the validated error; bad input refused before anything runs."""
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import bench_module
 
 from umscope import cli
 from umscope.model import calibrated
 from umscope.model import simulate as sim
 
-ROOT = Path(__file__).resolve().parent.parent
 M16 = 16 << 20
 
 
 @pytest.fixture(scope="module")
 def av():
-    sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location("advise_validate", ROOT / "bench" / "advise_validate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("advise_validate")
 
 
 def app_rec(app, mode, whole, rnd, foot=M16, init=5.0):

@@ -2,24 +2,20 @@
 `umscope bench --json` prints them: the store's rows) and a few made here for cases the real runs did not have,
 its commands against umscope's own argument checks (`--dry-run` with a 4-GPU H100 fingerprint), and its argument
 checks. No GPU: nothing is measured here."""
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import bench_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def seeds():
-    sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location("seeds", ROOT / "bench" / "seeds.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("seeds")
 
 
 @pytest.fixture(scope="module")
