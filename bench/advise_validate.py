@@ -36,6 +36,7 @@ from pathlib import Path
 import _commit  # bench/_commit.py
 from model_validate import pct
 from node_reference import run_umscope, show
+from seeds import slim
 
 from umscope import inputs
 from umscope.errors import UsageError
@@ -97,8 +98,9 @@ def measure(a, names, foots, emit, log):
         def umscope(cmd, tag):
             recs, rc, wall = run_umscope(cmd + ["--report", f"{d}/r.html", "--no-progress"], store, max(1, left()))
             emit({"_tag": "command", "what": tag, "command": show(cmd), "exit": rc, "wall_s": round(wall, 2)})
-            # measured rows only: a skipped, failed or refused case's row holds its reason, no measurement
-            return [inputs.flat(r) for r in recs if isinstance(r, dict) and r.get("metric") is not None
+            # measured rows only: a skipped, failed or refused case's row holds its reason, no measurement; the
+            # per-repetition conditions left out of the raw records (as bench/seeds.py keeps them)
+            return [inputs.flat(slim(r)) for r in recs if isinstance(r, dict) and r.get("metric") is not None
                     and r.get("status") not in NOT_MEASURED]
         fig = []
         for cmd in FIGURE_CMDS:
