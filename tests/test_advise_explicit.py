@@ -85,3 +85,17 @@ def test_advise_reads_its_validation_when_one_is_written(tmp_path, monkeypatch):
     assert "validated for umsim-4, not umsim-5" in driver.advise_validated("triad", 16 << 20)["text"]
     monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "none.json")
     assert driver.advise_validated()["text"] == NO_VALIDATION
+
+
+def test_advise_says_how_many_iterations_it_replayed_and_whose_choice():
+    """The advice depends on the iterations replayed (triad at 16M: zerocopy for 1, managed-prefetch for 20), and
+    the model facts' count need not be what `app run` runs: advise names the count and where it came from."""
+    import json
+    import subprocess
+    import sys
+    run = lambda *a: subprocess.run([sys.executable, "-m", "umscope", "advise", "triad", "--footprint", "16M", *a],
+                                    capture_output=True, text=True, timeout=120)
+    text = run().stdout
+    assert "replays 1 iteration(s) of triad's stream: the count its model facts give; pass --iterations" in text
+    given = json.loads(run("--iterations", "20", "--json").stdout)
+    assert given["iterations"] == 20 and given["iterations_source"] == "as --iterations asked"

@@ -427,6 +427,12 @@ def cmd_advise(args):
     if getattr(args, "trace_note", ""):
         res["trace"] = args.trace_note
         res["hints"].append(f"INCOMPLETE TRACE: {args.trace_note}")
+    if args.app:
+        # The advice is for the stream replayed: say how many iterations, and whose choice that was (the
+        # application's model facts replay the studies' count, which need not be what `app run` runs).
+        res["iterations"] = stream.get("iterations")
+        res["iterations_source"] = ("as --iterations asked" if getattr(args, "iterations", None) is not None else
+                                    "the count its model facts give; pass --iterations to match your run")
     if args.app and args.app in calibrated.ACCESS and calibrated.ACCESS[args.app][1] == 0.0:
         res["hints"].append("the inputs are only read: cudaMemAdviseSetReadMostly lets the GPU keep a copy "
                             "without invalidating the CPU's")
@@ -437,6 +443,8 @@ def cmd_advise(args):
     print(f"{LABEL}: advice for {what} on {args.machine} (figures: {res['figures_source']}; model {sim.VERSION})")
     if res["page_note"]:
         print(res["page_note"])
+    if res.get("iterations") is not None:
+        print(f"replays {res['iterations']} iteration(s) of {what}'s stream: {res['iterations_source']}")
     gain = res["predicted_gain_vs_managed"]
     print(f"recommended: {res['recommended']}  (modelled {'an unknown gain' if gain is None else f'{gain:.2f}x'} "
           f"against plain managed memory; {res['times']})")
