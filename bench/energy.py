@@ -15,7 +15,6 @@ applications GFLOP/s, GFLOP/s per W, the power limit and the compute share. Abou
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,19 +23,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from _commit import commit  # noqa: E402
+from node_reference import run_umscope  # noqa: E402
+
+from umscope.energy import host_joules  # noqa: E402
 
 REPORTS = tempfile.TemporaryDirectory()
+TIMEOUT_S = 300  # a guard per command (the process group is stopped there), not an estimate
 
 
 def umscope(out, *args, report=None):
-    cmd = [sys.executable, "-m", "umscope", *args, "--store", str(out / "energy.sqlite"), "--json", "--no-progress",
-           "--report", str(out / report) if report else str(Path(REPORTS.name) / "run.html")]  # one report kept
-    t = time.time()
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    print(f"# {' '.join(cmd[3:])}: {time.time() - t:.0f} s, exit {res.returncode}", file=sys.stderr)
-    if res.returncode not in (0, 1):  # 1: a case failed (recorded, shown below)
-        sys.exit(f"{' '.join(cmd)} exited {res.returncode}: {res.stderr.strip()[-500:]}")
-    return json.loads(res.stdout or "[]")
+    """The records `umscope ARGS` stored and printed (node_reference.run_umscope), one report kept (`report`)."""
+    args = [*args, "--no-progress", "--report", str(out / report) if report else str(Path(REPORTS.name) / "run.html")]
+    recs, rc, wall = run_umscope(args, str(out / "energy.sqlite"), TIMEOUT_S)
+    print(f"# {' '.join(args)}: {wall:.0f} s, exit {rc}", file=sys.stderr)
+    if rc not in (0, 1):  # 1: a case failed (recorded, shown below)
+        sys.exit(f"umscope {' '.join(args)} exited {rc}")
+    return recs
 
 
 def fmt(v, spec=".4g"):
@@ -51,13 +53,12 @@ def rows(records):
         if not en or (r["case_id"], r["run_id"]) in seen:  # one row per case (a stream case has 4 records)
             continue
         seen.add((r["case_id"], r["run_id"]))
-        host = [s for k, s in en["sources"].items() if not k.startswith("gpu") and s.get("joules") is not None]
         absent = [f"{k}: {s['reason']}" for k, s in en["sources"].items() if s.get("joules") is None]
         pw = x.get("gflops_per_watt") or {}
         label = (x.get("app", "") + (" " + x["precision"] if x.get("precision") else "")) or r["case_id"]
         out.append({"case": label, "status": r["status"], "wall_s": en["wall_s"], "gpu_j": en.get("gpu_joules"),
                     "gpu_w": en.get("gpu_watts"),
-                    "host_j": sum(s["joules"] for s in host) if host else None,
+                    "host_j": host_joules(en),
                     "gflops": pw.get("gflops"), "gflops_per_w": pw.get("value"),
                     "limit_w": pw.get("power_limit_w") or next(
                         (s.get("power_limit_w") for s in en["sources"].values() if s.get("used")), None),

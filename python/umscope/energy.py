@@ -263,6 +263,14 @@ def window(before: dict, after: dict, used_gpus=None, where="") -> dict:
     return out
 
 
+def host_joules(energy: dict):
+    """Joules the host's readable sources (RAPL packages, hwmon) used in a window, summed; None where none was
+    read."""
+    host = [s["joules"] for k, s in (energy.get("sources") or {}).items()
+            if not k.startswith("gpu") and s.get("joules") is not None]
+    return sum(host) if host else None
+
+
 def gpus_of(case, options) -> set:
     """The GPUs a case uses, from its parameters; None (every GPU) where they do not say (a launcher's ranks,
     the collectives over all GPUs)."""

@@ -4,6 +4,7 @@ that could not be read are listed once with their reason. Drawn only where the r
 
 from collections import OrderedDict
 
+from umscope import energy
 from umscope.report.common import e, extra, html_table, num, num_cell
 from umscope.report.registry import page_section
 
@@ -22,10 +23,9 @@ def _cases(records) -> "OrderedDict":
 
 def _host(en):
     """(joules, watts) summed over the host's readable sources (RAPL packages, hwmon), or (None, None)."""
-    host = [s for k, s in en.get("sources", {}).items() if not k.startswith("gpu") and s.get("joules") is not None]
-    if not host:
+    j = energy.host_joules(en)
+    if j is None:
         return None, None
-    j = sum(s["joules"] for s in host)
     return j, (j / en["wall_s"] if en.get("wall_s") else None)
 
 
