@@ -41,8 +41,6 @@ PYTHON_RUNNERS = {"llm": "umscope.apps.llm"}
 ISOLATED = {"firsttouch", "faults", "migration", "interleave"}
 ISOLATED_KINDS = {"pingpong": ("managed",)}  # family: the kind names whose cases keep their own process
 
-# Families whose one process spans several GPUs (ranks, collectives): never narrowed to one GPU.
-MULTI_GPU = {"nccl", "mpi"}
 # Case parameters that name a second GPU or another rank's side.
 _SECOND_GPU_PARAMS = ("peer", "gpus", "peer-kind", "peer_kind")
 
@@ -237,8 +235,9 @@ def visible_gpus_of(case: Case, options: dict, environ=None):
     kind naming a second GPU (peer:N, --peer, --gpus). That GPU is the first entry of the user's own
     CUDA_VISIBLE_DEVICES where set (GPU 0 as the suite sees it), else "0": inside the process it is still
     device 0, so no record needs relabelling, and the parent's NVML readings (energy, conditions) name the GPU
-    they named before. An empty first entry (no GPU visible) is left as it is."""
-    if options.get("visible_gpus") != "case" or case.launch or case.benchmark in MULTI_GPU:
+    they named before. An empty first entry (no GPU visible) is left as it is. Which GPUs a case uses is
+    energy.gpus_of's answer (every GPU for launched ranks and the collectives)."""
+    if options.get("visible_gpus") != "case":
         return None
     if case.params.get("pair") == "gpu-gpu" or any(k in case.params for k in _SECOND_GPU_PARAMS):
         return None
