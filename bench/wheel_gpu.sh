@@ -43,7 +43,8 @@ cuda = info.get("cuda") or {}
 gpus = info.get("gpus") or []
 print("\n=== wheel on the GPU machine ===")
 rows = [("wheel", f"{os.path.basename(whl)} ({os.path.getsize(whl) / 1e6:.1f} MB)"),
-        ("glibc", os.confstr("CS_GNU_LIBC_VERSION") + " (the wheel needs 2.36 or newer)"),
+        ("glibc", os.confstr("CS_GNU_LIBC_VERSION") + " (the wheel's tag needs "
+         + ".".join(os.path.basename(whl).split("manylinux_")[1].split("_")[:2]) + " or newer)"),
         ("pip install", f"{install_s} s (exit {rc_i}); pip check exit {rc_c}"),
         ("umscope from", (cuda.get("tracer") or "")[:len(work)] == work and "the venv" or str(cuda.get("tracer"))),
         ("built_with_cuda", cuda.get("built_with_cuda")), ("runtime", cuda.get("runtime_version")),
