@@ -3,20 +3,52 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <regex>
 
 #include "umscope/errors.hpp"
 
 namespace umscope {
 
-// The pattern is sizes.py's _SIZE; the unit is the first letter K, M, G or T, alone or followed by "iB"
-// (binary) or "B" (decimal), in any case.
+// The grammar is sizes.py's _SIZE, scanned by hand: spaces, a number ([0-9]*.?[0-9]+ with an optional exponent
+// [eE][+-]?[0-9]+), spaces, a unit of letters, spaces. The unit is the first letter K, M, G or T, alone or
+// followed by "iB" (binary) or "B" (decimal), in any case. No std::regex: libumalloc is loaded into PyTorch
+// programs, whose own libraries export std::regex instantiations of another libstdc++ that the dynamic linker
+// binds ours to (seen on the H100: `place --rule` crashed with SIGSEGV while the rules were parsed).
 size_t parse_bytes(const std::string& s) {
-  static const std::regex pattern(R"(^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$)");
-  std::smatch m;
-  if (!std::regex_match(s, m, pattern)) throw UsageError("malformed size '" + s + "'");
-  const double v = std::strtod(m[1].str().c_str(), nullptr);
-  std::string unit = m[2].str();
+  const size_t n = s.size();
+  size_t i = 0;
+  auto digit = [&](size_t k) { return k < n && std::isdigit(static_cast<unsigned char>(s[k])); };
+  auto spaces = [&] {
+    while (i < n && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  };
+  const UsageError malformed("malformed size '" + s + "'");
+  spaces();
+  const size_t start = i;
+  while (digit(i)) ++i;
+  const bool whole = i > start;
+  if (i < n && s[i] == '.') {
+    size_t j = i + 1;
+    while (digit(j)) ++j;
+    if (j == i + 1) throw malformed;  // "5." : the regex needs a digit after the point
+    i = j;
+  } else if (!whole) {
+    throw malformed;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {  // an exponent only with its digits; else the letter is the unit's
+    size_t j = i + 1;
+    if (j < n && (s[j] == '+' || s[j] == '-')) ++j;
+    if (digit(j)) {
+      while (digit(j)) ++j;
+      i = j;
+    }
+  }
+  const std::string number = s.substr(start, i - start);
+  spaces();
+  const size_t unit_start = i;
+  while (i < n && std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
+  std::string unit = s.substr(unit_start, i - unit_start);
+  spaces();
+  if (i != n) throw malformed;
+  const double v = std::strtod(number.c_str(), nullptr);
   for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   double mult = 0;
   if (unit.empty() || unit == "B") {
