@@ -270,6 +270,25 @@ def test_memory_outside_every_libumalloc_pool_is_reported(t, capsys):
                    "own)"]
 
 
+def test_tensors_left_in_a_pool_that_empty_cache_retired_are_placed(t, capsys):
+    """empty_cache routes to a fresh pool; what was allocated before stays in the retired one's segments, which
+    libumalloc served: not reported as unplaced (the H100 run of test_place's graph program reported them)."""
+    r = started(t)
+    old = ours(r, t)
+    graph_pool = t.cuda.graph_pool_handle()
+    t.cuda.empty_cache()
+    assert ours(r, t) != old
+    t.cuda.memory_snapshot = lambda: [
+        {"device": 0, "total_size": 4 << 20, "allocated_size": 3 << 20, "segment_pool_id": old},
+        {"device": 0, "total_size": 2 << 20, "allocated_size": 1 << 20, "segment_pool_id": ours(r, t)},
+        {"device": 0, "total_size": 2 << 20, "allocated_size": 1 << 20, "segment_pool_id": graph_pool},
+        {"device": 0, "total_size": 2 << 20, "allocated_size": 5, "segment_pool_id": (0, 0)}]
+    route.report_outside(r)
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "umscope place: 5 B of PyTorch's memory on cuda:0 in use at exit was not placed (a device the program "
+        "never made current with torch.cuda.set_device or torch.cuda.device, or a pool of the program's own)"]
+
+
 def test_a_reclaim_follows_the_optimizer_step_after_a_record_stream_and_every_32nd_step(t):
     r = started(t)
     step = t.optim.optimizer.hooks[-1]

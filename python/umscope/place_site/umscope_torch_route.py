@@ -53,6 +53,7 @@ class Route:
                                                      C._cuda_releasePool)
         self.pools = {}         # device -> the MemPool every allocation on the device goes to
         self.graph_pools = []   # pools handed to graphs: kept for the process (graphs share pools by id)
+        self.served = set()     # the id of every pool made here, retired ones too: libumalloc serves them all
         self.pinned = []        # (device, id) of the program's pools dropped while ours was routed
         self.lock = threading.RLock()
         self.form = None        # how this PyTorch's _cuda_beginAllocateToPool is called
@@ -76,7 +77,9 @@ class Route:
     def new_pool(self, device):
         prev = self.torch.cuda._exchange_device(device)
         try:
-            return _immortal(self.torch.cuda.MemPool(self.alloc.allocator()))
+            pool = _immortal(self.torch.cuda.MemPool(self.alloc.allocator()))
+            self.served.add(tuple(pool.id))
+            return pool
         finally:
             self.torch.cuda._maybe_exchange_device(prev)
 
@@ -172,11 +175,12 @@ class Route:
                              f"({self.flush_error})\n")
 
     def outside(self) -> dict:
-        """device -> bytes allocated in PyTorch's segments that are in no libumalloc pool."""
-        ours = {tuple(p.id) for p in list(self.pools.values()) + self.graph_pools}
+        """device -> bytes allocated in PyTorch's segments that are in no libumalloc pool. A pool empty_cache
+        retired is still ours: the tensors allocated before it stay in its segments (seen on the H100: every
+        tensor made before an empty_cache was reported as not placed)."""
         out = {}
         for seg in self.torch.cuda.memory_snapshot():
-            if tuple(seg.get("segment_pool_id") or (0, 0)) not in ours and seg.get("allocated_size", 0):
+            if tuple(seg.get("segment_pool_id") or (0, 0)) not in self.served and seg.get("allocated_size", 0):
                 out[seg["device"]] = out.get(seg["device"], 0) + seg["allocated_size"]
         return out
 
