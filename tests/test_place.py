@@ -198,7 +198,7 @@ def test_place_keeps_pytorchs_statistics_and_serves_its_segments(store_path):
             "total = sum(x.numel() * x.element_size() for x in xs)\n"
             "ms = torch.cuda.memory_stats()\n"
             "torch.cuda.reset_peak_memory_stats(); assert torch.cuda.max_memory_allocated() >= total\n"
-            "assert 'Reserved memory' in torch.cuda.memory_summary()\n"
+            "assert 'GPU reserved memory' in torch.cuda.memory_summary()\n"
             "print(json.dumps({'total': total, 'allocated': ms['allocated_bytes.all.current'],"
             " 'reserved': ms['reserved_bytes.all.current']}))\n")
     res = run_cli("place", "--kind", "device", "--rule", ">=64M:managed,prefetch=gpu", "--store", store_path,

@@ -28,6 +28,7 @@ class FakeTorch:
         self.emptied = 0
         self.emptied_with, self.aborted, self.raw = [], [], []
         self.capturing = False
+        self.generator_state, self.generator_graphs = [], {}  # (generator, routings when its state was made)
         ids = itertools.count(1)
         fake = self
 
@@ -66,7 +67,15 @@ class FakeTorch:
                 return ("umalloc", self.lib)
 
         class CUDAGraph:
+            def register_generator_state(self, generator):
+                # CUDAGeneratorState::register_graph: the first graph registered allocates the state's two
+                # tensors, on the current device, from whatever pool routing is first then
+                if not fake.generator_graphs.get(generator):
+                    fake.generator_state.append((generator, list(fake.routings)))
+                fake.generator_graphs.setdefault(generator, []).append(self)
+
             def capture_begin(self, pool=None, capture_error_mode="global"):
+                self.register_generator_state(fake.current)  # the device's default generator, as C++ does
                 pool = pool or (next(ids), 0)
                 fake.use[pool] = fake.use.get(pool, 0) + 1
                 fake.routings.append(("graph", fake.current, pool))
@@ -113,7 +122,7 @@ class FakeTorch:
             is_initialized=lambda: fake.initialized, current_device=lambda: fake.current,
             set_device=lambda d: setattr(fake, "current", d), _exchange_device=exchange,
             _maybe_exchange_device=exchange, memory_snapshot=lambda: [],
-            is_current_stream_capturing=lambda: fake.capturing,
+            is_current_stream_capturing=lambda: fake.capturing, default_generators=[0, 1, 2, 3],
             current_stream=lambda: types.SimpleNamespace(cuda_stream=77))
         self._C = C
 
@@ -175,6 +184,18 @@ def test_a_graph_capture_goes_ahead_of_ours_in_a_libumalloc_pool_of_its_own(t):
     assert t.use[ours(r, t)] == 2  # ended, released and begun again: balanced
     t._C._cuda_endAllocateToPool(0, g.pool)  # capture_end
     assert t.routings == [("all", 0, ours(r, t))]
+
+
+def test_the_random_generators_graph_state_is_made_in_our_pool_before_the_capture_moves_ours_behind(t):
+    """The first capture on a device makes its generator's graph state; made inside the capture it came from
+    PyTorch's own pool (the H100 run: 1024 B not placed). It is made first, with ours routed, once per device."""
+    r = started(t)
+    for _ in range(2):
+        g = t.cuda.graphs.CUDAGraph()
+        g.capture_begin()
+        t._C._cuda_endAllocateToPool(0, g.pool)
+    assert t.generator_state == [(0, [("all", 0, ours(r, t))])]
+    assert len(r.generator_graphs) == 1 and r.generator_graphs[0] is not None
 
 
 def test_a_graph_given_a_pool_keeps_it(t):

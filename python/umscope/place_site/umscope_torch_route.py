@@ -54,6 +54,7 @@ class Route:
         self.pools = {}         # device -> the MemPool every allocation on the device goes to
         self.graph_pools = []   # pools handed to graphs: kept for the process (graphs share pools by id)
         self.served = set()     # the id of every pool made here, retired ones too: libumalloc serves them all
+        self.generator_graphs = {}  # device -> the graph holding its random generator's graph state (never freed)
         self.pinned = []        # (device, id) of the program's pools dropped while ours was routed
         self.lock = threading.RLock()
         self.form = None        # how this PyTorch's _cuda_beginAllocateToPool is called
@@ -134,6 +135,23 @@ class Route:
         pool = self.new_pool(device)
         self.graph_pools.append(pool)
         return pool.id
+
+    def keep_generator_state(self, device):
+        """A capture registers the device's random generator with its graph, and the first registration allocates
+        the generator's graph state (two 8-byte tensors). The capture begins with our routing moved behind the
+        graph's, so that state would come from PyTorch's own pool, unplaced (seen on the H100: 1024 B in pool
+        (0, 0) at exit). It is registered here first, with ours routed, by a graph that is never destroyed, so it
+        lives in a libumalloc pool for the process. A PyTorch without CUDAGraph.register_generator_state keeps
+        its own way (the exit check then names the bytes)."""
+        if device in self.generator_graphs:
+            return
+        self.generator_graphs[device] = None
+        try:
+            graph = self.torch.cuda.graphs.CUDAGraph()
+            graph.register_generator_state(self.torch.cuda.default_generators[device])
+            self.generator_graphs[device] = _immortal(graph)
+        except Exception:  # noqa: BLE001 - never fail the program's capture over this
+            pass
 
     def pin(self, device, pool_id):
         """A pool of the program's is being destroyed while ours is routed: its destructor's synchronisation
@@ -219,8 +237,10 @@ def install(torch, lib) -> Route:
 
     def capture_begin(self, pool=None, *a, **k):
         dev = torch.cuda.current_device()
-        if pool is None and dev in r.pools:
-            pool = r.graph_pool(dev)
+        if dev in r.pools:
+            r.keep_generator_state(dev)
+            if pool is None:
+                pool = r.graph_pool(dev)
         return r.behind(dev, orig_capture, self, pool, *a, **k)
 
     graph_cls.capture_begin = capture_begin
