@@ -69,9 +69,9 @@ void AppRun::grid_dims(size_t dflt_footprint, double cell_bytes, size_t min, siz
   cols = static_cast<size_t>(c);
 }
 
-bool AppRun::check() const {
+bool AppRun::check(double reference_flops) const {
   if (ctx.args.has("check")) return ctx.args.flag("check");
-  return gpu_ && data_bytes_ <= (64u << 20);
+  return gpu_ && data_bytes_ <= (64u << 20) && reference_flops <= kReferenceFlops;
 }
 
 void AppRun::verify(const std::function<void()>& fn) {

@@ -196,7 +196,7 @@ void run_typed(Context& ctx, AppRun& run, const std::string& prec) {
       for (size_t p = 0; p < k; ++p) s += to_d(a[i * k + p]) * to_d(bt[j * k + p]);
       return s;
     };
-    if (run.check()) {
+    if (run.check(2.0 * m * n * k)) {  // each of m x n elements: a dot product of k
       run.compare_each("C", m * n, [&](size_t q) { return to_d(C.host[q]); },
                        [&](size_t q) { return element(q / n, q % n); }, tol);
       return;

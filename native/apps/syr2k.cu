@@ -125,7 +125,7 @@ void run_syr2k(Context& ctx) {
       for (int it = 0; it < iters; ++it) c = float(kAlpha * s + kBeta * c);
       return double(c);
     };
-    if (run.check()) {
+    if (run.check(4.0 * n * n * m)) {  // each of n^2 elements: two dot products of m
       run.compare_each("C", n * n, [&](size_t k) { return double(C.host[k]); }, element, 1e-4);
       return;
     }

@@ -103,9 +103,15 @@ class AppRun {
   // --rows and --cols of a 2-D grid, by default the square that fills the footprint; at least min x min.
   void grid_dims(size_t dflt_footprint, double cell_bytes, size_t min, size_t& rows, size_t& cols) const;
   // Whether to run the full CPU reference: --check, else when all arrays
-  // together are at most 64 MiB. Where it does not run, the application runs
-  // its sampled check (or invariant) instead: some check always runs.
-  bool check() const;
+  // together are at most 64 MiB and the reference's own work (floating-point
+  // operations the application counts; 0: not counted) is at most
+  // kReferenceFlops. Where it does not run, the application runs its sampled
+  // check (or invariant) instead: some check always runs.
+  bool check(double reference_flops = 0) const;
+  // 2e9: about 0.1 s on the H100 host's 16 threads. Above it the reference
+  // outgrew the case it checks (H100, `umscope run`: syr2k at 64 MiB, 5.3e10,
+  // took 1.9 s beside a 0.1 s case; srad at 256M, 5.6e9, 0.85 s per mode).
+  static constexpr double kReferenceFlops = 2e9;
   // Runs the check (untimed; its time is the record's verify_ms).
   void verify(const std::function<void()>& fn);
   // Names the check that ran and passed, where it is not the full reference
