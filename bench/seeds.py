@@ -380,10 +380,16 @@ def index(pages_dir):
     text = readme.read_text()
     rows = ["| page | study, figure | GPUs | status |", "| --- | --- | ---: | --- |"]
     for name, f in FIGURES.items():
-        made = (Path(pages_dir) / f"{name}.md").exists()
+        page = Path(pages_dir) / f"{name}.md"
+        made = page.exists()
         group = "single" if f.gpus <= 1 else "multi"
+        status = f"to be made: `bench/seeds.py --figures {group}`"
+        if made:
+            cut = page.read_text().count("not run: the figure's budget")
+            status = (f"page made; {cut} command(s) cut by the time budget: `bench/seeds.py --figures {name}` "
+                      "completes it" if cut else "page made")
         rows.append(f"| {f'[{name}]({name}.md)' if made else name} | {sources()[f.study]['short']}, {f.figure} | "
-                    f"{max(f.gpus, 1)} | {'page made' if made else f'to be made: `bench/seeds.py --figures {group}`'} |")
+                    f"{max(f.gpus, 1)} | {status} |")
     block = INDEX_START + "\n\n" + "\n".join(rows) + "\n\n" + INDEX_END
     if INDEX_START in text and INDEX_END in text:
         text = text[:text.index(INDEX_START)] + block + text[text.index(INDEX_END) + len(INDEX_END):]

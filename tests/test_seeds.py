@@ -178,3 +178,22 @@ def test_index_links_made_pages_only(seeds, tmp_path):
     text = (tmp_path / "README.md").read_text()
     assert text.count(seeds.INDEX_START) == 1 and "[fusco-fig5](fusco-fig5.md)" in text
     assert "| fusco-fig18 |" in text and "bench/seeds.py --figures multi" in text
+
+
+def test_index_says_how_many_commands_the_budget_cut(seeds, tmp_path):
+    (tmp_path / "README.md").write_text("# index\n")
+    (tmp_path / "fusco-fig16.md").write_text("- a: not run: the figure's budget of 22 s was spent\n" * 3)
+    (tmp_path / "fusco-fig5.md").write_text("page\n")
+    seeds.index(tmp_path)
+    text = (tmp_path / "README.md").read_text()
+    assert "page made; 3 command(s) cut by the time budget: `bench/seeds.py --figures fusco-fig16`" in text
+    assert "| [fusco-fig5](fusco-fig5.md) | Fusco et al. 2024, Fig. 5 | 1 | page made |" in text
+
+
+def test_a_timeline_is_thinned_to_its_buckets_lowest_and_highest_samples(pages):
+    pts = [(i / 1000, (i % 97) / 10) for i in range(100_000)] + [(100.0, 50.0)]
+    pts[54_321] = (54.321, -3.0)  # one dip
+    out = pages._thin(pts, buckets=300)
+    assert len(out) <= 600 and out == sorted(out)
+    assert (54.321, -3.0) in out and (100.0, 50.0) in out and out[0] == pts[0]
+    assert pages._thin(pts[:500], buckets=300) == pts[:500]  # short series untouched
