@@ -120,6 +120,39 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def write(outdir, meta, rows, runs, total, ngpu, final=False):
+    """Writes place_compat.json and .md (after every run, so a call cut short keeps what it measured); prints the
+    table when final. Returns (crashes, changed outputs)."""
+    (outdir / "place_compat.json").write_text(json.dumps({"meta": meta, "total_s": total, "rows": rows,
+                                                          "runs": runs}, indent=1, default=str))
+    lines = [f"torch {meta['torch']}, transformers {meta['transformers']}, {ngpu} x {meta['gpu']}; "
+             f"{total:.0f} s; times: the program's own median per token or step after its warm-up",
+             "", "| program | kind | plain | placed | ratio | target | output equal? | peak allocated equal? |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        if r["variant"] == "plain" and r.get("status") == "ok":
+            continue
+        if r.get("status") in ("ok", "CHANGED"):
+            t = f"{r['time']:.3f} {r['unit']}"
+            pt = f"{r['plain_time']:.3f}" if r.get("plain_time") else "-"
+            ratio = f"{r['ratio']:.3f}" if r.get("ratio") else "-"
+            tgt = (f"<= {r['target']:.2f} " + ("met" if r["meets_target"] else "MISSED")) if "target" in r else "-"
+            eq = ("yes: " if r["equal"] else "NO: ") + r["check"] if r["equal"] is not None else r["check"]
+            mem = {True: "yes", False: "no", None: "-"}[r.get("max_memory_allocated_equal")]
+            lines.append(f"| {r['program']} | {r['variant']} | {pt} | {t} | {ratio} | {tgt} | {eq} | {mem} |")
+        else:
+            lines.append(f"| {r['program']} | {r['variant']} | | | | | {r['status']} {r.get('why', '')} | |")
+    crashes = sum(r.get("status") in ("CRASH", "TIMEOUT") for r in rows)
+    changed = sum(r.get("status") == "CHANGED" for r in rows)
+    missed = sum(r.get("meets_target") is False for r in rows)
+    lines += ["", f"crashes {crashes}, changed outputs {changed}, time targets missed {missed}"]
+    text = "\n".join(lines)
+    (outdir / "place_compat.md").write_text(text + "\n")
+    if final:
+        print(text)
+    return crashes, changed
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--programs", default="all")
@@ -155,17 +188,24 @@ def main():
     first = [v for v in variants if v == "plain" or VARIANTS[v][1] is not None]
     order = [(p, v) for p in runnable for v in first] + [(p, v) for p in runnable for v in variants if v not in first]
     plains = {}
+    walls = {}  # program -> wall time of its plain run: what a later run of it is expected to take
     for prog, v in order:
         plain = plains.get(prog)
-        if time.time() - t_start > a.budget:
-            rows.append({"program": prog, "variant": v, "status": f"not run: past the {a.budget:.0f} s budget"})
+        left = a.budget - (time.time() - t_start)
+        expect = 1.5 * walls[prog] if prog in walls else 0  # the placed and traced runs' start-up costs more
+        if left <= 0 or expect > left:
+            rows.append({"program": prog, "variant": v, "status": f"not run: it would end past the {a.budget:.0f} s "
+                         f"budget ({left:.0f} s left, about {expect:.0f} s needed)"})
+            write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
             continue
         cmd = umscope_argv(v, os.path.join(scratch, "store.sqlite"), os.path.join(scratch, f"{prog}-{v}")) + \
             program_argv(prog, ngpu)
         print(f"[{time.time() - t_start:5.0f} s] {prog} {v}: {' '.join(shlex.quote(c) for c in cmd[-6:])}",
               file=sys.stderr, flush=True)
-        r = run(cmd, env, a.timeout)
+        r = run(cmd, env, min(a.timeout, max(left, 1.0)))  # never past the budget: a timeout says so
         r.update(program=prog, variant=v, command=" ".join(shlex.quote(c) for c in cmd))
+        if v == "plain":
+            walls[prog] = r["wall_s"]
         runs.append(r)
         row = {"program": prog, "variant": v, "wall_s": r["wall_s"],
                "outside": [ln for ln in r["umscope_lines"] if "was not placed" in ln]}
@@ -173,6 +213,7 @@ def main():
             row["status"] = "CRASH" if r["rc"] != "timeout" else "TIMEOUT"
             row["why"] = (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]
             rows.append(row)
+            write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
             continue
         res = r["result"]
         row.update(unit=res["unit"], time=median(res["times_ms"]), memory=res.get("memory"))
@@ -193,33 +234,8 @@ def main():
             if "max_memory_allocated" in pm:
                 row["max_memory_allocated_equal"] = pm["max_memory_allocated"] == om.get("max_memory_allocated")
         rows.append(row)
-    total = time.time() - t_start
-    (outdir / "place_compat.json").write_text(json.dumps({"meta": meta, "total_s": total, "rows": rows,
-                                                          "runs": runs}, indent=1, default=str))
-    lines = [f"torch {meta['torch']}, transformers {meta['transformers']}, {ngpu} x {meta['gpu']}; "
-             f"{total:.0f} s; times: the program's own median per token or step after its warm-up",
-             "", "| program | kind | plain | placed | ratio | target | output equal? | peak allocated equal? |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
-        if r["variant"] == "plain" and r.get("status") == "ok":
-            continue
-        if r.get("status") in ("ok", "CHANGED"):
-            t = f"{r['time']:.3f} {r['unit']}"
-            pt = f"{r['plain_time']:.3f}" if r.get("plain_time") else "-"
-            ratio = f"{r['ratio']:.3f}" if r.get("ratio") else "-"
-            tgt = (f"<= {r['target']:.2f} " + ("met" if r["meets_target"] else "MISSED")) if "target" in r else "-"
-            eq = ("yes: " if r["equal"] else "NO: ") + r["check"] if r["equal"] is not None else r["check"]
-            mem = {True: "yes", False: "no", None: "-"}[r.get("max_memory_allocated_equal")]
-            lines.append(f"| {r['program']} | {r['variant']} | {pt} | {t} | {ratio} | {tgt} | {eq} | {mem} |")
-        else:
-            lines.append(f"| {r['program']} | {r['variant']} | | | | | {r['status']} {r.get('why', '')} | |")
-    crashes = sum(r.get("status") in ("CRASH", "TIMEOUT") for r in rows)
-    changed = sum(r.get("status") == "CHANGED" for r in rows)
-    missed = sum(r.get("meets_target") is False for r in rows)
-    lines += ["", f"crashes {crashes}, changed outputs {changed}, time targets missed {missed}"]
-    text = "\n".join(lines)
-    (outdir / "place_compat.md").write_text(text + "\n")
-    print(text)
+        write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
+    crashes, changed = write(outdir, meta, rows, runs, time.time() - t_start, ngpu, final=True)
     return 1 if crashes or changed else 0
 
 

@@ -76,8 +76,20 @@ def test_the_build_writes_the_commit_only_of_its_own_repository(foreign_repo, tm
 
 
 def test_runs_record_the_built_commit(monkeypatch):
+    """A built package's commit is what runs record, whatever $UMSCOPE_COMMIT says at run time (the variable
+    names the commit at build time, and at run time only for a package that does not know its own)."""
+    import types
     monkeypatch.setenv("UMSCOPE_COMMIT", "cafe42")
-    assert provenance.commit() == "cafe42" and provenance.info()["commit"] == "cafe42"
+    monkeypatch.setattr(provenance, "_version", types.SimpleNamespace(version="0.1.0", commit="abc1234", built="t"))
+    assert provenance.commit() == "abc1234" and provenance.info()["commit"] == "abc1234"
     from umscope import probe
     fp = probe.probe()
-    assert fp["umscope_commit"] == "cafe42" and fp["umscope_version"] == provenance.version()
+    assert fp["umscope_commit"] == "abc1234" and fp["umscope_version"] == provenance.version()
+    for unknown in ("unknown", None):
+        monkeypatch.setattr(provenance, "_version", types.SimpleNamespace(version="0.1.0", commit=unknown))
+        assert provenance.commit() == "cafe42"
+    monkeypatch.delenv("UMSCOPE_COMMIT")
+    monkeypatch.setattr(provenance, "_version", types.SimpleNamespace(version="0.1.0", commit="unknown"))
+    assert provenance.commit() == "unknown"
+    monkeypatch.setattr(provenance, "_version", None)
+    assert provenance.commit() == provenance.NOT_BUILT

@@ -3,8 +3,11 @@
 directory (an unpacked tree without .git inside another repository would name that repository's commit).
 
 Runs (the fingerprint), the report and the bench/ scripts' documents take their provenance from here.
-$UMSCOPE_COMMIT, where set, names the commit instead (a caller that knows it better, e.g. a copy of the
-tree built elsewhere). A source tree that was never built (PYTHONPATH=python) says so."""
+$UMSCOPE_COMMIT names the commit at build time (cmake/Provenance.cmake). At run time it names it only for a
+package that does not know its own (a source tree never built, PYTHONPATH=python, or a build that wrote
+"unknown"): a built package's commit is never relabelled by the environment (on the H100 an older umscope's
+suite document took the newer tree's commit from a variable left set for the build). A source tree that was
+never built and has no variable says so."""
 import os
 
 try:
@@ -21,9 +24,10 @@ def version() -> str:
 
 
 def commit() -> str:
-    if os.environ.get("UMSCOPE_COMMIT"):
-        return os.environ["UMSCOPE_COMMIT"]
-    return getattr(_version, "commit", None) or NOT_BUILT
+    built = getattr(_version, "commit", None)
+    if built and built != "unknown":
+        return built
+    return os.environ.get("UMSCOPE_COMMIT") or built or NOT_BUILT
 
 
 def info() -> dict:
