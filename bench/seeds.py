@@ -385,7 +385,8 @@ def index(pages_dir):
         group = "single" if f.gpus <= 1 else "multi"
         status = f"to be made: `bench/seeds.py --figures {group}`"
         if made:
-            cut = page.read_text().count("not run: the figure's budget")
+            text_of_page = page.read_text()  # commands never started, and those stopped at the budget's end
+            cut = text_of_page.count("not run: the figure's budget") + text_of_page.count(", exit timeout)")
             status = (f"page made; {cut} command(s) cut by the time budget: `bench/seeds.py --figures {name}` "
                       "completes it" if cut else "page made")
         rows.append(f"| {f'[{name}]({name}.md)' if made else name} | {sources()[f.study]['short']}, {f.figure} | "

@@ -182,7 +182,8 @@ def test_index_links_made_pages_only(seeds, tmp_path):
 
 def test_index_says_how_many_commands_the_budget_cut(seeds, tmp_path):
     (tmp_path / "README.md").write_text("# index\n")
-    (tmp_path / "fusco-fig16.md").write_text("- a: not run: the figure's budget of 22 s was spent\n" * 3)
+    (tmp_path / "fusco-fig16.md").write_text("- `umscope app run gemm` (12.6 s, exit timeout)\n- `b` (1.0 s, exit 0)\n"
+                                             + "- a: not run: the figure's budget of 22 s was spent\n" * 2)
     (tmp_path / "fusco-fig5.md").write_text("page\n")
     seeds.index(tmp_path)
     text = (tmp_path / "README.md").read_text()
