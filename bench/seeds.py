@@ -341,13 +341,21 @@ def page(f, header, d) -> tuple:
     body, charts = ([], {})
     if d["records"] or d["profiles"]:
         body, charts = f.render(d)
-    files = {f"{f.name}{k}.svg": v for k, v in charts.items() if v}
+    files = {f"{f.name}{k}.svg": standalone_svg(v) for k, v in charts.items() if v}
     lines = head + ["", "## umscope's measurement", ""] + body
     lines += [""] + [f"![{f.figure}]({n})" for n in files]
     miss = not_measured(d)
     if miss:
         lines += ["", "## Not measured", ""] + miss
     return "\n".join(lines) + "\n", files
+
+
+def standalone_svg(text):
+    """A chart as a file of its own: report/svg.py writes SVG for inline use in the report's HTML, where the
+    namespace is implied; a file (an image in a Markdown page) needs it, or browsers show its XML source."""
+    if "xmlns=" not in text.split(">", 1)[0]:
+        text = text.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)
+    return text
 
 
 def write_pages(path, pages_dir):

@@ -618,15 +618,18 @@ def render_cooper(d):
         if tag in ("triad", "sgemm", "gesummv") and tk.get("allocations"):
             w = tk["width"]
             over_time = {}
-            for a in tk["allocations"]:
+            for k, a in enumerate(tk["allocations"]):
                 moved = {}
                 for bins in a["htod"].values():
                     for i, v in bins:
                         moved[i] = moved.get(i, 0) + v
                 pts = [(tk["start"] + (i + 0.5) * w, f / (moved[i] / MiB)) for i, f in a["faults"]
                        if moved.get(i)]
-                name = f"allocation {size_text(a['bytes'])}" if a["address"] is not None else "other"
-                over_time[name] = pts
+                # Numbered: allocations of one size (triad's three arrays) kept one name, and the last, often one
+                # without faults, replaced the others (the H100 page had no per-allocation chart at all).
+                name = f"allocation {k + 1} ({size_text(a['bytes'])})" if a["address"] is not None else "other"
+                if pts:
+                    over_time[name] = pts
             charts["-" + tag] = svg.line_chart(list(over_time.items()), f"{tag}: GPU faults per MiB migrated",
                                                "seconds", "faults per MiB", x_log=False, points_only=True)
     lines += ["", "The study's Figs. 8 and 9 are plots at DOS 109 on an AMD MI250X with SVM: not transcribed, no "

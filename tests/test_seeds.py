@@ -198,3 +198,20 @@ def test_a_timeline_is_thinned_to_its_buckets_lowest_and_highest_samples(pages):
     assert len(out) <= 600 and out == sorted(out)
     assert (54.321, -3.0) in out and (100.0, 50.0) in out and out[0] == pts[0]
     assert pages._thin(pts[:500], buckets=300) == pts[:500]  # short series untouched
+
+
+def test_chart_files_render_as_images_and_same_sized_allocations_keep_their_own_series(seeds, pages):
+    """An SVG file needs its namespace to show as an image (the H100 pages showed XML source); triad's three
+    arrays of one size each keep their series (the last replaced the others: no per-allocation chart)."""
+    tracks = {"start": 0.0, "width": 0.5, "allocations": [
+        {"address": 1, "bytes": 1 << 20, "htod": {"coherence": [[1, 1 << 20]]}, "faults": [[1, 4]]},
+        {"address": 2, "bytes": 1 << 20, "htod": {"coherence": [[2, 1 << 20]]}, "faults": [[2, 8]]},
+        {"address": 3, "bytes": 1 << 20, "htod": {}, "faults": []}]}
+    um = {"totals": {"gpu_fault": 12, "htod": 2 << 20}, "events": {"htod": 2}, "faults_per_migration": 6.0,
+          "tracks": tracks}
+    d = {"profiles": {"triad": {"prof": {"um_trace": um}}}, "records": []}
+    _, charts = pages.render_cooper(d)
+    chart = charts["-triad"]
+    assert "allocation 1 (1 MiB)" in chart and "allocation 2 (1 MiB)" in chart and "allocation 3" not in chart
+    f = seeds.standalone_svg(chart)
+    assert f.startswith('<svg xmlns="http://www.w3.org/2000/svg" ') and seeds.standalone_svg(f) == f
