@@ -40,3 +40,24 @@ def test_format_size():
     assert format_size(1 << 30) == "1 GiB"
     assert format_size(3 << 29) == "1.5 GiB"
     assert format_size(1000) == "1000 B"
+
+
+def test_the_native_parser_agrees_with_pythons_on_generated_text():
+    """umbench, umsim and libumalloc share core/sizes.cpp, a hand-written scanner of sizes.py's grammar (a
+    std::regex there crashed PyTorch programs under `place --rule`): 3000 generated strings of digits, points,
+    exponents, units, signs and spaces get the same value or the same refusal from both."""
+    import random
+    rnd = random.Random(20261127)
+    alpha = list("0123456789.eE+- kKmMgGtTbBiIxX\t")
+    texts = sorted({"".join(rnd.choice(alpha) for _ in range(rnd.randint(1, 8))) for _ in range(3000)}
+                   | {"5.", ".5", "1e", "1e+", "1E-2K", " 4 KiB ", "1 e5", "e5", "4KiBB", "1e400", "9e18", "1e19"})
+    res = umbench("parse-sizes", *texts)
+    assert res.returncode == 0, res.stderr
+    got = [line.rsplit("\t", 1)[1] for line in res.stdout.split("\n")[:-1]]
+    assert len(got) == len(texts)
+    for text, value in zip(texts, got):
+        try:
+            want = str(parse_size(text))
+        except UsageError:
+            want = None
+        assert (value if value.isdigit() else None) == want, (text, value, want)
