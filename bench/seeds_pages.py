@@ -500,32 +500,17 @@ def _or_reason(r, v):
     return num(v) if v is not None else cell(r)
 
 
-MAX_BUCKETS = 300  # a timeline's points per series on a page: each bucket keeps its lowest and highest sample
-
-
-def _thin(points, buckets=MAX_BUCKETS):
-    """At most 2 x buckets points, in time order: each bucket's lowest and highest sample, so every peak and dip
-    stays (a 2 s hotspot profile's raw samples made a 3.4 MB SVG)."""
-    if len(points) <= 2 * buckets:
-        return points
-    t0, t1 = points[0][0], points[-1][0]
-    width = (t1 - t0) / buckets or 1
-    groups = {}
-    for p in points:
-        groups.setdefault(min(int((p[0] - t0) / width), buckets - 1), []).append(p)
-    out = []
-    for _, g in sorted(groups.items()):
-        lo, hi = min(g, key=lambda p: p[1]), max(g, key=lambda p: p[1])
-        out += sorted({lo, hi})
-    return out
+TIMELINE_BUCKETS = 300  # a page's timeline: the min and max sample of each of 300 intervals (report.profile.decimate)
 
 
 def _mem_series(prof):
-    """[(label, [(t, GiB)])] from a profile's sampled memory and cumulative migration records."""
+    """[(label, [(t, GiB)])] from a profile's sampled memory and cumulative migration records, each thinned as the
+    profile report thins its timelines (a 2 s hotspot profile's raw samples made a 3.4 MB SVG)."""
+    from umscope.report.profile import decimate
     out = []
     for op, r in sorted(prof.items()):
         if r.get("t") and (op.endswith("_mem_device") or op == "rss" or op.startswith("um_")):
-            out.append((op, _thin([(t, v / GiB) for t, v in zip(r["t"], r["samples"])])))
+            out.append((op, [(t, v / GiB) for t, v in decimate(r["t"], r["samples"], TIMELINE_BUCKETS)]))
     return out
 
 

@@ -192,12 +192,14 @@ def test_index_says_how_many_commands_the_budget_cut(seeds, tmp_path):
 
 
 def test_a_timeline_is_thinned_to_its_buckets_lowest_and_highest_samples(pages):
-    pts = [(i / 1000, (i % 97) / 10) for i in range(100_000)] + [(100.0, 50.0)]
-    pts[54_321] = (54.321, -3.0)  # one dip
-    out = pages._thin(pts, buckets=300)
-    assert len(out) <= 600 and out == sorted(out)
-    assert (54.321, -3.0) in out and (100.0, 50.0) in out and out[0] == pts[0]
-    assert pages._thin(pts[:500], buckets=300) == pts[:500]  # short series untouched
+    ts = [i / 1000 for i in range(100_000)] + [100.0]
+    vs = [(i % 97) * 0.1 * pages.GiB for i in range(100_000)] + [50.0 * pages.GiB]
+    vs[54_321] = -3.0 * pages.GiB  # one dip
+    (_, out), = pages._mem_series({"rss": {"t": ts, "samples": vs}})
+    assert len(out) <= 2 * pages.TIMELINE_BUCKETS and out == sorted(out)
+    assert (54.321, -3.0) in out and (100.0, 50.0) in out and out[0] == (0.0, 0.0)
+    (_, short), = pages._mem_series({"rss": {"t": ts[:500], "samples": vs[:500]}})
+    assert short == [(t, v / pages.GiB) for t, v in zip(ts[:500], vs[:500])]  # short series untouched
 
 
 def test_chart_files_render_as_images_and_same_sized_allocations_keep_their_own_series(seeds, pages):
