@@ -120,15 +120,25 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def spread(xs):
+    """The interquartile range over the median of one run's repetitions: how far a ratio near its target can be
+    trusted (the H100's generation loops, bound by the CPU's launches, varied up to 1.8x between repetitions)."""
+    if not xs or len(xs) < 4:
+        return None
+    q = statistics.quantiles(xs, n=4)
+    return (q[2] - q[0]) / statistics.median(xs)
+
+
 def write(outdir, meta, rows, runs, total, ngpu, final=False):
     """Writes place_compat.json and .md (after every run, so a call cut short keeps what it measured); prints the
     table when final. Returns (crashes, changed outputs)."""
     (outdir / "place_compat.json").write_text(json.dumps({"meta": meta, "total_s": total, "rows": rows,
                                                           "runs": runs}, indent=1, default=str))
     lines = [f"torch {meta['torch']}, transformers {meta['transformers']}, {ngpu} x {meta['gpu']}; "
-             f"{total:.0f} s; times: the program's own median per token or step after its warm-up",
-             "", "| program | kind | plain | placed | ratio | target | output equal? | peak allocated equal? |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"{total:.0f} s; times: the program's own median per token or step after its warm-up; spread: the "
+             "interquartile range of its repetitions over their median",
+             "", "| program | kind | plain | placed | ratio | spread plain / placed | target | output equal? "
+             "| peak allocated equal? |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         if r["variant"] == "plain" and r.get("status") == "ok":
             continue
@@ -139,9 +149,10 @@ def write(outdir, meta, rows, runs, total, ngpu, final=False):
             tgt = (f"<= {r['target']:.2f} " + ("met" if r["meets_target"] else "MISSED")) if "target" in r else "-"
             eq = ("yes: " if r["equal"] else "NO: ") + r["check"] if r["equal"] is not None else r["check"]
             mem = {True: "yes", False: "no", None: "-"}[r.get("max_memory_allocated_equal")]
-            lines.append(f"| {r['program']} | {r['variant']} | {pt} | {t} | {ratio} | {tgt} | {eq} | {mem} |")
+            sp = " / ".join("-" if x is None else f"{100 * x:.1f}%" for x in (r.get("plain_spread"), r.get("spread")))
+            lines.append(f"| {r['program']} | {r['variant']} | {pt} | {t} | {ratio} | {sp} | {tgt} | {eq} | {mem} |")
         else:
-            lines.append(f"| {r['program']} | {r['variant']} | | | | | {r['status']} {r.get('why', '')} | |")
+            lines.append(f"| {r['program']} | {r['variant']} | | | | | | {r['status']} {r.get('why', '')} | |")
     crashes = sum(r.get("status") in ("CRASH", "TIMEOUT") for r in rows)
     changed = sum(r.get("status") == "CHANGED" for r in rows)
     missed = sum(r.get("meets_target") is False for r in rows)
@@ -216,7 +227,8 @@ def main():
             write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
             continue
         res = r["result"]
-        row.update(unit=res["unit"], time=median(res["times_ms"]), memory=res.get("memory"))
+        row.update(unit=res["unit"], time=median(res["times_ms"]), spread=spread(res["times_ms"]),
+                   memory=res.get("memory"))
         if v == "plain":
             plains[prog] = res
             row.update(status="ok", plain_time=row["time"], equal=True, check="the reference")
@@ -224,7 +236,8 @@ def main():
             row.update(status="ok", equal=None, check="no plain run to compare with")
         else:
             eq, how = compare(plain, res)
-            row.update(status="ok" if eq else "CHANGED", equal=eq, check=how, plain_time=median(plain["times_ms"]))
+            row.update(status="ok" if eq else "CHANGED", equal=eq, check=how, plain_time=median(plain["times_ms"]),
+                       plain_spread=spread(plain["times_ms"]))
             row["ratio"] = row["time"] / row["plain_time"] if row["plain_time"] else None
             target = VARIANTS[v][1]
             if target is not None and row["ratio"] is not None:
