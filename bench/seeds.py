@@ -25,6 +25,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -315,15 +316,61 @@ def load(path):
     return header, figs
 
 
+BUDGET_SPENT = "not run: the figure's budget"  # the start of a skip's reason when the budget ran out
+
+
 def not_measured(d) -> list:
-    out = [f"- {s['what']}: {s['reason']}" for s in d["skips"]]
+    """[(reason, [what])]: what a figure did not measure, grouped by reason: the skipped or failed cases and
+    profiles, the commands stopped at the time budget, and the skipped commands."""
+    out = {}
+
+    def add(reason, what):
+        if what not in out.setdefault(reason, []):
+            out[reason].append(what)
     for rs in d["records"].values():
-        out += [f"- `{r.get('case_id')}`: {r.get('status')}: {r.get('reason')}" for r in rs if not ok(r)]
+        for r in rs:
+            if not ok(r):
+                add(f"{r.get('status')}: {r.get('reason')}", f"`{r.get('case_id')}`")
     for tag, p in d["profiles"].items():
         st = p.get("status") or {}
         if st.get("status") not in (None, "ok"):
-            out.append(f"- profile of {tag}: {st.get('status')}: {st.get('reason')}")
-    return list(dict.fromkeys(out))
+            add(f"{st.get('status')}: {st.get('reason')}", f"profile of {tag}")
+    for c in d["commands"]:
+        if c.get("exit") == "timeout":
+            add("stopped at the figure's time budget: what it had not recorded by then was not measured",
+                c["command"])
+    for s in d["skips"]:
+        add(s["reason"], s["what"])
+    return list(out.items())
+
+
+def budget_cut(d) -> int:
+    """The commands the time budget stopped or never started."""
+    return sum(c.get("exit") == "timeout" for c in d["commands"]) + \
+        sum(s["reason"].startswith(BUDGET_SPENT) for s in d["skips"])
+
+
+def measured(d) -> bool:
+    return any(ok(r) for rs in d["records"].values() for r in rs) or any(p.get("prof") for p in d["profiles"].values())
+
+
+def not_measured_lines(name, d) -> list:
+    """The page's "Not measured" section: each reason once, with what it stopped."""
+    lines = []
+    for reason, whats in not_measured(d):
+        if len(whats) == 1:
+            lines.append(f"- {_code(whats[0])}: {reason}")
+        else:
+            lines += [f"- {reason} ({len(whats)}):"] + [f"  - {_code(w)}" for w in whats]
+    cut = budget_cut(d)
+    if cut:
+        lines += ["", f"{cut} command(s) cut by the time budget: `python3 bench/seeds.py --figures {name}` "
+                  "completes it."]
+    return lines
+
+
+def _code(what):
+    return what if what.startswith("`") or what.startswith("profile of") or what == "the figure" else f"`{what}`"
 
 
 def page(f, header, d) -> tuple:
@@ -339,12 +386,15 @@ def page(f, header, d) -> tuple:
             "", "Commands, in the order they ran (wall time, exit status):", ""]
     head += [f"- `{c['command']}` ({c['wall_s']} s, exit {c['exit']})" for c in d["commands"]] or ["- none ran"]
     body, charts = ([], {})
-    if d["records"] or d["profiles"]:
+    if measured(d):
         body, charts = f.render(d)
+    else:  # nothing to tabulate or chart: the page says so, and why (below)
+        body = ["Nothing was measured in this run: every case was skipped or not run, for the reasons under "
+                "Not measured below. No table and no chart."]
     files = {f"{f.name}{k}.svg": standalone_svg(v) for k, v in charts.items() if v}
     lines = head + ["", "## umscope's measurement", ""] + body
     lines += [""] + [f"![{f.figure}]({n})" for n in files]
-    miss = not_measured(d)
+    miss = not_measured_lines(f.name, d)
     if miss:
         lines += ["", "## Not measured", ""] + miss
     return "\n".join(lines) + "\n", files
@@ -394,7 +444,9 @@ def index(pages_dir):
         status = f"to be made: `bench/seeds.py --figures {group}`"
         if made:
             text_of_page = page.read_text()  # commands never started, and those stopped at the budget's end
-            cut = text_of_page.count("not run: the figure's budget") + text_of_page.count(", exit timeout)")
+            said = re.search(r"(\d+) command\(s\) cut by the time budget", text_of_page)
+            cut = int(said[1]) if said else \
+                text_of_page.count(BUDGET_SPENT) + text_of_page.count(", exit timeout)")  # a page before the count
             status = (f"page made; {cut} command(s) cut by the time budget: `bench/seeds.py --figures {name}` "
                       "completes it" if cut else "page made")
         rows.append(f"| {f'[{name}]({name}.md)' if made else name} | {sources()[f.study]['short']}, {f.figure} | "
@@ -497,7 +549,7 @@ def main(argv=None):
         recs = [r for rs in d["records"].values() for r in rs] + list(d["profiles"].values())
         good = sum(1 for r in recs if ok(r) or r.get("type") == "profile" and r.get("prof"))
         status = "skipped: " + d["skips"][0]["reason"][:25] if not d["commands"] and d["skips"] else \
-            f"{good} measured, {len(not_measured(d))} not"
+            f"{good} measured, {sum(len(w) for _, w in not_measured(d))} not"
         print(f"{n:<18} {status:<34} {len(d['commands']):>8} {len(recs):>8} {times[n]:>6.0f}")
     print(f"records: {jsonl}")
     return 0

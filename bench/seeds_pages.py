@@ -398,8 +398,8 @@ def render_fig15(d, peer=False):
               "Rows of the study's matrix are where A lives, columns where B lives (as its axis labels are printed), "
               "C in HBM. Its HBM is `device`, HBM-p `peer:1`, DDR (Grace's memory over NVLink-C2C) is compared with "
               "`pinned` (host memory over PCIe); `managed` has no published cell.", ""] + compare_table(rows)
-    chart = svg.hbar_chart(list(groups.items()), "TFLOP/s", "GEMM by placement and precision", log=True)
-    return lines, {"": chart}
+    return lines, {"": svg.hbar_chart(list(groups.items()), "TFLOP/s", "GEMM by placement and precision",
+                                      log=True)} if groups else {}
 
 
 def render_fig16(d):
@@ -441,7 +441,8 @@ def render_fig17(d, peer=False):
               "transcribed, no ratio. Its host placement is Grace's DDR over NVLink-C2C; here pinned host memory "
               "over PCIe (different in kind). Its allocator split is `umscope place --rule '<1M:async'` for a "
               "user's own program; the app's allocator places every block in the mode's kind."]
-    return lines, {"": svg.hbar_chart(list(groups.items()), "ms per token", "LLM decode time per token", log=True)}
+    return lines, {"": svg.hbar_chart(list(groups.items()), "ms per token", "LLM decode time per token",
+                                      log=True)} if groups else {}
 
 
 def render_fig18(d):

@@ -217,3 +217,34 @@ def test_chart_files_render_as_images_and_same_sized_allocations_keep_their_own_
     assert "allocation 1 (1 MiB)" in chart and "allocation 2 (1 MiB)" in chart and "allocation 3" not in chart
     f = seeds.standalone_svg(chart)
     assert f.startswith('<svg xmlns="http://www.w3.org/2000/svg" ') and seeds.standalone_svg(f) == f
+
+
+def test_a_figure_with_nothing_measured_still_has_its_page(seeds, tmp_path):
+    """fusco-fig15-peer on 4 x H100 (713c481): every gemm with a peer operand skipped for one reason and the
+    last commands cut by the budget; the renderer's chart had no bar and the whole --render stopped."""
+    def gemm(a, b, prec):
+        return {"case_id": f"gemm iterations=4 mode=explicit n=4096 place-a={a} place-b={b} place-c=device "
+                           f"precision={prec}", "benchmark": "gemm", "status": "skipped",
+                "reason": "cudaMalloc memory is not mapped into the CPU's address space", "median": None}
+    cases = [(p, a, b) for p in ("fp16", "tf32") for a, b in (("peer:1", "device"), ("device", "peer:1"))]
+    recs = [("fusco-fig15-peer", f"gemm {p} n=4096 A={a} B={b} C=device", gemm(a, b, p)) for p, a, b in cases]
+    budget = "not run: the figure's budget of 35 s was spent"
+    run = write_run(tmp_path / "run.jsonl", ["fusco-fig15-peer"], recs, gpus=4,
+                    skips=[("fusco-fig15-peer", "umscope app run gemm --precision fp64 --place-a peer:1", budget),
+                           ("fusco-fig15-peer", "umscope app run gemm --precision fp64 --place-b peer:1", budget)])
+    assert seeds.write_pages(run, tmp_path / "pages") == ["fusco-fig15-peer"]
+    text = (tmp_path / "pages" / "fusco-fig15-peer.md").read_text()
+    body, miss = text.split("## umscope's measurement", 1)[1].split("## Not measured", 1)
+    assert "Nothing was measured in this run" in body and "![" not in body and "| --- |" not in body
+    assert not list((tmp_path / "pages").glob("*.svg"))
+    # Each reason once, with the cases it stopped under it; the budget's commands counted for the index.
+    lines = miss.strip().splitlines()
+    assert lines.count("- skipped: cudaMalloc memory is not mapped into the CPU's address space (4):") == 1
+    assert miss.count("mapped into the CPU's") == 1 and miss.count("  - `gemm iterations=4") == 4
+    assert lines.count(f"- {budget} (2):") == 1 and miss.count("  - `umscope app run gemm --precision fp64") == 2
+    assert "2 command(s) cut by the time budget: `python3 bench/seeds.py --figures fusco-fig15-peer`" in miss
+    seeds.index(tmp_path / "pages")  # no README there: nothing to index
+    (tmp_path / "pages" / "README.md").write_text("# index\n")
+    seeds.index(tmp_path / "pages")
+    assert "| [fusco-fig15-peer](fusco-fig15-peer.md) | Fusco et al. 2024, Fig. 15 (peer) | 2 | page made; 2 " \
+           "command(s) cut by the time budget" in (tmp_path / "pages" / "README.md").read_text()
