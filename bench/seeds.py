@@ -320,13 +320,14 @@ BUDGET_SPENT = "not run: the figure's budget"  # the start of a skip's reason wh
 
 
 def not_measured(d) -> list:
-    """[(reason, [what])]: what a figure did not measure, grouped by reason: the skipped or failed cases and
-    profiles, the commands stopped at the time budget, and the skipped commands."""
-    out = {}
+    """[(reason, [(what, its own detail or None)])]: what a figure did not measure, grouped by reason: the skipped
+    or failed cases and profiles, the commands stopped at the time budget, and the skipped commands. Reasons that
+    differ only in their numbers (each case's own counts) are one group: the words they share are its reason, and
+    each case keeps the rest as its detail."""
+    groups = {}
 
     def add(reason, what):
-        if what not in out.setdefault(reason, []):
-            out[reason].append(what)
+        groups.setdefault(re.sub(r"\d+(\.\d+)?", "#", reason), {}).setdefault(what, reason)
     for rs in d["records"].values():
         for r in rs:
             if not ok(r):
@@ -341,7 +342,17 @@ def not_measured(d) -> list:
                 c["command"])
     for s in d["skips"]:
         add(s["reason"], s["what"])
-    return list(out.items())
+    out = []
+    for cases in groups.values():
+        reasons = list(cases.values())
+        if len(set(reasons)) == 1:
+            out.append((reasons[0], [(w, None) for w in cases]))
+            continue
+        common = os.path.commonprefix(reasons)
+        common = common[:common.rfind(": ")] if ": " in common else ""
+        out.append((common or "as each says", [(w, r[len(common):].lstrip(": ") if common else r)
+                                              for w, r in cases.items()]))
+    return out
 
 
 def budget_cut(d) -> int:
@@ -359,9 +370,10 @@ def not_measured_lines(name, d) -> list:
     lines = []
     for reason, whats in not_measured(d):
         if len(whats) == 1:
-            lines.append(f"- {_code(whats[0])}: {reason}")
+            what, detail = whats[0]
+            lines.append(f"- {_code(what)}: {detail or reason}")
         else:
-            lines += [f"- {reason} ({len(whats)}):"] + [f"  - {_code(w)}" for w in whats]
+            lines += [f"- {reason} ({len(whats)}):"] + [f"  - {_code(w)}{': ' + x if x else ''}" for w, x in whats]
     cut = budget_cut(d)
     if cut:
         lines += ["", f"{cut} command(s) cut by the time budget: `python3 bench/seeds.py --figures {name}` "

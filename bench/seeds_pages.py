@@ -82,13 +82,19 @@ def published_fig15() -> dict:
 # Why umscope's figure differs from the study's, in kind: one sentence per datapath pair, with its source.
 WHY = {
     "hbm": ("H100 HBM3 (this GPU's bound is in the record) against GH200's HBM3 at 4000 GB/s "
-            "(Fusco et al. Sec. III.A): a difference of GPU model, by measurement"),
+            "(Fusco et al. Sec. II.A): a difference of GPU model, by measurement"),
     "link": ("PCIe Gen5 x16 (63 GB/s per direction at most) against NVLink-C2C (450 GB/s per direction, Fusco et al. "
-             "Sec. III.A): different in kind"),
+             "Sec. II.A): different in kind"),
     "host-copy": ("both are cudaMemcpy's host-based path (system-allocated memory on either side), run by the CPU: "
                   "a Xeon VM's memory copy against Grace's LPDDR5X; different in kind (another CPU)"),
-    "peer": ("the peer GPU over NVLink4 through NVSwitch (18 links) against a peer GH200 reached over the node's "
-             "GPU-GPU NVLink (6 links between each pair on the quad GH200): different in kind"),
+    "peer": ("the peer H100 over NV18: 18 NVLink4 links through NVSwitch between each pair, 450 GB/s per direction "
+             "(the probe's bound), against a peer GH200's Hopper over 6 of its 18 NVLink4 links, 150 GB/s per "
+             "direction (Fusco et al. Sec. II.A: the links are split equally between the three peers): different "
+             "in kind"),
+    "peer-host": ("the peer GPU's own PCIe Gen5 x16 link to the host (63 GB/s per direction at most) against the "
+                  "study's path from a peer GH200's memory to GH-0's Grace memory, bounded by the 150 GB/s per "
+                  "direction between GH200s (NVLink or the Grace interconnect, Fusco et al. Fig. 3): different in "
+                  "kind"),
     "managed": ("managed memory already placed on the GPU (both after warm-up): the copy is a device copy, so "
                 "HBM against HBM as above"),
     "pingpong-cpu": "a Xeon VM's cores against Grace's Neoverse V2 (another CPU): different in kind",
@@ -103,15 +109,19 @@ def why_copy(src, dst):
     host = {"pinned", "system", "hostalloc"}
     if src == "system" and dst in host | {"system"} or dst == "system" and src in host:
         return WHY["host-copy"]
+    if src == dst == "peer:1":  # both buffers on GPU 1: a copy within that GPU's memory
+        return WHY["hbm"]
+    if "peer:1" in (src, dst) and "system" in (src, dst):
+        return WHY["peer-host"] + (" (pageable memory: cudaMemcpy stages it through a pinned buffer of the driver's, "
+                                   "a CPU copy on top of the link; the study's DDR and Pinned cells to and from a "
+                                   "peer are alike)")
+    if "peer:1" in (src, dst) and ({src, dst} & host):
+        return WHY["peer-host"]
+    if "peer:1" in (src, dst):
+        return WHY["peer"]
     if "system" in (src, dst):  # pageable memory against GPU memory
         return WHY["link"] + (" (pageable memory: cudaMemcpy stages it through a pinned buffer of the driver's, a "
                               "CPU copy on top of the link)")
-    if src == dst == "peer:1":  # both buffers on GPU 1: a copy within that GPU's memory
-        return WHY["hbm"]
-    if "peer:1" in (src, dst) and ({src, dst} & host):
-        return WHY["link"] + " (between the peer GPU's memory and the host, over that GPU's PCIe link)"
-    if "peer:1" in (src, dst):
-        return WHY["peer"]
     if (src in host) != (dst in host):
         return WHY["link"]
     if src in host and dst in host:
@@ -204,7 +214,7 @@ def render_fig5(d, peer=False):
         lines.append(f"| `{s}` | " + " | ".join(cell(cells.get((s, t)), unit=False) if (s, t) in cells else "—"
                                                   for t in kinds) + " |")
     pub = published_fig5()
-    rows = [(f"`{s}` → `{t}`", cells[(s, t)], v, "GB/s", c, why_copy(s, t))
+    rows = [(f"`{s}` → `{t}`", cells[(s, t)], v, "GB/s", c, above_bound(cells[(s, t)]) or why_copy(s, t))
             for (s, t), (v, c) in sorted(pub.items()) if (s, t) in cells]
     lines += ["", "### Beside the published values", "",
               "The study's Device-p is `peer:1`, its DDR (`numa_alloc_onnode`, system-allocated) is `system` (the "
@@ -214,6 +224,21 @@ def render_fig5(d, peer=False):
     vals = {(s, t): r["median"] for (s, t), r in cells.items() if ok(r)}
     chart = svg.heatmap(kinds, kinds, vals, f"cudaMemcpy GB/s{' (peer cases)' if peer else ''}", "GB/s")
     return lines, {"": chart}
+
+
+def above_bound(r):
+    """Why a copy measured above its record's bound (the datapath umscope assumed from the kinds) differs: by
+    measurement, the bytes did not take that path. None when it did not."""
+    eff, bound = field(r, "efficiency"), field(r, "bound")
+    if not ok(r) or eff is None or not bound or eff <= 1.05:
+        return None
+    return (f"by measurement: {eff:.2f} times the bound of the path the kinds imply ({num(bound)} GB/s, "
+            f"{field(r, 'bound_source')}), so the bytes did not cross it: the managed buffer was in the same GPU's "
+            "memory as the other (managed pages move to the GPU that uses them) and the copy ran within one GPU's "
+            "HBM, as in the study's cell (HBM speed); H100 HBM3 against GH200's HBM3") \
+        if "managed" in (case_kind(r), field(r, "dst_kind")) else \
+        (f"by measurement: {eff:.2f} times the bound of the path the kinds imply ({num(bound)} GB/s, "
+         f"{field(r, 'bound_source')}): the bytes did not cross it")
 
 
 def _chase(d, tag=None):
@@ -277,11 +302,18 @@ def peer_l2_answer(series, l2):
         verdict = "partly"
         text = "the chase of peer memory that fits in L2 is between half and 0.8 of the chase beyond it: some " \
                "peer lines are held"
+    owner = ""
+    if verdict == "no" and bo in loc and ok(loc[bo]) and p_out > p_in:
+        owner = (f" The peer chase still steps up by {num(p_out - p_in)} ns from {size_text(bi)} to {size_text(bo)}, "
+                 f"as the local chase does from its L2 to its HBM ({num(loc[bo]['median'] - l_in)} ns): the peer "
+                 "lines that fit are held in the owning GPU's L2, reached across NVLink, not in the requester's.")
     return (f"**{verdict}** — {text}. Same call, same footprints: peer {size_text(bi)} {num(p_in)} ns against peer "
             f"{size_text(bo)} {num(p_out)} ns, and local {size_text(bi)} {num(l_in)} ns (L2 {size_text(l2)}; the "
-            "thresholds 0.5 and 0.8 are this page's rule, stated before the run). Fusco et al. write, of their "
-            "Fig. 12, that Hopper's L2 caches peer HBM on the quad GH200 (peer GH200s joined by NVLink; here "
-            "peer GPUs through NVSwitch).", verdict)
+            f"thresholds 0.5 and 0.8 are this page's rule, stated before the run).{owner} Fusco et al. (Sec. III.E, "
+            "on their Fig. 12) write that Hopper's L2 caches data on HBM, local and peer, and that L2-resident peer "
+            "HBM is faster than local DDR; their Fig. 12 is a plot whose values were not transcribed, so no ratio. "
+            "Their peer is another GH200's Hopper over 6 NVLink4 links; here another H100 SXM over NV18 through "
+            "NVSwitch: different in kind, and a GH200's L2 policy for peer lines need not be an H100's.", verdict)
 
 
 def render_fig12_peer(d):
@@ -326,10 +358,32 @@ def render_fig13(d, gpus=False):
                          WHY[key]))
         lines += ["", "### Beside the published values", ""] + compare_table(rows)
     else:
+        missing = _pairs_not_reached(recs, d["ctx"].get("gpus") or 0)
+        if missing:
+            lines += ["", "Not reached in this run (see Not measured): " + "; ".join(missing) + "."]
         lines += ["", "The study's cross-GPU cells (Hopper 0 ↔ Hopper 1 with the flag on GH-0) are printed in a "
-                  "layout the shared transcription does not keep legibly: not compared. Its GPUs are joined by "
-                  "NVLink between GH200s, these by NVLink4 through NVSwitch: different in kind."]
+                  "layout the shared transcription does not keep legibly: not compared, no ratio. Its Hoppers are "
+                  "joined by 6 NVLink4 links per pair (Fusco et al. Sec. II.A), these H100s by NV18 through "
+                  "NVSwitch: different in kind. `managed` has no cell in the study (its flags are in GH-0's DDR or "
+                  "HBM)."]
+        if any(case_kind(r) == "pinned" and not ok(r) for r in recs):
+            lines[-1] += (" The flag in `pinned` host memory is skipped, a capability: two GPUs' system-scope atomics "
+                          "on host memory go over PCIe, which carries no coherent atomics between them without ATS "
+                          "(the check counts the concurrent increments kept), while the study's Grace memory is "
+                          "coherent over NVLink-C2C.")
     return lines, charts
+
+
+def _pairs_not_reached(recs, gpus) -> list:
+    """The cases across GPUs that umscope plans for this many GPUs (plans.pingpong_cases) with no record."""
+    from umscope import plans
+    seen = {(case_kind(r), case_params(r).get("device", "0"), case_params(r).get("peer")) for r in recs}
+    pairs = [(a, b) for a in range(gpus) for b in range(a + 1, gpus)]
+    out = {}
+    for c in plans.pingpong_cases({}, pairs=["gpu-gpu"], across=pairs):
+        if "peer" in c.params and (c.kind, c.params["device"], c.params["peer"]) not in seen:
+            out.setdefault(f"GPU {c.params['device']} ↔ GPU {c.params['peer']}", []).append(f"`{c.kind}`")
+    return [f"{pair}, flag in {', '.join(ks)}" for pair, ks in out.items()]
 
 
 def render_fig14(d):
@@ -424,7 +478,8 @@ def render_fig17(d, peer=False):
     from umscope.report import svg
     lines = ["Decoding 100 tokens with models of Llama 2's configurations built with random weights (nothing is "
              "downloaded; the GPU machine has no network), fp16, batch 1; the time per token is the record's.", "",
-             "| model | mode (weights) | ms per token | tokens/s |", "| --- | --- | ---: | ---: |"]
+             "| model | mode (weights) | ms per token | tokens/s | weights read per token (GB/s) |",
+             "| --- | --- | ---: | ---: | ---: |"]
     groups = {}
     for tag, rs in d["records"].items():
         r = next((x for x in rs if x.get("op") == "decode"), rs[0] if rs else None)
@@ -433,14 +488,22 @@ def render_fig17(d, peer=False):
         _, model, mode = tag.split(" ", 2)
         if ok(r) and r.get("unit") == "s":  # seconds per token, shown as ms
             r = dict(r, median=r["median"] * 1e3, min=r["min"] * 1e3, max=r["max"] * 1e3, unit="ms")
-        lines.append(f"| {model} | {mode} | {cell(r, unit=False)} | {num(field(r, 'tokens_per_s'))} |")
+        wb = field(r, "weight_bytes")  # every weight is read once per decoded token at batch 1
+        rate = wb / (r["median"] * 1e-3) / 1e9 if ok(r) and wb and r.get("unit") == "ms" else None
+        lines.append(f"| {model} | {mode} | {cell(r, unit=False)} | {num(field(r, 'tokens_per_s'))} | {num(rate)} |")
         if ok(r):
             groups.setdefault(model, []).append((mode, r["median"], r["min"], r["max"]))
     lines += ["", "The study's Fig. 17 is a plot of the time for 100 tokens (Llama2-7b and -13b from Hugging Face, "
               "PyTorch 2.2, its own allocator: `cudaMallocAsync` below 1 MB, `numa_alloc_onnode` above): not "
-              "transcribed, no ratio. Its host placement is Grace's DDR over NVLink-C2C; here pinned host memory "
-              "over PCIe (different in kind). Its allocator split is `umscope place --rule '<1M:async'` for a "
-              "user's own program; the app's allocator places every block in the mode's kind."]
+              "transcribed, no ratio. The weights read per token are the record's weight bytes over its time per "
+              "token (at batch 1 each weight is read once per token). "
+              + ("Its peer placement is a peer GH200's memory over 6 NVLink4 links (150 GB/s per direction, Fusco "
+                 "et al. Sec. II.A); here GPU 1's HBM read by GPU 0 over NV18 through NVSwitch (450 GB/s per "
+                 "direction), the KV cache on GPU 0: different in kind. " if peer else
+                 "Its host placement is Grace's DDR over NVLink-C2C; here pinned host memory over PCIe (different "
+                 "in kind). ")
+              + "Its allocator split is `umscope place --rule '<1M:async'` for a user's own program; the app's "
+              "allocator places every block in the mode's kind."]
     return lines, {"": svg.hbar_chart(list(groups.items()), "ms per token", "LLM decode time per token",
                                       log=True)} if groups else {}
 
@@ -449,16 +512,32 @@ def render_fig18(d):
     from umscope.report import svg
     recs = [r for r in _recs(d) if r.get("benchmark") == "nccl"]
     series, lines = {}, ["NCCL in one process over every GPU, bus bandwidth (as nccl-tests), GB/s, median with "
-                         "min–max; buffers in each GPU's memory (`device`), in pinned host memory, or on the next "
-                         "GPU (`peer:1`: rank i's buffers on GPU i+1).", "",
-                         "| kind | op | size | busbw |", "| --- | --- | ---: | ---: |"]
+                         "min–max, and the algorithm bandwidth (the buffer's size over the time, the study's "
+                         "measure) of the same repetitions; buffers in each GPU's memory (`device`), in pinned "
+                         "host memory, or on the next GPU (`peer:1`: rank i's buffers on GPU i+1).", "",
+                         "| kind | op | size | busbw | algbw (GB/s) |", "| --- | --- | ---: | ---: | ---: |"]
     for r in recs:
-        lines.append(f"| `{case_kind(r)}` | {r.get('op')} | {size_text(r.get('bytes'))} | {cell(r)} |")
+        lines.append(f"| `{case_kind(r)}` | {r.get('op')} | {size_text(r.get('bytes'))} | {cell(r)} | "
+                     f"{num(field(r, 'algbw')) if ok(r) else '—'} |")
         if ok(r):
             series.setdefault(f"{r['op']} {case_kind(r)}", []).append((r["bytes"], r["median"], r["min"], r["max"]))
-    lines += ["", "The study's Fig. 18 is a plot (four GH200s, buffers in HBM, DDR and peer memories): not "
-              "transcribed, no ratio. Its host buffers are Grace's DDR reached over NVLink-C2C; here pinned memory "
-              "over PCIe: different in kind."]
+    lines += ["", "The study's Fig. 18 is a plot (four processes on four GH200s, buffers in HBM, DDR and peer "
+              "memories): not transcribed, no ratio. Here one process drives the four GPUs. Its host buffers are "
+              "Grace's DDR reached over NVLink-C2C (450 GB/s per direction); here pinned memory over each GPU's "
+              "PCIe link (63 GB/s per direction at most): different in kind. Its peer buffers are on another GH200, "
+              "over 6 NVLink4 links (150 GB/s per direction, Fusco et al. Sec. II.A); here on the next H100 over "
+              "NV18 through NVSwitch (450 GB/s per direction), links that NCCL's own traffic also uses: different "
+              "in kind. The study finds same-GH200 memory well ahead of peer memory, and HBM and DDR alike "
+              "(Sec. IV.C)."]
+    big = {}
+    for r in recs:
+        if ok(r) and r.get("op") == "allreduce" and (r.get("bytes") or 0) >= big.get(case_kind(r), (0, None))[0]:
+            big[case_kind(r)] = (r["bytes"], r)
+    if "device" in big and big["device"][1]["median"]:
+        dev = big["device"][1]["median"]
+        lines[-1] += " Here, all-reduce at its largest size: " + ", ".join(
+            f"`{k}` {r['median'] / dev:.2f} of `device`" for k, (b, r) in big.items() if k != "device") + \
+            " (busbw ratios; the pinned buffers cross PCIe)."
     return lines, {"": svg.line_chart(list(series.items()), "NCCL busbw against size", "size", "GB/s",
                                       x_fmt=svg.size_tick)}
 

@@ -248,3 +248,31 @@ def test_a_figure_with_nothing_measured_still_has_its_page(seeds, tmp_path):
     seeds.index(tmp_path / "pages")
     assert "| [fusco-fig15-peer](fusco-fig15-peer.md) | Fusco et al. 2024, Fig. 15 (peer) | 2 | page made; 2 " \
            "command(s) cut by the time budget" in (tmp_path / "pages" / "README.md").read_text()
+
+
+def test_gpu_pairs_not_reached_and_reasons_alike_but_for_their_numbers(seeds, tmp_path):
+    """fusco-fig13-gpus on 4 x H100: the budget stopped the command before GPU 2 ↔ GPU 3; each pinned case was
+    skipped with its own counts: one group, each case keeping its numbers."""
+    def pp(kind, a, b, median=None, kept=None):
+        r = {"case_id": f"pingpong {kind} device={a} exchanges=10000 pair=gpu-gpu peer={b} reps=7",
+             "benchmark": "pingpong", "status": "ok", "median": median, "min": median, "max": median, "n": 7,
+             "unit": "ns"}
+        if kept is not None:
+            r.update(status="skipped", median=None, reason=f"no coherent atomics between gpu-gpu on pinned: {kept} of "
+                                                            "200000 concurrent increments kept")
+        return ("fusco-fig13-gpus", "pingpong", r)
+    recs = [pp("device", 0, 1, 1773.2), pp("peer:1", 0, 1, 1826.1), pp("pinned", 0, 1, kept=103586),
+            pp("managed", 0, 1, 15565.7), pp("device", 0, 2, 1683.2), pp("pinned", 0, 2, kept=103753)]
+    run = write_run(tmp_path / "run.jsonl", [], recs, gpus=3)
+    run.write_text(run.read_text() + json.dumps({"type": "command", "figure": "fusco-fig13-gpus", "tag": "pingpong",
+                                                 "command": "umscope bench pingpong", "wall_s": 25.5,
+                                                 "exit": "timeout"}) + "\n")
+    seeds.write_pages(run, tmp_path / "pages")
+    text = (tmp_path / "pages" / "fusco-fig13-gpus.md").read_text()
+    assert "Not reached in this run (see Not measured): GPU 0 ↔ GPU 2, flag in `peer:2`, `managed`; GPU 1 ↔ " \
+           "GPU 2, flag in `device`, `peer:2`, `pinned`, `managed`." in text
+    miss = text.split("## Not measured", 1)[1]
+    assert "- skipped: no coherent atomics between gpu-gpu on pinned (2):" in miss
+    assert "peer=1 reps=7`: 103586 of 200000 concurrent" in miss and "peer=2 reps=7`: 103753 of 200000" in miss
+    assert "`umscope bench pingpong`: stopped at the figure's time budget" in miss
+    assert "1 command(s) cut by the time budget" in miss and "a capability" in text
