@@ -317,6 +317,7 @@ def load(path):
 
 
 BUDGET_SPENT = "not run: the figure's budget"  # the start of a skip's reason when the budget ran out
+NOTHING = "Nothing was measured in this run"  # a page's body when no case was measured
 
 
 def not_measured(d) -> list:
@@ -401,8 +402,8 @@ def page(f, header, d) -> tuple:
     if measured(d):
         body, charts = f.render(d)
     else:  # nothing to tabulate or chart: the page says so, and why (below)
-        body = ["Nothing was measured in this run: every case was skipped or not run, for the reasons under "
-                "Not measured below. No table and no chart."]
+        body = [f"{NOTHING}: every case was skipped or not run, for the reasons under Not measured below. No table "
+                "and no chart."]
     files = {f"{f.name}{k}.svg": standalone_svg(v) for k, v in charts.items() if v}
     lines = head + ["", "## umscope's measurement", ""] + body
     lines += [""] + [f"![{f.figure}]({n})" for n in files]
@@ -459,8 +460,9 @@ def index(pages_dir):
             said = re.search(r"(\d+) command\(s\) cut by the time budget", text_of_page)
             cut = int(said[1]) if said else \
                 text_of_page.count(BUDGET_SPENT) + text_of_page.count(", exit timeout)")  # a page before the count
-            status = (f"page made; {cut} command(s) cut by the time budget: `bench/seeds.py --figures {name}` "
-                      "completes it" if cut else "page made")
+            status = "page made" + ("; nothing measured (the page says why)" if NOTHING in text_of_page else "")
+            if cut:
+                status += f"; {cut} command(s) cut by the time budget: `bench/seeds.py --figures {name}` completes it"
         rows.append(f"| {f'[{name}]({name}.md)' if made else name} | {sources()[f.study]['short']}, {f.figure} | "
                     f"{max(f.gpus, 1)} | {status} |")
     block = INDEX_START + "\n\n" + "\n".join(rows) + "\n\n" + INDEX_END

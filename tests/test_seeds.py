@@ -246,8 +246,9 @@ def test_a_figure_with_nothing_measured_still_has_its_page(seeds, tmp_path):
     seeds.index(tmp_path / "pages")  # no README there: nothing to index
     (tmp_path / "pages" / "README.md").write_text("# index\n")
     seeds.index(tmp_path / "pages")
-    assert "| [fusco-fig15-peer](fusco-fig15-peer.md) | Fusco et al. 2024, Fig. 15 (peer) | 2 | page made; 2 " \
-           "command(s) cut by the time budget" in (tmp_path / "pages" / "README.md").read_text()
+    assert "| [fusco-fig15-peer](fusco-fig15-peer.md) | Fusco et al. 2024, Fig. 15 (peer) | 2 | page made; nothing " \
+           "measured (the page says why); 2 command(s) cut by the time budget" in \
+        (tmp_path / "pages" / "README.md").read_text()
 
 
 def test_gpu_pairs_not_reached_and_reasons_alike_but_for_their_numbers(seeds, tmp_path):
