@@ -213,13 +213,20 @@ def main():
             program_argv(prog, ngpu)
         print(f"[{time.time() - t_start:5.0f} s] {prog} {v}: {' '.join(shlex.quote(c) for c in cmd[-6:])}",
               file=sys.stderr, flush=True)
-        r = run(cmd, env, min(a.timeout, max(left, 1.0)))  # never past the budget: a timeout says so
+        cap = min(a.timeout, max(left, 1.0))  # never past the budget: a timeout says so
+        r = run(cmd, env, cap)
         r.update(program=prog, variant=v, command=" ".join(shlex.quote(c) for c in cmd))
         if v == "plain":
             walls[prog] = r["wall_s"]
         runs.append(r)
         row = {"program": prog, "variant": v, "wall_s": r["wall_s"],
                "outside": [ln for ln in r["umscope_lines"] if "was not placed" in ln]}
+        if r["rc"] == "timeout" and cap < a.timeout:
+            # Stopped by the budget, not by its own timeout: a run not finished, neither a crash nor a hang.
+            row["status"] = f"not finished: the {a.budget:.0f} s budget ended it after {r['wall_s']:.0f} s"
+            rows.append(row)
+            write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
+            continue
         if r["rc"] != 0 or r["result"] is None:
             row["status"] = "CRASH" if r["rc"] != "timeout" else "TIMEOUT"
             row["why"] = (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]
