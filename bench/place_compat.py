@@ -157,6 +157,11 @@ def write(outdir, meta, rows, runs, total, ngpu, final=False):
     changed = sum(r.get("status") == "CHANGED" for r in rows)
     missed = sum(r.get("meets_target") is False for r in rows)
     lines += ["", f"crashes {crashes}, changed outputs {changed}, time targets missed {missed}"]
+    segs = [f"{r['program']} {r['variant']}: {r['segments'][1]} plain, {r['segments'][2]} placed" for r in rows
+            if r.get("segments")]
+    if segs:
+        lines += ["", "Segments PyTorch's allocator took from the driver or libumalloc (`num_device_alloc`; while "
+                  "timed where the program says so): " + "; ".join(segs)]
     text = "\n".join(lines)
     (outdir / "place_compat.md").write_text(text + "\n")
     if final:
@@ -253,6 +258,11 @@ def main():
             pm, om = (plain.get("memory") or {}), (res.get("memory") or {})
             if "max_memory_allocated" in pm:
                 row["max_memory_allocated_equal"] = pm["max_memory_allocated"] == om.get("max_memory_allocated")
+            # Segments PyTorch took from its allocator (cudaMalloc, or libumalloc under place) while timed: a placed
+            # run that makes segments the plain run does not pays them in its step time.
+            for key in ("segments_made_while_timed", "segments_made"):
+                if key in pm:
+                    row["segments"] = (key, pm.get(key), om.get(key))
         rows.append(row)
         write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
     crashes, changed = write(outdir, meta, rows, runs, time.time() - t_start, ngpu, final=True)
