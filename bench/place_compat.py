@@ -157,6 +157,11 @@ def write(outdir, meta, rows, runs, total, ngpu, final=False):
     changed = sum(r.get("status") == "CHANGED" for r in rows)
     missed = sum(r.get("meets_target") is False for r in rows)
     lines += ["", f"crashes {crashes}, changed outputs {changed}, time targets missed {missed}"]
+    segs = [f"{r['program']} {r['variant']}: {r['segments'][1]} plain, {r['segments'][2]} placed" for r in rows
+            if r.get("segments")]
+    if segs:
+        lines += ["", "Segments PyTorch's allocator took from the driver or libumalloc (`num_device_alloc`; while "
+                  "timed where the program says so): " + "; ".join(segs)]
     text = "\n".join(lines)
     (outdir / "place_compat.md").write_text(text + "\n")
     if final:
@@ -213,13 +218,20 @@ def main():
             program_argv(prog, ngpu)
         print(f"[{time.time() - t_start:5.0f} s] {prog} {v}: {' '.join(shlex.quote(c) for c in cmd[-6:])}",
               file=sys.stderr, flush=True)
-        r = run(cmd, env, min(a.timeout, max(left, 1.0)))  # never past the budget: a timeout says so
+        cap = min(a.timeout, max(left, 1.0))  # never past the budget: a timeout says so
+        r = run(cmd, env, cap)
         r.update(program=prog, variant=v, command=" ".join(shlex.quote(c) for c in cmd))
         if v == "plain":
             walls[prog] = r["wall_s"]
         runs.append(r)
         row = {"program": prog, "variant": v, "wall_s": r["wall_s"],
                "outside": [ln for ln in r["umscope_lines"] if "was not placed" in ln]}
+        if r["rc"] == "timeout" and cap < a.timeout:
+            # Stopped by the budget, not by its own timeout: a run not finished, neither a crash nor a hang.
+            row["status"] = f"not finished: the {a.budget:.0f} s budget ended it after {r['wall_s']:.0f} s"
+            rows.append(row)
+            write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
+            continue
         if r["rc"] != 0 or r["result"] is None:
             row["status"] = "CRASH" if r["rc"] != "timeout" else "TIMEOUT"
             row["why"] = (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]
@@ -246,6 +258,11 @@ def main():
             pm, om = (plain.get("memory") or {}), (res.get("memory") or {})
             if "max_memory_allocated" in pm:
                 row["max_memory_allocated_equal"] = pm["max_memory_allocated"] == om.get("max_memory_allocated")
+            # Segments PyTorch took from its allocator (cudaMalloc, or libumalloc under place) while timed: a placed
+            # run that makes segments the plain run does not pays them in its step time.
+            for key in ("segments_made_while_timed", "segments_made"):
+                if key in pm:
+                    row["segments"] = (key, pm.get(key), om.get(key))
         rows.append(row)
         write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
     crashes, changed = write(outdir, meta, rows, runs, time.time() - t_start, ngpu, final=True)

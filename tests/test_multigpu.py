@@ -61,6 +61,18 @@ def test_pingpong_and_chase_across_gpus():
     assert status["status"] == "ok" and [r for r in recs if r["op"] == "chase"][0]["verified"]
 
 
+def test_gemm_with_operands_on_a_peer_gpu_runs_and_is_verified():
+    """Fusco et al. Fig. 15/16's peer placement: on 4 x H100 every GEMM with a peer:1 operand was skipped ("cudaMalloc
+    memory is not mapped into the CPU's address space"): the runner initialised peer memory from the CPU."""
+    _need_two()
+    res = umbench("run", "gemm", "--n", "512", "--precision", "fp32", "--place-a", "peer:1", "--place-b", "peer:1",
+                  "--place-c", "device", "--mode", "explicit", "--iterations", "2")
+    recs, status = _out(res)
+    assert status["status"] == "ok", res.stdout + res.stderr
+    assert recs and all(r["verified"] for r in recs), recs
+    assert recs[0]["place_a"] == "peer:1" and recs[0]["place_b"] == "peer:1"
+
+
 def test_local_placement_pins_to_the_gpus_cpus_and_node():
     fp = probe.probe()
     local = fp["topology"]["gpus"][0]

@@ -43,5 +43,6 @@ if rank == 0:
     print("RESULT " + json.dumps({"unit": "ms/step", "times_ms": [t * 1e3 for t in times[5:]],
                                   "outputs": {"losses": losses},
                                   "memory": {"max_memory_allocated": torch.cuda.max_memory_allocated(),
-                                             "memory_reserved": torch.cuda.memory_reserved()}}))
+                                             "memory_reserved": torch.cuda.memory_reserved(),
+                                             "segments_made": torch.cuda.memory_stats().get("num_device_alloc")}}))
 dist.destroy_process_group()

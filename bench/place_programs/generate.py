@@ -41,6 +41,7 @@ with torch.inference_mode():
     # on the H100: the longer cache's shapes met their kernels and allocations for the first time there)
     generate(a.tokens)
     torch.cuda.reset_peak_memory_stats()
+    segments_before = torch.cuda.memory_stats().get("num_device_alloc", 0)
     per_token = []
     for _ in range(a.reps):
         torch.cuda.synchronize()
@@ -48,6 +49,7 @@ with torch.inference_mode():
         out = generate(a.tokens)
         torch.cuda.synchronize()
         per_token.append((time.perf_counter() - t0) / a.tokens)
+segments_timed = torch.cuda.memory_stats().get("num_device_alloc", 0) - segments_before
 tokens = out[0, prompt.shape[1]:].tolist()
 peak = torch.cuda.max_memory_allocated()
 print(f"{a.model}: {a.tokens} tokens, {statistics.median(per_token) * 1e3:.2f} ms/token, "
@@ -56,4 +58,5 @@ print("RESULT " + json.dumps({"unit": "ms/token", "times_ms": [t * 1e3 for t in 
                               "outputs": {"tokens": tokens},
                               "memory": {"max_memory_allocated": peak,
                                          "memory_reserved": torch.cuda.memory_reserved(),
-                                         "allocated_bytes.all.peak": torch.cuda.memory_stats()["allocated_bytes.all.peak"]}}))
+                                         "allocated_bytes.all.peak": torch.cuda.memory_stats()["allocated_bytes.all.peak"],
+                                         "segments_made_while_timed": segments_timed}}))

@@ -128,15 +128,17 @@ std::string AppRun::kind_of(Use use) const {
 void AppRun::add(const std::string& name, size_t bytes, Use use, const std::string& kind, void** host, void** dev) {
   if (bytes == 0) throw UsageError(name + ": an array of zero elements (the dimensions are too small)");
   KindSpec k = parse_kind(kind.empty() ? kind_of(use) : kind);
-  // Memory only the GPU reaches (device, async and vmm on the GPU) gets a host array beside it, copied in and back.
+  // Memory only GPUs reach (device, async and vmm on the GPU, a peer GPU's) gets a host array beside it, copied in
+  // and back (the 4 x H100 seed run skipped every GEMM with a peer:N operand: its CPU initialisation was refused).
   const bool gpu_only = kind_gpu_only(k, ctx.device);
+  const bool on_this_gpu = kind_place(k, ctx.device).location == "gpu";
   if (!gpu_only) k.policy["first_touch"] = "none";  // the application initialises it
   auto t = clk::now();
   std::unique_ptr<Slot> s(new Slot{name, use, nullptr, nullptr, false});
   if (gpu_only) {
-    device_total_ += bytes;
+    if (on_this_gpu) device_total_ += bytes;  // a peer GPU's memory is refused by its own cudaMalloc when short
     const GpuCaps& caps = gpu_caps(ctx.device);
-    if (caps.present && device_total_ > caps.free_mem)
+    if (on_this_gpu && caps.present && device_total_ > caps.free_mem)
       throw Refused(name_ + " needs " + gib_text(device_total_) + " of GPU memory so far; " +
                     gib_text(caps.free_mem) + " is free");
     s->host.reset(new Buffer(parse_kind("system,first_touch=none"), bytes, ctx.alloc));
