@@ -113,6 +113,9 @@ def build_parser():
     s.add_argument("--uvm-events", action="store_true",
                    help="with --um-trace (implied): also read the UVM driver's own event queue: every GPU fault "
                         "entry with its batch, every replay, every migration with its cause (docs/tracing.md)")
+    s.add_argument("--keep-trace", metavar="FILE",
+                   help="with --um-trace (implied): keep the raw trace (libumtrace's JSON lines) in FILE, for "
+                        "`umscope simulate --trace FILE` and `umscope advise --trace FILE`")
     s.add_argument("--counters", nargs="?", const="sample", metavar="sample|kernel",
                    help="hardware counters: PCIe, GPU-memory and L1<->L2 bytes over time (sample: PM sampling, the "
                         "default) or per kernel (kernel: CUPTI range profiler, serialises kernels)")
@@ -380,6 +383,8 @@ def cmd_profile(args):
         validate.output_path(args.report, "--report")
     if args.store is not None:
         Store.check_path(args.store)
+    if args.keep_trace is not None:
+        validate.output_path(args.keep_trace, "--keep-trace")
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -396,9 +401,9 @@ def cmd_profile(args):
         except ValueError as err:
             raise UsageError(str(err)) from None
     store = Store(args.store)  # an unwritable store fails before the program runs
-    args.um_trace = args.um_trace or args.uvm_events
+    args.um_trace = args.um_trace or args.uvm_events or args.keep_trace is not None
     status, records, notes = profiler.profile(cmd, period, args.power, gpus, numa, args.um_trace, counters,
-                                              uvm_events=args.uvm_events)
+                                              uvm_events=args.uvm_events, keep_trace=args.keep_trace)
     command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     run_id = store.create_run("profile", command, [], {"period": period, "power": args.power,
                                                       "um_trace": args.um_trace, "uvm_events": args.uvm_events, "counters": counters and {

@@ -26,10 +26,13 @@ from umscope.profile.tracer import (cupti_path, inject, parse_trace, read_trace_
                                     trace_files, tracer_path)
 
 
-def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None, uvm_events=False):
+def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None, uvm_events=False,
+            keep_trace=None):
     """Runs cmd; returns (exit status as a shell reports it, records, notes). counters: None, or
     {"modes": ("sample",) or ("kernel",), "set": "link" | "memory"} for hardware counters (profile/hwcounters.py).
-    uvm_events: with um_trace, libumtrace also reads the UVM driver's event queue (profile/uvm_events.py)."""
+    uvm_events: with um_trace, libumtrace also reads the UVM driver's event queue (profile/uvm_events.py).
+    keep_trace: with um_trace, a path the raw trace (libumtrace's JSON lines, what `simulate --trace` and
+    `advise --trace` read) is moved to instead of deleted; every later process's FILE.PID goes beside it."""
     if not cmd:
         raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
     notes = []
@@ -119,7 +122,10 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             notes.append("--um-trace: the trace ended early (the program died); what was flushed is kept")
         extra = trace_records(tr)
         for f in trace_files(trace_file):
-            os.unlink(f)
+            if keep_trace and tr:
+                _keep(f, str(keep_trace) + f[len(trace_file):], notes)
+            else:
+                os.unlink(f)
     else:
         extra = []
     if hw:
@@ -133,3 +139,15 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
                            "max": maxrss, "value": maxrss,
                            "source": "kernel high-water mark (wait4 ru_maxrss) of the largest process"})
     return status, records, notes
+
+
+def _keep(src, dst, notes):
+    """Moves a trace file to where --keep-trace asked (a copy across file systems), saying so in the notes."""
+    import shutil
+    try:
+        shutil.move(src, dst)
+        notes.append(f"--keep-trace: the trace is kept in {dst}")
+    except OSError as e:
+        notes.append(f"--keep-trace: could not keep the trace in {dst}: {e.strerror or e}")
+        if os.path.exists(src):
+            os.unlink(src)
