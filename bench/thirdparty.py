@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""Third-party unified-memory programs under `umscope profile --um-trace` and `umscope advise --trace` (issue 39,
+"advise unmodified programs"): UVMBench's managed-memory Rodinia needle (nw), srad and pathfinder, built from their
+public sources (github.com/OSU-STARLAB/UVM_benchmark), never copied into this repository.
+
+  build --src DIR --out .thirdparty   (CPU with nvcc) DIR: a clone of UVM_benchmark; binaries and manifest.json
+  run --dir .thirdparty [--budget 200] (GPU) each program plain 3 times, traced once, advised; $OUT/thirdparty.*
+
+Each program is built with its own Makefile (make CUDA_DIR=...; nvcc reads -arch=sm_90 from NVCC_APPEND_FLAGS, so no
+Makefile is edited), in three versions where the suite has them: managed (UVM_benchmarks), explicit (the suite's own
+cudaMalloc/cudaMemcpy version, non_UVM_benchmarks) and, for pathfinder, its own prefetching build option (-DPREF, the
+Makefile's DEF), which CUDA 13 only compiles with CUDA 12's cudaMemPrefetchAsync(ptr, bytes, device, stream) restored
+by a forced include (COMPAT below): the program's source is not changed.
+"""
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = "https://github.com/OSU-STARLAB/UVM_benchmark"
+COLS = 100000  # pathfinder's columns, as its run script (`./pathfinder 100000 100 20`); rows are scaled
+PROGRAMS = {  # work(size) ~ run time; size from work; footprint: managed bytes; max: where the program's int indices end
+    "nw": {"dir": "rodinia/nw", "exe": "needle", "args": lambda n: [str(n), "10"], "step": 16, "probe": (1024, 4096),
+           "work": lambda n: n * n, "size": lambda w: w ** 0.5, "max": 32768, "bytes": lambda n: 8 * (n + 1) ** 2,
+           "users": "./needle 2048 10 (its run script)", "prints_result": False},
+    "srad": {"dir": "rodinia/srad", "exe": "srad", "args": lambda n: [str(n), str(n), "0", "127", "0", "127", "0.5", "2"],
+             "step": 16, "probe": (1024, 4096), "work": lambda n: n * n, "size": lambda w: w ** 0.5, "max": 32768,
+             "bytes": lambda n: 24 * n * n, "users": "./srad 2048 2048 0 127 0 127 0.5 2", "prints_result": False},
+    "pathfinder": {"dir": "rodinia/pathfinder", "exe": "pathfinder", "args": lambda r: [str(COLS), str(r), "20"],
+                   "step": 20, "probe": (100, 1000), "work": lambda r: r, "size": lambda w: w, "max": 21460,
+                   "bytes": lambda r: 4 * COLS * r, "users": "./pathfinder 100000 100 20 > result.txt",
+                   "prints_result": True},
+}
+# (binary, program, tree, make variables, the mode advise names that this build puts into practice, how)
+BUILDS = [("nw", "nw", "UVM_benchmarks", [], None, "managed"),
+          ("nw-explicit", "nw", "non_UVM_benchmarks", [], None, "explicit"),
+          ("srad", "srad", "UVM_benchmarks", [], None, "managed"),
+          ("srad-explicit", "srad", "non_UVM_benchmarks", [], None, "explicit"),
+          ("pathfinder", "pathfinder", "UVM_benchmarks", [], None, "managed"),
+          ("pathfinder-prefetch", "pathfinder", "UVM_benchmarks", ["DEF=-DPREF"], "managed-prefetch",
+           "its Makefile's prefetch option: make DEF=-DPREF (cudaMemPrefetchAsync of every array before the kernels)"),
+          ("pathfinder-explicit", "pathfinder", "non_UVM_benchmarks", [], None, "explicit")]
+COMPAT = """// written by umscope's bench/thirdparty.py: CUDA 12's cudaMemPrefetchAsync(ptr, bytes, device, stream), which
+// CUDA 13 replaced by a cudaMemLocation form; forced into pathfinder's -DPREF build so its source stays unchanged.
+#include <cuda_runtime.h>
+static inline cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, int dev, cudaStream_t s) {
+  cudaMemLocation loc = {};
+  loc.type = dev == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+  loc.id = dev == cudaCpuDeviceId ? 0 : dev;
+  return cudaMemPrefetchAsync(p, n, loc, 0, s);
+}
+"""
+SOURCE_CHANGE = "needs a source change"
+
+
+def die(msg):
+    sys.stderr.write(f"thirdparty.py: {msg}\n")
+    sys.exit(2)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        die(message)
+
+
+def git(src, *args, binary=False):
+    r = subprocess.run(["git", "-C", str(src), *args], capture_output=True)
+    if r.returncode:
+        die(f"--src {src}: git {args[0]} failed: {r.stderr.decode(errors='replace').strip()[:200]}")
+    return r.stdout if binary else r.stdout.decode().strip()
+
+
+def build(a):
+    src, out = Path(a.src), Path(a.out)
+    if not src.is_dir():
+        die(f"--src {src}: no such directory")
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        die("nvcc is not on PATH (the CUDA toolkit builds the programs)")
+    commit = git(src, "rev-parse", "HEAD")
+    paths = sorted({f"{t}/{PROGRAMS[p]['dir']}" for _, p, t, *_ in BUILDS}) + ["common/make.config"]
+    listed = git(src, "ls-tree", "-r", "--name-only", "HEAD", "--", *paths).split("\n")
+    for p in paths:
+        if not any(f == p or f.startswith(p + "/") for f in listed):
+            die(f"--src {src}: {p} is not in its commit {commit[:12]} (a clone of {REPO} is expected)")
+    cuda = Path(nvcc).resolve().parent.parent
+    version = next((x.strip() for x in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+                    .split("\n") if "release" in x), "nvcc")
+    (out / "bin").mkdir(parents=True, exist_ok=True)
+    made = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tar = git(src, "archive", "HEAD", "--", *paths, binary=True)
+        subprocess.run(["tar", "-x", "-C", tmp], input=tar, check=True)
+        (Path(tmp) / "compat.h").write_text(COMPAT)
+        for name, prog, tree, make_vars, mode, how in BUILDS:
+            d = Path(tmp) / tree / PROGRAMS[prog]["dir"]
+            flags = "-arch=sm_90" + (f" -include {tmp}/compat.h" if "DEF=-DPREF" in make_vars else "")
+            cmd = ["make", "-B", f"CUDA_DIR={cuda}", *make_vars]
+            r = subprocess.run(cmd, cwd=d, env=dict(os.environ, NVCC_APPEND_FLAGS=flags), capture_output=True, text=True)
+            if r.returncode:
+                die(f"{name}: {' '.join(cmd)} failed: {(r.stderr or r.stdout).strip()[-300:]}")
+            exe = out / "bin" / name
+            shutil.copy2(d / PROGRAMS[prog]["exe"], exe)
+            made.append({"binary": f"bin/{name}", "program": prog, "source": f"{tree}/{PROGRAMS[prog]['dir']}",
+                         "mode": mode, "how": how, "make": " ".join(cmd[:1] + cmd[2:]),
+                         "NVCC_APPEND_FLAGS": flags.replace(tmp, "<build>"),
+                         "nvcc_line": r.stdout.strip().split("\n")[-1].replace(tmp, "<build>"),
+                         "bytes": exe.stat().st_size, "sha256": hashlib.sha256(exe.read_bytes()).hexdigest()})
+    man = {"repository": REPO, "commit": commit, "nvcc": version, "cuda_dir": str(cuda), "built": made}
+    (out / "manifest.json").write_text(json.dumps(man, indent=1) + "\n")
+    for m in made:
+        print(f"{m['binary']:<26} {m['bytes']:>9} B  {m['source']} @ {commit[:12]}  {m['make']}  "
+              f"NVCC_APPEND_FLAGS='{m['NVCC_APPEND_FLAGS']}'")
+    print(f"built {len(made)} binaries from {REPO} commit {commit} with {version} into {out}")
+    return 0
+
+
+def run_prog(argv, timeout, cwd=None):
+    """Runs argv; its stdout is hashed as it comes (the last 16 MiB kept), its stderr kept in a file. Returns
+    {'wall_s', 'rc', 'sha256', 'tail', 'stderr'}: the process's wall time from start to exit; rc 'timeout' where it
+    was stopped at the timeout."""
+    import threading
+    h, tail = hashlib.sha256(), bytearray()
+
+    def read(f):
+        nonlocal tail
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+            tail = (tail + chunk)[-(16 << 20):]
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=cwd)
+        reader = threading.Thread(target=read, args=(p.stdout,), daemon=True)
+        reader.start()
+        try:
+            rc = p.wait(timeout=max(1, timeout))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            rc = "timeout"
+        wall = time.perf_counter() - t0
+        reader.join(10)
+        err.seek(0)
+        stderr = err.read()[-2000:].decode(errors="replace")
+    return {"wall_s": wall, "rc": rc, "sha256": h.hexdigest(), "tail": bytes(tail), "stderr": stderr}
+
+
+def classify(advice: dict, builds: list) -> dict:
+    """Whether advise's recommendation can be put into practice without changing the program's source: plain
+    managed memory (nothing to change), or a build of the program's own that does what it recommends."""
+    rec = advice.get("recommended")
+    if rec == "managed":
+        return {"applicable": True, "how": "no change: the program already uses plain managed memory", "binary": None}
+    for b in builds:
+        if b["mode"] == rec:
+            return {"applicable": True, "how": b["how"], "binary": b["binary"]}
+    hint = (advice.get("hints") or [str(rec)])[0]
+    return {"applicable": False, "how": f"{SOURCE_CHANGE}: {hint}", "binary": None}
+
+
+def stats(runs):
+    w = [r["wall_s"] for r in runs if r["rc"] == 0]
+    return {"median_s": statistics.median(w), "min_s": min(w), "max_s": max(w), "n": len(w)} if w else None
+
+
+def pick_size(p, exe, target, cap, timeout):
+    lo, hi = p["probe"]
+    t = [run_prog([exe, *p["args"](s)], timeout) for s in (lo, hi)]
+    if any(r["rc"] != 0 for r in t):
+        return None, {"probe": [(s, r["rc"], r["stderr"][-200:]) for s, r in zip((lo, hi), t)]}
+    per = max((t[1]["wall_s"] - t[0]["wall_s"]) / (p["work"](hi) - p["work"](lo)), 1e-15)
+    size = p["size"](p["work"](hi) + max(target - t[1]["wall_s"], 0) / per)
+    size = min(max(size, hi), p["max"])
+    while p["bytes"](int(size)) > cap:
+        size *= 0.95
+    size = int(size) // p["step"] * p["step"]
+    return size, {"probe": {str(s): round(r["wall_s"], 3) for s, r in zip((lo, hi), t)}, "per_work_s": per}
+
+
+def gpu_free_bytes():
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", "0"],
+                           capture_output=True, text=True, timeout=30)
+        return int(r.stdout.split()[0]) << 20
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None
+
+
+def umscope(*args):
+    return [sys.executable, "-m", "umscope", *args]
+
+
+def slim_advice(adv: dict) -> dict:
+    ev = adv.get("evidence") or {}
+    x = adv.get("explicit") or {}
+    return {"recommended": adv.get("recommended"), "predicted_gain_vs_managed": adv.get("predicted_gain_vs_managed"),
+            "hints": adv.get("hints"), "trace": adv.get("trace"), "model_version": adv.get("model_version"),
+            "modelled_ms": {k: v.get("modelled_ms") for k, v in ev.items()},
+            "explicit": {k: x.get(k) for k in ("verdict", "modelled_ms", "wins", "ratio")},
+            "validated_error": (adv.get("advise_validated_error") or {}).get("text")}
+
+
+def compare(r, key, mode, runs):
+    """Predicted against measured for a build run in place of the plain one: gain (plain / it) and saving."""
+    ms, plain = r["advice"]["modelled_ms"], r["plain_stats"]["median_s"]
+    st = stats(runs)
+    c = {"mode": mode, "runs": [{k: v for k, v in x.items() if k != "tail"} for x in runs], "stats": st}
+    if ms.get("managed") is not None and ms.get(mode):
+        c["predicted_gain"], c["predicted_saving_ms"] = ms["managed"] / ms[mode], ms["managed"] - ms[mode]
+    if st:
+        c["measured_gain"], c["measured_saving_ms"] = plain / st["median_s"], (plain - st["median_s"]) * 1e3
+    if r["prints_result"]:
+        c["same_output_as_plain"] = all(x["sha256"] == r["plain"][0]["sha256"] for x in runs)
+    r[key] = c
+
+
+def run(a):
+    d = Path(a.dir)
+    try:
+        man = json.loads((d / "manifest.json").read_text())
+        built = {b["binary"]: b for b in man["built"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        die(f"--dir {d}: no readable manifest.json ({type(e).__name__}); run `thirdparty.py build` first")
+    if not a.budget > 0 or not a.target > 0:
+        die("--budget and --target must be positive seconds")
+    names = a.only.split(",") if a.only else list(PROGRAMS)
+    sizes = {}
+    for item in filter(None, (a.size or "").split(",")):
+        k, _, v = item.partition("=")
+        if k not in PROGRAMS or not v.isdigit() or int(v) % PROGRAMS[k]["step"] or not 0 < int(v) <= PROGRAMS[k]["max"]:
+            die(f"--size {item}: NAME=N, NAME one of {','.join(PROGRAMS)}, N a multiple of its step up to its limit "
+                f"({', '.join(str((n, q['step'], q['max'])) for n, q in PROGRAMS.items())})")
+        sizes[k] = int(v)
+    for n in names:
+        if n not in PROGRAMS or f"bin/{n}" not in built:
+            die(f"--only {n}: not a program built in {d} ({', '.join(p for p in PROGRAMS if f'bin/{p}' in built)})")
+    out = Path(a.out or os.environ.get("OUT") or "thirdparty-out")
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    left = lambda: a.budget - (time.monotonic() - t0)  # noqa: E731
+    log = lambda m: print(f"[{time.monotonic() - t0:6.1f} s] {m}", file=sys.stderr, flush=True)  # noqa: E731
+    free = gpu_free_bytes()
+    cap = min(a.max_footprint << 30, free // 2 if free else a.max_footprint << 30)
+    from umscope import provenance
+    res = {"umscope_commit": provenance.commit(), "manifest": man, "budget_s": a.budget, "target_s": a.target,
+           "gpu_free_bytes": free, "footprint_cap_bytes": cap, "programs": {}, "left": []}
+    tmp = Path(tempfile.mkdtemp(prefix="thirdparty-"))
+    for name in names:  # first what every program needs: size, 3 plain runs, the traced run, the advice
+        p, exe = PROGRAMS[name], str(d / "bin" / name)
+        r = res["programs"][name] = {"users_run": p["users"], "prints_result": p["prints_result"]}
+        if left() < 6 * a.target:
+            res["left"].append(f"{name}: not run (budget)")
+            continue
+        size = sizes.get(name)
+        if size is None:
+            log(f"{name}: probing sizes {p['probe']} for a {a.target} s run")
+            size, r["size_chosen"] = pick_size(p, exe, a.target, cap, left())
+            if size is None:
+                r["error"] = "a probe run failed"
+                continue
+        args = p["args"](size)
+        r.update(size=size, args=args, managed_bytes=p["bytes"](size))
+        log(f"{name} {' '.join(args)}: 3 plain runs")
+        runs = [run_prog([exe, *args], left()) for _ in range(3)]
+        r["plain"] = [{k: v for k, v in x.items() if k != "tail"} for x in runs]
+        r["plain_stats"] = stats(runs)
+        if not r["plain_stats"] or len(r["plain_stats"]) and r["plain_stats"]["n"] < 3:
+            r["error"] = f"plain runs failed: {[x['rc'] for x in runs]} {runs[-1]['stderr'][-300:]}"
+            continue
+        trace = tmp / f"{name}.jsonl"
+        log(f"{name}: umscope profile --um-trace")
+        t = run_prog(umscope("profile", "--um-trace", "--keep-trace", str(trace), "--store", str(tmp / "s.sqlite"),
+                             "--json", "--", exe, *args), left())
+        recs = next((json.loads(x) for x in reversed(t["tail"].split(b"\n")) if x.startswith(b"[")), [])
+        run_rec = next((x for x in recs if x.get("op") == "run"), {})
+        um = next((x for x in recs if x.get("op") == "um_trace"), {})
+        r["traced"] = {"wall_s": t["wall_s"], "rc": t["rc"], "program_wall_s": run_rec.get("median"),
+                       "notes": run_rec.get("notes"), "um_totals": um.get("totals"),
+                       "trace_complete": um.get("trace_complete"), "dropped": um.get("dropped")}
+        if not trace.exists():
+            r["error"] = f"profile kept no trace (rc {t['rc']}): {t['stderr'][-300:]}"
+            continue
+        log(f"{name}: umscope advise --trace")
+        adv = subprocess.run(umscope("advise", "--trace", str(trace), "--json"), capture_output=True, text=True,
+                             timeout=max(5, left()))
+        try:
+            r["advice"] = slim_advice(json.loads(adv.stdout))
+        except ValueError:
+            r["error"] = f"advise failed (rc {adv.returncode}): {adv.stderr.strip()[-300:]}"
+            continue
+        r["decision"] = classify(r["advice"], [b for b in man["built"] if b["program"] == name])
+        with open(trace, "rb") as f, gzip.open(out / f"{name}.trace.jsonl.gz", "wb") as g:
+            shutil.copyfileobj(f, g)
+        if (out / f"{name}.trace.jsonl.gz").stat().st_size > a.keep_trace_mb << 20:
+            (out / f"{name}.trace.jsonl.gz").unlink()
+            r["trace_not_kept"] = f"over {a.keep_trace_mb} MiB gzipped"
+    for name, r in res["programs"].items():  # then the builds that put the advice (and explicit copies) into practice
+        if "advice" not in r:
+            continue
+        todo = [("advised", r["decision"]["binary"], r["advice"]["recommended"]),
+                ("explicit", f"bin/{name}-explicit", "explicit")]
+        for key, binary, mode in todo:
+            if not binary or binary not in built:
+                continue
+            if left() < 3.5 * r["plain_stats"]["max_s"]:
+                res["left"].append(f"{name}: {binary} x3 (budget)")
+                continue
+            log(f"{name}: {binary} x3")
+            compare(r, key, mode, [run_prog([str(d / binary), *r["args"]], left()) for _ in range(3)])
+    shutil.rmtree(tmp, ignore_errors=True)
+    res["wall_s"] = time.monotonic() - t0
+    (out / "thirdparty.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    md = render(res)
+    (out / "thirdparty.md").write_text(md)
+    print(md)
+    return 0
+
+
+def _x(c, k, fmt):
+    return "-" if c.get(k) is None else fmt.format(c[k])
+
+
+def _vs(c):
+    """'predicted G x (S ms) / measured G x (S ms)' of a comparison."""
+    return (f"predicted {_x(c, 'predicted_gain', '{:.2f}x')} ({_x(c, 'predicted_saving_ms', '{:.4g} ms')}); measured "
+            f"{_x(c, 'measured_gain', '{:.3f}x')} ({_x(c, 'measured_saving_ms', '{:.4g} ms')})"
+            + ("" if c.get("same_output_as_plain") is None else
+               "; output " + ("same as plain" if c["same_output_as_plain"] else "DIFFERS from plain")))
+
+
+def render(res) -> str:
+    m = res["manifest"]
+    lines = [f"# Third-party programs advised ({m['repository']} @ {m['commit'][:12]}, {m['nvcc']})", "",
+             f"umscope {res['umscope_commit']}; wall times of the process (start to exit), seconds, median "
+             "[min-max] of 3; predicted: advise's modelled times of the traced stream (GPU side only), measured: the "
+             "whole run.", "",
+             "| program | args (managed memory) | plain s | traced s | advice | predicted gain | applied? | measured |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, r in res["programs"].items():
+        st, adv, dec = r.get("plain_stats"), r.get("advice") or {}, r.get("decision") or {}
+        plain = f"{st['median_s']:.3f} [{st['min_s']:.3f}-{st['max_s']:.3f}]" if st else "-"
+        traced = _x(r.get("traced") or {}, "wall_s", "{:.3f}")
+        gain = adv.get("predicted_gain_vs_managed")
+        if "advised" in r:
+            measured = _vs(r["advised"])
+        elif dec.get("applicable"):
+            measured = "as the plain run (nothing to change)" if dec.get("binary") is None else "not run (budget)"
+        else:
+            measured = r.get("error") or (f"not run: {SOURCE_CHANGE}" if dec else "not run (budget)")
+        size = f"{' '.join(r.get('args', []))} ({r.get('managed_bytes', 0) / 2**30:.2f} GiB)" if "args" in r else "-"
+        lines.append(f"| {name} | {size} | {plain} | {traced} | {adv.get('recommended', '-')} | "
+                     f"{'-' if gain is None else f'{gain:.2f}x'} | {'yes: ' if dec.get('applicable') else 'no: '}"
+                     f"{dec.get('how', '-')} | {measured} |")
+    lines += ["", "Explicit copies: the suite's own cudaMalloc/cudaMemcpy version (non_UVM_benchmarks, pinned host "
+              "buffers), against advise's explicit verdict.", "", "| program | advise's verdict | explicit vs plain |",
+              "| --- | --- | --- |"]
+    for name, r in res["programs"].items():
+        if "advice" in r:
+            lines.append(f"| {name} | {r['advice']['explicit']['verdict']} | "
+                         f"{_vs(r['explicit']) if 'explicit' in r else 'not run (budget)'} |")
+    lines += ["", "Left out: " + ("; ".join(res["left"]) or "nothing") + f". Took {res['wall_s']:.0f} s.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = Parser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
+    b = sub.add_parser("build", help="build the programs with nvcc (CPU)")
+    b.add_argument("--src", required=True, help="a clone of " + REPO)
+    b.add_argument("--out", default=".thirdparty")
+    r = sub.add_parser("run", help="run, trace and advise them (GPU)")
+    r.add_argument("--dir", default=".thirdparty")
+    r.add_argument("--out", help="results folder (default $OUT)")
+    r.add_argument("--budget", type=float, default=200, help="seconds; what does not fit is listed as left")
+    r.add_argument("--target", type=float, default=4, help="seconds a plain run should take (sizes are probed)")
+    r.add_argument("--size", help="NAME=N,...: sizes instead of probing (nw, srad: N x N; pathfinder: rows)")
+    r.add_argument("--only", help="programs, comma-separated (default: " + ",".join(PROGRAMS) + ")")
+    r.add_argument("--max-footprint", type=int, default=16, help="GiB of managed memory at most (and half the free)")
+    r.add_argument("--keep-trace-mb", type=int, default=8, help="gzipped traces up to this size go to the results")
+    a = ap.parse_args(argv)
+    return build(a) if a.cmd == "build" else run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
