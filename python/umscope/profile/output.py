@@ -98,7 +98,8 @@ def _records(cmd, s, wall, rc, status, energy, notes, stderr_tail=""):
     return recs
 
 
-def print_summary(records, out=sys.stderr):
+def print_summary(records, out=None):
+    out = out or sys.stderr  # the stderr of the call, not the one there was when this module was imported
     run = next(r for r in records if r["op"] == "run")
     out.write(f"umscope profile: {run['command']}: exit {run['exit_status']}"
               f"{' (' + run['signal'] + ')' if run.get('signal') else ''}, {run['median']:.2f} s, "

@@ -1,0 +1,162 @@
+"""bench/thirdparty.py (issue 39, advise unmodified programs) on the CPU: the advice's classification from real
+`umscope advise --trace --json` output, the whole `run` flow with stand-in programs and tracer, the table, bad input,
+and `umscope profile --keep-trace`."""
+import importlib.util
+import json
+import pathlib
+import sys
+
+import pytest
+
+from umscope import cli
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("thirdparty", ROOT / "bench" / "thirdparty.py")
+tp = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tp)
+BASE, MIB = 1 << 40, 1 << 20
+PREFETCH = {"binary": "bin/pathfinder-prefetch", "program": "pathfinder", "mode": "managed-prefetch", "how": "DEF=-DPREF"}
+
+
+def write_trace(path, kernels=1, cpu_reads=False):
+    """libumtrace lines: one 64 MiB managed allocation the GPU faults in 64 KiB at a time in each of `kernels`
+    kernels (re-faulting it each time), optionally read back by the CPU."""
+    recs, t = [{"k": "mem", "op": 1, "a": BASE, "b": 64 * MIB}], 10
+    for _ in range(kernels):
+        k0 = t
+        for off in range(0, 64 * MIB, 65536):
+            recs += [{"k": "um", "c": 4, "v": 1, "s": t, "e": t + 1, "a": BASE + off, "f": 1},
+                     {"k": "um", "c": 1, "v": 65536, "s": t + 1, "e": t + 2, "a": BASE + off, "f": 2}]
+            t += 3
+        recs.append({"k": "kernel", "s": k0, "e": t + 1})
+        t += 5
+    if cpu_reads:
+        recs += [{"k": "um", "c": 3, "v": 1, "s": t + i, "e": t + i + 1, "a": BASE + i * 4096, "f": 0}
+                 for i in range(64 * MIB // 4096)]
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    return path
+
+
+def advise(path, capsys):
+    assert cli.main(["advise", "--trace", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_advice_classified_from_real_advise_output(tmp_path, capsys):
+    once = advise(write_trace(tmp_path / "a.jsonl"), capsys)  # read once: zero-copy
+    again = advise(write_trace(tmp_path / "b.jsonl", kernels=5), capsys)  # re-faulted 5 times: prefetch
+    idle = advise(ROOT / "data" / "sim-traces" / "calib" / "c0.jsonl.gz", capsys)  # an H100 trace: plain managed
+    assert (once["recommended"], again["recommended"], idle["recommended"]) == ("zerocopy", "managed-prefetch",
+                                                                                "managed")
+    c = tp.classify(once, [PREFETCH])
+    assert not c["applicable"] and c["how"].startswith(tp.SOURCE_CHANGE) and "PreferredLocation" in c["how"]
+    c = tp.classify(again, [])  # nw and srad have no prefetching build of their own
+    assert not c["applicable"] and "cudaMemPrefetchAsync" in c["how"]
+    c = tp.classify(again, [PREFETCH])  # pathfinder has: its -DPREF build puts the advice into practice
+    assert c == {"applicable": True, "how": "DEF=-DPREF", "binary": "bin/pathfinder-prefetch"}
+    c = tp.classify(idle, [PREFETCH])
+    assert c["applicable"] and c["binary"] is None and "already" in c["how"]
+    s = tp.slim_advice(again)
+    assert s["modelled_ms"]["managed"] > s["modelled_ms"]["managed-prefetch"] > 0
+    assert s["predicted_gain_vs_managed"] == pytest.approx(s["modelled_ms"]["managed"] / s["modelled_ms"]["managed-prefetch"],
+                                                           rel=1e-3)
+
+
+def fake_suite(tmp_path, trace, fail=()):
+    """A .thirdparty with stand-in programs: each prints its result line and, under the tracer's variables,
+    writes `trace` where libumtrace would; those in `fail` exit 1."""
+    d = tmp_path / "tp"
+    (d / "bin").mkdir(parents=True)
+    built = []
+    for name, prog, _, _, mode, how in tp.BUILDS:
+        exe = d / "bin" / name
+        out = "other" if name == "pathfinder-explicit" else "result 42"
+        exe.write_text(f"#!/bin/sh\necho {out}\n[ -n \"$UMSCOPE_TRACE_FILE\" ] && cat {trace} > \"$UMSCOPE_TRACE_FILE\"\n"
+                       f"exit {1 if name in fail else 0}\n")
+        exe.chmod(0o755)
+        built.append({"binary": f"bin/{name}", "program": prog, "mode": mode, "how": how})
+    (d / "manifest.json").write_text(json.dumps({"repository": tp.REPO, "commit": "0" * 40, "nvcc": "release 13.0",
+                                                 "built": built}))
+    (tmp_path / "libumtrace.so").write_text("")
+    return d
+
+
+def test_run_traces_advises_and_applies_what_needs_no_source_change(tmp_path, monkeypatch, capsys):
+    d = fake_suite(tmp_path, write_trace(tmp_path / "t.jsonl", kernels=5), fail=("srad",))
+    monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
+    out = tmp_path / "out"
+    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32,srad=32,pathfinder=20",
+                    "--target", "0.1", "--budget", "60"]) == 0
+    res = json.loads((out / "thirdparty.json").read_text())
+    nw, srad, pf = (res["programs"][n] for n in ("nw", "srad", "pathfinder"))
+    assert nw["args"] == ["32", "10"] and nw["plain_stats"]["n"] == 3 and nw["traced"]["rc"] == 0
+    assert nw["advice"]["recommended"] == "managed-prefetch" and not nw["decision"]["applicable"]
+    assert "advised" not in nw and nw["explicit"]["stats"]["n"] == 3  # the suite's explicit version is measured
+    assert srad["error"].startswith("plain runs failed") and "advice" not in srad
+    assert pf["decision"]["binary"] == "bin/pathfinder-prefetch" and pf["advised"]["same_output_as_plain"] is True
+    assert pf["explicit"]["same_output_as_plain"] is False  # a different result is reported, not hidden
+    assert pf["advised"]["predicted_gain"] == pytest.approx(pf["advice"]["predicted_gain_vs_managed"], rel=1e-3)
+    assert sorted(p.name for p in out.iterdir()) == ["nw.trace.jsonl.gz", "pathfinder.trace.jsonl.gz",
+                                                      "thirdparty.json", "thirdparty.md"]
+    md = (out / "thirdparty.md").read_text()
+    assert capsys.readouterr().out.endswith(md + "\n")  # the table is printed last
+    row = next(x for x in md.splitlines() if x.startswith("| pathfinder | 100000 20 20"))
+    assert "| managed-prefetch |" in row and "yes: its Makefile's prefetch option" in row and "output same as plain" in row
+    row = next(x for x in md.splitlines() if x.startswith("| nw | 32 10"))
+    assert "no: needs a source change" in row and "not run: needs a source change" in row
+    assert "| srad | 32 32 0 127 0 127 0.5 2" in md and "plain runs failed" in md
+    assert "DIFFERS from plain" in md and "Left out: nothing" in md
+
+
+def test_budget_leaves_work_out_and_says_so(tmp_path, monkeypatch):
+    d = fake_suite(tmp_path, write_trace(tmp_path / "t.jsonl"))
+    monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
+    out = tmp_path / "out"
+    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32", "--only", "nw,srad",
+                    "--target", "10", "--budget", "60.2"]) == 0
+    res = json.loads((out / "thirdparty.json").read_text())
+    assert res["left"] == ["srad: not run (budget)"] and "advice" in res["programs"]["nw"]
+    assert "Left out: srad: not run (budget)" in (out / "thirdparty.md").read_text()
+
+
+@pytest.mark.parametrize("argv", [["run", "--dir", "/nonexistent"], ["run", "--dir", "D", "--budget", "0"],
+                                  ["run", "--dir", "D", "--size", "nw=33"], ["run", "--dir", "D", "--size", "bfs=16"],
+                                  ["run", "--dir", "D", "--only", "bfs"], ["run", "--dir", "D", "--bogus"],
+                                  ["build", "--src", "/nonexistent"], ["build"], ["nosuch"]])
+def test_bad_input_exits_2_with_one_line(argv, tmp_path, capsys):
+    d = fake_suite(tmp_path, tmp_path / "none")
+    argv = [str(d) if a == "D" else a for a in argv] + (["--out", str(tmp_path / "o")] if argv[0] == "run" else [])
+    with pytest.raises(SystemExit) as e:
+        tp.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("thirdparty.py: ") and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_build_refuses_a_repository_without_the_programs(tmp_path, capsys):
+    import subprocess
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "x").write_text("x")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "x"], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                   check=True)
+    with pytest.raises(SystemExit) as e:
+        tp.main(["build", "--src", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert e.value.code == 2 and "is not in its commit" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_profile_keeps_the_trace_where_asked(tmp_path, monkeypatch, capsys):
+    """`umscope profile --keep-trace FILE` (implies --um-trace) moves the program's trace to FILE, which advise
+    reads; a directory as FILE is refused before the program runs."""
+    trace = write_trace(tmp_path / "t.jsonl")
+    (tmp_path / "libumtrace.so").write_text("")
+    monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
+    prog = [sys.executable, "-c", f"import os, shutil; shutil.copy({str(trace)!r}, os.environ['UMSCOPE_TRACE_FILE'])"]
+    kept = tmp_path / "kept.jsonl"
+    assert cli.main(["profile", "--keep-trace", str(kept), "--store", str(tmp_path / "s.sqlite"), "--", *prog]) == 0
+    assert kept.read_text() == trace.read_text()
+    assert advise(kept, capsys)["recommended"] == "zerocopy"
+    mark = tmp_path / "ran"
+    assert cli.main(["profile", "--keep-trace", str(tmp_path), "--store", str(tmp_path / "s.sqlite"), "--",
+                     "touch", str(mark)]) == 2
+    assert "--keep-trace" in (err := capsys.readouterr().err) and "is a directory" in err and not mark.exists()
