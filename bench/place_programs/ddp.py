@@ -24,7 +24,10 @@ ddp = DDP(model, device_ids=[local])
 opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
 g = torch.Generator(device="cuda").manual_seed(10 + rank)
 losses, times = [], []
+segments_at = {}
 for step in range(a.steps):
+    if step == 5:  # the steps timed below start here
+        segments_at["timed"] = torch.cuda.memory_stats().get("num_device_alloc", 0)
     x = torch.randn(64, 1024, device="cuda", generator=g)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -44,5 +47,6 @@ if rank == 0:
                                   "outputs": {"losses": losses},
                                   "memory": {"max_memory_allocated": torch.cuda.max_memory_allocated(),
                                              "memory_reserved": torch.cuda.memory_reserved(),
-                                             "segments_made": torch.cuda.memory_stats().get("num_device_alloc")}}))
+                                             "segments_made_while_timed": torch.cuda.memory_stats().get(
+                                                 "num_device_alloc", 0) - segments_at.get("timed", 0)}}))
 dist.destroy_process_group()

@@ -1,0 +1,55 @@
+"""bench/place_compat.py's plan and table (issue 34), without a GPU: the runs' order, how several runs of a
+program are combined, and what a run the budget stopped is called."""
+import json
+
+from conftest import bench_module
+
+pc = bench_module("place_compat")
+
+
+def _run(prog, variant, time, proc=0, equal=True, check="tokens identical", spread=0.05, status="ok"):
+    return {"program": prog, "variant": variant, "process": proc, "status": status, "unit": "ms/token",
+            "time": time, "spread": spread, "equal": equal if variant != "plain" else True,
+            "check": check if variant != "plain" else "the reference", "max_memory_allocated_equal": True}
+
+
+def test_plain_and_placed_processes_alternate_round_by_round_and_untargeted_variants_come_last():
+    order = pc.plan(["gpt2", "ddp"], ["plain", "device", "profile", "managed"], 2)
+    assert order[:6] == [("gpt2", "plain", 0), ("gpt2", "device", 0), ("gpt2", "profile", 0),
+                         ("ddp", "plain", 0), ("ddp", "device", 0), ("ddp", "profile", 0)]
+    assert order[6:12] == [(p, v, 1) for p in ("gpt2", "ddp") for v in ("plain", "device", "profile")]
+    assert order[12:] == [("gpt2", "managed", 0), ("ddp", "managed", 0)]
+    assert pc.plan(["gpt2"], ["plain", "device"], 1) == [("gpt2", "plain", 0), ("gpt2", "device", 0)]
+
+
+def test_several_runs_compare_the_median_of_their_medians_and_show_their_range():
+    rows = [_run("gpt2", "plain", 10.0, 0), _run("gpt2", "device", 13.0, 0),
+            _run("gpt2", "plain", 12.0, 1), _run("gpt2", "device", 10.5, 1),
+            _run("gpt2", "plain", 11.0, 2), _run("gpt2", "device", 11.1, 2)]
+    table = {t["variant"]: t for t in pc.aggregate(rows)}
+    dev = table["device"]
+    assert dev["processes"] == 3 and dev["plain_processes"] == 3
+    assert dev["time"] == 11.1 and dev["plain_time"] == 11.0
+    assert abs(dev["ratio"] - 11.1 / 11.0) < 1e-12 and dev["meets_target"] is True  # 1.009 <= 1.02
+    assert abs(dev["spread"] - (13.0 - 10.5) / 11.1) < 1e-12
+    assert abs(dev["plain_spread"] - 2.0 / 11.0) < 1e-12
+    # one slow process decides nothing: with it alone the ratio would have missed the target
+    one = {t["variant"]: t for t in pc.aggregate(rows[:2])}["device"]
+    assert one["meets_target"] is False and one["spread"] == 0.05
+
+
+def test_a_changed_output_in_any_run_marks_the_row_and_a_budget_stop_is_not_a_crash(tmp_path):
+    rows = [_run("llama", "plain", 10.0), _run("llama", "device", 10.1),
+            _run("llama", "device", 10.0, 1, equal=False, check="tokens differ from position 3"),
+            {"program": "compiled", "variant": "plain", "process": 0, "status":
+             "not finished: the 235 s budget ended it after 25 s"}]
+    table = pc.aggregate(rows)
+    dev = [t for t in table if t.get("variant") == "device"][0]
+    assert dev["equal"] is False and dev["status"] == "CHANGED" and "position 3" in dev["check"]
+    meta = {"torch": "t", "transformers": "x", "gpu": "H100"}
+    rows[2]["status"] = "CHANGED"
+    crashes, changed = pc.write(tmp_path, meta, rows, [], 10.0, 1)
+    assert (crashes, changed) == (0, 1)
+    md = (tmp_path / "place_compat.md").read_text()
+    assert "not finished: the 235 s budget" in md and "NO: tokens differ from position 3" in md
+    assert json.loads((tmp_path / "place_compat.json").read_text())["table"][1]["processes"] == 2
