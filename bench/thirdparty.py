@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -137,13 +138,14 @@ def run_prog(argv, timeout, cwd=None):
             tail = (tail + chunk)[-(16 << 20):]
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=cwd)
+        # Its own process group: at the timeout every process it started goes too (`umscope profile`'s program).
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=cwd, start_new_session=True)
         reader = threading.Thread(target=read, args=(p.stdout,), daemon=True)
         reader.start()
         try:
             rc = p.wait(timeout=max(1, timeout))
         except subprocess.TimeoutExpired:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             rc = "timeout"
         wall = time.perf_counter() - t0
@@ -186,12 +188,9 @@ def pick_size(p, exe, target, cap, timeout):
 
 
 def gpu_free_bytes():
-    try:
-        r = subprocess.run(["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", "0"],
-                           capture_output=True, text=True, timeout=30)
-        return int(r.stdout.split()[0]) << 20
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
-        return None
+    """GPU 0's free memory as umscope's probe reads it (what the suite's own guards use), None without a GPU."""
+    from umscope import plans, probe
+    return plans.gpu_free(probe.probe()) or None
 
 
 def umscope(*args):

@@ -160,3 +160,22 @@ def test_profile_keeps_the_trace_where_asked(tmp_path, monkeypatch, capsys):
     assert cli.main(["profile", "--keep-trace", str(tmp_path), "--store", str(tmp_path / "s.sqlite"), "--",
                      "touch", str(mark)]) == 2
     assert "--keep-trace" in (err := capsys.readouterr().err) and "is a directory" in err and not mark.exists()
+
+
+def test_a_program_stopped_at_its_timeout_leaves_no_process_behind(tmp_path):
+    """`umscope profile` runs the program as its child: stopping profile alone at the timeout left the program
+    running (nothing started on the GPU machine may outlive its parent)."""
+    import os
+    import time
+    pid_file = tmp_path / "pid"
+    r = tp.run_prog(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], timeout=1)
+    assert r["rc"] == "timeout" and r["wall_s"] < 15
+    pid = int(pid_file.read_text())
+    for _ in range(50):  # the kill is delivered at once; the zombie is reaped by init
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the program's child {pid} outlived the timeout")
