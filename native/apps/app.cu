@@ -130,8 +130,9 @@ void AppRun::add(const std::string& name, size_t bytes, Use use, const std::stri
   KindSpec k = parse_kind(kind.empty() ? kind_of(use) : kind);
   // Memory only GPUs reach (device, async and vmm on the GPU, a peer GPU's) gets a host array beside it, copied in
   // and back (the 4 x H100 seed run skipped every GEMM with a peer:N operand: its CPU initialisation was refused).
-  const bool gpu_only = kind_gpu_only(k, ctx.device);
-  const bool on_this_gpu = kind_place(k, ctx.device).location == "gpu";
+  const KindPlace where = kind_place(k, ctx.device);
+  const bool gpu_only = where.reachable_by == "gpu";
+  const bool on_this_gpu = where.location == "gpu";
   if (!gpu_only) k.policy["first_touch"] = "none";  // the application initialises it
   auto t = clk::now();
   std::unique_ptr<Slot> s(new Slot{name, use, nullptr, nullptr, false});

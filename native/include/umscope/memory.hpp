@@ -81,9 +81,6 @@ int host_node_of(const std::string& value);
 
 // The case's KindPlace (above) of a parsed spec, or "none" for a record that measures no memory.
 KindPlace kind_place(const KindSpec& k, int device);
-// Memory that only GPUs reach, wherever it lives: device, async with pool=device, vmm with location=device, and
-// peer:N (another GPU's memory; the CPU has no mapping of it either).
-inline bool kind_gpu_only(const KindSpec& k, int device) { return kind_place(k, device).reachable_by == "gpu"; }
 
 // Throws UsageError on an unknown kind, policy key or value.
 KindSpec parse_kind(const std::string& spec);
