@@ -386,18 +386,30 @@ def execute_batch(cases: list, options: dict, on_start=None, meter=None):
 
 
 def _segments(cases: list, options: dict):
-    """Consecutive batchable cases as one list; every other case alone."""
+    """Consecutive batchable cases as one list; every other case alone. Under `visible_gpus` "case" a list
+    of consecutive batchable cases is split by environment (visible_gpus_of), each group keeping its cases'
+    order, so that a batch process is started once per environment and not at every change: on 4 x H100
+    (b7b9039) the copy family alternated GPU-0 cases with peer cases, and the 4-GPU run spent 24.5 s between
+    cases, most of it starting processes, against 5.4 s with every GPU visible."""
+    def groups(run):
+        if options.get("visible_gpus") != "case":
+            return [run]
+        by_env = {}
+        for c in run:
+            by_env.setdefault(visible_gpus_of(c, options), []).append(c)
+        return list(by_env.values())
+
     run = []
     for c in cases:
         if c.batchable(options):
             run.append(c)
             continue
         if run:
-            yield run
+            yield from groups(run)
             run = []
         yield [c]
     if run:
-        yield run
+        yield from groups(run)
 
 
 def _tail(err: str) -> str:
