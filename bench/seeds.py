@@ -6,6 +6,7 @@ values beside umscope's where the study printed them, each with its citation, th
 umscope / published and why the two differ (in kind, e.g. NVLink-C2C against PCIe, or by measurement).
 
     python3 bench/seeds.py --figures single --kind nvidia-h100-x1 --out $OUT            # about 6 min, 1 GPU
+    python3 bench/seeds.py --figures fusco-fig8-10 --kind nvidia-h100-x1 --out $OUT     # one figure, here about 15 s
     python3 bench/seeds.py --figures multi --kind nvidia-h100-x4 --out $OUT             # about 4 min, 4 GPUs
     python3 bench/seeds.py --render $OUT/seeds-nvidia-h100-x1.jsonl --pages docs/seeds  # the pages, any machine
 
