@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,19 @@ def osu_table(text):
         if len(parts) >= 2 and parts[0].isdigit():
             out[int(parts[0])] = float(parts[1])
     return out
+
+
+def repeated(run, reps):
+    """OSU prints one figure per size; run() `reps` times gives ({size: median}, {size: (max - min) / median})
+    so that its figure has a spread beside umscope's (on 4 x H100 at b7b9039 osu_bibw moved 11% at 1 MiB and
+    20% at 64 MiB between two calls). Runs that printed nothing for a size are left out of it."""
+    tables = [run() for _ in range(reps)]
+    med, spread = {}, {}
+    for size in sorted({k for t in tables for k in t}):
+        vals = [t[size] for t in tables if size in t]
+        med[size] = statistics.median(vals)
+        spread[size] = (max(vals) - min(vals)) / med[size] if len(vals) > 1 and med[size] else None
+    return med, spread
 
 
 def nccl_tests_table(text):
@@ -271,6 +285,8 @@ def main():
                     help="NCCL in one process (one), one rank per GPU under mpirun (ranks) or both")
     ap.add_argument("--nccl-alloc", action="store_true",
                     help="also run the one-process NCCL figures over ncclMemAlloc buffers (nccl-tests' allocator)")
+    ap.add_argument("--osu-reps", type=int, default=1, help="runs of each OSU command (default 1); with more, "
+                    "OSU's figure is their median and its spread is shown beside umscope's")
     ap.add_argument("--nccl-bind", default="core", help="comma list of rank bindings for the NCCL ranks (umscope's "
                     "and nccl-tests' _mpi under the same line): core (default: one core per rank), socket, none; "
                     "the first makes the main table, each further one adds a table of the ranks' figures under it")
@@ -314,26 +330,38 @@ def main():
         ops = ["bw", "bibw", "latency"]
         recs = ours_mpi(prefix, ops, mpi_sizes, a.reps)
         records += recs
-        anchors = {}
+        anchors, anchor_spread = {}, {}
         for op in ops:
             exe = find_anchor(osu_dir, OSU[op])
             if not exe:
                 continue
             small = [s for s in mpi_sizes if s <= 8192]
             large = [s for s in mpi_sizes if s > 8192]
-            table = {}
             few = ["-i", "100", "-x", "10"] if op == "latency" else ["-i", "10", "-x", "2"]
-            # OSU's own loop counts up to 8 KiB; fewer above (64 MiB windows are 4 GiB)
-            for group, flags in ((small, []), (large, few)):
-                for lo, hi in osu_ranges(group):
-                    table.update(osu_table(sh(prefix + [exe, "-m", f"{lo}:{hi}"] + flags + ["H", "H"])))
-            anchors[op] = table
+
+            def one_run():
+                table = {}
+                # OSU's own loop counts up to 8 KiB; fewer above (64 MiB windows are 4 GiB)
+                for group, flags in ((small, []), (large, few)):
+                    for lo, hi in osu_ranges(group):
+                        table.update(osu_table(sh(prefix + [exe, "-m", f"{lo}:{hi}"] + flags + ["H", "H"])))
+                return table
+            anchors[op], anchor_spread[op] = repeated(one_run, max(1, a.osu_reps))
         md.append(f"## MPI point-to-point, host memory, 2 ranks\n\nBoth under `{shlex.join(prefix)}`; umscope "
                   f"`mpi --kind system` ({a.reps} repetitions after one warm-up; cores per rank: "
                   f"{recs[0].get('rank_cpus') if recs else '—'}); OSU 7.2 `-m MIN:MAX H H` (its own loop counts up "
-                  "to 8 KiB, `-i 10 -x 2` above, latency `-i 100 -x 10`). Ratio: umscope / OSU (latency: OSU / "
-                  "umscope); target 0.95.\n")
-        md.append(md_table(["op", "size", "umscope", "spread", "OSU 7.2", "ratio"], rows_mpi(recs, anchors, ops)))
+                  "to 8 KiB, `-i 10 -x 2` above, latency `-i 100 -x 10`"
+                  + (f", each run {a.osu_reps} times: the median, and the range over it as OSU's spread"
+                     if a.osu_reps > 1 else "") + "). Ratio: umscope / OSU (latency: OSU / umscope); target 0.95.\n")
+        head = ["op", "size", "umscope", "spread", "OSU 7.2", "ratio"]
+        rows = rows_mpi(recs, anchors, ops)
+        if a.osu_reps > 1:
+            head.insert(5, "OSU spread")
+            for row, r in zip(rows, [r for op in ops for r in sorted((r for r in recs if r["op"] == op),
+                                                                      key=lambda r: r["bytes"])]):
+                sp = anchor_spread.get(r["op"], {}).get(r["bytes"])
+                row.insert(5, f"{100 * sp:.1f}%" if sp is not None else "—")
+        md.append(md_table(head, rows))
 
     if "mbw" not in skip and cpus >= 4:
         ranks = min(2 * n if n >= 2 else 4, cpus - cpus % 2, 8)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, umbench
+from conftest import bench_module, run_cli, umbench
 from umscope import native, plans, scaleout
 from umscope.errors import UsageError
 from umscope.report.html import render
@@ -354,3 +354,13 @@ def test_scaleout_refuses_a_bad_binding_before_running_anything(tmp_path):
                                                                     / "scaleout.py"),
                           "--nccl-bind", "core,bogus", "--out", str(out)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "--nccl-bind" in res.stderr and not out.exists()
+
+
+def test_osu_repeated_gives_the_median_and_its_range_per_size():
+    so = bench_module("scaleout")
+    runs = iter([{8: 1.0, 1048576: 12.0}, {8: 3.0, 1048576: 10.0}, {8: 2.0}])
+    med, spread = so.repeated(lambda: next(runs), 3)
+    assert med == {8: 2.0, 1048576: 11.0}  # 1 MiB printed twice: the median of those two
+    assert spread[8] == 1.0 and abs(spread[1048576] - 2.0 / 11.0) < 1e-12
+    med1, spread1 = so.repeated(lambda: {8: 5.0}, 1)
+    assert med1 == {8: 5.0} and spread1 == {8: None}  # one run: no spread is made up
