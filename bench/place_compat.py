@@ -55,7 +55,10 @@ VARIANTS = {  # name -> (umscope command before the program, or None for plain; 
     "pinned": (["place", "--kind", "pinned"], None),
     "device+rule": (["place", "--kind", "device", "--rule", ">=16M:pinned"], None),
     "profile+managed": (["profile", "--um-trace", "--", "umscope", "place", "--kind", "managed"], None),
+    # the tracer without CUPTI's kernel records (paid at every launch): is that the traced GPT-2's 15-20%?
+    "profile-nokernels": (["profile", "--um-trace"], 1.03),
 }
+VARIANT_ENV = {"profile-nokernels": {"UMSCOPE_UMTRACE_KERNELS": "0"}}  # added to the run's environment
 
 
 def gpus() -> list:
@@ -287,7 +290,7 @@ def main():
         print(f"[{time.time() - t_start:5.0f} s] {prog} {v}: {' '.join(shlex.quote(c) for c in cmd[-6:])}",
               file=sys.stderr, flush=True)
         cap = min(a.timeout, max(left, 1.0))  # never past the budget: a timeout says so
-        r = run(cmd, env, cap)
+        r = run(cmd, dict(env, **VARIANT_ENV.get(v, {})), cap)
         r.update(program=prog, variant=v, command=" ".join(shlex.quote(c) for c in cmd))
         if v == "plain":
             walls[prog] = r["wall_s"]

@@ -135,7 +135,7 @@ def test_the_batch_process_is_not_another_user_of_the_gpu(store_path, monkeypatc
                 continue
         return pids
 
-    monkeypatch.setattr(conditions, "read", lambda device=0: {"available": True, "processes": live_umbench()})
+    monkeypatch.setattr(conditions, "read", lambda device=0, bus_id=None: {"available": True, "processes": live_umbench()})
     cases = [Case("selftest", None, {"mode": "pid"}), Case("selftest", None, {"mode": "sleep", "ms": "300"})]
     s = Store(store_path)
     run_id = s.create_run("bench", "t", [], {}, {})

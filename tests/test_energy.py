@@ -339,3 +339,34 @@ def test_a_run_where_no_case_has_a_figure_says_so_in_one_line_not_an_empty_table
     part = part[:part.index("<h2", 5)] if "<h2" in part[5:] else part
     assert "No case has an energy figure" in part and "none of the 2 case(s)" in part
     assert "<table" not in part and "Not read:" in part
+
+
+class _FakeNvmlByBus(_FakeNvml):
+    """Four GPUs that NVML numbers 0-3 and knows by PCI bus id; GPU 3 alone works (its counter grows)."""
+    BUS = ["0000:18:00.0", "0000:2A:00.0", "0000:3A:00.0", "0000:5D:00.0"]
+
+    def nvmlDeviceGetHandleByPciBusId(self, bus):
+        if bus not in self.BUS:
+            raise self.NVMLError("not found")
+        return self.BUS.index(bus)
+
+
+def test_the_case_gpu_is_read_by_its_bus_id_not_nvml_index(fake_nvml, tmp_path):
+    # Under CUDA_VISIBLE_DEVICES=3 the case's CUDA device 0 is NVML's GPU 3: on 4 x H100 the first energy run
+    # read NVML index 0 (idle, 72 W) while GEMM ran on GPU 3, giving 759 GFLOP/s per W.
+    fake = fake_nvml(_FakeNvmlByBus(count=4, counter=[1000000, 1000000, 1000000, 1000000]))
+    m = energy.Meter(tmp_path, bus_ids=["0000:5D:00.0"])
+    a, b = _pair(m, lambda: fake.counter.__setitem__(3, 1000000 + 1100000))  # NVML's GPU 3: 1100 J
+    w = energy.window(a, b, {0}, "test window")
+    assert w["gpus"] == [0] and w["gpu_joules"] == pytest.approx(1100.0)
+    assert "PCI 0000:5D:00.0" in w["sources"]["gpu0"]["name"] and set(w["sources"]) >= {"gpu0"}
+    assert "gpu3" not in w["sources"]
+    # Without the bus ids (no probe): NVML's own numbering, named as such.
+    w0 = energy.window(*_pair(energy.Meter(tmp_path), lambda: None), {0})
+    assert "NVML's index" in w0["sources"]["gpu0"]["name"]
+
+
+def test_bus_ids_of_indexes_the_probe_gpus_by_cuda_ordinal():
+    fp = {"gpus": [{"device": 1, "pci_bus_id": "0000:2A:00.0"}, {"device": 0, "pci_bus_id": "0000:18:00.0"}]}
+    assert suite.bus_ids_of(fp) == ["0000:18:00.0", "0000:2A:00.0"]
+    assert suite.bus_ids_of({"gpus": []}) == [] and suite.bus_ids_of({}) == []

@@ -53,3 +53,9 @@ def test_a_changed_output_in_any_run_marks_the_row_and_a_budget_stop_is_not_a_cr
     md = (tmp_path / "place_compat.md").read_text()
     assert "not finished: the 235 s budget" in md and "NO: tokens differ from position 3" in md
     assert json.loads((tmp_path / "place_compat.json").read_text())["table"][1]["processes"] == 2
+
+
+def test_the_tracer_without_kernel_records_is_the_profile_command_with_libumtrace_told_so():
+    assert pc.umscope_argv("profile-nokernels", "s", "r") == pc.umscope_argv("profile", "s", "r")
+    assert pc.VARIANT_ENV == {"profile-nokernels": {"UMSCOPE_UMTRACE_KERNELS": "0"}}
+    assert pc.VARIANTS["profile-nokernels"][1] == pc.VARIANTS["profile"][1]  # held to the same target

@@ -113,8 +113,12 @@ def test_trace_parsing_and_analyses(tmp_path):
     # The allocation's own timeline: cumulative in and out at each of its four events.
     assert a["t"] == [0.100001, 0.200001, 0.300001, 0.400001]
     assert a["in"] == [65536, 131072, 262144, 262144] and a["out"] == [0, 0, 0, 65536]
-    assert tr["kernels"] == 1 and not tr["complete"]
+    assert tr["kernels"] == 1 and not tr["complete"] and tr["notes"] == []
     assert tr["timeline"]["htod"][-1] == (0.300001, 262144)
+    # A trace made with UMSCOPE_UMTRACE_KERNELS=0 says its kernel records are off (libumtrace's note).
+    path.write_text("\n".join(lines[:2] + ['{"k":"note","what":"kernel records off (UMSCOPE_UMTRACE_KERNELS=0)"}']) + "\n")
+    off = parse_trace(path)
+    assert off["kernels"] == 0 and off["notes"] == ["kernel records off (UMSCOPE_UMTRACE_KERNELS=0)"]
     recs = trace_records(tr)
     assert [r["op"] for r in recs] == ["um_htod_cumulative", "um_dtoh_cumulative", "um_trace"]
     assert recs[-1]["allocation_timelines"][0]["in"][-1] == 262144

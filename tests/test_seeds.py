@@ -277,3 +277,20 @@ def test_gpu_pairs_not_reached_and_reasons_alike_but_for_their_numbers(seeds, tm
     assert "peer=1 reps=7`: 103586 of 200000 concurrent" in miss and "peer=2 reps=7`: 103753 of 200000" in miss
     assert "`umscope bench pingpong`: stopped at the figure's time budget" in miss
     assert "1 command(s) cut by the time budget" in miss and "a capability" in text
+
+
+def test_a_render_of_some_figures_keeps_the_other_pages_and_their_index_rows(seeds, tmp_path):
+    """The multi-GPU pages are re-rendered a few figures at a time (4 x H100, b7b9039: fig13-gpus, fig15-peer and
+    fig17-peer only): the pages of the figures the run did not hold, and their rows of the index, stay as they were."""
+    out = tmp_path / "pages"
+    out.mkdir()
+    (out / "README.md").write_text("# index\n")
+    (out / "fusco-fig18.md").write_text("an earlier run's page\n")
+    (out / "fusco-fig18.svg").write_text("<svg></svg>")
+    recs = [("fusco-fig14", "mpi", r) for r in real("fusco-fig14")]
+    assert seeds.write_pages(write_run(tmp_path / "run.jsonl", ["fusco-fig14"], recs), out) == ["fusco-fig14"]
+    assert (out / "fusco-fig18.md").read_text() == "an earlier run's page\n"
+    assert (out / "fusco-fig18.svg").read_text() == "<svg></svg>"
+    text = (out / "README.md").read_text()
+    assert "| [fusco-fig18](fusco-fig18.md) | Fusco et al. 2024, Fig. 18 | 2 | page made |" in text
+    assert "| [fusco-fig14](fusco-fig14.md) |" in text and "| fusco-fig5 | Fusco et al. 2024, Fig. 5 | 1 | to be made" in text

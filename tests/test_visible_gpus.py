@@ -149,3 +149,18 @@ def test_the_option_reaches_the_run_and_a_resume_keeps_it(tmp_path):
                   env={"CUDA_VISIBLE_DEVICES": "0"})
     assert res.returncode == 0, res.stderr
     assert {r["extra"]["visible_gpus"] for r in json.loads(res.stdout)} == {"0"}
+
+
+def test_a_run_of_batchable_cases_is_grouped_by_environment_in_order(monkeypatch):
+    # 4 x H100 (b7b9039): the copy family alternates GPU-0 and peer cases; one process per change cost 24.5 s.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cases = [Case("selftest", None, {"mode": "ok", "n": str(i)}, ) if i % 2 == 0 else
+             Case("selftest", None, {"mode": "ok", "n": str(i), "device": "1"}) for i in range(6)]
+    segs = list(suite._segments(cases, CASE))
+    assert [[c.params["n"] for c in s] for s in segs] == [["0", "2", "4"], ["1", "3", "5"]]
+    assert [suite.visible_gpus_of(s[0], CASE, environ={}) for s in segs] == ["0", None]
+    assert list(suite._segments(cases, ALL)) == [cases]  # `all`: one batch, the plan's order
+    # a case that keeps its own process still divides the runs around it, in place
+    alone = Case("firsttouch", "device", {"by": "gpu"})
+    segs = list(suite._segments(cases[:2] + [alone] + cases[2:4], CASE))
+    assert [[c.params.get("n", "ft") for c in s] for s in segs] == [["0"], ["1"], ["ft"], ["2"], ["3"]]

@@ -649,7 +649,16 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
          cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
   }
   if (std::getenv("UMSCOPE_COUNTERS_FILE")) umcounters::attach(sub, subscribed);  // hardware counters
-  note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  // UMSCOPE_UMTRACE_KERNELS=0 leaves out the kernel records: CUPTI's kernel activity is paid at every launch, and
+  // a launch-bound program (GPT-2 generation, hundreds of small kernels a token) ran 15-20% slower traced on the
+  // H100 (docs/place.md); the trace then holds no kernel slices and says so.
+  const char* kern = std::getenv("UMSCOPE_UMTRACE_KERNELS");
+  if (kern && std::strcmp(kern, "0") == 0) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    std::fprintf(g_out, "{\"k\":\"note\",\"what\":\"kernel records off (UMSCOPE_UMTRACE_KERNELS=0)\"}\n");
+  } else {
+    note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  }
   note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
   phase("injection", w0, wall_ns());

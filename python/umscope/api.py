@@ -123,7 +123,8 @@ def run_plan(plan, store=None, label=None, progress=False, reps=None, warmup=Non
         command = "python: umscope.run_plan(" + repr(plan if isinstance(plan, str) else f"{len(cases)} cases") + ")"
         run_id = st.create_run(kind, command, suite.plan_to_json(cases), opts, fp, label)
         status = suite.run_cases(st, run_id, cases, opts, progress=progress,
-                                 annotate=lambda recs: bounds.annotate(recs, fp, desc))
+                                 annotate=lambda recs: bounds.annotate(recs, fp, desc),
+                                 bus_ids=suite.bus_ids_of(fp))
         return {"run": run_id, "status": status, "store": str(st.path), "records": st.records(run_id)}
     finally:
         st.close()

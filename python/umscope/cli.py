@@ -16,7 +16,7 @@ from umscope.report.summary import print_summary
 from umscope.sizes import format_size
 from umscope.store import Store
 from umscope.model import commands as whatif
-from umscope.suite import Case, Interrupted, handle_signals, plan_from_json, plan_to_json, run_cases
+from umscope.suite import Case, Interrupted, bus_ids_of, handle_signals, plan_from_json, plan_to_json, run_cases
 
 
 class _Parser(argparse.ArgumentParser):
@@ -308,7 +308,8 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         sys.stderr.write(f"no GPU: {why}; GPU cases will be recorded as skipped\n")
     sys.stderr.write(f"run {run_id}: {len(cases)} cases into {store.path}\n")
     status = run_cases(store, run_id, cases, options, progress=not args.no_progress,
-                       annotate=lambda recs: bounds.annotate(recs, fingerprint, desc))
+                       annotate=lambda recs: bounds.annotate(recs, fingerprint, desc),
+                       bus_ids=bus_ids_of(fingerprint))
     records = store.records(run_id)
     if args.json:
         print(json.dumps(records, indent=1))

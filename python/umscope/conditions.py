@@ -48,15 +48,19 @@ def reasons_of(mask: int) -> list:
         [f"unknown_0x{mask & ~sum(REASONS):x}"] if mask & ~sum(REASONS) else [])
 
 
-def read(device: int = 0) -> dict:
-    """One reading of GPU `device` (NVML's index), or {'available': False, 'reason': ...}."""
+def read(device: int = 0, bus_id: str = None) -> dict:
+    """One reading of GPU `device`, or {'available': False, 'reason': ...}. With bus_id (the CUDA device's PCI
+    bus id, from the probe) the GPU is found by it; without, `device` is taken as NVML's index, which is CUDA's
+    device only where both number the GPUs alike (not under CUDA_VISIBLE_DEVICES=3, for one)."""
     try:
         nv = _nvml()
     except RuntimeError as e:
         return {"available": False, "reason": str(e)}
     out = {"available": True, "device": device}
+    if bus_id:
+        out["pci_bus_id"] = bus_id
     try:
-        h = nv.nvmlDeviceGetHandleByIndex(device)
+        h = nv.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else nv.nvmlDeviceGetHandleByIndex(device)
     except Exception as e:
         return {"available": False, "reason": f"no NVML device {device}: {e}"}
 

@@ -104,9 +104,17 @@ class Meter:
     """Reads every energy source at once (snapshot()); energy(before, after) is what a window used.
     start() begins integrating power-only sensors, stop() ends it; counters need no thread."""
 
-    def __init__(self, root="/", gpus=None):
+    def __init__(self, root="/", gpus=None, bus_ids=None):
+        """gpus: the GPUs to read, as NVML indices (default: every GPU NVML sees). bus_ids: the PCI bus id of
+        each CUDA device this process's children see, in CUDA's order (the probe's `gpus`): then GPU i is CUDA
+        device i, read through its bus id. NVML numbers GPUs its own way and ignores CUDA_VISIBLE_DEVICES, so
+        under CUDA_VISIBLE_DEVICES=3 NVML's index 0 is another GPU than CUDA's device 0."""
         self.root = root
-        self.gpus = list(range(nvml.device_count())) if gpus is None else list(gpus)
+        self.bus_ids = list(bus_ids) if bus_ids else None
+        if self.bus_ids is not None:
+            self.gpus = list(range(len(self.bus_ids)))
+        else:
+            self.gpus = list(range(nvml.device_count())) if gpus is None else list(gpus)
         self.why_no_gpu = "" if self.gpus else (nvml.why_unavailable() or "NVML sees no GPU")
         self.rapl = rapl_domains(root)
         self.hwmon_energy = self._hwmon_energy_files()
@@ -174,10 +182,13 @@ class Meter:
     def _snapshot(self, t) -> dict:
         src = {}
         for i in self.gpus:
-            j = nvml.energy_j(i)
-            src[f"gpu{i}"] = dict({"name": f"{NVML_SOURCE}, GPU {i}", "gpu": i, "j": j,
+            by_bus = self.bus_ids is not None and bool(self.bus_ids[i])
+            at = self.bus_ids[i] if by_bus else i  # NVML reads by bus id, or by its own index
+            j = nvml.energy_j(at)
+            which = f"GPU {i} (PCI {at})" if by_bus else f"GPU {i} (NVML's index)"
+            src[f"gpu{i}"] = dict({"name": f"{NVML_SOURCE}, {which}", "gpu": i, "j": j,
                                    "reason": None if j is not None else "NVML gives no energy counter for this "
-                                   "GPU (before Volta, or not supported)"}, **nvml.power_limits_w(i))
+                                   "GPU (before Volta, or not supported)"}, **nvml.power_limits_w(at))
         if not self.gpus:
             src["gpu"] = {"name": NVML_SOURCE, "j": None, "reason": self.why_no_gpu}
         for d in self.rapl:

@@ -266,7 +266,8 @@ def parse_trace(path, gpus=()) -> dict:
     ended = {e["_p"] for e in ev if e.get("k") == "end"}
     out = {"errors": [e for e in ev if e.get("k") == "error"], "complete": bool(ended) and procs <= ended,
            "processes": len(procs),
-           "dropped": sum(e.get("n", 0) for e in ev if e.get("k") == "dropped")}
+           "dropped": sum(e.get("n", 0) for e in ev if e.get("k") == "dropped"),
+           "notes": sorted({str(e.get("what")) for e in ev if e.get("k") == "note"})}  # e.g. kernel records off
     totals = {name: 0 for name in COUNTERS.values()}
     events = {name: 0 for name in COUNTERS.values()}
     by_cause = {"htod": {}, "dtoh": {}}
