@@ -17,7 +17,8 @@ bench/node_reference.py's run_umscope):
 
     python3 bench/advise_validate.py [--apps a,b] [--footprints 16M,64M,256M] [--runs 3] [--budget 540]
                                      [--kind h100] [--out FILE] [--raw-out FILE] [--store FILE]
-    python3 bench/advise_validate.py --from-raw FILE [--out FILE] [--write-validated [--validated-out FILE]]
+    python3 bench/advise_validate.py --from-raw FILE[.gz] [--note TEXT] [--out FILE]
+                                     [--write-validated [--validated-out FILE]]
 
 About 5 minutes on one H100 with the defaults (13 applications x 3 footprints x 3 rounds of 6-7 modes: about
 95 s a round, of which some 55 s are the 117 `umscope` processes' start, probe and report; the figures about
@@ -25,8 +26,10 @@ About 5 minutes on one H100 with the defaults (13 applications x 3 footprints x 
 starts no round that the previous one says would not finish in time, and no advise call after it: what was
 measured is kept (--raw-out is written as it comes) and the document says how many runs each case had."""
 import argparse
+import gzip
 import json
 import re
+import shlex
 import statistics
 import sys
 import tempfile
@@ -317,7 +320,7 @@ def render(rows, meta, recs, cmd) -> str:
              + (f" Commands that failed (a case of them failed or was refused): {', '.join(failed)}." if failed else ""),
              ""]
     notes = [f"{n['text']}." for n in recs if n.get("_tag") == "note"]
-    lines += notes + [""] if notes else []
+    lines += [x for n in notes for x in (n, "")]  # a paragraph each
     lines += figures_text(s, kind) + [""]
     lines += ["| application | footprint | runs | advised | fastest (whole run) | its band ms | advised ms | hit | "
               "time lost | fastest (per iteration) | hit | predicted gain | measured gain | gain error | explicit: "
@@ -394,9 +397,11 @@ def write_out(a, rows, meta, recs, cmd):
 
 
 def load(path) -> list:
+    """A --raw-out file, plain or gzip-compressed (as the one kept in docs/ is)."""
     try:
-        return [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
-    except (OSError, ValueError) as e:
+        text = gzip.open(path, "rt").read() if str(path).endswith(".gz") else Path(path).read_text()
+        return [json.loads(x) for x in text.splitlines() if x.strip()]
+    except (OSError, EOFError, ValueError) as e:
         raise UsageError(f"--from-raw {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
@@ -413,7 +418,10 @@ def parser():
     ap.add_argument("--out", help="the document (default docs/advise-validation-KIND.md; with --from-raw, printed)")
     ap.add_argument("--raw-out", help="every record as JSON lines, written as it comes (for --from-raw)")
     ap.add_argument("--store", help="the results store the commands write (default: a temporary one)")
-    ap.add_argument("--from-raw", metavar="FILE", help="the document again from a --raw-out file; runs nothing")
+    ap.add_argument("--from-raw", metavar="FILE", help="the document again from a --raw-out file (or its gzip); runs "
+                    "nothing")
+    ap.add_argument("--note", action="append", default=[], help="a sentence for the document's header, e.g. what "
+                    "else ran on the machine meanwhile (may be repeated)")
     ap.add_argument("--write-validated", action="store_true",
                     help="write the `advise` entry of the package's model/validated.json (or --validated-out)")
     ap.add_argument("--validated-out", help="where --write-validated writes (default: the package's validated.json)")
@@ -422,14 +430,14 @@ def parser():
 
 def main(argv=None):
     a = parser().parse_args(argv)
-    cmd = "python3 bench/advise_validate.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "python3 bench/advise_validate.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     try:
         names = parse_apps(a.apps)
         foots = parse_size_list(a.footprints)
         if a.runs < 1:
             raise UsageError(f"--runs must be at least 1, got {a.runs}")
         if a.from_raw:
-            recs = load(a.from_raw)
+            recs = load(a.from_raw) + [{"_tag": "note", "text": n.rstrip(".")} for n in a.note]
             metas = [r for r in recs if r.get("_tag") == "meta"]  # the last: written at the end, with the wall time
             write_out(a, rows_of(recs), metas[-1] if metas else {}, recs, cmd.strip())
             return 0
@@ -456,6 +464,8 @@ def main(argv=None):
             raw.write(json.dumps(r) + "\n")
             raw.flush()
     emit({k: v for k, v in meta.items()})
+    for n in a.note:
+        emit({"_tag": "note", "text": n.rstrip(".")})
     if len(kept) < len(foots):
         emit({"_tag": "note", "text": "footprints left out, above 80% of the GPU's free memory "
               f"({format_size(free)}): " + ", ".join(format_size(f) for f in foots if f not in kept)})

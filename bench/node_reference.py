@@ -9,7 +9,7 @@ and its source where the record has one. Nothing is measured here.
     python3 bench/node_reference.py --kind nvidia-h200-x4 --out docs/reference-h200x4.md
                                     [--quick] [--reps N] [--mpi-reps N] [--pairs all|star] [--no-torch]
                                     [--budget S] [--keep FILE [--keep-title T]] [--dry-run]
-    python3 bench/node_reference.py --render docs/reference-h200x4.jsonl --out docs/reference-h200x4.md
+    python3 bench/node_reference.py --render docs/reference-h200x4.jsonl --out docs/reference-h200x4.md [--note TEXT]
 
 Expected time (printed at the start from the planning figures in COST; the document records the real
 one): about 2 minutes on 2 GPUs, 4 minutes on 4 (copy matrix 72 cases, 6 ping-pong pairs, 12 latency
@@ -21,7 +21,9 @@ are started by the site launcher through umscope's own families (`--launcher mpi
 GPU, never more ranks than CPUs. The document is rewritten after every step, so a run cut short keeps
 what it measured; each section says which command made it and how long it took. Raw records go to
 --records (JSON lines, default OUT with .jsonl), with the provenance, so --render can write the
-document again without measuring."""
+document again without measuring (--note adds a line of its own under the provenance). The records
+file ends with the whole run's time; the document says it, or, for an older records file without that
+end line, what the steps' own times add up to."""
 import argparse
 import datetime
 import json
@@ -103,7 +105,8 @@ def _filters(step: str, pairs: dict, n: int) -> list:
     return out
 
 
-def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True, mpi_reps=MPI_REPS) -> list:
+def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True, mpi_reps=MPI_REPS,
+         anchors=".anchors") -> list:
     """The steps, in the order they run: [(name, [argv, ...])], each argv an umscope command without the
     leading 'umscope' (a step may be several commands); 'torch' is this script's call of
     bench/scaleout.py's ranks."""
@@ -130,7 +133,7 @@ def plan(n: int, cpus: int, quick=False, reps=None, pairs="all", torch=True, mpi
     steps.append(("mpi", [mpi + ["--ops", ops, "--size", sizes, "--reps", str(mpi_reps), "--warmup", "1"]
                           for ops, sizes in runs]))
     if torch:  # optional, so last: a run cut at its budget loses it before what the issue asks for
-        steps.append(("torch", [["torch", "--size", "1G", "--reps", reps, "--world", str(n)]]))
+        steps.append(("torch", [["torch", "--reps", reps, "--anchors", anchors]]))
     return steps
 
 
@@ -388,7 +391,8 @@ def render_mpi(records) -> list:
             continue
         libs.add(f"{field(r, 'mpi_library')}; CUDA-aware: {field(r, 'cuda_aware')} ({field(r, 'cuda_aware_why')}); "
                  f"launcher `{field(r, 'launcher')}`")
-        op = r.get("op") + (f" ({field(r, 'pairs')} pairs)" if r.get("op") == "mbw" else "")
+        k = field(r, "pairs")
+        op = r.get("op") + (f" ({k} pair{'' if str(k) == '1' else 's'})" if r.get("op") == "mbw" else "")
         kind = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
         lines.append(f"| {kind} | {op} | {size_text(r.get('bytes'))} | {fig(r)} | {field(r, 'pointers')} | "
                      f"{field(r, 'verified')} |")
@@ -445,10 +449,19 @@ TITLES = {"info": "Topology — `umscope info`", "copy": "Peer copy matrix — `
           "torch": "Anchors side by side: OSU 7.2, nccl-tests 2.19.6, PyTorch — `bench/scaleout.py --quick`"}
 
 
+def scaleout_argv(torch_cmd, out) -> list:
+    """bench/scaleout.py's command line for the planned torch step (its --reps, and --anchors where the
+    step names one; steps recorded before it did ran with the default .anchors)."""
+    opt = lambda k, d: torch_cmd[torch_cmd.index(k) + 1] if k in torch_cmd else d  # noqa: E731
+    return ["bench/scaleout.py", "--quick", "--skip", "host", "--reps", str(opt("--reps", "10")),
+            "--anchors", opt("--anchors", ".anchors"), "--out", out]
+
+
 def show(argv) -> str:
-    """The command as the document prints it: `umscope ...`, the store path elided."""
+    """The command as the document prints it: `umscope ...`, the store path elided; the torch step as the
+    bench/scaleout.py command it ran (its output folder a temporary DIR)."""
     if argv[0] == "torch":
-        return "python3 bench/node_reference.py (torch step: " + " ".join(argv[1:]) + ")"
+        return "python3 " + " ".join(shlex.quote(x) for x in scaleout_argv(argv, "DIR"))
     out, skip = [], False
     for x in argv:
         if skip:
@@ -476,6 +489,19 @@ def kept_sections(text: str, titles=None) -> list:
     return out
 
 
+def run_time(meta, results) -> str:
+    """The run's own time: the whole run's (probe included) where the records file has its end line, else
+    what its steps' times add up to, said as such (a run cut off before its end, or one recorded before the
+    end line was written)."""
+    steps = sum(r.get("wall") or 0.0 for r in results.values())
+    ran = len([r for r in results.values() if not r.get("not_run")])
+    if meta.get("wall") is not None:
+        return (f"Run time: {meta['wall']:.0f} s in one call, from the probe to the last step (expected "
+                f"{meta.get('expected', '?')} s; the {ran} steps that ran took {steps:.0f} s of it).")
+    return (f"Run time: the {ran} steps that ran took {steps:.0f} s in all, by their own wall times (the "
+            "records file has no end line, so the whole run's time, probe included, is not in it).")
+
+
 def render(meta, fp, results, n, pairs, ranks) -> str:
     """The whole document from the probe and each step's {cmds, records, rc, wall, when}."""
     g = (fp.get("gpus") or [{}])[0]
@@ -490,8 +516,9 @@ def render(meta, fp, results, n, pairs, ranks) -> str:
              "record's median with its min–max over the repetitions, its unit, and the bound with its source "
              "where the record has one (the percentage is median / that bound). Raw records: "
              f"`{meta['records']}`.", ""]
-    if meta.get("notes"):
-        lines += [*meta["notes"], ""]
+    lines += [run_time(meta, results), ""]
+    for note in meta.get("notes") or []:  # each its own paragraph
+        lines += [note, ""]
     renderers = {"copy": lambda recs: render_copy(n, recs), "pingpong": render_pingpong, "latency": render_latency,
                  "nccl": lambda recs: render_nccl(recs, fp), "nccl-mpi": lambda recs: render_nccl(recs, fp),
                  "mpi": render_mpi}
@@ -594,13 +621,12 @@ def run_umscope(args, store, timeout):
     return data, rc, time.time() - t0
 
 
-def run_torch(world, size_bytes, reps, timeout, anchors=".anchors"):
+def run_torch(torch_cmd, timeout):
     """The anchors side by side: bench/scaleout.py --quick (OSU, nccl-tests and PyTorch's collectives beside
     umscope's, in the same call), in a child process so that a hang is killed with its group; its markdown."""
     t0 = time.time()
     with tempfile.TemporaryDirectory() as d:
-        argv = [PY, str(ROOT / "bench" / "scaleout.py"), "--quick", "--skip", "host", "--reps", str(reps),
-                "--anchors", anchors, "--out", d]
+        argv = [PY, str(ROOT / scaleout_argv(torch_cmd, d)[0])] + scaleout_argv(torch_cmd, d)[1:]
         p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, start_new_session=True)
         try:
             p.communicate(timeout=max(1, timeout))
@@ -617,7 +643,7 @@ def render_records(text: str, kept=None, keep=None, note=None) -> str:
     """The document again from a records file main() wrote: its run line (provenance and plan), the
     fingerprint, each step's line (commands, exit status, time) and the records that follow it; `kept`
     sections (of the document `keep`) replace the ones the run kept."""
-    head, fp, results, last = None, {}, {}, None
+    head, fp, results, last, end = None, {}, {}, None, {}
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -629,14 +655,16 @@ def render_records(text: str, kept=None, keep=None, note=None) -> str:
             fp = d["fingerprint"]
         elif what == "step":
             last = results[d["step"]] = dict(d["result"], records=[])
+        elif what == "end":
+            end = d
         elif last is not None:
             last["records"].append(d)
     if head is None:
         raise ValueError("no run line")
     pairs = dict(head["pairs"], **{k: [tuple(x) for x in head["pairs"][k]] for k in ("pingpong", "latency")})
-    meta = dict(head["meta"], **({"kept": kept, "keep": keep} if keep else {}))
-    if note:
-        meta["notes"] = list(meta.get("notes") or []) + [note]
+    meta = dict(head["meta"], **({"kept": kept, "keep": keep} if keep else {}),
+                **{k: end[k] for k in ("wall", "expected") if k in end})
+    meta["notes"] = list(meta.get("notes") or []) + [x for x in ([note] if isinstance(note, str) else note or [])]
     return render(meta, fp, results, head["n"], pairs, head["ranks"])
 
 
@@ -670,6 +698,8 @@ def main(argv=None):
     ap.add_argument("--keep-title", action="append", metavar="TEXT", help="with --keep: only the sections whose "
                     "title starts with TEXT (repeatable)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and the estimate, run nothing")
+    ap.add_argument("--note", action="append", metavar="TEXT", help="with --render: a line added under the "
+                    "provenance (e.g. what the run was held to), repeatable; printed as given")
     ap.add_argument("--render", metavar="RECORDS", help="measure nothing: write OUT again from the records file of "
                     "an earlier run (its provenance, commands and records as they were)")
     a = ap.parse_args(argv)
@@ -681,16 +711,18 @@ def main(argv=None):
             kept = kept_sections(Path(a.keep).read_text(), a.keep_title)
         except OSError as e:
             return _usage(f"cannot read --keep {a.keep}: {e.strerror}")
+    if a.note and not a.render:
+        return _usage("--note is for --render only")
     if a.render:
         try:
             text = Path(a.render).read_text()
         except OSError as e:
             return _usage(f"cannot read --render {a.render}: {e.strerror}")
         try:
-            doc = render_records(text, kept, a.keep, note=(
+            doc = render_records(text, kept, a.keep, note=[(
                 f"This document was written again from its records file, measuring nothing, by `python3 "
                 f"bench/node_reference.py --render {Path(a.render).name}` at umscope commit `{_commit(ROOT)}`; the "
-                "figures and their provenance are the run's above."))
+                "figures and their provenance are the run's above.")] + (a.note or []))
         except (ValueError, KeyError) as e:
             return _usage(f"{a.render} is not a records file of this script ({e})")
         Path(a.out).write_text(doc)
@@ -717,7 +749,7 @@ def main(argv=None):
         ranks = rank_plan(n, cpus)
     except ValueError as e:
         return _usage(f"{e} (this machine: {n} GPU(s), {cpus} CPUs)")
-    steps = plan(n, cpus, a.quick, a.reps, pairs["mode"], not a.no_torch, a.mpi_reps)
+    steps = plan(n, cpus, a.quick, a.reps, pairs["mode"], not a.no_torch, a.mpi_reps, a.anchors)
     est = estimate(steps, n, pairs)
     sys.stderr.write(f"node_reference: {n} GPUs, {cpus} CPUs, {len(steps)} steps, expected about {est:.0f} s "
                      f"(budget {a.budget:.0f} s)\n")
@@ -755,9 +787,7 @@ def main(argv=None):
                 sys.stderr.write(f"node_reference: [{i + 1}/{len(steps)} +{time.time() - start:.0f} s] {name}: "
                                  f"{show(c)}\n")
                 if name == "torch":
-                    from umscope.sizes import parse_size_list
-                    t, rc, w = run_torch(n, parse_size_list(c[c.index("--size") + 1])[0],
-                                         int(c[c.index("--reps") + 1]), left, a.anchors)
+                    t, rc, w = run_torch(c, left)
                     res["torch"] = t
                 else:
                     data, rc, w = run_umscope(c, store, left)
@@ -783,8 +813,11 @@ def main(argv=None):
             out.write_text(render(meta, fp, results, n, pairs, ranks))
             sys.stderr.write(f"node_reference: [{i + 1}/{len(steps)}] {name} done in {wall:.0f} s "
                              f"(exit {res['rc']}, {len(recs)} records)\n")
+    meta["wall"], meta["expected"] = round(time.time() - start, 1), round(est)
+    with records_path.open("a") as f:
+        f.write(json.dumps({"node_reference": "end", "wall": meta["wall"], "expected": meta["expected"]}) + "\n")
     out.write_text(render(meta, fp, results, n, pairs, ranks))
-    sys.stderr.write(f"node_reference: wrote {out} in {time.time() - start:.0f} s (expected {est:.0f} s)\n")
+    sys.stderr.write(f"node_reference: wrote {out} in {meta['wall']:.0f} s (expected {est:.0f} s)\n")
     return 0
 
 

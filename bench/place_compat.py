@@ -61,11 +61,17 @@ VARIANTS = {  # name -> (umscope command before the program, or None for plain; 
 VARIANT_ENV = {"profile-nokernels": {"UMSCOPE_UMTRACE_KERNELS": "0"}}  # added to the run's environment
 
 
-def gpus() -> list:
-    """The GPUs nvidia-smi lists (this process starts no CUDA context)."""
+def gpus(environ=None) -> list:
+    """The GPUs the programs will see: those nvidia-smi lists (this process starts no CUDA context), as many as
+    CUDA_VISIBLE_DEVICES names where it is set (nvidia-smi ignores it; a program under CUDA_VISIBLE_DEVICES=1
+    sees one GPU, and the 2-GPU program must then not run)."""
     res = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return [ln.split(":", 1)[1].split("(")[0].strip() for ln in res.stdout.splitlines() if ln.startswith("GPU ")] \
+    names = [ln.split(":", 1)[1].split("(")[0].strip() for ln in res.stdout.splitlines() if ln.startswith("GPU ")] \
         if res.returncode == 0 else []
+    visible = (os.environ if environ is None else environ).get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        names = names[:len([v for v in visible.split(",") if v.strip()])]
+    return names
 
 
 def program_argv(name, ngpu):

@@ -3,6 +3,7 @@
 
     python3 bench/scaleout.py [--anchors .anchors] [--out DIR] [--quick] [--no-torch] [--skip mpi,mbw,nccl,host]
         [--mpi-sizes 8,4096,...] [--nccl-ops allgather,...] [--nccl-sizes 1048576,...] [--nccl-launch one|ranks|both]
+        [--nccl-alloc] [--nccl-bind core[,socket,none]]
 
 1. MPI point-to-point, host (system) memory, 8 B to 64 MiB: umscope's `mpi` family (bw, bibw, latency) beside
    osu_bw, osu_bibw and osu_latency (OSU 7.2), both under one mpirun line (`-n 2 --bind-to core --map-by core`:
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,8 +70,15 @@ def sh(argv, timeout=300, env=None):
     return res.stdout
 
 
-def mpirun(n, extra=()):
-    argv = ["mpirun", "-n", str(n), "--bind-to", "core", "--map-by", "core"]
+BINDS = {"core": ["--bind-to", "core", "--map-by", "core"], "socket": ["--bind-to", "socket"],
+         "none": ["--bind-to", "none"]}
+
+
+def mpirun(n, extra=(), bind="core"):
+    """The mpirun line every rank-launched figure here runs under: umscope's ranks and the anchors' alike.
+    bind: core (one core per rank, the default), socket or none (umbench-mpi then gives each of its ranks a
+    slice of its GPU's local CPUs; the anchors' ranks keep what Open MPI gives them)."""
+    argv = ["mpirun", "-n", str(n)] + BINDS[bind]
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
     for var in ("NCCL_NVLS_ENABLE", "UMSCOPE_NCCL", "LD_LIBRARY_PATH"):
@@ -86,6 +95,19 @@ def osu_table(text):
         if len(parts) >= 2 and parts[0].isdigit():
             out[int(parts[0])] = float(parts[1])
     return out
+
+
+def repeated(run, reps):
+    """OSU prints one figure per size; run() `reps` times gives ({size: median}, {size: (max - min) / median})
+    so that its figure has a spread beside umscope's (on 4 x H100 at b7b9039 osu_bibw moved 11% at 1 MiB and
+    20% at 64 MiB between two calls). Runs that printed nothing for a size are left out of it."""
+    tables = [run() for _ in range(reps)]
+    med, spread = {}, {}
+    for size in sorted({k for t in tables for k in t}):
+        vals = [t[size] for t in tables if size in t]
+        med[size] = statistics.median(vals)
+        spread[size] = (max(vals) - min(vals)) / med[size] if len(vals) > 1 and med[size] else None
+    return med, spread
 
 
 def nccl_tests_table(text):
@@ -263,8 +285,16 @@ def main():
                     help="NCCL in one process (one), one rank per GPU under mpirun (ranks) or both")
     ap.add_argument("--nccl-alloc", action="store_true",
                     help="also run the one-process NCCL figures over ncclMemAlloc buffers (nccl-tests' allocator)")
+    ap.add_argument("--osu-reps", type=int, default=1, help="runs of each OSU command (default 1); with more, "
+                    "OSU's figure is their median and its spread is shown beside umscope's")
+    ap.add_argument("--nccl-bind", default="core", help="comma list of rank bindings for the NCCL ranks (umscope's "
+                    "and nccl-tests' _mpi under the same line): core (default: one core per rank), socket, none; "
+                    "the first makes the main table, each further one adds a table of the ranks' figures under it")
     a = ap.parse_args()
     t_start = time.time()
+    binds = a.nccl_bind.split(",")
+    if not binds or set(binds) - set(BINDS) or len(set(binds)) != len(binds):
+        ap.error(f"--nccl-bind takes a comma list of distinct {', '.join(BINDS)}")
     skip = set(filter(None, a.skip.split(",")))
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     if os.environ["NCCL_NVLS_ENABLE"] != "0":
@@ -300,26 +330,38 @@ def main():
         ops = ["bw", "bibw", "latency"]
         recs = ours_mpi(prefix, ops, mpi_sizes, a.reps)
         records += recs
-        anchors = {}
+        anchors, anchor_spread = {}, {}
         for op in ops:
             exe = find_anchor(osu_dir, OSU[op])
             if not exe:
                 continue
             small = [s for s in mpi_sizes if s <= 8192]
             large = [s for s in mpi_sizes if s > 8192]
-            table = {}
             few = ["-i", "100", "-x", "10"] if op == "latency" else ["-i", "10", "-x", "2"]
-            # OSU's own loop counts up to 8 KiB; fewer above (64 MiB windows are 4 GiB)
-            for group, flags in ((small, []), (large, few)):
-                for lo, hi in osu_ranges(group):
-                    table.update(osu_table(sh(prefix + [exe, "-m", f"{lo}:{hi}"] + flags + ["H", "H"])))
-            anchors[op] = table
+
+            def one_run():
+                table = {}
+                # OSU's own loop counts up to 8 KiB; fewer above (64 MiB windows are 4 GiB)
+                for group, flags in ((small, []), (large, few)):
+                    for lo, hi in osu_ranges(group):
+                        table.update(osu_table(sh(prefix + [exe, "-m", f"{lo}:{hi}"] + flags + ["H", "H"])))
+                return table
+            anchors[op], anchor_spread[op] = repeated(one_run, max(1, a.osu_reps))
         md.append(f"## MPI point-to-point, host memory, 2 ranks\n\nBoth under `{shlex.join(prefix)}`; umscope "
                   f"`mpi --kind system` ({a.reps} repetitions after one warm-up; cores per rank: "
                   f"{recs[0].get('rank_cpus') if recs else '—'}); OSU 7.2 `-m MIN:MAX H H` (its own loop counts up "
-                  "to 8 KiB, `-i 10 -x 2` above, latency `-i 100 -x 10`). Ratio: umscope / OSU (latency: OSU / "
-                  "umscope); target 0.95.\n")
-        md.append(md_table(["op", "size", "umscope", "spread", "OSU 7.2", "ratio"], rows_mpi(recs, anchors, ops)))
+                  "to 8 KiB, `-i 10 -x 2` above, latency `-i 100 -x 10`"
+                  + (f", each run {a.osu_reps} times: the median, and the range over it as OSU's spread"
+                     if a.osu_reps > 1 else "") + "). Ratio: umscope / OSU (latency: OSU / umscope); target 0.95.\n")
+        head = ["op", "size", "umscope", "spread", "OSU 7.2", "ratio"]
+        rows = rows_mpi(recs, anchors, ops)
+        if a.osu_reps > 1:
+            head.insert(5, "OSU spread")
+            for row, r in zip(rows, [r for op in ops for r in sorted((r for r in recs if r["op"] == op),
+                                                                      key=lambda r: r["bytes"])]):
+                sp = anchor_spread.get(r["op"], {}).get(r["bytes"])
+                row.insert(5, f"{100 * sp:.1f}%" if sp is not None else "—")
+        md.append(md_table(head, rows))
 
     if "mbw" not in skip and cpus >= 4:
         ranks = min(2 * n if n >= 2 else 4, cpus - cpus % 2, 8)
@@ -349,21 +391,30 @@ def main():
 
     if "nccl" not in skip and n >= 2:
         log(f"NCCL, {n} GPUs")
-        launch = mpirun(n)
+        launch = mpirun(n, bind=binds[0])
         one = ours_nccl("device", nccl_ops, nccl_sizes, a.reps) if a.nccl_launch != "ranks" else []
-        per_rank = ours_nccl("device", nccl_ops, nccl_sizes, a.reps, launch=launch) if a.nccl_launch != "one" else []
-        records += one + per_rank
-        nt_one, nt_mpi = {}, {}
+        nt_one = {}
         lo, hi = min(nccl_sizes), max(nccl_sizes)
+        flags = ["-b", str(lo), "-e", str(hi), "-f", "4", "-c", "1", "-n", "20", "-w", "5"]
+
+        def ranked(line):
+            """umscope's ranks and nccl-tests' _mpi under one mpirun line: (records, {op: {size: busbw}})."""
+            recs, nt = ours_nccl("device", nccl_ops, nccl_sizes, a.reps, launch=line), {}
+            for op in nccl_ops:
+                name = NCCL_TESTS[op]
+                exe = find_anchor(nt_dir, f"{name}_perf_mpi", f"bin/{name}_perf_mpi")
+                if exe:
+                    nt[op] = nccl_tests_table(sh(line + [exe] + flags + ["-g", "1"]))
+            return recs, nt
+
+        by_bind = {b: ranked(mpirun(n, bind=b)) for b in binds} if a.nccl_launch != "one" else {}
+        per_rank, nt_mpi = by_bind.get(binds[0], ([], {}))
+        records += one + [r for recs, _ in by_bind.values() for r in recs]
         for op in nccl_ops:
             name = NCCL_TESTS[op]
-            flags = ["-b", str(lo), "-e", str(hi), "-f", "4", "-c", "1", "-n", "20", "-w", "5"]
             exe = find_anchor(nt_dir, f"{name}_perf", f"bin/{name}_perf") if a.nccl_launch != "ranks" else None
             if exe:
                 nt_one[op] = nccl_tests_table(sh([exe] + flags + ["-g", str(n)]))
-            exe = find_anchor(nt_dir, f"{name}_perf_mpi", f"bin/{name}_perf_mpi") if a.nccl_launch != "one" else None
-            if exe:
-                nt_mpi[op] = nccl_tests_table(sh(launch + [exe] + flags + ["-g", "1"]))
         torch_res, torch_ver = ({}, None) if a.no_torch else torch_collectives(n, nccl_sizes)
         rows = []
         for op in nccl_ops:
@@ -387,6 +438,14 @@ def main():
         md.append(md_table(["op", "size", "umscope 1 proc (spread)", "nccl-tests -g", "ratio",
                             f"umscope {n} ranks (spread)", "nccl-tests _mpi", "ratio", "torch", "umscope/torch"],
                            rows))
+        if len(by_bind) > 1:
+            md.append(f"\n## NCCL, one rank per GPU, by rank binding (busbw GB/s, {n} GPUs)\n\n"
+                      + "; ".join(f"{b}: `{shlex.join(mpirun(n, bind=b))}`" for b in by_bind)
+                      + ". umscope's ranks and nccl-tests' `_mpi` run under each line in turn; the cores each of "
+                      "umscope's ranks ran on are its records' `rank_cpus`. Ratio target 0.98.\n")
+            md.append(md_table(["op", "size"] + [x for b in by_bind for x in (f"umscope {b} (spread)",
+                                                                              f"nccl-tests {b}", "ratio")],
+                               bind_rows(by_bind, nccl_ops, nccl_sizes)))
 
     if a.nccl_alloc and "nccl" not in skip and n >= 2 and a.nccl_launch != "ranks":
         log("NCCL one process, ncclMemAlloc buffers")
@@ -434,6 +493,22 @@ def main():
 
 
 OSU_CACHE = {}
+
+
+def bind_rows(by_bind, ops, sizes):
+    """One row per op and size: umscope's ranks (median, spread), nccl-tests' _mpi and their ratio under each
+    binding of {binding: (records, {op: {size: busbw}})}."""
+    rows = []
+    for op in ops:
+        for size in sizes:
+            row = [op, format_size(size)]
+            for recs, nt in by_bind.values():
+                m = next((r for r in recs if r["op"] == op and r["bytes"] == size), None)
+                t = nt.get(op, {}).get(size)
+                row += [f"{m['median']:.4g} ({spread_text(m)})" if m else "—", f"{t:.4g}" if t else "—",
+                        ratio_cell(m["median"] / t if m and t else None, TARGET["nccl"])]
+            rows.append(row)
+    return rows
 
 
 def native_commit():

@@ -124,6 +124,22 @@ def test_document_from_raw_gives_the_table_and_the_three_figures(av, raw, tmp_pa
     assert out.splitlines()[-1].startswith("hit 2 of 3 (66.7%) by whole run")
 
 
+def test_document_from_gzipped_raw_with_a_header_note(av, raw, tmp_path, capsys):
+    """The raw file kept in docs/ is gzip-compressed; --note puts a sentence (what else ran meanwhile) in the
+    header, and the command that wrote the page is quoted as a shell would take it."""
+    import gzip
+    gz = tmp_path / "raw.jsonl.gz"
+    gz.write_bytes(gzip.compress(raw.read_bytes()))
+    doc = tmp_path / "d.md"
+    assert av.main(["--from-raw", str(gz), "--note", "Two other jobs ran on the host meanwhile.", "--out",
+                    str(doc)]) == 0
+    text = doc.read_text()
+    assert "in 2 of 3 application x footprint cases (66.7%)" in text
+    assert "\nTwo other jobs ran on the host meanwhile.\n" in text
+    assert "--note 'Two other jobs ran on the host meanwhile.'" in text
+    capsys.readouterr()
+
+
 def test_rounds_interleave_and_advise_gets_the_runs_iterations_and_figures(av, monkeypatch, tmp_path):
     calls = []
 

@@ -231,6 +231,32 @@ def test_a_step_not_run_is_said_not_left_out(nr):
     assert provenance_problems(doc) == []
 
 
+def test_the_torch_step_is_shown_as_the_scaleout_command_it_runs(nr):
+    """The step's provenance names the bench/scaleout.py line run_torch starts, not the plan's own words; a
+    step recorded before --anchors was part of it ran with the default folder."""
+    (cmd,) = dict(nr.plan(4, 64, reps=7, anchors="/opt/anchors"))["torch"]
+    assert nr.show(cmd) == ("python3 bench/scaleout.py --quick --skip host --reps 7 --anchors /opt/anchors "
+                            "--out DIR")
+    assert nr.scaleout_argv(cmd, "/tmp/x")[-2:] == ["--out", "/tmp/x"]
+    old = ["torch", "--size", "1G", "--reps", "10", "--world", "4"]  # as commit b7b9039 recorded it
+    assert nr.show(old) == "python3 bench/scaleout.py --quick --skip host --reps 10 --anchors .anchors --out DIR"
+
+
+def test_run_time_is_the_whole_run_or_said_to_be_the_steps_sum(nr):
+    res = {"info": {"wall": 2.0}, "copy": {"wall": 10.4}, "torch": {"not_run": "budget"}}
+    assert nr.run_time({"wall": 288.2, "expected": 299}, res) == (
+        "Run time: 288 s in one call, from the probe to the last step (expected 299 s; the 2 steps that ran "
+        "took 12 s of it).")
+    assert nr.run_time({}, res).startswith("Run time: the 2 steps that ran took 12 s in all")
+
+
+def test_mbw_rows_say_pair_or_pairs(nr):
+    rec = lambda k: {"benchmark": "mpi", "op": "mbw", "kind": "system", "bytes": 1 << 20, "median": 12.0,  # noqa: E731
+                     "min": 11.0, "max": 13.0, "unit": "GB/s", "pairs": k}
+    rows = [x for x in nr.render_mpi([rec(1), rec(2)]) if "mbw" in x]
+    assert "| mbw (1 pair) |" in rows[0] and "| mbw (2 pairs) |" in rows[1]
+
+
 def test_torch_ratio_against_the_one_process_record(nr):
     res = {"ops": {"allreduce": [300.0, 290.0, 310.0, 1 << 30]}, "torch": "2.11", "nccl": "2.28.9", "world": 2}
     lines = nr.render_torch(res, [nccl_rec("allreduce", "device", 330.0)])
@@ -272,8 +298,15 @@ def test_main_runs_every_step_once_and_writes_records(nr, tmp_path, monkeypatch)
     again = tmp_path / "again.md"
     assert nr.main(["--render", str(tmp_path / "ref.jsonl"), "--out", str(again)]) == 0
     note = "This document was written again from its records file, measuring nothing"
-    assert again.read_text().replace(again.read_text().split("\n\n")[2] + "\n\n", "", 1) == doc
-    assert again.read_text().split("\n\n")[2].startswith(note)
+    assert again.read_text().replace(again.read_text().split("\n\n")[3] + "\n\n", "", 1) == doc
+    assert again.read_text().split("\n\n")[3].startswith(note)
+    # The run's own time, from the end line of the records file, in both.
+    assert lines[-1]["node_reference"] == "end" and lines[-1]["wall"] >= 0
+    assert doc.split("\n\n")[2].startswith(f"Run time: {lines[-1]['wall']:.0f} s in one call")
+    # --note adds its lines under the provenance, and only with --render.
+    assert nr.main(["--render", str(tmp_path / "ref.jsonl"), "--out", str(again), "--note", "Held to 6 min."]) == 0
+    assert again.read_text().split("\n\n")[4] == "Held to 6 min."
+    assert nr.main(["--out", str(again), "--kind", "nvidia-h200-x2", "--note", "x"]) == 2
     assert nr.main(["--render", str(out), "--out", str(again)]) == 2  # not a records file
 
 

@@ -59,3 +59,12 @@ def test_the_tracer_without_kernel_records_is_the_profile_command_with_libumtrac
     assert pc.umscope_argv("profile-nokernels", "s", "r") == pc.umscope_argv("profile", "s", "r")
     assert pc.VARIANT_ENV == {"profile-nokernels": {"UMSCOPE_UMTRACE_KERNELS": "0"}}
     assert pc.VARIANTS["profile-nokernels"][1] == pc.VARIANTS["profile"][1]  # held to the same target
+
+
+def test_the_gpus_counted_are_those_cuda_visible_devices_leaves(monkeypatch):
+    class Res:
+        returncode, stdout = 0, "".join(f"GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i})\n" for i in range(4))
+    monkeypatch.setattr(pc.subprocess, "run", lambda *a, **k: Res)
+    assert len(pc.gpus({})) == 4
+    assert pc.gpus({"CUDA_VISIBLE_DEVICES": "2"}) == ["NVIDIA H100 80GB HBM3"]  # no 2-GPU program then
+    assert len(pc.gpus({"CUDA_VISIBLE_DEVICES": "2,3"})) == 2 and pc.gpus({"CUDA_VISIBLE_DEVICES": ""}) == []

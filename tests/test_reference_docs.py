@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted((ROOT / "docs").glob("reference-*.md"))
-KINDS = r"nvidia-(?:h100-x1|h200(?:-x[248])?)"
+KINDS = r"nvidia-(?:h100-x[1248]|h200(?:-x[248])?)"
 COMMIT = re.compile(r"`[0-9a-f]{7,40}(?:-dirty)?`")
 COMMAND = re.compile(r"`([^`]*[a-z][^`]*)`")
 

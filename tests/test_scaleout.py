@@ -5,11 +5,12 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, umbench
+from conftest import bench_module, run_cli, umbench
 from umscope import native, plans, scaleout
 from umscope.errors import UsageError
 from umscope.report.html import render
@@ -314,3 +315,52 @@ def test_rank_placement_keeps_a_launchers_binding_and_says_when_it_knows_nothing
     assert bound["cpus"] == "5" and "the launcher bound this rank" in bound["how"]
     alone = _rank_placement({}, "--cpus", "0-7", "--gpu-cpus", "0-7")
     assert alone["local_rank"] == -1 and alone["cpus"] == "0-7" and "no launcher variables" in alone["how"]
+
+
+# ------------------------------------------------------------ bench/scaleout.py, the anchors' comparison
+
+def _bench_scaleout():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_scaleout", Path(__file__).resolve().parent.parent / "bench"
+                                                  / "scaleout.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_scaleout_binding_sets_the_mpirun_line_of_umscope_and_the_anchors(monkeypatch):
+    so = _bench_scaleout()
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    core, none, sock = so.mpirun(4), so.mpirun(4, bind="none"), so.mpirun(4, bind="socket")
+    assert core[:7] == ["mpirun", "-n", "4", "--bind-to", "core", "--map-by", "core"]  # the default: one core a rank
+    assert none[3:5] == ["--bind-to", "none"] and "core" not in none
+    assert sock[3:5] == ["--bind-to", "socket"]
+    for line in (core, none, sock):
+        assert line[line.index("-x") + 1] == "NCCL_NVLS_ENABLE"
+
+
+def test_scaleout_by_binding_rows_put_each_binding_beside_its_own_anchor():
+    so = _bench_scaleout()
+    rec = lambda med, spread: {"op": "alltoall", "bytes": 64 << 20, "median": med, "spread": spread}  # noqa: E731
+    by_bind = {"core": ([rec(250.1, 0.008)], {"alltoall": {64 << 20: 265.3}}),
+               "none": ([rec(272.4, 0.006)], {})}  # nccl-tests missing under the second binding
+    (row,) = so.bind_rows(by_bind, ["alltoall"], [64 << 20])
+    assert row == ["alltoall", "64 MiB", "250.1 (0.8%)", "265.3", "0.943 **below**", "272.4 (0.6%)", "—", "—"]
+
+
+def test_scaleout_refuses_a_bad_binding_before_running_anything(tmp_path):
+    out = tmp_path / "so"
+    res = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "bench"
+                                                                    / "scaleout.py"),
+                          "--nccl-bind", "core,bogus", "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "--nccl-bind" in res.stderr and not out.exists()
+
+
+def test_osu_repeated_gives_the_median_and_its_range_per_size():
+    so = bench_module("scaleout")
+    runs = iter([{8: 1.0, 1048576: 12.0}, {8: 3.0, 1048576: 10.0}, {8: 2.0}])
+    med, spread = so.repeated(lambda: next(runs), 3)
+    assert med == {8: 2.0, 1048576: 11.0}  # 1 MiB printed twice: the median of those two
+    assert spread[8] == 1.0 and abs(spread[1048576] - 2.0 / 11.0) < 1e-12
+    med1, spread1 = so.repeated(lambda: {8: 5.0}, 1)
+    assert med1 == {8: 5.0} and spread1 == {8: None}  # one run: no spread is made up

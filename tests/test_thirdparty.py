@@ -62,6 +62,35 @@ def test_advice_classified_from_real_advise_output(tmp_path, capsys):
                                                            rel=1e-3)
 
 
+def test_pages_the_driver_prefetched_are_read_by_zerocopy_too(tmp_path, capsys):
+    """nw's trace (H100, session 11): the GPU faulted on 97 MB and the driver's density prefetcher brought the rest
+    of the 2.5 GiB (CUPTI cause 3), whose accesses no record holds. zerocopy was priced on the faulted pages alone
+    (1.9 ms) while managed memory, prefetch and explicit copies moved all of it: 86x "gain". Every mode now reads
+    the prefetched pages once: zerocopy over the link, the others from GPU memory."""
+    from umscope.model import trace as umtrace
+    from umscope.model.dos import machine_figures
+    recs, t = [{"k": "mem", "op": 1, "a": BASE, "b": 64 * MIB}], 10
+    for blk in range(0, 64 * MIB, 2 * MIB):  # each 2 MiB block: one 64 KiB fault, the rest prefetched
+        recs += [{"k": "um", "c": 4, "v": 1, "s": t, "e": t + 1, "a": BASE + blk, "f": 1},
+                 {"k": "um", "c": 1, "v": 65536, "s": t + 1, "e": t + 2, "a": BASE + blk, "f": 2},
+                 {"k": "um", "c": 1, "v": 2 * MIB - 65536, "s": t + 2, "e": t + 3, "a": BASE + blk + 65536, "f": 3}]
+        t += 4
+    recs.append({"k": "kernel", "s": 10, "e": t + 1})
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    unseen = 64 * MIB - 32 * 65536
+    assert umtrace.from_umtrace(recs)["prefetched_unseen_bytes"] == unseen
+    a = advise(path, capsys)
+    zc = a["evidence"]["zerocopy"]
+    assert zc["remote_bytes"] == 64 * MIB  # the 2 MiB faulted in on demand and the 62 MiB prefetched, read once each
+    fig, _ = machine_figures(a["machine"])
+    assert zc["modelled_ms"] >= 64 * MIB / (fig["remote_gbps"] * 1e6) * 0.999
+    assert a["explicit"]["compute_ms"] >= 64 * MIB / (fig["hbm_gbps"] * 1e6) * 0.999
+    assert any("density prefetcher moved to the GPU" in h and "62 MiB" in h for h in a["hints"])
+    plain = advise(write_trace(tmp_path / "a.jsonl"), capsys)  # nothing prefetched: nothing added
+    assert plain["evidence"]["zerocopy"]["remote_bytes"] == 64 * MIB and not any("prefetcher" in h for h in plain["hints"])
+
+
 def fake_suite(tmp_path, trace, fail=()):
     """A .thirdparty with stand-in programs: each prints its result line and, under the tracer's variables,
     writes `trace` where libumtrace would; those in `fail` exit 1."""

@@ -124,6 +124,7 @@ def _stream(args, tmpdir):
     umtrace.write(out, tr)
     args.trace_note = trace_completeness(tr)
     args.trace_source = tr.get("gpu_source")  # the GPU's accesses: CUPTI's records or the driver's own events
+    args.unseen_bytes = tr["prefetched_unseen_bytes"]  # prefetched by the driver, then reached unseen (advise)
     return {"trace": str(out)}, sum(n for _, n in tr["allocs"]) * 4096
 
 
@@ -423,7 +424,8 @@ def cmd_advise(args):
         stream, foot = _stream(args, tmp)
         cap = _capacity(args, foot, fig_doc, extra.get("page", 4096))
         res = advise(stream, foot, cap, args.machine, figures=sim_figures(args), extra=extra,
-                     progress=_progress(args), own_figures=args.figures is not None)
+                     progress=_progress(args), own_figures=args.figures is not None,
+                     unseen_bytes=getattr(args, "unseen_bytes", 0))
     if getattr(args, "trace_note", ""):
         res["trace"] = args.trace_note
         res["hints"].append(f"INCOMPLETE TRACE: {args.trace_note}")

@@ -142,8 +142,16 @@ def page_note(page_bytes: int) -> str:
             "migrate whole granules and blocks, keep their scale (docs/simulator.md)")
 
 
+UNSEEN_NOTE = ("the trace holds no access to {size} that the driver's density prefetcher moved to the GPU (the "
+               "accesses found it resident); each mode is priced one GPU read of it: over the link for zerocopy and "
+               "system memory, from GPU memory for the others (their moves of it are in the replay's counts)")
+
+
 def advise(stream, foot, capacity, machine, iterations_note="", figures=None, extra=None, progress=None,
-           own_figures=False):
+           own_figures=False, unseen_bytes=0):
+    """unseen_bytes: GPU data a traced stream never shows accessed (trace.from_umtrace's prefetched_unseen_bytes):
+    read once by every mode, so that zerocopy is not priced on the faulted pages alone while managed memory,
+    prefetch and explicit copies move the whole of it."""
     fig_doc = dos.figures(machine)
     fig, src = figures or dos.machine_figures(machine)
     drv = driver_here() if machine == "h100-sxm-pcie5" else {}
@@ -154,16 +162,21 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
         t["system"] = recs["ats"]["modelled_seconds"]["total"]
     u = recs["uvm"]["counts"]
     pb = u["page_bytes"]
+    unseen_pages = -(-unseen_bytes // pb)
+    for p in t:
+        t[p] += unseen_pages * pb / (fig["remote_gbps" if p in ("zerocopy", "system") else "hbm_gbps"] * 1e9)
     fits = u["footprint_pages"] <= u["capacity_pages"]
     if fits:
         # Prefetch: every page the GPU needs moves once at bulk rate, no faults; then every access is local.
         moved = u["h2d_fault_pages"] + u["h2d_prefetch_pages"] + u["populate_gpu_pages"]
         t["managed-prefetch"] = (moved * pb / (fig["migrate_gbps"] * 1e9)
-                                 + (u["gpu_events"]) * pb / (fig["hbm_gbps"] * 1e9))
+                                 + (u["gpu_events"] + unseen_pages) * pb / (fig["hbm_gbps"] * 1e9))
     best = min(t, key=t.get)
     base = t["managed"]
-    explicit = explicit_copies(u, fig, fits, best, t[best])
+    explicit = explicit_copies(u, fig, fits, best, t[best], unseen_pages)
     hints = [HINTS[best]]
+    if unseen_pages:
+        hints.append(UNSEEN_NOTE.format(size=format_size(unseen_pages * pb)))
     if not fits:
         hints.append(f"the footprint exceeds GPU memory (DOS {100 * u['footprint_pages'] / u['capacity_pages']:.0f}): "
                      f"managed memory evicts {u['evictions']} blocks and re-migrates; "
@@ -176,6 +189,9 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
         evidence.setdefault({"uvm": "managed", "ats": "system"}.get(p, p), {}).update(
             faults=c["faults"], migrated_bytes=c["h2d_bytes"], evicted_bytes=c["d2h_bytes"],
             remote_bytes=c["remote_gpu_pages"] * pb)
+    for p in ("zerocopy", "system"):
+        if unseen_pages and p in evidence:
+            evidence[p]["remote_bytes"] += unseen_pages * pb
     if "managed-prefetch" in evidence:
         evidence["managed-prefetch"]["how"] = PREFETCH_ESTIMATE
     if explicit["modelled_ms"] is not None:
@@ -189,9 +205,10 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
             "validated_error": calibrated.validated("umsim", version=sim.VERSION)}
 
 
-def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float) -> dict:
+def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float, unseen_pages=0) -> dict:
     """The explicit mode beside the unified-memory candidates ("should I keep cudaMemcpy?"): what it would cost
-    from the same replay's counts, whether it beats the recommended mode and by how much."""
+    from the same replay's counts, whether it beats the recommended mode and by how much (unseen_pages: GPU reads
+    a trace does not show, as advise's)."""
     if not fits:
         return {"modelled_ms": None, "wins": None,
                 "verdict": "explicit copies not modelled: the footprint exceeds GPU memory, so the program would "
@@ -200,7 +217,7 @@ def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float) ->
     cin = (u["h2d_fault_pages"] + u["h2d_prefetch_pages"] + u["h2d_counter_pages"]) * pb
     cout = u["d2h_cpu_fault_pages"] * pb
     t_in, t_out = cin / (fig["h2d_gbps"] * 1e9), cout / (fig["d2h_gbps"] * 1e9)
-    t_gpu = u["gpu_events"] * pb / (fig["hbm_gbps"] * 1e9)
+    t_gpu = (u["gpu_events"] + unseen_pages) * pb / (fig["hbm_gbps"] * 1e9)
     t = t_in + t_out + t_gpu
     out = {"modelled_ms": round(t * 1e3, 3), "copy_in_bytes": cin, "copy_out_bytes": cout,
            "copy_ms": round((t_in + t_out) * 1e3, 3), "compute_ms": round(t_gpu * 1e3, 3), "how": EXPLICIT_ESTIMATE,

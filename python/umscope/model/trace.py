@@ -32,8 +32,10 @@ MAX_EVENTS = 1 << 26
 
 def from_umtrace(records, page_bytes=4096) -> dict:
     """{'allocs': [(first_page, n_pages)], 'events': [...], 'kernels': n, 'gpu_faults': n, 'htod_bytes': n,
-    'cpu_faults': n, 'recorded_htod_bytes': n, 'driver_htod_bytes': n or None}: the umsim trace of a libumtrace
-    record list. recorded_htod_bytes: every host-to-device byte CUPTI's records hold (prefetches too);
+    'cpu_faults': n, 'recorded_htod_bytes': n, 'driver_htod_bytes': n or None, 'prefetched_unseen_bytes': n}: the
+    umsim trace of a libumtrace record list. prefetched_unseen_bytes: the pages the driver's density prefetcher
+    moved to the GPU (CUPTI's cause 3, the driver's cause "prefetch") that the stream never shows the GPU reach:
+    their accesses found them resident, so no record holds them (advise prices one read of each). recorded_htod_bytes: every host-to-device byte CUPTI's records hold (prefetches too);
     driver_htod_bytes: the UVM driver's own count over the run (libumtrace's uvm_counters, all GPUs), where the
     trace has it: where the records hold less, CUPTI dropped some and the stream is incomplete."""
     allocs = sorted({(e["a"], e["b"]) for e in records if e.get("k") == "mem" and e.get("op") == 1 and e.get("b")})
@@ -53,7 +55,7 @@ def from_umtrace(records, page_bytes=4096) -> dict:
                 return first + (addr - a) // page_bytes
         return None
 
-    timed = []
+    timed, prefetched = [], []
     stats = {"kernels": 0, "gpu_faults": 0, "htod_bytes": 0, "cpu_faults": 0, "recorded_htod_bytes": 0,
              "driver_htod_bytes": None, "gpu_source": "CUPTI records"}
     driver = _driver_gpu_stream(records, page_bytes)
@@ -76,12 +78,17 @@ def from_umtrace(records, page_bytes=4096) -> dict:
                 _room(timed, e.get("v", 0) // page_bytes)
                 for off in range(0, e.get("v", 0), page_bytes):
                     timed.append((e["s"], 0, e["a"] + off, 0))
+            elif c == 1 and driver is None:  # the driver's speculative prefetch: not in the stream, kept apart
+                _room(prefetched, e.get("v", 0) // page_bytes)
+                prefetched += range(e["a"], e["a"] + e.get("v", 0), page_bytes)
             elif c == 3:  # CPU page fault
                 stats["cpu_faults"] += 1
                 timed.append((e["s"], 1, e["a"], sim.CPU))
     if driver is not None:
         timed += driver["timed"]
-        stats.update({k: v for k, v in driver.items() if k != "timed"}, gpu_source="the driver's events")
+        prefetched = driver["prefetched"]
+        stats.update({k: v for k, v in driver.items() if k not in ("timed", "prefetched")},
+                     gpu_source="the driver's events")
     timed.sort(key=lambda x: (x[0], x[1]))
     events, last = [], None
     for _, kind, addr, flag in timed:
@@ -96,7 +103,10 @@ def from_umtrace(records, page_bytes=4096) -> dict:
         if ev != last:  # the same page twice in a row is one access for the replay
             events.append(ev)
             last = ev
-    return dict(stats, allocs=[(first, n) for _, _, first, n in table], events=events)
+    seen = {ev for ev in events if ev != sim.BARRIER and not ev & sim.CPU}
+    unseen = {p for p in map(page_of, prefetched) if p is not None} - seen
+    return dict(stats, allocs=[(first, n) for _, _, first, n in table], events=events,
+                prefetched_unseen_bytes=len(unseen) * page_bytes)
 
 
 def _room(timed, n):
@@ -119,7 +129,7 @@ def _driver_gpu_stream(records, page_bytes):
     offset = clock_offsets(records)
     if moves is None or any(e.get("_p") not in offset for e in records if e.get("k") == "uvm_fault"):
         return None
-    timed, faults, htod, moved_in = [], 0, 0, 0
+    timed, prefetched, faults, htod, moved_in = [], [], 0, 0, 0
     for e in records:
         if e.get("k") == "uvm_fault":
             faults += 1
@@ -133,7 +143,11 @@ def _driver_gpu_stream(records, page_bytes):
             _room(timed, n // page_bytes)
             for off in range(0, n, page_bytes):
                 timed.append((t, 0, addr + off, 0))
-    return {"timed": timed, "gpu_faults": faults, "htod_bytes": htod, "recorded_htod_bytes": moved_in}
+        else:
+            _room(prefetched, n // page_bytes)
+            prefetched += range(addr, addr + n, page_bytes)
+    return {"timed": timed, "prefetched": prefetched, "gpu_faults": faults, "htod_bytes": htod,
+            "recorded_htod_bytes": moved_in}
 
 
 def write(path, tr, page_bytes=4096):
