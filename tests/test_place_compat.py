@@ -56,9 +56,12 @@ def test_a_changed_output_in_any_run_marks_the_row_and_a_budget_stop_is_not_a_cr
 
 
 def test_the_tracer_without_kernel_records_is_the_profile_command_with_libumtrace_told_so():
-    assert pc.umscope_argv("profile-nokernels", "s", "r") == pc.umscope_argv("profile", "s", "r")
-    assert pc.VARIANT_ENV == {"profile-nokernels": {"UMSCOPE_UMTRACE_KERNELS": "0"}}
-    assert pc.VARIANTS["profile-nokernels"][1] == pc.VARIANTS["profile"][1]  # held to the same target
+    for v in ("profile-nokernels", "profile-um", "profile-none"):
+        assert pc.umscope_argv(v, "s", "r") == pc.umscope_argv("profile", "s", "r")
+        assert pc.VARIANTS[v][1] == pc.VARIANTS["profile"][1]  # held to the same target
+    kinds = {v: set(e["UMSCOPE_UMTRACE_RECORDS"].split(",")) for v, e in pc.VARIANT_ENV.items()}
+    assert kinds == {"profile-nokernels": {"um", "copies", "allocations", "nvtx"}, "profile-um": {"um"},
+                     "profile-none": {"none"}}
 
 
 def test_the_gpus_counted_are_those_cuda_visible_devices_leaves(monkeypatch):

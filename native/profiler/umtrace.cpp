@@ -472,11 +472,28 @@ int write_devices() {
 // so the trace says which kind CUPTI refused, then all accepted kinds together.
 std::atomic<bool> g_um_on{false};
 
+// UMSCOPE_UMTRACE_RECORDS: the CUPTI activity records to enable, a comma list of um, kernels, copies, allocations,
+// nvtx (default all). A launch-bound program (GPT-2 generation) ran 12% slower traced on the H100 with or without
+// the kernel records (docs/place.md): leaving out one kind at a time finds which record costs it. A kind left out is
+// said in the trace ("note"), so that its absence is not read as "none happened".
+bool record_wanted(const char* name) {
+  const char* want = std::getenv("UMSCOPE_UMTRACE_RECORDS");
+  if (!want || !*want) return true;
+  const std::string list = std::string(",") + want + ",";
+  if (list.find(std::string(",") + name + ",") != std::string::npos) return true;
+  if (g_out) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    std::fprintf(g_out, "{\"k\":\"note\",\"what\":\"%s records off (UMSCOPE_UMTRACE_RECORDS=%s)\"}\n", name, want);
+  }
+  return false;
+}
+
 void enable_um() {
   if (g_um_on.exchange(true)) return;
   const uint64_t w0 = wall_ns();
   int ndev = write_devices();
   phase("devices and driver counters", w0, wall_ns());
+  if (!record_wanted("um")) return;
   const uint64_t w1 = wall_ns();
   const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
@@ -620,7 +637,7 @@ void setup() {
     std::fprintf(g_out, "{\"k\":\"start\",\"pid\":%d,\"t\":%llu,\"w\":%llu}\n", static_cast<int>(getpid()), t0,
                  static_cast<unsigned long long>(wall_ns()));
     note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-    note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
+    if (record_wanted("nvtx")) note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
     // CUPTI's worker thread delivers full buffers every period (ms); UMSCOPE_UMTRACE_FLUSH_MS changes it (0: CUPTI's
     // own policy). No flush of our own beside the program: cuptiActivityFlushAll every 100 ms, even only in periods
     // without unified-memory activity, cost CUPTI records (qv 26 qubits, managed, CPU-initialised: 35-48% of the
@@ -649,18 +666,16 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
          cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
   }
   if (std::getenv("UMSCOPE_COUNTERS_FILE")) umcounters::attach(sub, subscribed);  // hardware counters
-  // UMSCOPE_UMTRACE_KERNELS=0 leaves out the kernel records: CUPTI's kernel activity is paid at every launch, and
-  // a launch-bound program (GPT-2 generation, hundreds of small kernels a token) ran 15-20% slower traced on the
-  // H100 (docs/place.md); the trace then holds no kernel slices and says so.
+  // The records to enable (record_wanted); UMSCOPE_UMTRACE_KERNELS=0, the first such knob, still leaves out kernels.
   const char* kern = std::getenv("UMSCOPE_UMTRACE_KERNELS");
   if (kern && std::strcmp(kern, "0") == 0) {
     std::lock_guard<std::mutex> lk(g_mu);
-    std::fprintf(g_out, "{\"k\":\"note\",\"what\":\"kernel records off (UMSCOPE_UMTRACE_KERNELS=0)\"}\n");
-  } else {
+    std::fprintf(g_out, "{\"k\":\"note\",\"what\":\"kernels records off (UMSCOPE_UMTRACE_KERNELS=0)\"}\n");
+  } else if (record_wanted("kernels")) {
     note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   }
-  note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-  note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
+  if (record_wanted("copies")) note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  if (record_wanted("allocations")) note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
   phase("injection", w0, wall_ns());
   std::fflush(g_out);
   return 1;
