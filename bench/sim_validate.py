@@ -393,7 +393,7 @@ def band_section(bands):
         allrows += brows
         out += ["", f"{name}:", "",
                 "| program | runs | driver GPU faults: min / median / max | band | " + sim.VERSION
-                + " timed entries | inside? | |error| vs median |", "| --- | ---: | ---: | ---: | ---: | --- | ---: |"]
+                + " timed entries | inside? | abs. error vs median |", "| --- | ---: | ---: | ---: | ---: | --- | ---: |"]
         for b in brows:
             med = f"{b['median']:.0f}" if b["counts"] and b["median"] == int(b["median"]) else f"{b.get('median', 0):.1f}"
             rng = f"{b['min']} / {med} / {b['max']}" if b["counts"] else "n/a"

@@ -239,6 +239,8 @@ def test_band_section_prints_each_program_and_the_target(tmp_path):
         sys.path.pop(0)
     b = band_of(tmp_path, [[100, 200, 100], [110, 210, 102], [120, None, 104]], [125, 205, 112])
     out = sv.band_section([("fresh", {"set": "fresh"}, b)])
+    head = next(x for x in out if x.startswith("| program |"))
+    assert all(x.count("|") == head.count("|") == 8 for x in out if x.startswith("| "))  # 7 cells on every line
     assert "| p0 | 3 | 100 / 110 / 120 | 95 - 126 | 125 | yes | 13.6% |" in out
     assert "| p1 | 2 | 200 / 205 / 210 | 190 - 220 | 205 | not validated (too few runs) | 0.0% |" in out
     assert "| p2 | 3 | 100 / 102 / 104 | 95 - 109 | 112 | no | 9.8% |" in out
@@ -275,3 +277,33 @@ def test_runs_only_needs_keep_and_runs_nothing(capsys):
     finally:
         sys.argv = old
     assert "--runs-only needs --keep" in capsys.readouterr().err
+
+
+def test_runs_only_keeps_the_set_and_writes_no_document(tmp_path, monkeypatch, capsys):
+    """The GPU command's path with the GPU faked: every program of the set run into --keep (meta.json for a
+    later --repeat), a table of the driver's counts printed, no comparison and no document."""
+    import json
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    gpu = {"name": "G", "free_mem": 1 << 34, "sms": 132}
+    monkeypatch.setattr(sv.probe, "probe_gpu", lambda: {"gpus": [gpu]})
+    monkeypatch.setattr(sv.probe, "uvm_params", lambda: {})
+    ran = []
+
+    def fake(args, keep, name, prog="migration", uvm_events=False, entries=False):
+        ran.append((name, uvm_events))
+        (Path(keep) / f"{name}.counts.json").write_text(json.dumps({"driver": {"gpu_faults": 1000 + len(ran)}}))
+    monkeypatch.setattr(sv, "run_traced", fake)
+    monkeypatch.setattr(sv, "compare", lambda *a, **k: pytest.fail("--runs-only compared"))
+    keep, out = tmp_path / "rep2-fresh", tmp_path / "doc.md"
+    monkeypatch.setattr(sys, "argv", ["sim_validate.py", "--set", "fresh", "--uvm-events", "--runs-only", "--keep",
+                                      str(keep), "--out", str(out)])
+    assert sv.main() == 0
+    assert ran == [(f"y{n}", True) for n in range(len(validation.FRESH))] and not out.exists()
+    meta, got = validation.second_run(keep)
+    assert meta["set"] == "fresh" and meta["uvm_events"] is True and got[11]["driver"]["gpu_faults"] == 1012
+    text = capsys.readouterr().out
+    assert "| um-truth read on 528 blocks of 256 threads | 1012 |" in text and "12 programs in" in text
