@@ -205,13 +205,14 @@ def fault_band(counts, model, widen=BAND_WIDEN):
 
 def run_conditions(meta, entry):
     """What must be the same in every run of a program for its counts to form one band: the GPU, the bytes, the
-    driver's parameters, the event recording, the launches and the program's record (None: not recorded)."""
-    launches = entry.get("launches")
+    driver's parameters, the event recording, the launches and each of RECORD_KEYS of the program's record
+    (None: not recorded, as a field an older umbench did not print)."""
+    launches, rec = entry.get("launches"), entry.get("record") or {}
     return {"GPU": meta.get("gpu"), "bytes": parse_size(meta["bytes"]) if meta.get("bytes") else None,
             "driver parameters": sim.driver_params(meta.get("uvm") or {}) or None,
             "event recording": entry.get("uvm_events"),
             "launch": sorted(json.dumps(x, sort_keys=True) for x in launches) if launches else None,
-            "program": entry.get("record")}
+            **{f"program's {k}": rec.get(k) for k in RECORD_KEYS}}
 
 
 def not_comparable(conds):
