@@ -6,6 +6,7 @@ values beside umscope's where the study printed them, each with its citation, th
 umscope / published and why the two differ (in kind, e.g. NVLink-C2C against PCIe, or by measurement).
 
     python3 bench/seeds.py --figures single --kind nvidia-h100-x1 --out $OUT            # about 6 min, 1 GPU
+    python3 bench/seeds.py --figures fusco-fig8-10 --kind nvidia-h100-x1 --out $OUT     # one figure, here about 15 s
     python3 bench/seeds.py --figures multi --kind nvidia-h100-x4 --out $OUT             # about 4 min, 4 GPUs
     python3 bench/seeds.py --render $OUT/seeds-nvidia-h100-x1.jsonl --pages docs/seeds  # the pages, any machine
 
@@ -36,9 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from _commit import commit as _commit  # noqa: E402
 from seeds_pages import (  # noqa: E402 - the published values and the renderers (bench/seeds_pages.py)
-    GEMM_PRECISIONS, SCHIEFFER_SIZES, ok, render_cooper, render_fig5, render_fig12, render_fig12_peer, render_fig13,
-    render_fig14, render_fig15, render_fig16, render_fig17, render_fig18, render_schieffer3, render_schieffer7,
-    render_schieffer10, render_schieffer45, sources)
+    GEMM_PRECISIONS, SCHIEFFER_SIZES, ok, render_cooper, render_fig5, render_fig8_10, render_fig12, render_fig12_peer,
+    render_fig13, render_fig14, render_fig15, render_fig16, render_fig17, render_fig18, render_schieffer3,
+    render_schieffer7, render_schieffer10, render_schieffer45, sources)
 
 # ------------------------------------------------------------------ the figures and their commands
 # A command: (tag, argv) where argv is an umscope command line without "umscope" (bench and app: the records it
@@ -78,6 +79,12 @@ def cmds_fig5(ctx):
 def cmds_fig5_peer(ctx):
     return [("copy", ["bench", "copy", *_kinds(["device", "peer:1", "managed", "pinned", "system"]), "--size", "256M",
                       "--filter", "engine=ce", "--filter", "direction=uni", "--filter", "peer", "--reps", "5"])]
+
+
+def cmds_fig8_10(ctx):
+    # The scaling family's two sweeps on the GPU's own memory: blocks 1 to 8 x the SMs at 256 threads, then 64 to
+    # 1024 threads per block at the full grid; 17 cases of 1 GiB, 10 repetitions (about 15 s on an H100).
+    return [("scaling", ["bench", "scaling", "--kind", "device", "--ops", "read,write,copy", "--reps", "10"])]
 
 
 def cmds_fig12(ctx):
@@ -195,6 +202,8 @@ def _fig(*a):
 
 _fig("fusco-fig5", "fusco2024", "Fig. 5", "cudaMemcpy throughput over every pair of kinds", cmds_fig5, 1, 20,
      render_fig5)
+_fig("fusco-fig8-10", "fusco2024", "Figs. 8, 10", "GPU read, write and copy against blocks and threads per block",
+     cmds_fig8_10, 1, 25, render_fig8_10)
 _fig("fusco-fig12", "fusco2024", "Fig. 12", "pointer chase against footprint, with the cache regions",
      cmds_fig12, 1, 25, render_fig12)
 _fig("fusco-fig13", "fusco2024", "Fig. 13", "ping-pong round trips, CPU and GPU", cmds_fig13, 1, 15, render_fig13)

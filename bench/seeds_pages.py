@@ -702,3 +702,74 @@ def render_cooper(d):
     if bars:
         charts[""] = svg.hbar_chart(bars, "faults per migration", "fault density per application")
     return lines, charts
+
+
+SCALING_OPS = ("read", "write", "copy")
+
+
+def render_fig8_10(d):
+    """Fusco et al. Figs. 8 (read, write) and 10 (copy) against blocks and threads per block, from `umscope bench
+    scaling`'s gpu-stream records: a case with `blocks` in its id is the blocks sweep (its threads per block fixed),
+    one without is the threads-per-block sweep at the kernel's own full grid (the record's `grid`)."""
+    from umscope.report import svg
+    by_blocks, by_threads = {}, {}
+    for r in _recs(d):
+        if r.get("benchmark") != "gpu-stream" or not ok(r) or field(r, "grid") is None:
+            continue
+        sweep = by_blocks if "blocks" in case_params(r) else by_threads
+        x = field(r, "grid") if sweep is by_blocks else field(r, "block")
+        sweep.setdefault((case_kind(r), r.get("op")), {})[x] = r
+    ops = [o for o in SCALING_OPS if any(op == o for _, op in list(by_blocks) + list(by_threads))]
+    kinds = list(dict.fromkeys(k for k, _ in list(by_blocks) + list(by_threads)))
+    cols = [(k, o) for k in kinds for o in ops]
+    tpb = sorted({field(r, "block") for pts in by_blocks.values() for r in pts.values()})
+    lines = ["GPU read, write and copy of 1 GiB arrays (`umscope bench scaling`: the gpu-stream kernels, 16-byte "
+             "accesses, four in flight per thread, grid-stride), GB/s counting the bytes each op moves (copy: read "
+             "and written), median with min–max. Against the blocks in the grid, at "
+             f"{', '.join(str(t) for t in tpb) or '—'} threads per block:", "",
+             "| blocks | " + " | ".join(f"{o} `{k}`" for k, o in cols) + " |", "| ---: |" + " ---: |" * len(cols)]
+    for b in sorted({b for pts in by_blocks.values() for b in pts}):
+        lines.append(f"| {b} | " + " | ".join(cell(by_blocks.get(c, {}).get(b), unit=False)
+                                            if b in by_blocks.get(c, {}) else "—" for c in cols) + " |")
+    lines += ["", "Against the threads per block, at the kernel's full grid (read: the blocks resident at once, "
+              "from the occupancy API; write and copy: one 16-byte element per thread), the grid in brackets:", "",
+              "| threads per block | " + " | ".join(f"{o} `{k}`" for k, o in cols) + " |",
+              "| ---: |" + " ---: |" * len(cols)]
+    for t in sorted({t for pts in by_threads.values() for t in pts}):
+        lines.append(f"| {t} | " + " | ".join(
+            f"{cell(by_threads[c][t], unit=False)} [{field(by_threads[c][t], 'grid')}]"
+            if t in by_threads.get(c, {}) else "—" for c in cols) + " |")
+    # The study's only numbers for these kernels: Fig. 7's Hopper on local HBM, idle (the full machine).
+    rows = []
+    for v in published_values("fusco2024", "Fig. 7", "gpu-stream"):
+        m = v["match"]
+        pts = by_blocks.get((m["kind"], m["op"]), {})
+        best = max(pts.values(), key=lambda r: r["median"]) if pts else None
+        if m["kind"] == "device":
+            rows.append((f"{m['op']} `device`, the best of the blocks sweep ({field(best, 'grid') if best else '—'} "
+                         f"blocks) against {v['what']}", best, v["value"], v["unit"], v["label"], WHY["hbm"]))
+    lines += ["", "### Beside the published values", "",
+              "The study's Figs. 8 and 10 are plots (Grace and Hopper on each memory of a GH200, blocks of 1024 "
+              "threads): not transcribed, so no ratio per point. Its only numbers for these kernels are Fig. 7's, "
+              "Hopper on local HBM when idle, set beside the best point of the blocks sweep here:", ""]
+    lines += compare_table(rows) if rows else ["No `device` read or write in this run: nothing to set beside them."]
+    lines += ["", "Differences in kind: here an H100 SXM (HBM3, 132 SMs) on an x86 host over PCIe, there the "
+              "Hopper of a GH200 (HBM3 at 4000 GB/s, Fusco et al. Sec. II.A): HBM against HBM, a difference of GPU "
+              "model. The study's blocks have 1024 threads each; this sweep's blocks have 256 (the scaling "
+              "family's), and 1024 threads per block is in the second table. The study's memories also include "
+              "Grace's LPDDR5X, reached by the Hopper over NVLink-C2C, and Grace's own threads: GH200 only, not "
+              "reproducible here (the GPU reaching host memory here is PCIe, `umscope bench scaling --kind "
+              "pinned`, not part of this figure's time budget). The study's Fig. 10 copies between its memories "
+              "(DDR and HBM of one GH200); here the copy is within the GPU's own memory."]
+    charts = {}
+    if by_blocks:
+        charts[""] = svg.line_chart([(f"{o} {k}", [(b, r["median"], r["min"], r["max"]) for b, r in sorted(pts.items())])
+                                     for (k, o), pts in by_blocks.items()], "GPU bandwidth against blocks "
+                                    f"({', '.join(str(t) for t in tpb)} threads per block)", "blocks in the grid",
+                                    "GB/s", x_fmt=lambda v: f"{v:.0f}", y_log=True)  # 1 block to the full machine: 100x
+    if by_threads:
+        charts["-threads"] = svg.line_chart(
+            [(f"{o} {k}", [(t, r["median"], r["min"], r["max"]) for t, r in sorted(pts.items())])
+             for (k, o), pts in by_threads.items()], "GPU bandwidth against threads per block (full grid)",
+            "threads per block", "GB/s", x_fmt=lambda v: f"{v:.0f}")
+    return lines, charts

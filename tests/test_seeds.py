@@ -294,3 +294,46 @@ def test_a_render_of_some_figures_keeps_the_other_pages_and_their_index_rows(see
     text = (out / "README.md").read_text()
     assert "| [fusco-fig18](fusco-fig18.md) | Fusco et al. 2024, Fig. 18 | 2 | page made |" in text
     assert "| [fusco-fig14](fusco-fig14.md) |" in text and "| fusco-fig5 | Fusco et al. 2024, Fig. 5 | 1 | to be made" in text
+
+
+def scaling_record(op, median, grid, block, blocks=True, status="ok"):
+    """A gpu-stream record of `umscope bench scaling --json` as the store keeps it (the fields of the 4 x H100 run's
+    gpu-stream rows at b7b9039; `grid` and `block` are the launch gpu_stream.cu records)."""
+    case = f"gpu-stream device block={block}{f' blocks={grid}' if blocks else ''} bytes=1GiB ops=read,write,copy"
+    r = {"case_id": case, "benchmark": "gpu-stream", "op": op, "processor": "gpu0", "kind": "device", "policy": "",
+         "bytes": 1 << 30, "threads": None, "iteration": None, "metric": "bandwidth", "value": median, "unit": "GB/s",
+         "n": 10, "median": median, "min": median * 0.98, "max": median * 1.01, "spread": 0.03, "status": status,
+         "reason": None, "extra": {"location": "gpu", "reachable_by": "gpu", "device": 0, "traffic_bytes":
+                                   (2 if op == "copy" else 1) << 30, "grid": grid, "block": block,
+                                   "verified": "cpu-reference", "residency": "gpu0"}}
+    if status != "ok":
+        r.update(median=None, min=None, max=None, value=None, reason="gpu-stream: out of memory")
+    return ("fusco-fig8-10", "scaling", r)
+
+
+def test_fig8_10_bandwidth_against_blocks_and_threads(seeds, tmp_path):
+    recs = [scaling_record(op, v * k, b, 256) for op, k in (("read", 1.0), ("write", 1.1), ("copy", 0.9))
+            for b, v in ((1, 21.5), (2, 43.0), (132, 2500.0), (1056, 3050.0))]
+    recs += [scaling_record(op, 3000.0 + i, g, t, blocks=False) for op in ("read", "write", "copy")
+             for i, (t, g) in enumerate(((256, 1056), (1024, 264)))]
+    recs.append(scaling_record("copy", 1.0, 4, 256, status="error"))
+    run = write_run(tmp_path / "run.jsonl", ["fusco-fig8-10"], recs)
+    assert seeds.write_pages(run, tmp_path / "pages") == ["fusco-fig8-10"]
+    text = (tmp_path / "pages" / "fusco-fig8-10.md").read_text()
+    assert row(text, "blocks")[1:] == ["read `device`", "write `device`", "copy `device`"]
+    cells = row(text, "1")
+    assert cells[1].startswith("21.5 (") and cells[2].startswith("23.65 (") and cells[3].startswith("19.35 (")
+    assert row(text, "1056")[1].startswith("3050 (") and "at 256 threads per block" in text
+    # The threads sweep: each point with its own grid (read: resident blocks; write, copy: one element a thread).
+    assert row(text, "1024")[1].endswith("[264]") and row(text, "256")[3].endswith("[1056]")
+    # The study's numbers are Fig. 7's (full machine, idle): beside the best point of the sweep, with the ratio.
+    cells = row(text, "read `device`, the best of the blocks sweep (1056 blocks) against Hopper read of local HBM, idle")
+    assert cells[2] == "3796 GB/s" and cells[4] == f"{3050 / 3795.9:.2f}" and "Fusco et al. 2024, Fig. 7" in cells[3]
+    assert row(text, "write `device`, the best of the blocks sweep (1056 blocks) against Hopper write of local HBM, "
+                     "idle")[4] == f"{3355 / 3712.1:.2f}"
+    assert "plots" in text and "not transcribed" in text and "1024 threads" in text and "GH200" in text
+    assert "gpu-stream: out of memory" in text.split("## Not measured", 1)[1]  # the failed case, with its reason
+    blocks, threads = (tmp_path / "pages" / "fusco-fig8-10.svg").read_text(), \
+        (tmp_path / "pages" / "fusco-fig8-10-threads.svg").read_text()
+    assert blocks.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and "against blocks" in blocks
+    assert 'data-v="21.5"' in blocks and 'data-v="3001.0"' not in blocks and 'data-v="3001.0"' in threads

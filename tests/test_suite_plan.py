@@ -148,3 +148,19 @@ def test_default_plan_measures_one_pair_per_distinct_link_and_says_so():
     blind = _four_gpus(nvml=False)
     lat, pp, _ = _across(plans.default_plan(blind))
     assert len(lat) == 12 and len(pp) == 6 and "pair_choice" not in blind
+
+
+def test_scaling_takes_ops_and_refuses_unknown_ones():
+    """`bench scaling --ops` was ignored (every case read,copy): Fusco et al.'s Fig. 8 needs the write too."""
+    import pytest
+    from umscope import options
+    from umscope.errors import UsageError
+    fp, plan = {"gpus": [{"sms": 132}]}, plans.FAMILIES["scaling"].plan
+    default = plan(fp, plans.BenchOptions(kinds=["device"]))
+    assert {c.params["ops"] for c in default} == {"read,copy"} and len(default) == 17
+    ops = options.bench_options("scaling", ops="read,write")["ops"]
+    told = plan(fp, plans.BenchOptions(kinds=["device"], ops=ops))
+    assert {c.params["ops"] for c in told} == {"read,write"}
+    assert [c.params.get("blocks") for c in told] == [c.params.get("blocks") for c in default]
+    with pytest.raises(UsageError, match="unknown value 'bogus'"):
+        options.bench_options("scaling", ops="read,bogus")

@@ -12,7 +12,8 @@ from umscope import validate
 def _bench_ops(family) -> tuple:
     """Operations a family's --ops may name, from umbench's own registry (registry.py)."""
     cat = registry.benchmarks()
-    names = {"bandwidth": ("gpu-stream", "cpu-stream"), "migration": ("migration",)}.get(family, (family,))
+    names = {"bandwidth": ("gpu-stream", "cpu-stream"), "migration": ("migration",),
+             "scaling": ("gpu-stream",)}.get(family, (family,))
     ops = [o for n in names for o in (cat.get(n, {}).get("ops") or [])]
     if family == "migration":
         ops = ["read", "write", "copy"]

@@ -156,17 +156,18 @@ def copy_cases(fingerprint, kinds=None, sizes=COPY_SIZES, engines=("ce", "sm"), 
     return cases
 
 
-def scaling_cases(fingerprint, kinds=("device", "pinned")) -> list:
-    """Blocks from 1 to the full machine (at 256 threads), then threads per block at the full grid."""
+def scaling_cases(fingerprint, kinds=("device", "pinned"), ops="read,copy") -> list:
+    """Blocks from 1 to the full machine (at 256 threads), then threads per block at the full grid; the
+    gpu-stream ops given (--ops: read and copy unless told, write for Fusco et al.'s Fig. 8)."""
     g = _gpu(fingerprint)
     sms = g["sms"] if g else 132
     blocks = sorted({1, 2, 4, 8, 16, 32, 64, sms // 2, sms, 2 * sms, 4 * sms, 8 * sms})
     cases = []
     for k in kinds:
         for b in blocks:
-            cases.append(Case("gpu-stream", k, {"bytes": "1GiB", "ops": "read,copy", "blocks": str(b), "block": "256"}))
+            cases.append(Case("gpu-stream", k, {"bytes": "1GiB", "ops": ops, "blocks": str(b), "block": "256"}))
         for t in (64, 128, 256, 512, 1024):
-            cases.append(Case("gpu-stream", k, {"bytes": "1GiB", "ops": "read,copy", "block": str(t)}))
+            cases.append(Case("gpu-stream", k, {"bytes": "1GiB", "ops": ops, "block": str(t)}))
     return cases
 
 
@@ -580,8 +581,8 @@ FAMILIES = {
     "cpu-stream": Family("CPU read/write/copy over every CPU-reachable kind, thread sweep", _plan_cpu_stream, True),
     "copy": Family("copy matrix: every source x destination kind by copy engines and by SMs, 4 KiB to 1 GiB",
                    lambda fp, o: copy_cases(fp, o.kinds, _sizes_text(o, COPY_SIZES))),
-    "scaling": Family("GPU read/copy bandwidth from 1 block to the full machine, and threads per block",
-                      lambda fp, o: scaling_cases(fp, o.kinds or ("device", "pinned"))),
+    "scaling": Family("GPU read/copy (--ops) bandwidth from 1 block to the full machine, and threads per block",
+                      lambda fp, o: scaling_cases(fp, o.kinds or ("device", "pinned"), o.ops or "read,copy")),
     "contention": Family("GPU loading host memory over the link while CPU threads stream it, and the reverse",
                          _plan_contention, True),
     "bandwidth": Family("all of the above: gpu-stream, cpu-stream (thread sweep), copy matrix, scaling, contention",
