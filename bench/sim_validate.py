@@ -30,8 +30,13 @@ This script runs the programs (run_traced) and writes the document (write_doc an
 
     python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2|fresh3|fresh4] [--uvm-events] [--bytes 512M]
                                   [--keep DIR] [--out docs/simulator-validation.md]
+    python3 bench/sim_validate.py --set SET --uvm-events --runs-only --keep DIR   # one more run of a set, kept (GPU)
     python3 bench/sim_validate.py --from-keep DIR [--held-out DIR] [--fresh DIR] [--fresh2 DIR] [--fresh3 DIR] [--fresh4 DIR] [--calib DIR]
-                                  [--no-events DIR ...]   # the comparison again from kept traces (no GPU)"""
+                                  [--no-events DIR ...] [--repeat DIR ...]   # the comparison again from kept traces (no GPU)
+
+With two or more --repeat runs of a set (3 runs of each program), the document gains the fault-count target of
+issue 39: each program's model count against the driver's min-max band over its runs, widened by 5% on each side
+(umscope.model.validation.band_rows: BAND_WIDEN, BAND_RUNS), per set and over every validated set."""
 import _commit  # bench/_commit.py
 import argparse
 import json
@@ -49,8 +54,9 @@ from umscope.model import events as sim_events
 from umscope.model import simulate as sim
 from umscope.model.calibration import (SENSITIVITY_INSTANCES, choose_variant, entry_figures, own_figures,
                                        threshold_sensitivity)
-from umscope.model.validation import (CASES, SETS, UTLB_FAULTS, compare, counted_all, device_figures, err, errs_of,
-                                      pct, second_run, store_trace)
+from umscope.model.validation import (BAND_RUNS, BAND_TARGET_MEDIAN, BAND_TARGET_SHARE, BAND_WIDEN, CASES, SETS,
+                                      UTLB_FAULTS, band_rows, band_summary, compare, counted_all, device_figures, err,
+                                      errs_of, first_run, pct, second_run, store_trace)
 from umscope.sizes import format_size, parse_size
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,9 +95,13 @@ def main():
     ap.add_argument("--from-keep", help="compare again from the traces a GPU run kept there; runs nothing")
     ap.add_argument("--held-out", help="with --from-keep: a kept run of --set extra, compared in its own table")
     ap.add_argument("--repeat", action="append", default=[], metavar="DIR",
-                    help="with --from-keep: a second run of a set compared in the document (its NAME.counts.json and, "
-                    "with events, NAME.events.json): the driver's run-to-run spread and the model against both runs "
-                    "(repeatable)")
+                    help="with --from-keep: another kept run of a set (its NAME.counts.json and, with events, "
+                    "NAME.events.json; repeatable, several per set): the first repeat of each set is set beside the "
+                    "first run (the driver's run-to-run spread); with at least two repeats of a set (3 runs), each "
+                    "program's model count against the driver's band over all its runs (the fault-count target)")
+    ap.add_argument("--runs-only", action="store_true",
+                    help="with --keep: run the set's programs and keep them, then stop (no comparison, no document: "
+                    "the GPU time alone; the comparison is --from-keep ... --repeat DIR on any machine)")
     ap.add_argument("--utlb-faults", type=int, default=UTLB_FAULTS, choices=range(1, 9), metavar="N",
                     help=f"faulted pages a uTLB reports before it stalls (default {UTLB_FAULTS}, see UTLB_FAULTS)")
     ap.add_argument("--set", choices=tuple(SETS), default="main",
@@ -116,6 +126,9 @@ def main():
                     "every fault-buffer entry, batch and replay; summarised per case into NAME.events.json)")
     a = ap.parse_args()
     t0 = time.time()
+    if a.runs_only and (a.from_keep or not a.keep):
+        print("--runs-only needs --keep DIR and no --from-keep: it keeps a run for a later --repeat", file=sys.stderr)
+        return 2
     if a.from_keep:
         meta = json.loads((Path(a.from_keep) / "meta.json").read_text())
         keep = a.from_keep
@@ -142,10 +155,21 @@ def main():
         Path(keep, "meta.json").write_text(json.dumps(meta))  # first: a run cut short keeps what it did
         meta["uvm_events"] = a.uvm_events
         Path(keep, "meta.json").write_text(json.dumps(meta))
+        took = []
         for n, c in enumerate(SETS[a.set][0]):
+            t1 = time.time()
             run_traced(c["args"] + ["--bytes", a.bytes], keep, f"{SETS[a.set][1]}{n}", c["prog"], a.uvm_events,
                        entries=a.set == "calib")
-            print(f"ran {c['label']}", flush=True)
+            took.append(time.time() - t1)
+            print(f"ran {c['label']} ({took[-1]:.1f} s)", flush=True)
+        if a.runs_only:
+            _, got = second_run(keep)
+            print(f"\nset {a.set} kept in {keep}: {len(took)} programs in {time.time() - t0:.0f} s", flush=True)
+            print("| program | driver GPU faults | s |\n| --- | ---: | ---: |")
+            for n, c in enumerate(SETS[a.set][0]):
+                print(f"| {c['label']} | {((got.get(n) or {}).get('driver') or {}).get('gpu_faults', 'not written')} | "
+                      f"{took[n]:.1f} |")
+            return 0
     held = (([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
             + ([(a.fresh2, "fresh2")] if a.fresh2 else []) + ([(a.fresh3, "fresh3")] if a.fresh3 else [])
             + ([(a.fresh4, "fresh4")] if a.fresh4 else [])
@@ -175,10 +199,16 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for k, name in keeps:
             tables.append((name, metas[k], compare(metas[k], counts[k], device, tmp)))
-    repeat = {}  # set name -> (meta, {case: {"driver": counters, "events": summary or None}})
+    repeats = {}  # set name -> [(meta, {case: {"driver": counters, "events": summary or None, ...}})], in order
     for d in a.repeat:
         rm, got = second_run(d)
-        repeat[rm.get("set", "main")] = (rm, got)
+        repeats.setdefault(rm.get("set", "main"), []).append((rm, got))
+    repeat = {s: r[0] for s, r in repeats.items()}  # the second run of each set, beside the first
+    # each validated program's model against the driver's band over all its runs (the first and every repeat)
+    bands = [(name, metas[k], band_rows(rows, [first_run(k, metas[k], rows)] + repeats.get(metas[k].get("set", "main"), [])))
+             for (k, name), (_, _, rows) in zip(keeps, tables) if name != "calibration"]
+    if not any(len(r) >= BAND_RUNS - 1 for r in repeats.values()):
+        bands = None  # no set has the runs: the document has no band section
     noev = {}
     for d in a.no_events:
         m, got = second_run(d)
@@ -191,7 +221,7 @@ def main():
             if sens:
                 sens["own"] = own_figures([(metas[k], counts[k]) for k, name in keeps if name != "calibration"],
                                           device, tmp)
-    write_doc(a, tables, device, repeat, t0, noev, variants, sens)
+    write_doc(a, tables, device, repeat, t0, noev, variants, sens, bands)
     return 0
 
 
@@ -334,6 +364,49 @@ def repeat_section(tables, repeat):
     return out
 
 
+def band_section(bands):
+    """The fault-count target (umscope.model.validation.band_rows): per set, each program's model count against
+    the driver's min-max band over its runs, widened by BAND_WIDEN; per set and over every validated set, the
+    share inside and the median |error| against the driver's median."""
+    w = f"{BAND_WIDEN:.0%}"
+    out = ["", "## The fault-count target: the driver's own run-to-run band", "",
+           f"Each program's driver GPU fault count from every kept run of it (the first run and each --repeat), its "
+           f"min, median and max; the band is [min x (1 - {w}), max x (1 + {w})]. The target is met for a program "
+           f"where {sim.VERSION}'s timed entries fall inside its band; |error| is against the driver's median. A "
+           f"program with fewer than {BAND_RUNS} runs is not validated (listed, never counted as met); one whose runs "
+           "differ in what ran (the GPU, the bytes, the driver's parameters, the event recording, the launches or "
+           "the program's record, where both runs recorded it) is flagged not comparable and not pooled. Target: "
+           f"inside in at least {BAND_TARGET_SHARE:.0%} of the validated programs, median |error| at most "
+           f"{BAND_TARGET_MEDIAN:.0%} (medians: the mean of the two middle values for an even count)."]
+
+    def summ(s):
+        if not s["validated"]:
+            txt = "no program validated"
+        else:
+            txt = (f"inside the band in {s['met']} of {s['validated']} validated programs ({s['share']:.0%}), median "
+                   f"|error| against the driver's median {s['median_abs_error']:.1%}: target "
+                   + ("met" if s["target_met"] else "not met"))
+        return (txt + f"; not validated: {s['too_few_runs']} with fewer than {BAND_RUNS} runs, "
+                f"{s['not_comparable']} with runs not comparable, {s['no_model']} without a model count")
+    allrows = []
+    for name, meta, brows in bands:
+        allrows += brows
+        out += ["", f"{name}:", "",
+                "| program | runs | driver GPU faults: min / median / max | band | " + sim.VERSION
+                + " timed entries | inside? | abs. error vs median |", "| --- | ---: | ---: | ---: | ---: | --- | ---: |"]
+        for b in brows:
+            med = f"{b['median']:.0f}" if b["counts"] and b["median"] == int(b["median"]) else f"{b.get('median', 0):.1f}"
+            rng = f"{b['min']} / {med} / {b['max']}" if b["counts"] else "n/a"
+            band = f"{b['band'][0]:.0f} - {b['band'][1]:.0f}" if b["counts"] else "n/a"
+            ins = {"met": "yes", "missed": "no"}.get(b["status"], f"not validated ({b['status']})")
+            e = f"{abs(b['error']):.1%}" if b.get("error") is not None else "n/a"
+            out.append(f"| {b['label']} | {b['runs']} | {rng} | {band} | "
+                       f"{b['model'] if b['model'] is not None else 'n/a'} | {ins} | {e} |")
+        out += ["", f"{name}: " + summ(band_summary(brows)) + "."]
+    out += ["", f"All validated sets together ({', '.join(n for n, _, _ in bands)}): " + summ(band_summary(allrows)) + "."]
+    return out
+
+
 def flush_cell(s):
     """'UPDATE_PUT batches of all' from an events summary's `flush` (n/a where the summary predates it); for
     the driver, where a batch after one flushed whole held older entries, how many (the rule's check: 0)."""
@@ -344,7 +417,7 @@ def flush_cell(s):
     return f"{f['update_put']} of {f['update_put'] + f['cached_put']}{c}"
 
 
-def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None):
+def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None, bands=None):
     ok = lambda x: x == x and abs(x) <= 0.10  # noqa: E731
     name, meta, rows = tables[0]
     size = parse_size(meta["bytes"])
@@ -478,6 +551,8 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None
                          f"{' '.join(pct(e) for e in t['errors'])} |")
     if repeat:
         lines += repeat_section(tables, repeat)
+    if bands:
+        lines += band_section(bands)
     if sens:
         evs = [r.get("events") for _, _, trows in tables for r in trows]
         evs += [g.get("events") for _, got in (repeat or {}).values() for g in got.values()]

@@ -152,3 +152,163 @@ def test_validated_record_leaves_the_calibration_programs_out():
     assert rec["gpu_fault_entries_max_error_vs_driver_main"] == 0.2
     assert rec["gpu_fault_entries_within_10pct_main"] == "1 of 2"
     assert not any(k.endswith("_calibration") for k in rec)
+
+
+# The fault-count target (issue 39): fake kept runs as run_traced leaves them (meta.json, NAME.counts.json,
+# NAME.records.jsonl), read back by second_run/first_run, each program's model against the driver's band.
+LAUNCH = [{"kernel": "read", "grid": [4, 1, 1], "block": [256, 1, 1], "regs": 32, "shared": 0, "count": 2}]
+
+
+def fake_run(d, faults, launches=LAUNCH, gpu="H100", blocks=None, record=None):
+    """A kept run of set main: faults[n] is the driver's count of case n (None: that case not kept)."""
+    import json
+    d.mkdir(parents=True)
+    (d / "meta.json").write_text(json.dumps({"gpu": gpu, "bytes": "512M", "set": "main", "when": str(d.name)}))
+    for n, f in enumerate(faults):
+        if f is None:
+            continue
+        lp = launches if blocks is None or n not in blocks else [dict(LAUNCH[0], grid=[blocks[n], 1, 1])]
+        (d / f"case{n}.counts.json").write_text(json.dumps(
+            {"driver": {"htod": 1, "dtoh": 0, "gpu_faults": f, "cpu_faults": 0}, "uvm_events": True, "launches": lp}))
+        (d / f"case{n}.records.jsonl").write_text(json.dumps(
+            dict({"type": "record", "benchmark": "migration", "op": "read", "bytes": 536870912, "iterations": 2,
+                  "median": 100.0 + n}, **(record or {}))) + '\n{"type":"status","status":"ok"}\n\n# stderr\n')
+    return d
+
+
+def band_of(tmp_path, runs, models, **kw):
+    """band_rows over fake runs (runs[0] the first, --from-keep run) with the model's timed entries."""
+    dirs = [fake_run(tmp_path / f"r{i}", f, **(kw if i == len(runs) - 1 else {})) for i, f in enumerate(runs)]
+    meta, got = validation.second_run(dirs[0])
+    rows = [{"label": f"p{n}", "case_index": n, "driver": got[n]["driver"], "launches": LAUNCH,
+             "timed": {"entries": m}} for n, m in enumerate(models)]
+    first = validation.first_run(dirs[0], meta, rows)
+    return validation.band_rows(rows, [first] + [validation.second_run(d) for d in dirs[1:]])
+
+
+def test_band_counts_the_model_met_inside_the_widened_band_and_only_there(tmp_path):
+    # p0: driver 100, 110, 120 (median 110); model 125: 13.6% off the median (outside +-10%) yet inside
+    #     [100 x 0.95, 120 x 1.05] = [95, 126]: met. Unwidened ([100, 120]) it would miss.
+    # p1: driver 100, 102, 104; model 112: 9.8% off the median (inside +-10%) but over 104 x 1.05 = 109.2: missed.
+    # p2: driver 101, 103, 105; model 96: inside by min x (1 - 5%) = 95.95, outside by min / 1.05 = 96.19: met.
+    # p3: driver 100, 100, 100; model 94: under 95: missed.
+    b = band_of(tmp_path, [[100, 100, 101, 100], [110, 102, 103, 100], [120, 104, 105, 100]], [125, 112, 96, 94])
+    assert [x["status"] for x in b] == ["met", "missed", "met", "missed"]
+    assert (b[0]["runs"], b[0]["min"], b[0]["median"], b[0]["max"]) == (3, 100, 110, 120)
+    assert b[0]["band"] == pytest.approx((95.0, 126.0)) and b[0]["error"] == pytest.approx(15 / 110)
+    assert b[1]["error"] == pytest.approx(10 / 102) and b[1]["band"][1] == pytest.approx(109.2)
+    s = validation.band_summary(b)
+    # 2 of 4 inside; |errors| 13.6%, 9.8%, 6.8% (96 vs 103), 6.0%: median (6.8 + 9.8) / 2 = 8.3%
+    assert (s["validated"], s["met"], s["share"], s["too_few_runs"], s["not_comparable"]) == (4, 2, 0.5, 0, 0)
+    assert s["median_abs_error"] == pytest.approx((7 / 103 + 10 / 102) / 2)
+    assert s["target_met"] is False  # 50% < 80%
+
+
+def test_band_two_runs_are_not_validated_and_the_summary_leaves_them_out(tmp_path):
+    # p0 has 3 runs (100, 104, 108; model 104: met, 0% error); p1 only 2 (its third run did not keep it) though
+    # the model sits inside its band: not validated, not met; p2 3 runs, model 150 against 100-110: missed (40%).
+    b = band_of(tmp_path, [[100, 200, 100], [104, 210, 110], [108, None, 105]], [104, 205, 150])
+    assert [x["status"] for x in b] == ["met", "too few runs", "missed"]
+    assert b[1]["runs"] == 2 and b[1]["inside"] is True
+    s = validation.band_summary(b)
+    assert (s["programs"], s["validated"], s["met"], s["too_few_runs"]) == (3, 2, 1, 1)
+    assert s["share"] == 0.5 and s["median_abs_error"] == pytest.approx((0 + 45 / 105) / 2)
+    # 4 of 5 met (the fifth, 120 against 100-108, misses), median |error| 0: the target is met at exactly 80%
+    b = band_of(tmp_path / "all", [[100] * 5, [104] * 5, [108] * 5], [104, 104, 104, 104, 120])
+    s = validation.band_summary(b)
+    assert (s["met"], s["validated"], s["share"], s["target_met"]) == (4, 5, 0.8, True)
+    assert s["median_abs_error"] == 0
+
+
+def test_band_flags_runs_of_another_launch_and_never_pools_them(tmp_path):
+    # the third run's case 1 ran on 8 blocks where the others ran on 4: flagged, not counted (even inside)
+    b = band_of(tmp_path, [[100, 100], [104, 104], [108, 108]], [104, 104], blocks={1: 8})
+    assert b[0]["status"] == "met" and b[1]["status"] == "not comparable: launch" and b[1]["inside"] is True
+    s = validation.band_summary(b)
+    assert (s["validated"], s["met"], s["not_comparable"], s["share"]) == (1, 1, 1, 1.0)
+    # another GPU: every program flagged
+    b = band_of(tmp_path / "gpu", [[100], [104], [108]], [104], gpu="H200")
+    assert b[0]["status"] == "not comparable: GPU"
+    # a program record of another op is flagged; a field only the later umbench prints is not a difference
+    b = band_of(tmp_path / "op", [[100], [104], [108]], [104], record={"op": "write", "cpu_touch": "none"})
+    assert b[0]["status"] == "not comparable: program's op"
+    b = band_of(tmp_path / "new", [[100], [104], [108]], [104], record={"cpu_touch": "none"})
+    assert b[0]["status"] == "met"
+
+
+def test_band_section_prints_each_program_and_the_target(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    b = band_of(tmp_path, [[100, 200, 100], [110, 210, 102], [120, None, 104]], [125, 205, 112])
+    out = sv.band_section([("fresh", {"set": "fresh"}, b)])
+    head = next(x for x in out if x.startswith("| program |"))
+    assert all(x.count("|") == head.count("|") == 8 for x in out if x.startswith("| "))  # 7 cells on every line
+    assert "| p0 | 3 | 100 / 110 / 120 | 95 - 126 | 125 | yes | 13.6% |" in out
+    assert "| p1 | 2 | 200 / 205 / 210 | 190 - 220 | 205 | not validated (too few runs) | 0.0% |" in out
+    assert "| p2 | 3 | 100 / 102 / 104 | 95 - 109 | 112 | no | 9.8% |" in out
+    assert out[-1] == ("All validated sets together (fresh): inside the band in 1 of 2 validated programs (50%), "
+                       "median |error| against the driver's median 11.7%: target not met; not validated: 1 with "
+                       "fewer than 3 runs, 0 with runs not comparable, 0 without a model count.")
+
+
+def test_kept_counts_carry_the_launches_for_a_repeat(tmp_path):
+    import json
+    tf = tmp_path / "t.jsonl"
+    tf.write_text("\n".join(json.dumps(e) for e in [
+        {"k": "kernel", "n": "read", "g": [4, 1, 1], "bl": [256, 1, 1], "rg": 32, "sh": 0, "s": 0, "e": 1},
+        {"k": "kernel", "n": "read", "g": [4, 1, 1], "bl": [256, 1, 1], "rg": 32, "sh": 0, "s": 2, "e": 3},
+        {"k": "uvm_counters", "dev": 0, "htod": 8192, "dtoh": 0, "gpu_faults": 7, "cpu_faults": 0}]) + "\n")
+    keep = tmp_path / "k"
+    keep.mkdir()
+    (keep / "meta.json").write_text(json.dumps({"set": "main", "bytes": "512M"}))
+    validation.store_trace(str(tf), str(keep), "case0")
+    _, got = validation.second_run(keep)
+    assert got[0]["driver"]["gpu_faults"] == 7 and got[0]["launches"] == LAUNCH and got[0]["record"] is None
+
+
+def test_runs_only_needs_keep_and_runs_nothing(capsys):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    old = sys.argv
+    try:
+        sys.argv = ["sim_validate.py", "--runs-only"]
+        assert sv.main() == 2
+    finally:
+        sys.argv = old
+    assert "--runs-only needs --keep" in capsys.readouterr().err
+
+
+def test_runs_only_keeps_the_set_and_writes_no_document(tmp_path, monkeypatch, capsys):
+    """The GPU command's path with the GPU faked: every program of the set run into --keep (meta.json for a
+    later --repeat), a table of the driver's counts printed, no comparison and no document."""
+    import json
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    gpu = {"name": "G", "free_mem": 1 << 34, "sms": 132}
+    monkeypatch.setattr(sv.probe, "probe_gpu", lambda: {"gpus": [gpu]})
+    monkeypatch.setattr(sv.probe, "uvm_params", lambda: {})
+    ran = []
+
+    def fake(args, keep, name, prog="migration", uvm_events=False, entries=False):
+        ran.append((name, uvm_events))
+        (Path(keep) / f"{name}.counts.json").write_text(json.dumps({"driver": {"gpu_faults": 1000 + len(ran)}}))
+    monkeypatch.setattr(sv, "run_traced", fake)
+    monkeypatch.setattr(sv, "compare", lambda *a, **k: pytest.fail("--runs-only compared"))
+    keep, out = tmp_path / "rep2-fresh", tmp_path / "doc.md"
+    monkeypatch.setattr(sys, "argv", ["sim_validate.py", "--set", "fresh", "--uvm-events", "--runs-only", "--keep",
+                                      str(keep), "--out", str(out)])
+    assert sv.main() == 0
+    assert ran == [(f"y{n}", True) for n in range(len(validation.FRESH))] and not out.exists()
+    meta, got = validation.second_run(keep)
+    assert meta["set"] == "fresh" and meta["uvm_events"] is True and got[11]["driver"]["gpu_faults"] == 1012
+    text = capsys.readouterr().out
+    assert "| um-truth read on 528 blocks of 256 threads | 1012 |" in text and "12 programs in" in text

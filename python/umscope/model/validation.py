@@ -9,6 +9,7 @@ import json
 import math
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -110,7 +111,9 @@ def store_trace(tf, keep, name, uvm_events=False, entries=False):
     # the driver's counters alone (small: what a repeat run needs to bring back)
     (Path(keep) / f"{name}.counts.json").write_text(json.dumps(
         {"driver": {k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
-         if drv else None, "uvm_events": uvm_events}))
+         if drv else None, "uvm_events": uvm_events,
+         # the launches (small), so that a repeat brought back without its trace still shows it ran the same launch
+         "launches": launch_shapes(lines)}))
     if uvm_events:
         ev = sim_events.summary(lines, PAGE, **summary_params(kept_meta(keep)))
         if ev is not None and drv:
@@ -143,7 +146,9 @@ def summary_params(meta):
 
 def second_run(d):
     """A kept run read from its small files alone (NAME.counts.json, NAME.events.json where recorded): its meta
-    and {case: {"driver": counters, "events": summary or None}}."""
+    and {case: {"driver": counters, "events": summary or None, "launches": shapes or None (runs before the
+    launches were kept in NAME.counts.json), "uvm_events": whether the driver's events were recorded (None:
+    not said), "record": the program's own record (RECORD_KEYS of NAME.records.jsonl; None where none)}}."""
     meta = json.loads((Path(d) / "meta.json").read_text())
     cs, prefix = SETS[meta.get("set", "main")]
     got = {}
@@ -151,9 +156,126 @@ def second_run(d):
         f = Path(d) / f"{prefix}{n}.counts.json"
         if f.exists():
             ev = Path(d) / f"{prefix}{n}.events.json"
-            got[n] = {"driver": json.loads(f.read_text()).get("driver"),
-                      "events": json.loads(ev.read_text()) if ev.exists() else None}
+            c = json.loads(f.read_text())
+            got[n] = {"driver": c.get("driver"), "events": json.loads(ev.read_text()) if ev.exists() else None,
+                      "launches": c.get("launches"), "uvm_events": c.get("uvm_events"),
+                      "record": program_record(Path(d) / f"{prefix}{n}.records.jsonl")}
     return meta, got
+
+
+# What a program's record says about what ran (not what it measured): two runs of one program agree on these.
+RECORD_KEYS = ("benchmark", "op", "processor", "kind", "policy", "bytes", "iterations", "iters", "cpu_touch", "case")
+
+
+def program_record(f):
+    """RECORD_KEYS of the first record umbench printed in a kept NAME.records.jsonl (None where none)."""
+    if not Path(f).exists():
+        return None
+    for line in Path(f).read_text().splitlines():
+        if line.startswith("{"):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("type") == "record":
+                return {k: r[k] for k in RECORD_KEYS if k in r}
+    return None
+
+
+# The fault-count target (issue 39): a program's model count is met where it falls inside the driver's own
+# run-to-run band of that program, from at least BAND_RUNS comparable runs, widened by BAND_WIDEN on each side:
+# band = [min x (1 - BAND_WIDEN), max x (1 + BAND_WIDEN)] of the driver's GPU fault counts. Target: met in at
+# least BAND_TARGET_SHARE of the validated programs, with the median |model - driver median| / driver median at
+# most BAND_TARGET_MEDIAN (medians: statistics.median, the mean of the two middle values for an even number).
+BAND_RUNS = 3
+BAND_WIDEN = 0.05
+BAND_TARGET_SHARE = 0.80
+BAND_TARGET_MEDIAN = 0.10
+
+
+def fault_band(counts, model, widen=BAND_WIDEN):
+    """The driver's counts of one program (one per run) and the model's: min, median, max, the widened band,
+    whether the model is inside it and the model's error against the median."""
+    lo, hi, med = min(counts), max(counts), statistics.median(counts)
+    band = (lo * (1 - widen), hi * (1 + widen))
+    return {"min": lo, "median": med, "max": hi, "band": band,
+            "inside": None if model is None else band[0] <= model <= band[1],
+            "error": None if model is None else err(model, med)}
+
+
+def run_conditions(meta, entry):
+    """What must be the same in every run of a program for its counts to form one band: the GPU, the bytes, the
+    driver's parameters, the event recording, the launches and each of RECORD_KEYS of the program's record
+    (None: not recorded, as a field an older umbench did not print)."""
+    launches, rec = entry.get("launches"), entry.get("record") or {}
+    return {"GPU": meta.get("gpu"), "bytes": parse_size(meta["bytes"]) if meta.get("bytes") else None,
+            "driver parameters": sim.driver_params(meta.get("uvm") or {}) or None,
+            "event recording": entry.get("uvm_events"),
+            "launch": sorted(json.dumps(x, sort_keys=True) for x in launches) if launches else None,
+            **{f"program's {k}": rec.get(k) for k in RECORD_KEYS}}
+
+
+def not_comparable(conds):
+    """The conditions on which a program's runs differ (only among the runs that recorded each)."""
+    out = []
+    for k in conds[0] if conds else ():
+        seen = [c[k] for c in conds if c[k] is not None]
+        if any(v != seen[0] for v in seen):
+            out.append(k)
+    return out
+
+
+def first_run(keep, meta, rows):
+    """The first (--from-keep) run as second_run() reads a repeat, its launches from the compared rows (its
+    traces) where its NAME.counts.json predates them."""
+    m, got = second_run(keep)
+    for r in rows:
+        g = got.setdefault(r["case_index"], {"driver": r["driver"], "events": r.get("events")})
+        if not g.get("launches"):
+            g["launches"] = r.get("launches")
+    return meta, got
+
+
+def band_rows(rows, runs, need=BAND_RUNS, widen=BAND_WIDEN):
+    """Each program of a set (compare() rows: the model's timed entries) against the driver's counts of all its
+    runs ([(meta, got)] as second_run() reads them, the first run among them). status: met (the model inside
+    the widened band), missed, 'too few runs' (fewer than `need` runs counted it: listed, never met),
+    'not comparable: ...' (its runs differ in what ran: flagged, never pooled), 'no model'."""
+    out = []
+    for r in rows:
+        n = r["case_index"]
+        have = [(m, got[n]) for m, got in runs if (got.get(n) or {}).get("driver")
+                and got[n]["driver"].get("gpu_faults")]
+        counts = [g["driver"]["gpu_faults"] for _, g in have]
+        model = (r.get("timed") or {}).get("entries")
+        row = {"label": r["label"], "case_index": n, "runs": len(counts), "counts": counts, "model": model,
+               "differs": not_comparable([run_conditions(m, g) for m, g in have])}
+        if counts:
+            row.update(fault_band(counts, model, widen))
+        if row["differs"]:
+            row["status"] = "not comparable: " + ", ".join(row["differs"])
+        elif len(counts) < need:
+            row["status"] = "too few runs"
+        elif model is None:
+            row["status"] = "no model"
+        else:
+            row["status"] = "met" if row["inside"] else "missed"
+        out.append(row)
+    return out
+
+
+def band_summary(brows):
+    """Over band_rows(): the programs validated (met or missed), the share met, the median |error| against the
+    driver's median, how many had too few runs or runs not comparable, and whether the target is met."""
+    v = [b for b in brows if b["status"] in ("met", "missed")]
+    met = sum(1 for b in v if b["status"] == "met")
+    med = statistics.median(abs(b["error"]) for b in v) if v else None
+    share = met / len(v) if v else None
+    return {"programs": len(brows), "validated": len(v), "met": met, "share": share, "median_abs_error": med,
+            "too_few_runs": sum(1 for b in brows if b["status"] == "too few runs"),
+            "not_comparable": sum(1 for b in brows if b["status"].startswith("not comparable")),
+            "no_model": sum(1 for b in brows if b["status"] == "no model"),
+            "target_met": (share >= BAND_TARGET_SHARE and med <= BAND_TARGET_MEDIAN) if v else None}
 
 
 def counted(keep, name) -> dict:
@@ -170,23 +292,28 @@ def counted(keep, name) -> dict:
     end = next((e for e in lines if e.get("k") == "end"), {})
     fault_recs = sum(1 for e in lines if e.get("k") == "um" and e.get("c") == 4)
     inst = sorted(e.get("v", 0) for e in lines if e.get("k") == "um" and e.get("c") == 4)
-    # each distinct launch shape (the tracer's kernel records carry grid, block, registers, shared memory)
-    launches = {}
-    for e in lines:
-        if e.get("k") == "kernel" and "g" in e:
-            key = (e.get("n", "?")[:60], tuple(e["g"]), tuple(e.get("bl") or ()), e.get("rg"), e.get("sh"))
-            launches[key] = launches.get(key, 0) + 1
     return {"cupti_htod": tr["totals"]["htod"], "cupti_dtoh": tr["totals"]["dtoh"],
             "cupti_faults": tr["totals"]["gpu_fault"], "cupti_fault_records": fault_recs,
             "cupti_by_cause": tr["by_cause"]["htod"], "cupti_dropped": end.get("dropped", tr.get("dropped")),
-            "launches": [{"kernel": k[0], "grid": list(k[1]), "block": list(k[2]), "regs": k[3], "shared": k[4],
-                          "count": n} for k, n in launches.items()],
+            "launches": launch_shapes(lines),
             "driver": ({k: sum(e.get(k, 0) for e in drv) for k in ("htod", "dtoh", "gpu_faults", "cpu_faults")}
                        if drv else None),
             # timings the timed replay takes from the run itself (never its fault counts)
             "timing": sim.trace_timing(lines, PAGE), "fault_to_migration_us": sim.fault_to_migration_us(lines),
             "cupti_instances": inst[len(inst) // 2] if len(inst) >= 10 else None,
             "first_batch_pages": first_batch_pages(lines), "events": events_of(keep, name, lines)}
+
+
+def launch_shapes(lines):
+    """Each distinct launch shape of a trace (the tracer's kernel records carry grid, block, registers, shared
+    memory) and how many launches had it."""
+    launches = {}
+    for e in lines:
+        if e.get("k") == "kernel" and "g" in e:
+            key = (e.get("n", "?")[:60], tuple(e["g"]), tuple(e.get("bl") or ()), e.get("rg"), e.get("sh"))
+            launches[key] = launches.get(key, 0) + 1
+    return [{"kernel": k[0], "grid": list(k[1]), "block": list(k[2]), "regs": k[3], "shared": k[4], "count": n}
+            for k, n in launches.items()]
 
 
 def events_of(keep, name, lines):
