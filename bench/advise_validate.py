@@ -38,7 +38,8 @@ from pathlib import Path
 
 import _commit  # bench/_commit.py
 from model_validate import pct
-from node_reference import run_umscope, show
+from node_reference import run_umscope
+from node_reference_pages import show
 from seeds import slim
 
 from umscope import inputs

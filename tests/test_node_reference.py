@@ -23,6 +23,12 @@ def nr():
     return mod
 
 
+@pytest.fixture(scope="module")
+def pages(nr):  # the document's renderers (bench/node_reference_pages.py, on the path once nr is loaded)
+    import node_reference_pages
+    return node_reference_pages
+
+
 def fingerprint(n):
     return {"device": 0, "gpus": [{"device": d, "name": "Test GPU"} for d in range(n)],
             "cuda": {"driver": "580.1"}, "host": {"hostname": "node"}, "cpu": {"logical_cpus": 64},
@@ -145,14 +151,14 @@ def copies(n):
     return recs
 
 
-def test_copy_cells_place_each_record_in_its_pair(nr):
-    cells = nr.copy_cells(copies(3))
+def test_copy_cells_place_each_record_in_its_pair(nr, pages):
+    cells = pages.copy_cells(copies(3))
     assert cells[("CE", "write", 2, 1)]["median"] == 211  # GPU 2 pushes into GPU 1
     assert cells[("CE", "read", 1, 2)]["median"] == 122  # GPU 1 pulls from GPU 2
     assert cells[("SM", "both", 0, 2)]["median"] == 28  # the 'both' record, not a direction's
     assert len(cells) == 2 * 3 * 6
     skipped = [copy_rec(1, "device", "peer:0", "sm", "uni", None, None, "skipped", "no P2P between 1 and 0")]
-    assert nr.copy_cells(skipped)[("SM", "write", 1, 0)]["reason"] == "no P2P between 1 and 0"
+    assert pages.copy_cells(skipped)[("SM", "write", 1, 0)]["reason"] == "no P2P between 1 and 0"
 
 
 def results_for(nr, n, records):
@@ -242,26 +248,26 @@ def test_the_torch_step_is_shown_as_the_scaleout_command_it_runs(nr):
     assert nr.show(old) == "python3 bench/scaleout.py --quick --skip host --reps 10 --anchors .anchors --out DIR"
 
 
-def test_run_time_is_the_whole_run_or_said_to_be_the_steps_sum(nr):
+def test_run_time_is_the_whole_run_or_said_to_be_the_steps_sum(nr, pages):
     res = {"info": {"wall": 2.0}, "copy": {"wall": 10.4}, "torch": {"not_run": "budget"}}
-    assert nr.run_time({"wall": 288.2, "expected": 299}, res) == (
+    assert pages.run_time({"wall": 288.2, "expected": 299}, res) == (
         "Run time: 288 s in one call, from the probe to the last step (expected 299 s; the 2 steps that ran "
         "took 12 s of it).")
-    assert nr.run_time({}, res).startswith("Run time: the 2 steps that ran took 12 s in all")
+    assert pages.run_time({}, res).startswith("Run time: the 2 steps that ran took 12 s in all")
 
 
-def test_mbw_rows_say_pair_or_pairs(nr):
+def test_mbw_rows_say_pair_or_pairs(nr, pages):
     rec = lambda k: {"benchmark": "mpi", "op": "mbw", "kind": "system", "bytes": 1 << 20, "median": 12.0,  # noqa: E731
                      "min": 11.0, "max": 13.0, "unit": "GB/s", "pairs": k}
-    rows = [x for x in nr.render_mpi([rec(1), rec(2)]) if "mbw" in x]
+    rows = [x for x in pages.render_mpi([rec(1), rec(2)]) if "mbw" in x]
     assert "| mbw (1 pair) |" in rows[0] and "| mbw (2 pairs) |" in rows[1]
 
 
-def test_torch_ratio_against_the_one_process_record(nr):
+def test_torch_ratio_against_the_one_process_record(nr, pages):
     res = {"ops": {"allreduce": [300.0, 290.0, 310.0, 1 << 30]}, "torch": "2.11", "nccl": "2.28.9", "world": 2}
-    lines = nr.render_torch(res, [nccl_rec("allreduce", "device", 330.0)])
+    lines = pages.render_torch(res, [nccl_rec("allreduce", "device", 330.0)])
     assert lines[-1] == "| allreduce | 1 GiB | 300 GB/s (290–310) | 330 GB/s (328–332) | 1.100 |"
-    assert nr.render_torch({"error": "exit status 1"})[0] == "Not measured: exit status 1"
+    assert pages.render_torch({"error": "exit status 1"})[0] == "Not measured: exit status 1"
 
 
 # ------------------------------------------------------------ main, with umscope's commands stood in
