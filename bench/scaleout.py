@@ -231,7 +231,9 @@ def spread_text(r):
     return f"{100 * r['spread']:.1f}%" if r and r.get("spread") is not None else "—"
 
 
-def rows_mpi(recs, anchors, ops):
+def rows_mpi(recs, anchors, ops, anchor_spread=None):
+    """The MPI table's rows; with anchor_spread ({op: {size: spread}}, OSU run several times) a column of OSU's
+    spread before the ratio."""
     rows = []
     for op in ops:
         for r in sorted((r for r in recs if r["op"] == op), key=lambda r: r["bytes"]):
@@ -243,7 +245,11 @@ def rows_mpi(recs, anchors, ops):
                 a = a / 1000 if a else None  # OSU prints MB/s (10^6 B/s)
                 ratio = r["median"] / a if a else None
                 ours, theirs = f"{r['median']:.4g} GB/s", f"{a:.4g} GB/s" if a else "not run"
-            rows.append([op, format_size(r["bytes"]), ours, spread_text(r), theirs, ratio_cell(ratio, TARGET["mpi"])])
+            row = [op, format_size(r["bytes"]), ours, spread_text(r), theirs, ratio_cell(ratio, TARGET["mpi"])]
+            if anchor_spread is not None:
+                sp = anchor_spread.get(op, {}).get(r["bytes"])
+                row.insert(5, f"{100 * sp:.1f}%" if sp is not None else "—")
+            rows.append(row)
     return rows
 
 
@@ -353,15 +359,9 @@ def main():
                   "to 8 KiB, `-i 10 -x 2` above, latency `-i 100 -x 10`"
                   + (f", each run {a.osu_reps} times: the median, and the range over it as OSU's spread"
                      if a.osu_reps > 1 else "") + "). Ratio: umscope / OSU (latency: OSU / umscope); target 0.95.\n")
-        head = ["op", "size", "umscope", "spread", "OSU 7.2", "ratio"]
-        rows = rows_mpi(recs, anchors, ops)
-        if a.osu_reps > 1:
-            head.insert(5, "OSU spread")
-            for row, r in zip(rows, [r for op in ops for r in sorted((r for r in recs if r["op"] == op),
-                                                                      key=lambda r: r["bytes"])]):
-                sp = anchor_spread.get(r["op"], {}).get(r["bytes"])
-                row.insert(5, f"{100 * sp:.1f}%" if sp is not None else "—")
-        md.append(md_table(head, rows))
+        several = a.osu_reps > 1
+        head = ["op", "size", "umscope", "spread", "OSU 7.2"] + (["OSU spread"] if several else []) + ["ratio"]
+        md.append(md_table(head, rows_mpi(recs, anchors, ops, anchor_spread if several else None)))
 
     if "mbw" not in skip and cpus >= 4:
         ranks = min(2 * n if n >= 2 else 4, cpus - cpus % 2, 8)

@@ -115,10 +115,11 @@ def test_trace_parsing_and_analyses(tmp_path):
     assert a["in"] == [65536, 131072, 262144, 262144] and a["out"] == [0, 0, 0, 65536]
     assert tr["kernels"] == 1 and not tr["complete"] and tr["notes"] == []
     assert tr["timeline"]["htod"][-1] == (0.300001, 262144)
-    # A trace made with UMSCOPE_UMTRACE_KERNELS=0 says its kernel records are off (libumtrace's note).
-    path.write_text("\n".join(lines[:2] + ['{"k":"note","what":"kernel records off (UMSCOPE_UMTRACE_KERNELS=0)"}']) + "\n")
+    # A trace made with UMSCOPE_UMTRACE_RECORDS leaving out kernels says so (libumtrace's note).
+    note = "kernels records off (UMSCOPE_UMTRACE_RECORDS=um,copies,allocations,nvtx)"
+    path.write_text("\n".join(lines[:2] + ['{"k":"note","what":"%s"}' % note]) + "\n")
     off = parse_trace(path)
-    assert off["kernels"] == 0 and off["notes"] == ["kernel records off (UMSCOPE_UMTRACE_KERNELS=0)"]
+    assert off["kernels"] == 0 and off["notes"] == [note]
     recs = trace_records(tr)
     assert [r["op"] for r in recs] == ["um_htod_cumulative", "um_dtoh_cumulative", "um_trace"]
     assert recs[-1]["allocation_timelines"][0]["in"][-1] == 262144

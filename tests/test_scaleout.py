@@ -364,3 +364,14 @@ def test_osu_repeated_gives_the_median_and_its_range_per_size():
     assert spread[8] == 1.0 and abs(spread[1048576] - 2.0 / 11.0) < 1e-12
     med1, spread1 = so.repeated(lambda: {8: 5.0}, 1)
     assert med1 == {8: 5.0} and spread1 == {8: None}  # one run: no spread is made up
+
+
+def test_mpi_rows_put_osus_spread_before_the_ratio_only_when_osu_ran_several_times():
+    so = bench_module("scaleout")
+    recs = [{"op": "bw", "bytes": 1 << 20, "median": 12.0, "spread": 0.05},
+            {"op": "bw", "bytes": 8, "median": 0.05, "spread": 0.1}]
+    anchors = {"bw": {8: 50.0, 1 << 20: 12000.0}}  # OSU's MB/s
+    plain = so.rows_mpi(recs, anchors, ["bw"])
+    assert [r[1] for r in plain] == ["8 B", "1 MiB"] and all(len(r) == 6 for r in plain)
+    spread = so.rows_mpi(recs, anchors, ["bw"], {"bw": {8: 0.2, 1 << 20: None}})
+    assert [r[5] for r in spread] == ["20.0%", "—"] and [r[:5] + r[6:] for r in spread] == plain

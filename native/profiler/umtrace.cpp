@@ -666,14 +666,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
          cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
   }
   if (std::getenv("UMSCOPE_COUNTERS_FILE")) umcounters::attach(sub, subscribed);  // hardware counters
-  // The records to enable (record_wanted); UMSCOPE_UMTRACE_KERNELS=0, the first such knob, still leaves out kernels.
-  const char* kern = std::getenv("UMSCOPE_UMTRACE_KERNELS");
-  if (kern && std::strcmp(kern, "0") == 0) {
-    std::lock_guard<std::mutex> lk(g_mu);
-    std::fprintf(g_out, "{\"k\":\"note\",\"what\":\"kernels records off (UMSCOPE_UMTRACE_KERNELS=0)\"}\n");
-  } else if (record_wanted("kernels")) {
-    note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-  }
+  if (record_wanted("kernels")) note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   if (record_wanted("copies")) note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   if (record_wanted("allocations")) note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
   phase("injection", w0, wall_ns());

@@ -483,7 +483,8 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
     running = []  # the case started and not yet stored (named if a signal ends the run)
     meter = None
     try:
-        meter = energy.Meter(bus_ids=bus_ids).start()  # inside: a signal while NVML starts is an interruption like any other
+        # inside the try: a signal while NVML starts is an interruption like any other
+        meter = energy.Meter(bus_ids=bus_ids).start()
         for segment in _segments(todo, options):
             starts = {}
 

@@ -35,7 +35,8 @@ def from_umtrace(records, page_bytes=4096) -> dict:
     'cpu_faults': n, 'recorded_htod_bytes': n, 'driver_htod_bytes': n or None, 'prefetched_unseen_bytes': n}: the
     umsim trace of a libumtrace record list. prefetched_unseen_bytes: the pages the driver's density prefetcher
     moved to the GPU (CUPTI's cause 3, the driver's cause "prefetch") that the stream never shows the GPU reach:
-    their accesses found them resident, so no record holds them (advise prices one read of each). recorded_htod_bytes: every host-to-device byte CUPTI's records hold (prefetches too);
+    their accesses found them resident, so no record holds them (advise prices one read of each).
+    recorded_htod_bytes: every host-to-device byte CUPTI's records hold (prefetches too);
     driver_htod_bytes: the UVM driver's own count over the run (libumtrace's uvm_counters, all GPUs), where the
     trace has it: where the records hold less, CUPTI dropped some and the stream is incomplete."""
     allocs = sorted({(e["a"], e["b"]) for e in records if e.get("k") == "mem" and e.get("op") == 1 and e.get("b")})
