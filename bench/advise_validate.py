@@ -72,6 +72,15 @@ def kind_of(gpu_name: str) -> str:
     return m.group(1).lower() if m else "gpu"
 
 
+def check_kind(kind, gpu_name):
+    """--kind names the document after a GPU model: it must not name another model than the GPU that runs (or
+    ran) the measurement (a machine lent under one name may hand out another GPU). A name that is no GPU model
+    (e.g. 'lab-node') is the user's to choose."""
+    mine = kind_of(gpu_name)
+    if kind and mine != "gpu" and kind_of(kind.upper()) not in ("gpu", mine):
+        raise UsageError(f"--kind {kind} names another GPU than the one that ran this: {gpu_name} ({mine})")
+
+
 def parse_apps(text: str) -> list:
     names = [a for a in text.split(",") if a]
     bad = [a for a in names if a not in sim.SIM_APPS]
@@ -440,7 +449,13 @@ def main(argv=None):
         if a.from_raw:
             recs = load(a.from_raw) + [{"_tag": "note", "text": n.rstrip(".")} for n in a.note]
             metas = [r for r in recs if r.get("_tag") == "meta"]  # the last: written at the end, with the wall time
-            write_out(a, rows_of(recs), metas[-1] if metas else {}, recs, cmd.strip())
+            meta = dict(metas[-1]) if metas else {}
+            if a.kind and a.kind != meta.get("kind"):
+                check_kind(a.kind, meta.get("gpu"))
+                recs.append({"_tag": "note", "text": f"measured under the label {meta.get('kind')!r}, relabelled "
+                             f"{a.kind!r} (--kind) for the GPU that ran it, {meta.get('gpu')}"})
+                meta["kind"] = a.kind
+            write_out(a, rows_of(recs), meta, recs, cmd.strip())
             return 0
     except UsageError as e:
         print(f"advise_validate: {e}", file=sys.stderr)
@@ -451,6 +466,11 @@ def main(argv=None):
         print(f"advise_validate: no GPU: {(fp.get('cuda') or {}).get('why_no_gpu')}", file=sys.stderr)
         return 2
     g = fp["gpus"][0]
+    try:
+        check_kind(a.kind, g.get("name"))
+    except UsageError as e:
+        print(f"advise_validate: {e}", file=sys.stderr)
+        return 2
     free = plans.gpu_free(fp)
     kept = [f for f in foots if not free or f <= 0.8 * free]
     meta = {"_tag": "meta", "gpu": g.get("name"), "kind": a.kind or kind_of(g.get("name")), "commit": _commit.commit(),

@@ -209,3 +209,27 @@ def test_bad_input_exits_2_in_one_line_and_creates_nothing(av, tmp_path, capsys,
     err = capsys.readouterr().err.strip()
     assert err.startswith("advise_validate: ") and "\n" not in err
     assert not out.exists() and not raw.exists()
+
+
+def test_kind_naming_another_gpu_is_refused_and_a_relabel_is_noted(av, raw, tmp_path, capsys):
+    """A machine lent as an H200 handed out an H100 (session 12): the page must not call H100 runs H200 ones.
+    --kind naming another GPU model than the one that ran is refused (exit 2, nothing written); a label that
+    names no GPU model relabels the page, with a note saying what it was measured under."""
+    doc = tmp_path / "d.md"
+    assert av.main(["--from-raw", str(raw), "--kind", "h200", "--out", str(doc)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "advise_validate: --kind h200 names another GPU than the one that ran this: NVIDIA H100 80GB HBM3 (h100)"
+    assert not doc.exists()
+    assert av.main(["--from-raw", str(raw), "--kind", "lab-node", "--out", str(doc)]) == 0
+    text = doc.read_text()
+    assert "(`lab-node`)" in text and "measured under the label 'h100', relabelled 'lab-node'" in text
+    capsys.readouterr()
+    monkeypatch = pytest.MonkeyPatch()
+    from umscope import probe
+    monkeypatch.setattr(probe, "probe", lambda: {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]})
+    try:
+        assert av.main(["--kind", "h200", "--out", str(tmp_path / "m.md"), "--raw-out", str(tmp_path / "r.jsonl")]) == 2
+    finally:
+        monkeypatch.undo()
+    assert "names another GPU" in capsys.readouterr().err
+    assert not (tmp_path / "m.md").exists() and not (tmp_path / "r.jsonl").exists()

@@ -236,6 +236,25 @@ def test_band_flags_runs_of_another_launch_and_never_pools_them(tmp_path):
     assert b[0]["status"] == "met"
 
 
+def test_band_takes_another_build_of_the_same_kernel_as_the_same_launch():
+    # nvcc's anonymous-namespace identifier carries hashes of the file and the build: the third runs (session 12,
+    # another build) named migration.cu's kernel _26023ed3_1 where the first had _a07e9964_7. Same shape, same
+    # file: one launch. Another file, another shape, or another function after the namespace: another launch.
+    name = "_ZN7umscope50_GLOBAL__N__fcbf1c22_12_migration_cu_{}9readPassEPfm"
+    one = {"kernel": name.format("a07e9964_7abc"), "grid": [264, 1, 1], "block": [1024, 1, 1], "regs": 32,
+           "shared": 0, "count": 2}
+    key = validation.launch_key
+    assert validation.kernel_name(one["kernel"]) == "_ZN7umscope_GLOBAL__N__migration_cu9readPassEPfm"
+    other = name.format("26023ed3_1def")
+    assert key(one) == key(dict(one, kernel=other))
+    # as the tracer keeps them (60 characters, inside the identifier): still one launch
+    assert key(dict(one, kernel=one["kernel"][:60])) == key(dict(one, kernel=other[:60]))
+    assert key(one) != key(dict(one, kernel="_ZN7umscope45_GLOBAL__N__fcbf1c22_8_truth_cu_26023ed3_1def9readPassEPfm"))
+    assert key(one) != key(dict(one, kernel=other.replace("9readPass", "9sumsPass")))
+    assert key(one) != key(dict(one, regs=40)) and key(one) != key(dict(one, grid=[132, 1, 1]))
+    assert validation.kernel_name("_Z4fooPf") == "_Z4fooPf"
+
+
 def test_band_section_prints_each_program_and_the_target(tmp_path):
     sys.path.insert(0, str(ROOT / "bench"))
     try:

@@ -203,15 +203,39 @@ def fault_band(counts, model, widen=BAND_WIDEN):
             "error": None if model is None else err(model, med)}
 
 
+# nvcc names a kernel in an anonymous namespace by one identifier holding hashes of its file and its build, its
+# length before it (50_GLOBAL__N__fcbf1c22_12_migration_cu_a07e9964_7..): another build of the same source gives
+# another name. The file's name (12 characters: migration_cu) follows the first hash.
+_ANON = re.compile(r"(\d+)_GLOBAL__N__[0-9a-f]+_(\d+)_")
+
+
+def kernel_name(name):
+    """A kernel's name with the identifier of its anonymous namespace replaced by the file it names (what the
+    tracer kept of it: its first 60 characters)."""
+    m = _ANON.search(name or "")
+    if not m:
+        return name
+    ident = m.start(0) + len(m[1])  # the identifier starts after its length
+    file = name[m.end(0):m.end(0) + int(m[2])]
+    return name[:m.start(0)] + "_GLOBAL__N__" + file + name[ident + int(m[1]):]
+
+
+def launch_key(launch):
+    """A launch as run_conditions compares it: its shape (grid, block, registers, shared memory, count) and
+    kernel_name (another build of the same kernel is the same launch)."""
+    return json.dumps(dict(launch, kernel=kernel_name(launch.get("kernel"))), sort_keys=True)
+
+
 def run_conditions(meta, entry):
     """What must be the same in every run of a program for its counts to form one band: the GPU, the bytes, the
-    driver's parameters, the event recording, the launches and each of RECORD_KEYS of the program's record
-    (None: not recorded, as a field an older umbench did not print)."""
+    driver's parameters, the event recording, the launches (launch_key: another build of the same kernel is the
+    same launch) and each of RECORD_KEYS of the program's record (None: not recorded, as a field an older
+    umbench did not print)."""
     launches, rec = entry.get("launches"), entry.get("record") or {}
     return {"GPU": meta.get("gpu"), "bytes": parse_size(meta["bytes"]) if meta.get("bytes") else None,
             "driver parameters": sim.driver_params(meta.get("uvm") or {}) or None,
             "event recording": entry.get("uvm_events"),
-            "launch": sorted(json.dumps(x, sort_keys=True) for x in launches) if launches else None,
+            "launch": sorted(launch_key(x) for x in launches) if launches else None,
             **{f"program's {k}": rec.get(k) for k in RECORD_KEYS}}
 
 
