@@ -101,7 +101,39 @@ def repeated(run, reps):
     """OSU prints one figure per size; run() `reps` times gives ({size: median}, {size: (max - min) / median})
     so that its figure has a spread beside umscope's (on 4 x H100 at b7b9039 osu_bibw moved 11% at 1 MiB and
     20% at 64 MiB between two calls). Runs that printed nothing for a size are left out of it."""
-    tables = [run() for _ in range(reps)]
+    return median_range([run() for _ in range(reps)])
+
+
+def alternated(runs, ours, theirs):
+    """ours() then theirs(), `runs` times: ([ours' results], [theirs' results]) in the order they ran. With one
+    tool run once and the other three times, a ratio compares one draw of the host's state with a median (on 4 x
+    H100 host-memory MPI moved both tools 15-59% between runs of one call, session 12): alternating gives each
+    tool every state the host passes through."""
+    a, b = [], []
+    for _ in range(runs):
+        a.append(ours())
+        b.append(theirs())
+    return a, b
+
+
+def pooled(rounds):
+    """umscope's records of several runs ([[record]] per run): one per (op, bytes, pairs), its median the median of
+    the runs' medians and its spread their range over it (run to run, as OSU's); each run's median kept."""
+    by = {}
+    for recs in rounds:
+        for r in recs:
+            by.setdefault((r["op"], r["bytes"], r.get("pairs")), []).append(r)
+    out = []
+    for rs in by.values():
+        meds = [r["median"] for r in rs]
+        m = statistics.median(meds)
+        out.append(dict(rs[0], median=m, value=m, runs=len(meds), run_medians=meds,
+                        spread=(max(meds) - min(meds)) / m if len(meds) > 1 and m else rs[0].get("spread")))
+    return out
+
+
+def median_range(tables):
+    """[{size: figure}] of several runs -> ({size: median}, {size: (max - min) / median or None for one run})."""
     med, spread = {}, {}
     for size in sorted({k for t in tables for k in t}):
         vals = [t[size] for t in tables if size in t]
@@ -293,6 +325,8 @@ def main():
                     help="also run the one-process NCCL figures over ncclMemAlloc buffers (nccl-tests' allocator)")
     ap.add_argument("--osu-reps", type=int, default=1, help="runs of each OSU command (default 1); with more, "
                     "OSU's figure is their median and its spread is shown beside umscope's")
+    ap.add_argument("--alternate", type=int, default=1, help="runs of umscope's MPI family and of OSU, "
+                    "alternated (default 1): each tool's figure is the median of its runs, its spread their range")
     ap.add_argument("--nccl-bind", default="core", help="comma list of rank bindings for the NCCL ranks (umscope's "
                     "and nccl-tests' _mpi under the same line): core (default: one core per rank), socket, none; "
                     "the first makes the main table, each further one adds a table of the ranks' figures under it")
@@ -301,6 +335,8 @@ def main():
     binds = a.nccl_bind.split(",")
     if not binds or set(binds) - set(BINDS) or len(set(binds)) != len(binds):
         ap.error(f"--nccl-bind takes a comma list of distinct {', '.join(BINDS)}")
+    if a.alternate < 1 or a.osu_reps < 1 or (a.alternate > 1 and a.osu_reps > 1):
+        ap.error("--alternate and --osu-reps take a count of at least 1, and only one of them more than 1")
     skip = set(filter(None, a.skip.split(",")))
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     if os.environ["NCCL_NVLS_ENABLE"] != "0":
@@ -334,32 +370,43 @@ def main():
         log("MPI point-to-point, 2 ranks, host memory")
         prefix = mpirun(2)
         ops = ["bw", "bibw", "latency"]
-        recs = ours_mpi(prefix, ops, mpi_sizes, a.reps)
-        records += recs
-        anchors, anchor_spread = {}, {}
-        for op in ops:
-            exe = find_anchor(osu_dir, OSU[op])
-            if not exe:
-                continue
-            small = [s for s in mpi_sizes if s <= 8192]
-            large = [s for s in mpi_sizes if s > 8192]
-            few = ["-i", "100", "-x", "10"] if op == "latency" else ["-i", "10", "-x", "2"]
+        small = [s for s in mpi_sizes if s <= 8192]
+        large = [s for s in mpi_sizes if s > 8192]
 
-            def one_run():
-                table = {}
-                # OSU's own loop counts up to 8 KiB; fewer above (64 MiB windows are 4 GiB)
-                for group, flags in ((small, []), (large, few)):
-                    for lo, hi in osu_ranges(group):
-                        table.update(osu_table(sh(prefix + [exe, "-m", f"{lo}:{hi}"] + flags + ["H", "H"])))
-                return table
-            anchors[op], anchor_spread[op] = repeated(one_run, max(1, a.osu_reps))
+        def osu_run(op, exe):
+            table = {}
+            few = ["-i", "100", "-x", "10"] if op == "latency" else ["-i", "10", "-x", "2"]
+            # OSU's own loop counts up to 8 KiB; fewer above (64 MiB windows are 4 GiB)
+            for group, flags in ((small, []), (large, few)):
+                for lo, hi in osu_ranges(group):
+                    table.update(osu_table(sh(prefix + [exe, "-m", f"{lo}:{hi}"] + flags + ["H", "H"])))
+            return table
+        exes = {op: find_anchor(osu_dir, OSU[op]) for op in ops}
+        exes = {op: e for op, e in exes.items() if e}
+        anchors, anchor_spread = {}, {}
+        if a.alternate > 1:
+            ours_runs, osu_runs = alternated(a.alternate, lambda: ours_mpi(prefix, ops, mpi_sizes, a.reps),
+                                             lambda: {op: osu_run(op, e) for op, e in exes.items()})
+            recs = pooled(ours_runs)
+            records += [dict(r, run=i) for i, rr in enumerate(ours_runs) for r in rr]
+            for op in exes:
+                anchors[op], anchor_spread[op] = median_range([t[op] for t in osu_runs])
+        else:
+            recs = ours_mpi(prefix, ops, mpi_sizes, a.reps)
+            records += recs
+            for op, exe in exes.items():
+                anchors[op], anchor_spread[op] = repeated(lambda: osu_run(op, exe), max(1, a.osu_reps))
+        how = (f"; umscope and OSU run alternately {a.alternate} times (umscope's three ops, then OSU's three): each "
+               "figure is the median over its runs and its spread the range of the runs over it, for both tools"
+               if a.alternate > 1 else
+               f", each run {a.osu_reps} times: the median, and the range over it as OSU's spread"
+               if a.osu_reps > 1 else "")
         md.append(f"## MPI point-to-point, host memory, 2 ranks\n\nBoth under `{shlex.join(prefix)}`; umscope "
                   f"`mpi --kind system` ({a.reps} repetitions after one warm-up; cores per rank: "
                   f"{recs[0].get('rank_cpus') if recs else '—'}); OSU 7.2 `-m MIN:MAX H H` (its own loop counts up "
-                  "to 8 KiB, `-i 10 -x 2` above, latency `-i 100 -x 10`"
-                  + (f", each run {a.osu_reps} times: the median, and the range over it as OSU's spread"
-                     if a.osu_reps > 1 else "") + "). Ratio: umscope / OSU (latency: OSU / umscope); target 0.95.\n")
-        several = a.osu_reps > 1
+                  "to 8 KiB, `-i 10 -x 2` above, latency `-i 100 -x 10`" + how
+                  + "). Ratio: umscope / OSU (latency: OSU / umscope); target 0.95.\n")
+        several = a.osu_reps > 1 or a.alternate > 1
         head = ["op", "size", "umscope", "spread", "OSU 7.2"] + (["OSU spread"] if several else []) + ["ratio"]
         md.append(md_table(head, rows_mpi(recs, anchors, ops, anchor_spread if several else None)))
 

@@ -375,3 +375,36 @@ def test_mpi_rows_put_osus_spread_before_the_ratio_only_when_osu_ran_several_tim
     assert [r[1] for r in plain] == ["8 B", "1 MiB"] and all(len(r) == 6 for r in plain)
     spread = so.rows_mpi(recs, anchors, ["bw"], {"bw": {8: 0.2, 1 << 20: None}})
     assert [r[5] for r in spread] == ["20.0%", "—"] and [r[:5] + r[6:] for r in spread] == plain
+
+
+def test_alternated_runs_take_turns_and_pool_to_the_median_of_runs_with_their_range():
+    so = bench_module("scaleout")
+    order, ours, theirs = [], iter([10.0, 12.0, 11.0]), iter([{8: 1.0}, {8: 3.0}, {8: 2.0}])
+
+    def mine():
+        order.append("umscope")
+        v = next(ours)
+        return [{"op": "bw", "bytes": 8, "median": v, "spread": 0.01},
+                {"op": "latency", "bytes": 8, "median": 100 / v, "spread": 0.02}]
+
+    def osu():
+        order.append("osu")
+        return next(theirs)
+    a, b = so.alternated(3, mine, osu)
+    assert order == ["umscope", "osu"] * 3 and len(a) == len(b) == 3
+    pooled = {r["op"]: r for r in so.pooled(a)}
+    assert pooled["bw"]["median"] == 11.0 and pooled["bw"]["runs"] == 3
+    assert pooled["bw"]["run_medians"] == [10.0, 12.0, 11.0]
+    assert abs(pooled["bw"]["spread"] - 2.0 / 11.0) < 1e-12  # the run-to-run range, not a run's own spread
+    assert abs(pooled["latency"]["median"] - 100 / 11) < 1e-12
+    assert so.pooled(a[:1])[0]["spread"] == 0.01  # one run: its own spread stays
+    med, spread = so.median_range(b)
+    assert med == {8: 2.0} and spread == {8: 1.0}
+
+
+@pytest.mark.parametrize("argv", [["--alternate", "0"], ["--alternate", "3", "--osu-reps", "3"], ["--osu-reps", "0"]])
+def test_scaleout_refuses_bad_repetition_counts_before_running_anything(tmp_path, argv):
+    out = tmp_path / "so"
+    res = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "bench" / "scaleout.py"),
+                          *argv, "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "--alternate" in res.stderr and not out.exists()
