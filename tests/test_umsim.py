@@ -50,6 +50,11 @@ def test_uvm_density_prefetcher_takes_the_subtree_over_threshold(tmp_path):
     # Five faults: 5/8 = 62.5% > 51% at the root -> the whole block.
     s = replay(tmp_path, [(0, 8)], [0, 1, 2, 4, 5], capacity=64 * PB, unit=8 * PB, granule=PB, prefetch="on")
     assert (s["h2d_fault_pages"], s["h2d_prefetch_pages"]) == (5, 3)
+    # Every faulted page's region is computed on the same tree (the driver's compute_prefetch_mask): faults on
+    # 0,1,2 and 7 hold 4/8 = 50% at the root, so page 3 alone is prefetched ([0,4) at 75%). Adding page 3 to the
+    # tree before page 7's region is computed would give 5/8 at the root and the whole block.
+    s = replay(tmp_path, [(0, 8)], [0, 1, 2, 7], capacity=64 * PB, unit=8 * PB, granule=PB, prefetch="on")
+    assert (s["batches"], s["h2d_fault_pages"], s["h2d_prefetch_pages"]) == (1, 4, 1)
 
 
 def test_fault_window_services_each_fault_alone(tmp_path):

@@ -592,7 +592,12 @@ class Sim {
     size_t demand = want.size();
     if (p_.prefetch && !bits_.empty()) {
       // Occupancy with the faulted granules counted as arriving (their bits set now; bring() keeps them).
+      // Every faulted granule's region is computed on the same occupancy (resident pages and the batch's faulted
+      // granules), as the driver's compute_prefetch_mask does (uvm_perf_prefetch.c: the bitmap tree is built
+      // once per VA block and batch, and the regions' pages are added to the prefetch mask, not to the tree).
       for (uint32_t q : want) tree_set(u, q, +1);
+      std::vector<std::pair<uint32_t, uint32_t>>& regs = regs_;
+      regs.clear();
       for (uint32_t off : gran) {
         uint32_t blo = 0, bsize = 0;
         for (uint32_t size = 1; size <= leaves_; size *= 2) {
@@ -600,14 +605,15 @@ class Sim {
           uint32_t lo = off / size * size;
           if (uint64_t(occupied(u, lo, size)) * 100 > uint64_t(p_.prefetch_threshold) * size) blo = lo, bsize = size;
         }
-        if (!bsize || blo >= n || occupied(u, blo, bsize) >= std::min(bsize, n - blo)) continue;
-        for (uint32_t q = blo; q < std::min(n, blo + bsize); ++q)
+        if (bsize && blo < n && occupied(u, blo, bsize) < std::min(bsize, n - blo)) regs.push_back({blo, bsize});
+      }
+      for (const auto& r : regs)
+        for (uint32_t q = r.first; q < std::min(n, r.first + r.second); ++q)
           if (where_[f + q] != ON_GPU && !mark_[q]) {
             mark_[q] = 1;
             want.push_back(q);
             tree_set(u, q, +1);
           }
-      }
     }
     for (uint32_t q : want) mark_[q] = 0;
     if (want.empty()) return;
@@ -686,6 +692,7 @@ class Sim {
   }
 
   std::vector<uint32_t> want_, gran_, kernel_, arrived_;
+  std::vector<std::pair<uint32_t, uint32_t>> regs_;  // service_block: the prefetch regions of one batch and VA block
   std::vector<uint8_t> rmt_;  // --timed: pages the GPU reads remotely (the service could not bring them)
   FILE* log_ = nullptr;       // --entry-log
   double t_off_ = 0;          // --entry-log: the current launch's start in the log's time (ns)
