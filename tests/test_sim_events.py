@@ -107,6 +107,27 @@ def test_entry_table_relative_pages_and_times(tmp_path):
     assert rows[8].split() == ["r", "1", "4.000", "4.450"]
 
 
+def test_fresh_pages_counts_a_utlbs_pages_since_the_previous_replay(tmp_path):
+    # Batch 2 (after replay 1 at GPU time 10 us): uTLB (0, 1) holds page 5, written at 3 us (waited in the
+    # buffer), and page 21 written at 12 us: two pages in the batch, one since the replay. uTLB (1, 0) wrote
+    # pages 6 and 7 after it: two. Batch 1 has no replay before it and batch 3 is the table's last (maybe cut):
+    # neither is counted.
+    rows = ["b page acc gpc cl ct dt_us dtg_us",
+            "1 0 1 0 1 1 0.0 0.0", "1 1 1 1 0 1 0.0 0.5",
+            "2 5 1 0 1 1 20.0 3.0", "2 21 1 0 1 1 20.0 12.0", "2 21 1 0 1 1 20.0 12.1",
+            "2 6 1 1 0 1 20.0 11.0", "2 7 1 1 0 1 20.0 11.5",
+            "3 40 1 0 1 1 40.0 30.0", "3 41 1 0 1 1 40.0 30.5",
+            "# replays: b dt_us dtg_us", "r 1 10.0 10.0", "r 2 25.0 25.0", "r 3 45.0 45.0"]
+    f = tmp_path / "e.txt.gz"
+    with gzip.open(f, "wt") as fo:
+        fo.write("\n".join(rows) + "\n")
+    assert sim_events.fresh_pages(f) == {"pages": {"1": 1, "2": 1}, "multi": 2, "multi_with_older": 1}
+    g = tmp_path / "one.txt.gz"  # a single batch: nothing to count
+    with gzip.open(g, "wt") as fo:
+        fo.write("\n".join(rows[:3] + ["# replays: b dt_us dtg_us", "r 1 10.0 10.0"]) + "\n")
+    assert sim_events.fresh_pages(g) is None
+
+
 def test_kept_trace_drops_event_lines_only():
     assert validation.EVENT_LINE.match(b'{"k":"uvm_fault","g":0}') and validation.EVENT_LINE.match(b'{"k": "uvm_replay"}')
     assert validation.EVENT_LINE.match(b'{"k":"uvm_migration","src":0}')

@@ -274,6 +274,41 @@ def entry_table(lines, path, page_bytes=PAGE, limit=25000):
     return min(len(faults), limit)
 
 
+def fresh_pages(path):
+    """From an entry table (entry_table's file): per batch and uTLB, the distinct pages it wrote an entry for
+    after the previous batch's replay (GPU clock), as a histogram, and how many of the uTLB-batches holding
+    two pages or more also held an entry written before that replay. A uTLB-batch's pages count more than the
+    uTLB faulted since its last replay where an older entry waited in the buffer (written before the replay,
+    not yet fetched): the uTLB then shows its new page beside an old one. The table's last batch (maybe cut at
+    its instance limit) and the first (no replay before it) are left out. None without batches to count."""
+    per = defaultdict(list)  # (batch, uTLB) -> [(page, GPU write time)]
+    reps = {}
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            p = line.split()
+            if not p or p[0] in ("b", "#"):
+                continue
+            if p[0] == "r":
+                reps[int(p[1])] = float(p[3])
+            else:
+                per[(int(p[0]), (p[3], p[4], p[5]))].append((int(p[1]), float(p[7])))
+    last = max((b for b, _ in per), default=None)
+    hist, multi, older = [], 0, 0
+    for (b, _), pts in per.items():
+        if b == last or b - 1 not in reps:
+            continue
+        new = {pg for pg, tg in pts if tg >= reps[b - 1]}
+        if not new:
+            continue
+        hist.append(len(new))
+        if len({pg for pg, _ in pts}) >= 2:
+            multi += 1
+            older += any(tg < reps[b - 1] for _, tg in pts)
+    if not hist:
+        return None
+    return {"pages": histogram(hist, 8), "multi": multi, "multi_with_older": older}
+
+
 def model_lines(path, page_bytes=PAGE):
     """umsim --timed --entry-log's file as trace lines summary() reads: each entry a `uvm_fault` (gpc = the
     modelled uTLB, cl 0, read), its t the batch's fetch time plus its rank among the batch's counted entries
