@@ -164,3 +164,25 @@ def test_a_run_of_batchable_cases_is_grouped_by_environment_in_order(monkeypatch
     alone = Case("firsttouch", "device", {"by": "gpu"})
     segs = list(suite._segments(cases[:2] + [alone] + cases[2:4], CASE))
     assert [[c.params.get("n", "ft") for c in s] for s in segs] == [["0"], ["1"], ["ft"], ["2"], ["3"]]
+
+
+@pytest.mark.parametrize("gpus,given,expected", [(4, None, "case"), (1, None, "all"), (4, "all", "all"),
+                                                 (1, "case", "case")])
+def test_the_default_narrows_where_several_gpus_are_visible(tmp_path, monkeypatch, capsys, gpus, given, expected):
+    # session 12 (4 x H100, b447ae0): three alternated pairs of the firsttouch family, all then case, moved no
+    # figure beyond the pairs' own run-to-run range and took 15.9-16.3 s against 27.6-27.8 s: the default on a
+    # node with several GPUs is case; a one-GPU node has nothing to narrow; an explicit value always wins.
+    from umscope import cli, probe
+    real = probe.probe()
+    one = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sms": 132, "total_mem": 80 << 30,
+           "free_mem": 80 << 30, "l2_bytes": 50 << 20, "addressing": "none"}
+    fake = dict(real, gpus=[dict(one, device=d, pci_bus_id=f"0000:{0x19 + d:02x}:00.0") for d in range(gpus)])
+    monkeypatch.setattr(probe, "probe", lambda *a, **k: fake)
+    monkeypatch.setattr(cli.probe, "probe", lambda *a, **k: fake)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    store = tmp_path / "s.sqlite"
+    argv = ["bench", "selftest", "--mode", "ok", "--store", str(store), "--no-progress", "--json"]
+    assert cli.main(argv + (["--visible-gpus", given] if given else [])) == 0
+    recs = json.loads(capsys.readouterr().out)
+    assert Store(store).run()["options"]["visible_gpus"] == expected
+    assert {r["extra"].get("visible_gpus") for r in recs} == ({"0"} if expected == "case" else {None})

@@ -61,9 +61,10 @@ def _common_run_options(p):
     p.add_argument("--isolate", action="store_true", help="one umbench process per case (default: consecutive "
                    "cases share a batch process, each still with its own timeout; see suite.py)")
     p.add_argument("--visible-gpus", metavar="all|case",
-                   help="the GPUs each case's process sees: all (default), or case: a case that uses GPU 0 alone runs "
-                        "with CUDA_VISIBLE_DEVICES narrowed to it, its records saying so (an experiment on the CUDA "
-                        "start's cost with many GPUs; docs/method.md)")
+                   help="the GPUs each case's process sees: all, or case: a case that uses GPU 0 alone runs with "
+                        "CUDA_VISIBLE_DEVICES narrowed to it, its records saying so (a fresh process's CUDA start "
+                        "costs more with more GPUs; docs/method.md). Default: case where several GPUs are visible, "
+                        "else all")
     p.add_argument("--allow-oversubscription", action="store_true",
                    help="allow managed allocations beyond free GPU memory (can hang a shared GPU)")
     p.add_argument("--allow-host-overcommit", action="store_true",
@@ -287,6 +288,10 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         args.device = validate.device(args.device)
     fingerprint, cases = devices.select(fingerprint, args, cases)
     options = _options(args)
+    if getattr(args, "visible_gpus", None) is None and len(fingerprint.get("gpus") or []) > 1:
+        # Not given, several GPUs visible: a case on GPU 0 alone sees that GPU only (docs/method.md: on 4 x H100
+        # three alternated A/B pairs moved no figure beyond run to run; the firsttouch family 16 s against 28 s)
+        options["visible_gpus"] = "case"
     options["machine"] = validate.machine(getattr(args, "machine", None))
     options["devices"] = getattr(args, "devices", None)
     if getattr(args, "placement", None) not in (None, "sweep"):
