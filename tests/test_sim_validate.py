@@ -98,6 +98,30 @@ def test_choose_variant_meets_the_target_most_often_then_misses_it_least(tmp_pat
     assert t[("pages",)]["within"] == 3 and t[("pages",)]["worst"] == pytest.approx(0.64)
 
 
+def test_choose_variant_counts_met_inside_each_programs_band_given_three_runs(tmp_path, monkeypatch):
+    # Two programs, driver counts 1000 / 900 / 1100 (band 855-1155) and 1000 / 1000 / 1000 (950-1050). "pages"
+    # is +12% and +4%: outside +-10% of the first run on one, inside both bands; "instances" is +2% and +8%:
+    # within +-10% on both, outside the second band. By +-10% "instances" wins; by band, "pages".
+    def fake(meta, counts, device, tmp, quiet=False):
+        errs = [0.12, 0.04] if device.get("a") else [0.02, 0.08] if device.get("b") else [0.3, 0.3]
+        return [{"label": str(i), "case_index": i, "timed": {"entries": 1000 * (1 + e)},
+                 "driver": {"gpu_faults": 1000}} for i, e in enumerate(errs)]
+    monkeypatch.setattr(validation, "compare", fake)
+    monkeypatch.setattr(calibration, "FEATURES", {"pages": ("a",), "instances": ("b",)})
+    ef = {"a": 1, "b": 1}
+    assert calibration.choose_variant({}, {}, {}, ef, tmp_path)["chosen"] == ["instances"]
+    meta = {"gpu": "H100", "bytes": "512M"}
+    runs = [(meta, {0: {"driver": {"gpu_faults": n0}}, 1: {"driver": {"gpu_faults": 1000}}})
+            for n0 in (1000, 900, 1100)]
+    v = calibration.choose_variant({}, {}, {}, ef, tmp_path, runs=runs)
+    assert v["criterion"] == "band" and v["chosen"] == ["pages"]
+    t = {tuple(x["features"]): x for x in v["table"]}
+    assert t[("pages",)]["within"] == 2 and t[("instances",)]["within"] == 1
+    # two runs are not a band: the +-10% rule
+    v = calibration.choose_variant({}, {}, {}, ef, tmp_path, runs=runs[:2])
+    assert v["criterion"] == "+-10%" and v["chosen"] == ["instances"]
+
+
 def test_repeat_section_sets_each_program_beside_its_second_run():
     # Two programs: the driver counted 100 and 200 first, 110 and 150 the second time; the model 105 and 160.
     # Changes +10% and -25%; the model -4.5% / +5% and +6.7% / -20%: within +-10% of the first run once, of
