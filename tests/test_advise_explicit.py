@@ -5,6 +5,7 @@ import json
 
 from umscope import cli
 from umscope.model import calibrated, driver
+from umscope.model import simulate as sim
 
 NO_VALIDATION = ("no validated error: advise has not been checked against measured runs; "
                  "docs/advise-validation-h100.md")
@@ -64,7 +65,7 @@ def test_advise_reads_its_validation_when_one_is_written(tmp_path, monkeypatch):
     """The entry bench/advise_validate.py --write-validated writes (tests/test_advise_validate.py writes one from
     canned records): its figures, this case's own result, and the notes `model` gives too."""
     f = tmp_path / "validated.json"
-    entry = {"model_version": "umsim-5", "machine": "H100", "commit": "abc", "cases": 39, "runs": 3, "hits": 35,
+    entry = {"model_version": sim.VERSION, "machine": "H100", "commit": "abc", "cases": 39, "runs": 3, "hits": 35,
              "share": 0.8974, "hits_iteration": 33, "cases_iteration": 39, "misses": 4, "lost_median": 0.2,
              "lost_max": 0.9, "gain_error_median": 0.4, "gain_error_p90": 0.9, "explicit_right": 30,
              "explicit_cases": 39, "doc": "docs/advise-validation-h100.md",
@@ -82,7 +83,7 @@ def test_advise_reads_its_validation_when_one_is_written(tmp_path, monkeypatch):
     assert "packaged" in driver.advise_validated("gemm", 1 << 30, own_figures=False)["note"]
     assert "not on this trace's program" in driver.advise_validated()["note"]
     f.write_text(json.dumps({"advise": dict(entry, model_version="umsim-4")}))
-    assert "validated for umsim-4, not umsim-5" in driver.advise_validated("triad", 16 << 20)["text"]
+    assert f"validated for umsim-4, not {sim.VERSION}" in driver.advise_validated("triad", 16 << 20)["text"]
     monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "none.json")
     assert driver.advise_validated()["text"] == NO_VALIDATION
 
@@ -99,3 +100,19 @@ def test_advise_says_how_many_iterations_it_replayed_and_whose_choice():
     assert "replays 1 iteration(s) of triad's stream: the count its model facts give; pass --iterations" in text
     given = json.loads(run("--iterations", "20", "--json").stdout)
     assert given["iterations"] == 20 and given["iterations_source"] == "as --iterations asked"
+
+
+def test_advise_says_no_time_lost_when_no_case_missed(tmp_path, monkeypatch):
+    # session 12's validation hit 39 of 39: "when not, - slower (median of 0, at most -)" said nothing true
+    f = tmp_path / "validated.json"
+    entry = {"model_version": sim.VERSION, "machine": "H100", "commit": "abc", "cases": 39, "runs": 2, "hits": 39,
+             "share": 1.0, "hits_iteration": 29, "cases_iteration": 39, "misses": 0, "lost_median": None,
+             "lost_max": None, "gain_error_median": 0.86, "gain_error_p90": 2.27, "explicit_right": 39,
+             "explicit_cases": 39, "doc": "docs/advise-validation-h100.md", "per_case": {}}
+    f.write_text(json.dumps({"advise": entry}))
+    monkeypatch.setattr(calibrated, "VALIDATED", f)
+    text = driver.advise_validated("triad", 16 << 20)["text"]
+    assert "no case missed, so no time lost; the predicted gain over managed off by a median 86.0%" in text
+    assert "median of 0" not in text and "- slower" not in text
+    f.write_text(json.dumps({"advise": dict(entry, hits=37, misses=2, lost_median=0.488, lost_max=0.9)}))
+    assert "when not, 48.8% slower (median of 2, at most 90.0%)" in driver.advise_validated("triad", 16 << 20)["text"]

@@ -272,9 +272,10 @@ def advise_text(v: dict) -> str:
     t = (f"validated error of advise ({v.get('cases')} application x footprint cases on {v.get('machine')}, "
          f"at least {v.get('runs')} runs of every mode, commit {v.get('commit')}): the advised mode was the fastest "
          f"or within the fastest's run-to-run band in {v.get('hits')} of {v.get('cases')} ({pc(v.get('share'))}) by "
-         f"the whole run, {v.get('hits_iteration')} of {v.get('cases_iteration')} by the per-iteration time; when not, "
-         f"{pc(v.get('lost_median'))} slower (median of {v.get('misses')}, at most {pc(v.get('lost_max'))}); the "
-         f"predicted gain over managed off by a median {pc(v.get('gain_error_median'))} (90th percentile "
+         f"the whole run, {v.get('hits_iteration')} of {v.get('cases_iteration')} by the per-iteration time; "
+         + (f"when not, {pc(v.get('lost_median'))} slower (median of {v.get('misses')}, at most "
+            f"{pc(v.get('lost_max'))})" if v.get("misses") else "no case missed, so no time lost")
+         + f"; the predicted gain over managed off by a median {pc(v.get('gain_error_median'))} (90th percentile "
          f"{pc(v.get('gain_error_p90'))}); explicit copies' verdict right in {v.get('explicit_right')} of "
          f"{v.get('explicit_cases')}")
     c = v.get("this_case")

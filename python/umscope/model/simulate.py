@@ -18,7 +18,10 @@ from umscope import native
 from umscope.errors import UsageError
 from umscope.model import apps as model_apps
 
-VERSION = "umsim-5"
+# umsim-6: the density prefetcher computes every faulted granule's region of a batch and VA block on one occupancy
+# (the driver's compute_prefetch_mask), where umsim-5 let one region enlarge the next (session 12). Figures
+# validated with umsim-5 (advise's, docs/advise-validation-h100.md) say so beside umsim-6's output.
+VERSION = "umsim-6"
 POLICIES = ("uvm", "svm", "ats", "zerocopy")
 EVICTIONS = ("lrf", "lru", "clock")
 BARRIER = 0xFFFFFFFF
