@@ -390,8 +390,9 @@ def write_out(a, rows, meta, recs, cmd):
             doc = str(Path(doc).resolve().relative_to(ROOT))
         except ValueError:
             pass
-        calibrated.write_validated("advise", validated_entry(rows, meta, recs, doc), a.validated_out)
-        print(f"wrote the advise entry of {a.validated_out or calibrated.VALIDATED}", file=sys.stderr)
+        path = a.validated_out or _commit.validated_path()
+        calibrated.write_validated("advise", validated_entry(rows, meta, recs, doc), path)
+        print(f"wrote the advise entry of {path}", file=sys.stderr)
     s = summary(rows)
     print(f"{'application':<11} {'footprint':>9} {'advised':<17} {'fastest (whole)':<17} {'hit':<4} {'lost':>7} "
           f"{'gain err':>8}")
@@ -433,8 +434,9 @@ def parser():
     ap.add_argument("--note", action="append", default=[], help="a sentence for the document's header, e.g. what "
                     "else ran on the machine meanwhile (may be repeated)")
     ap.add_argument("--write-validated", action="store_true",
-                    help="write the `advise` entry of the package's model/validated.json (or --validated-out)")
-    ap.add_argument("--validated-out", help="where --write-validated writes (default: the package's validated.json)")
+                    help="write the `advise` entry of model/validated.json (or --validated-out)")
+    ap.add_argument("--validated-out", help="where --write-validated writes (default: the source tree's python/umscope/model/"
+                    "validated.json beside bench/, else the installed package's)")
     return ap
 
 

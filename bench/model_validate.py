@@ -334,7 +334,7 @@ def store_validated(a, rows, med, p90, machine, commit, when, kind="calibrated",
     """The validated error the model's records and the CLI show (python/umscope/model/validated.json): under
     "calibrated" with the session's own figures, under "calibrated_packaged" with the packaged ones (what
     `umscope model` without --figures and the report's modelled section use)."""
-    path = a.validated_out or (calibrated.VALIDATED if Path(a.out).resolve() == DEFAULT_OUT.resolve() else None)
+    path = a.validated_out or (_commit.validated_path() if Path(a.out).resolve() == DEFAULT_OUT.resolve() else None)
     if not path or not rows:
         return
     entry = {"model_version": calibrated.VERSION, "median": round(med, 4), "p90": round(p90, 4), "cases": len(rows),

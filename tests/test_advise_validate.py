@@ -4,6 +4,7 @@ gain's error) from canned records shaped like the application records of a GPU s
 docs/model-validation-raw-run2.jsonl's), every figure worked out by hand; the rounds' order; --write-validated
 making `umscope advise` print the validated error; bad input refused before anything runs."""
 import json
+from pathlib import Path
 
 import pytest
 from conftest import bench_module
@@ -233,3 +234,21 @@ def test_kind_naming_another_gpu_is_refused_and_a_relabel_is_noted(av, raw, tmp_
         monkeypatch.undo()
     assert "names another GPU" in capsys.readouterr().err
     assert not (tmp_path / "m.md").exists() and not (tmp_path / "r.jsonl").exists()
+
+
+def test_the_default_validated_file_is_the_source_trees(av, raw, tmp_path, monkeypatch):
+    """Run from a checkout, --write-validated wrote the installed package's validated.json and left the committed one
+    stale (session 12): the default is the source tree's file beside bench/, the package's only without one."""
+    import _commit
+    here = _commit.validated_path()
+    assert here == Path(av.__file__).resolve().parent.parent / "python" / "umscope" / "model" / "validated.json"
+    fake_bench = tmp_path / "bench"
+    fake_bench.mkdir()
+    monkeypatch.setattr(_commit, "__file__", str(fake_bench / "_commit.py"))
+    assert _commit.validated_path() == calibrated.VALIDATED  # no source tree there: the package's
+    (tmp_path / "python" / "umscope" / "model").mkdir(parents=True)
+    (tmp_path / "python" / "umscope" / "model" / "validated.json").write_text("{}")
+    assert _commit.validated_path() == tmp_path / "python" / "umscope" / "model" / "validated.json"
+    out = tmp_path / "python" / "umscope" / "model" / "validated.json"
+    assert av.main(["--from-raw", str(raw), "--out", str(tmp_path / "d.md"), "--write-validated"]) == 0
+    assert json.loads(out.read_text())["advise"]["cases"] == 3

@@ -194,8 +194,8 @@ def validated_record(tables, meta, version) -> dict:
     return rec
 
 
-def write_validated(tables, meta, version) -> dict:
-    """validated_record() stored under "umsim" in model/validated.json (the calibrated model's entry kept)."""
+def write_validated(tables, meta, version, path=None) -> dict:
+    """validated_record() stored under "umsim" in model/validated.json, or `path` (the other entries kept)."""
     rec = validated_record(tables, meta, version)
-    calibrated.write_validated("umsim", rec)
+    calibrated.write_validated("umsim", rec, path)
     return rec
