@@ -29,6 +29,11 @@ def fig(r) -> str:
     return f"{fmt(r.get('median'))} {r.get('unit')} ({fmt(r.get('min'))}–{fmt(r.get('max'))})"
 
 
+def kind_spec(r) -> str:
+    """The record's memory kind as the command line spells it: 'kind' or 'kind,policy'."""
+    return r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+
+
 def size_text(n) -> str:
     from umscope.sizes import format_size
     return "—" if n is None else format_size(n)
@@ -166,7 +171,7 @@ def render_pingpong(records) -> list:
             lines.append(f"| gpu{p.get('device', 0)}-gpu{p.get('peer', '?')} | {p.get('kind') or r.get('kind')} | "
                          f"{r.get('status')} | {r.get('reason')} |")
             continue
-        where = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+        where = kind_spec(r)
         lines.append(f"| {r.get('processor')} | {where} | {fig(r)} | {field(r, 'exchanges')} exchanges × "
                      f"{r.get('n')} reps; {field(r, 'atomics_check')} |")
     return lines
@@ -182,7 +187,7 @@ def render_latency(records) -> list:
             continue
         if r.get("op") != "chase":
             continue
-        where = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+        where = kind_spec(r)
         res = field(r, "residency")
         lines.append(f"| {r.get('processor')} | {where}{f' ({res})' if res else ''} | {size_text(r.get('bytes'))} | "
                      f"{fig(r)} |")
@@ -213,7 +218,7 @@ def render_nccl(records, fp=None) -> list:
         libs.add(f"NCCL {field(r, 'nccl_version')} ({field(r, 'nccl_library')}), NCCL_NVLS_ENABLE="
                  f"{field(r, 'nccl_nvls_enable')!r} as the family saw it")
         launch.add(f"{field(r, 'launch')}" + (f" ({field(r, 'launcher')})" if field(r, "launcher") else ""))
-        kind = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+        kind = kind_spec(r)
         algbw = field(r, "algbw")
         of = f"{100 * r['median'] / bound[0]:.0f}%" if bound and r.get("median") is not None else "—"
         gpus = f" (GPUs {field(r, 'gpus')})" if field(r, "launch") == "single" and field(r, "gpus") else ""
@@ -241,7 +246,7 @@ def render_mpi(records) -> list:
                  f"launcher `{field(r, 'launcher')}`")
         k = field(r, "pairs")
         op = r.get("op") + (f" ({k} pair{'' if str(k) == '1' else 's'})" if r.get("op") == "mbw" else "")
-        kind = r.get("kind") + (f",{r['policy']}" if r.get("policy") else "")
+        kind = kind_spec(r)
         lines.append(f"| {kind} | {op} | {size_text(r.get('bytes'))} | {fig(r)} | {field(r, 'pointers')} | "
                      f"{field(r, 'verified')} |")
     if libs:
