@@ -77,3 +77,53 @@ def test_every_case_of_a_run_records_its_conditions(store_path):
     assert c["before"]["available"] in (True, False)
     if not c["before"]["available"]:
         assert c["before"]["reason"]
+
+
+def test_in_a_batch_the_reading_after_one_case_is_the_reading_before_the_next(tmp_path, monkeypatch):
+    """8 NVML calls a reading, two a case: between two cases of a batch on the same GPU one reading serves both
+    (umbench starts the next case as it ends one). A case in its own process, the first case of a batch and a
+    case on another GPU are read before they start."""
+    from umscope import suite
+    from umscope.store import Store
+    from umscope.suite import Case
+    reads = []
+
+    def read(device=0, bus_id=None):
+        reads.append(device)
+        return _r(n=len(reads), device=device)
+    monkeypatch.setattr(conditions, "read", read)
+    cases = [Case("selftest", None, {"mode": "ok", "n": str(i)}) for i in range(3)]
+    cases += [Case("selftest", None, {"mode": "ok", "device": "1"}), Case("firsttouch", "system", {"by": "cpu"})]
+    from umscope import native
+    umbench = native.umbench_path()
+    monkeypatch.setattr(Case, "argv", lambda self, options: [umbench, "run", "selftest", "--mode", "ok"])
+    s = Store(tmp_path / "s.sqlite")
+    rid = s.create_run("bench", "test", suite.plan_to_json(cases), {}, {})
+    opts = {"device": 0, "reps": None, "warmup": None}
+    assert suite.run_cases(s, rid, cases, opts, progress=False) == "complete"
+    got = {r["case_id"]: r["extra"]["conditions"] for r in s.records(rid)}
+    c = [got[x.case_id] for x in cases]
+    assert [x["before"]["n"] for x in c[1:3]] == [x["after"]["n"] for x in c[0:2]]
+    assert c[3]["before"]["device"] == 1 and c[3]["before"]["n"] not in {x["after"]["n"] for x in c}
+    assert c[4]["before"]["n"] != c[3]["after"]["n"]  # its own process: read before it
+    assert len(reads) == 2 + 1 + 1 + 2 + 2  # the batch's 3 cases on GPU 0, the GPU-1 case, the lone case
+
+
+def test_a_gpu_is_looked_up_once(monkeypatch):
+    """The handle by PCI bus id is NVML's slowest lookup here: once per GPU, not once per reading."""
+    looked = []
+
+    class Fake:
+        NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 0
+
+        def nvmlDeviceGetHandleByPciBusId(self, bus):
+            looked.append(bus)
+            return bus
+
+        def __getattr__(self, name):
+            return lambda *a: 0 if "Processes" not in name else []
+    monkeypatch.setattr(conditions, "_state", {"mod": Fake()})
+    for _ in range(3):
+        assert conditions.read(0, "0000:00:06.0")["available"]
+    conditions.read(1, "0000:00:07.0")
+    assert looked == ["0000:00:06.0", "0000:00:07.0"]

@@ -227,7 +227,8 @@ def test_the_output_reader_ends_quietly_when_the_suite_closes_the_pipe(fake_nvml
     suite._reader(stream(), q, energy.Meter(tmp_path))
     items = [q.get_nowait() for _ in range(q.qsize())]
     assert [i[0] for i in items] == ['{"type":"case","event":"start","index":0}\n', None]
-    assert all(i[1] and "gpu0" in i[1]["sources"] for i in items)
+    assert "gpu0" in items[0][1]["sources"]
+    assert items[1][1] is None  # the suite reads the meter itself where a batch ends (execute_batch's to_now)
 
 
 def test_the_gpus_a_case_uses():
@@ -261,6 +262,25 @@ def test_a_batch_case_is_read_at_its_own_markers(fake_nvml, tmp_path):
     assert a1["t"] >= b0["t"]  # the windows do not overlap
     for w in (w0, w1):
         assert w["gpu_watts"] == pytest.approx(WATTS, rel=0.05)
+
+
+def test_one_reading_between_two_cases_of_a_batch(fake_nvml, tmp_path, monkeypatch):
+    """A start marker right after an end marker shares its reading: on 4 x H100 a reading is 12 NVML calls, and
+    the suite took two at every boundary between cases (b447ae0: 20 ms between batched cases). The windows of
+    consecutive cases meet; a batch's first case is read at its own start marker."""
+    fake_nvml(_FakeNvml(count=4))
+    m = energy.Meter(tmp_path)
+    taken = []
+    real = m.snapshot
+    monkeypatch.setattr(m, "snapshot", lambda: taken.append(1) or real())
+    cases = [Case("selftest", None, {"mode": "sleep", "ms": "200"}) for _ in range(3)]
+    out = [o for _, o in suite.execute_batch(cases, OPTIONS, meter=m)]
+    assert [o.status for o in out] == ["ok"] * 3
+    assert len(taken) == 1 + 1 + 3  # the batch's stamp, the first start marker, each end marker
+    (a0, b0, _), (a1, b1, _), (a2, b2, _) = (o.energy for o in out)
+    assert a1 is b0 and a2 is b1 and a0["t"] < b0["t"] < b1["t"] < b2["t"]
+    for a, b in ((a0, b0), (a1, b1), (a2, b2)):
+        assert 0.19 <= b["t"] - a["t"] < 3
 
 
 def test_run_cases_stores_the_energy_of_every_case(fake_nvml, tmp_path):

@@ -150,6 +150,37 @@ def test_default_plan_measures_one_pair_per_distinct_link_and_says_so():
     assert len(lat) == 12 and len(pp) == 6 and "pair_choice" not in blind
 
 
+def test_sm_copies_of_host_memory_with_a_peer_are_left_out_where_they_repeat_the_gpus_own():
+    """4 x H100 NV18 (b447ae0): GPU 0's SMs copying pinned or registered memory to and from GPU 1's memory were
+    within 9% of the same copies with GPU 0's memory, inside their spreads; by copy engines they were up to 2.6
+    times slower at 64 KiB. Where GPU 1 has NVLink to GPU 0 and the same NUMA node, CPUs and PCIe link, the
+    default plan keeps the copy engines' host-peer copies and GPU-to-GPU copies, not the SMs' host-peer ones."""
+    def with_pcie(fp, widths=(16, 16, 16, 16)):
+        for g, w in zip(fp["gpus"], widths):
+            g["link"] = {"pcie_gen_max": 5, "pcie_width_max": w}
+        return fp
+
+    def host_peer(cases):
+        return {(c.kind, c.params["dst"], c.params["engine"]) for c in cases if c.benchmark == "copy"
+                and "peer:1" in (c.kind, c.params["dst"]) and bool({c.kind, c.params["dst"]} & hosts)}
+    hosts = {"pinned", "registered", "system"}
+    every = {(h, "peer:1", e) for h in hosts for e in ("ce", "sm")} | {("peer:1", h, e) for h in hosts for e in ("ce", "sm")}
+    fp = with_pcie(_four_gpus())
+    plan = plans.default_plan(fp)
+    assert host_peer(plan) == {x for x in every if x[2] == "ce"}
+    assert {("device", "peer:1", "sm"), ("peer:1", "device", "sm")} <= {
+        (c.kind, c.params["dst"], c.params["engine"]) for c in plan if c.benchmark == "copy"}
+    assert "SMs copying host memory to and from GPU 1's memory are left out" in fp["pair_choice"]["note"]
+    # another PCIe width, other local CPUs, a PCIe link between the GPUs, or no PCIe figure: every copy is kept
+    for other in (with_pcie(_four_gpus(), (16, 8, 16, 16)),
+                  with_pcie(_four_gpus(cpus_of=lambda d: list(range(32)) if d != 1 else list(range(32, 64)))),
+                  with_pcie(_four_gpus(lambda a, b: ("PCIe", 0))), _four_gpus()):
+        assert host_peer(plans.default_plan(other)) == every
+        assert "GPU 1's memory are left out" not in (other.get("pair_choice") or {}).get("note", "")
+    # `umscope bench copy` keeps the whole matrix
+    assert host_peer(plans.copy_cases(fp, sizes="64KiB")) == every
+
+
 def test_scaling_takes_ops_and_refuses_unknown_ones():
     """`bench scaling --ops` was ignored (every case read,copy): Fusco et al.'s Fig. 8 needs the write too."""
     import pytest

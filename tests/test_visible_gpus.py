@@ -186,3 +186,32 @@ def test_the_default_narrows_where_several_gpus_are_visible(tmp_path, monkeypatc
     recs = json.loads(capsys.readouterr().out)
     assert Store(store).run()["options"]["visible_gpus"] == expected
     assert {r["extra"].get("visible_gpus") for r in recs} == ({"0"} if expected == "case" else {None})
+
+
+def test_the_cases_that_keep_their_own_process_inside_a_stretch_no_longer_split_it(monkeypatch):
+    # 4 x H100 (b447ae0): the managed ping-pongs (own process each) split the ping-pong family into three GPU-0
+    # and two 4-GPU batch processes (0.27-0.28 s and 1.01-1.08 s to their first case); under `case` they run
+    # after their stretch's groups, and a family whose every case keeps its own process still ends the stretch.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    ok = [Case("selftest", None, {"mode": "ok", "n": str(i)}) for i in range(3)]
+    peer = [Case("selftest", None, {"mode": "ok", "n": f"p{i}", "device": "1"}) for i in range(2)]
+    mig = Case("pingpong", "managed", {"pair": "cpu-gpu"})
+    mig_across = Case("pingpong", "managed", {"pair": "gpu-gpu", "peer": "1", "device": "0"})
+    ft = Case("firsttouch", "device", {"by": "gpu"})
+    plan = [ok[0], peer[0], mig, ok[1], peer[1], mig_across, ok[2], ft, ok[0]]
+    segs = [[c.params.get("n", c.benchmark) for c in s] for s in suite._segments(plan, CASE)]
+    assert segs == [["0", "1", "2"], ["p0", "p1"], ["pingpong"], ["pingpong"], ["firsttouch"], ["0"]]
+    assert [s[0].kind for s in list(suite._segments(plan, CASE))[2:4]] == ["managed", "managed"]
+    # `all` keeps the plan's order: every case that keeps its own process splits the run where it stands
+    assert [len(s) for s in suite._segments(plan, ALL)] == [2, 1, 2, 1, 1, 1, 1]
+    # --isolate: every case alone, in the plan's order
+    assert list(suite._segments(plan, dict(CASE, isolate=True))) == [[c] for c in plan]
+    # the default plan of a 4-GPU node: two batch processes before the families that keep their own process
+    fp = _four_gpus()
+    monkeypatch.setattr(plans, "numa_kinds", lambda fp: [])
+    default = plans.default_plan(fp)
+    segs = list(suite._segments(default, CASE))
+    first_alone = next(i for i, s in enumerate(segs) if s[0].benchmark in suite.ISOLATED)
+    assert [len(s) > 1 for s in segs[:2]] == [True, True]
+    assert all(not s[0].batchable(CASE) for s in segs[2:first_alone])
+    assert sorted(c.case_id for s in segs for c in s) == sorted(c.case_id for c in default)

@@ -59,8 +59,13 @@ def read(device: int = 0, bus_id: str = None) -> dict:
     out = {"available": True, "device": device}
     if bus_id:
         out["pci_bus_id"] = bus_id
+    # The handle is looked up once per GPU (the suite reads the case's GPU around every case).
+    handles = _state.setdefault("handles", {})
+    key = bus_id or device
     try:
-        h = nv.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else nv.nvmlDeviceGetHandleByIndex(device)
+        if key not in handles:
+            handles[key] = nv.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else nv.nvmlDeviceGetHandleByIndex(device)
+        h = handles[key]
     except Exception as e:
         return {"available": False, "reason": f"no NVML device {device}: {e}"}
 

@@ -99,6 +99,31 @@ def representative_pairs(fingerprint, ordered=True):
                     "pair")
 
 
+def _host_side(fingerprint, d):
+    """What the topology says of GPU d's own way to host memory: its NUMA node and local CPUs, its PCIe link
+    (generation and width, NVML's maximum); None where any of it is unknown."""
+    topo = {g.get("device"): g for g in (fingerprint.get("topology") or {}).get("gpus") or []}
+    link = next((g.get("link") for g in fingerprint.get("gpus") or [] if g.get("device") == d), None) or {}
+    side = (str(topo.get(d, {}).get("cpus")), topo.get(d, {}).get("numa_node"), link.get("pcie_gen_max"),
+            link.get("pcie_width_max"))
+    return None if d not in topo or not topo[d].get("cpus") or None in side[2:] else side
+
+
+def host_copies_repeat(fingerprint, a, b) -> bool:
+    """Whether GPU a's SMs copying host memory to and from GPU b's memory repeat the same copies with GPU a's
+    own memory: GPU b is joined to GPU a by NVLink (many times the host link's rate, so the host link bounds
+    the copy) and has the same host side (_host_side). On 4 x H100 NV18 (b447ae0, docs/suite-time.md) the 12
+    such figures of pair 0-1 (pinned, registered to and from peer:1, 64 KiB to 256 MiB) were within 9.0% of GPU
+    0's own, inside the figures' spreads (1-85%). Not by copy engines: there, host memory to and from peer:1
+    was 1.2-2.6 times slower at 64 KiB and 1 MiB (pinned to peer:1 3.46 against 8.59 GB/s at 64 KiB)."""
+    topo = fingerprint.get("topology") or {}
+    pair = next((p for p in topo.get("pairs") or [] if p.get("a") == a and p.get("b") == b), None)
+    if not pair or pair.get("type") != "NVLink":
+        return False
+    side = _host_side(fingerprint, a)
+    return side is not None and side == _host_side(fingerprint, b)
+
+
 def stream_cases(benchmark, kinds, sizes, extra=None) -> list:
     extra = extra or {}
     return [Case(benchmark, k, dict({"bytes": size_arg(s)}, **extra)) for k in kinds for s in sizes]
@@ -132,18 +157,23 @@ def peer_copy_cases(fingerprint, sizes=COPY_SIZES, engines=("ce", "sm"), represe
 
 def copy_cases(fingerprint, kinds=None, sizes=COPY_SIZES, engines=("ce", "sm"), bidir=True,
                representative=False) -> list:
-    """representative: peers of the GPU under test and GPU pairs across the node, one per distinct link."""
+    """representative: peers of the GPU under test and GPU pairs across the node, one per distinct link; SM
+    copies of host memory to and from a peer only where they do not repeat the GPU's own (host_copies_repeat)."""
     explicit = bool(kinds)
     peers = peer_kinds(fingerprint)
+    me = fingerprint.get("device", 0)
+    repeats = set()  # peer kinds whose SM copies with host memory repeat the GPU's own
     if representative:
-        me = fingerprint.get("device", 0)
         keep = {b for _, b in distinct_pairs(fingerprint, [(me, int(k.split(":")[1])) for k in peers])}
         peers = [k for k in peers if int(k.split(":")[1]) in keep]
+        repeats = {k for k in peers if host_copies_repeat(fingerprint, me, int(k.split(":")[1]))}
     kinds = kinds or COPY_KINDS + numa_kinds(fingerprint) + peers
     cases = []
     for engine in engines:
         for src in kinds:
             for dst in kinds:
+                if engine == "sm" and {src, dst} & repeats and not {src, dst} <= repeats | {"device"}:
+                    continue  # SMs copying host memory and a peer's: they repeat the GPU's own
                 params = {"dst": dst, "bytes": sizes, "engine": engine}
                 cases.append(Case("copy", src, dict(params, direction="uni")))
                 # Both directions at once: for each unordered host/device pair, once.
@@ -472,6 +502,14 @@ def default_plan(fingerprint, quick=False) -> list:
     lat_pairs, lat_note = representative_pairs(fingerprint, ordered=True)
     pp_pairs, pp_note = representative_pairs(fingerprint, ordered=False)
     if lat_note:
+        me = fingerprint.get("device", 0)
+        same_host = [b for a, b in lat_pairs if a == me and host_copies_repeat(fingerprint, me, b)]
+        if same_host:
+            gpus = ", ".join(map(str, same_host))
+            lat_note += (f"; GPU {me}'s SMs copying host memory to and from GPU {gpus}'s memory are left out: "
+                         f"joined to GPU {me} by NVLink, with the same NUMA node, local CPUs and PCIe link, so the "
+                         f"host link bounds them and they repeat the SM copies with GPU {me}'s own memory (copy "
+                         "engines are kept: they differ there; `umscope bench copy` measures both)")
         fingerprint["pair_choice"] = {"note": lat_note, "pairs": [list(p) for p in lat_pairs],
                                       "families": ["copy (peer matrix)", "latency", "pingpong"]}
     cases += latency_cases(fingerprint, sizes=LATENCY_SHORT, across=lat_pairs)

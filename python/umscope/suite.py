@@ -261,13 +261,24 @@ def _case_env(case: Case, options: dict) -> dict:
 
 def _reader(stream, q, meter=None):
     """Each line of the batch's output, with the meter's reading taken as a case marker arrives (not when
-    the suite gets to it: by then the batch may be well into the next case)."""
+    the suite gets to it: by then the batch may be well into the next case). A start marker that comes right
+    after an end marker (umbench prints it microseconds later, nothing between) shares that marker's reading:
+    one reading of every GPU per boundary between two cases instead of two (on 4 x H100 each reading is 12
+    NVML calls)."""
+    last_end = None  # the reading of the end marker just before, while no other line came after it
     try:
         for line in stream:
-            q.put((line, meter.snapshot() if meter and line.startswith('{"type":"case"') else None))
+            reading = None
+            if meter and line.startswith('{"type":"case"'):
+                start = '"event":"start"' in line
+                reading = last_end if start and last_end is not None else meter.snapshot()
+                last_end = None if start else reading
+            else:
+                last_end = None
+            q.put((line, reading))
     except (ValueError, OSError):  # the suite closed the pipe while a reading ran (a signal ended the run)
         pass
-    q.put((None, meter.snapshot() if meter else None))
+    q.put((None, None))  # the end of the output: the suite reads the meter itself where it needs a reading
 
 
 def execute_batch(cases: list, options: dict, on_start=None, meter=None):
@@ -386,30 +397,51 @@ def execute_batch(cases: list, options: dict, on_start=None, meter=None):
 
 
 def _segments(cases: list, options: dict):
-    """Consecutive batchable cases as one list; every other case alone. Under `visible_gpus` "case" a list
-    of consecutive batchable cases is split by environment (visible_gpus_of), each group keeping its cases'
-    order, so that a batch process is started once per environment and not at every change: on 4 x H100
-    (b7b9039) the copy family alternated GPU-0 cases with peer cases, and the 4-GPU run spent 24.5 s between
-    cases, most of it starting processes, against 5.4 s with every GPU visible."""
-    def groups(run):
-        if options.get("visible_gpus") != "case":
-            return [run]
-        by_env = {}
-        for c in run:
-            by_env.setdefault(visible_gpus_of(c, options), []).append(c)
-        return list(by_env.values())
-
-    run = []
-    for c in cases:
-        if c.batchable(options):
-            run.append(c)
-            continue
+    """Consecutive batchable cases as one list; every other case alone. Under `visible_gpus` "case" a stretch
+    of the plan is grouped by environment (visible_gpus_of), each group keeping its cases' order, so that a
+    batch process is started once per environment and not at every change: on 4 x H100 (b7b9039) the copy
+    family alternated GPU-0 and peer cases, and the 4-GPU run spent 24.5 s between cases, most of it starting
+    processes, against 5.4 s with every GPU visible. A stretch runs up to a case of a family whose every case
+    keeps its own process (ISOLATED, a Python runner, a launcher's ranks); the cases inside it that keep
+    their own process (ISOLATED_KINDS: the managed ping-pongs) run alone after its groups, so they no longer
+    split it: on 4 x H100 (b447ae0) they split the ping-pong family into three GPU-0 and two 4-GPU batch
+    processes, whose starts took 0.27-0.28 s and 1.01-1.08 s each before their first case."""
+    if options.get("visible_gpus") != "case":
+        run = []
+        for c in cases:
+            if c.batchable(options):
+                run.append(c)
+                continue
+            if run:
+                yield run
+                run = []
+            yield [c]
         if run:
-            yield from groups(run)
-            run = []
-        yield [c]
-    if run:
-        yield from groups(run)
+            yield run
+        return
+
+    def barrier(c):
+        return not c.batchable(options) and (options.get("isolate") or c.launch or c.benchmark in PYTHON_RUNNERS
+                                             or c.benchmark in ISOLATED)
+
+    def stretch_segments(stretch):
+        by_env, alone = {}, []
+        for c in stretch:
+            if c.batchable(options):
+                by_env.setdefault(visible_gpus_of(c, options), []).append(c)
+            else:
+                alone.append([c])
+        return list(by_env.values()) + alone
+
+    stretch = []
+    for c in cases:
+        if barrier(c):
+            yield from stretch_segments(stretch)
+            stretch = []
+            yield [c]
+        else:
+            stretch.append(c)
+    yield from stretch_segments(stretch)
 
 
 def _tail(err: str) -> str:
@@ -487,11 +519,16 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
         meter = energy.Meter(bus_ids=bus_ids).start()
         for segment in _segments(todo, options):
             starts = {}
+            # In a batch, the reading after one case is the reading before the next on the same GPU: umbench
+            # starts the next case as it ends one, so the reading the suite takes as it gets the end marker is
+            # the nearer one (a reading is 8 NVML calls on the case's GPU).
+            after_last = {}
 
             def on_start(case):
                 bar.start(case)
                 running[:] = [case.case_id]
-                starts[id(case)] = (time.time(), read_conditions(case))
+                before = after_last.pop(device_of(case), None)
+                starts[id(case)] = (time.time(), before or read_conditions(case))
 
             if segment[0].batchable(options):
                 outcomes = execute_batch(segment, options, on_start, meter=meter)
@@ -503,7 +540,10 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
                 if before is None:  # it never started (its batch hung before it): no reading from before
                     before = read_conditions(case)
                 # A batch's own process holds its CUDA context between cases: not another user of the GPU.
-                conditions.attach(outcome.records, before, read_conditions(case), outcome.pids)
+                after = read_conditions(case)
+                conditions.attach(outcome.records, before, after, outcome.pids)
+                after_last.clear()
+                after_last[device_of(case)] = after
                 used = energy.window(*outcome.energy[:2], energy.gpus_of(case, options), outcome.energy[2]) \
                     if outcome.energy else None
                 energy.attach(outcome.records, used)
