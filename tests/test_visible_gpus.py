@@ -213,5 +213,10 @@ def test_the_cases_that_keep_their_own_process_inside_a_stretch_no_longer_split_
     segs = list(suite._segments(default, CASE))
     first_alone = next(i for i, s in enumerate(segs) if s[0].benchmark in suite.ISOLATED)
     assert [len(s) > 1 for s in segs[:2]] == [True, True]
+    # every case across GPUs, NCCL's too, in the one batch process that sees every GPU (b447ae0: NCCL came after
+    # the applications in its own, whose start took 1.09 s)
+    across = [c for c in default if c.batchable(CASE) and suite.visible_gpus_of(c, CASE) is None]
+    assert segs[1] == across and "nccl" in {c.benchmark for c in across}
+    assert sum(len(s) > 1 or s[0].batchable(CASE) for s in segs) == 3  # GPU 0's, every GPU's, the applications'
     assert all(not s[0].batchable(CASE) for s in segs[2:first_alone])
     assert sorted(c.case_id for s in segs for c in s) == sorted(c.case_id for c in default)

@@ -514,6 +514,10 @@ def default_plan(fingerprint, quick=False) -> list:
                                       "families": ["copy (peer matrix)", "latency", "pingpong"]}
     cases += latency_cases(fingerprint, sizes=LATENCY_SHORT, across=lat_pairs)
     cases += pingpong_cases(fingerprint, across=pp_pairs)
+    # A short NCCL case where there are 2+ GPUs, beside the other cases across GPUs: under --visible-gpus case
+    # they share one batch process that sees every GPU (its start took 1.09 s before the NCCL case on 4 x H100
+    # when NCCL came last, after the applications: b447ae0).
+    cases += scaleout.default_cases(fingerprint)
     # Unified-memory dynamics, short: 1 GiB, 20 iterations, one trial.
     cases += migration_cases(fingerprint, MIGRATION_KINDS[:4] + ["managed,first_touch=cpu,advise=preferred:cpu+accessed_by:gpu",
                                                                  "pinned", "system"],
@@ -525,7 +529,6 @@ def default_plan(fingerprint, quick=False) -> list:
     # (64 MiB), GPU- and CPU-initialised.
     from umscope import apps
     cases += apps.default_cases()
-    cases += scaleout.default_cases(fingerprint)  # a short NCCL case where there are 2+ GPUs
     return cases
 
 
