@@ -48,9 +48,11 @@ def fake_nvml(monkeypatch):
     def use(fake):
         monkeypatch.setattr(nvml, "_init", lambda: (fake, "") if fake else (None, "nvidia-ml-py is not installed"))
         nvml._handle.cache_clear()
+        nvml._default_limit.cache_clear()
         return fake
     yield use
     nvml._handle.cache_clear()
+    nvml._default_limit.cache_clear()
 
 
 def _rapl(root, n, uj, max_uj=262143328850, name=None):
@@ -281,6 +283,23 @@ def test_one_reading_between_two_cases_of_a_batch(fake_nvml, tmp_path, monkeypat
     assert a1 is b0 and a2 is b1 and a0["t"] < b0["t"] < b1["t"] < b2["t"]
     for a, b in ((a0, b0), (a1, b1), (a2, b2)):
         assert 0.19 <= b["t"] - a["t"] < 3
+
+
+def test_the_default_power_limit_is_read_once_the_limit_at_every_reading(fake_nvml, tmp_path):
+    """The board's default limit is a constant: read once per GPU; the limit in force at every reading."""
+    fake = fake_nvml(_FakeNvml(count=2))
+    asked = []
+    for name in ("nvmlDeviceGetPowerManagementLimit", "nvmlDeviceGetPowerManagementDefaultLimit"):
+        real = getattr(fake, name)
+        setattr(fake, name, lambda h, real=real, name=name: asked.append(name) or real(h))
+    m = energy.Meter(tmp_path)
+    a = m.snapshot()
+    fake.limit = 450000
+    b = m.snapshot()
+    assert asked.count("nvmlDeviceGetPowerManagementDefaultLimit") == 2
+    assert asked.count("nvmlDeviceGetPowerManagementLimit") == 4
+    assert a["sources"]["gpu1"]["limit_w"] == 700.0 and b["sources"]["gpu1"]["limit_w"] == 450.0
+    assert b["sources"]["gpu1"]["default_w"] == 700.0
 
 
 def test_run_cases_stores_the_energy_of_every_case(fake_nvml, tmp_path):

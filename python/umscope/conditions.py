@@ -78,7 +78,13 @@ def read(device: int = 0, bus_id: str = None) -> dict:
 
     get("sm_clock_mhz", nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_SM)
     get("mem_clock_mhz", nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_MEM)
-    get("sm_clock_max_mhz", nv.nvmlDeviceGetMaxClockInfo, nv.NVML_CLOCK_SM)
+    maxima = _state.setdefault("max_clock", {})  # a constant of the GPU: read once
+    if key not in maxima:
+        get("sm_clock_max_mhz", nv.nvmlDeviceGetMaxClockInfo, nv.NVML_CLOCK_SM)
+        if "sm_clock_max_mhz" in out:
+            maxima[key] = out["sm_clock_max_mhz"]
+    else:
+        out["sm_clock_max_mhz"] = maxima[key]
     get("temperature_c", nv.nvmlDeviceGetTemperature, nv.NVML_TEMPERATURE_GPU)
     get("power_w", nv.nvmlDeviceGetPowerUsage, scale=1e-3)
     events = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons

@@ -132,11 +132,18 @@ def energy_j(index):
     return None if mj is None else mj / 1000.0
 
 
+@functools.lru_cache(maxsize=None)
+def _default_limit(index):
+    """The board's default power limit (mW), a constant of the GPU: read once (the suite reads the limits
+    around every case, and each NVML call took about 1 ms on 4 x H100: docs/suite-time.md)."""
+    return _on("nvmlDeviceGetPowerManagementDefaultLimit", index)
+
+
 def power_limits_w(index) -> dict:
     """The GPU's power management limit now and its default, in watts (each None where NVML cannot say).
     Read only: umscope never sets a limit."""
     now = _on("nvmlDeviceGetPowerManagementLimit", index)
-    default = _on("nvmlDeviceGetPowerManagementDefaultLimit", index)
+    default = _default_limit(index)
     return {"limit_w": None if now is None else now / 1000.0,
             "default_w": None if default is None else default / 1000.0}
 
