@@ -108,8 +108,42 @@ def time_run(which: str, out: Path, stop_after, extra, resume_from=None) -> dict
     return {"which": which, "command": " ".join(cmd[3:]), "wall_s": round(wall, 1), "exit": proc.returncode,
             "stopped_after_s": stop_after if stopped else None, "planned": planned, "done": len(cases),
             "in_cases_s": round(in_cases, 1), "outside_cases_s": round(wall - in_cases, 1), "gpu": gpu,
-            "target_s": TARGETS.get(which), "families": fams,
+            "target_s": TARGETS.get(which), "families": fams, "between": between(run, cases),
             "statuses": {st: sum(1 for c in cases if c["status"] == st) for st in {c["status"] for c in cases}}}
+
+
+# A pause between two cases this long is a process starting (a batch's, before its first case's start marker);
+# the others are the suite's own work between two cases of a batch (NVML readings, storing the case).
+START_GAP_S = 0.2
+
+
+def between(run: dict, cases: list) -> dict:
+    """Where a run's time outside its cases went, from the store alone: run start to the first case, the pauses
+    between cases (process starts: START_GAP_S or longer; the others: the suite's work between two cases), the
+    last case to the run's end (the cross-mode checks), all in seconds."""
+    cs = sorted((c for c in cases if c.get("started") is not None), key=lambda c: c["started"])
+    if not cs:
+        return {}
+    gaps = [b["started"] - (a["started"] + (a["elapsed"] or 0.0)) for a, b in zip(cs, cs[1:])]
+    starts = [g for g in gaps if g >= START_GAP_S]
+    short = sorted(g for g in gaps if g < START_GAP_S)
+    end = cs[-1]["started"] + (cs[-1]["elapsed"] or 0.0)
+    return {"to_first_case_s": round(cs[0]["started"] - run["started"], 2),
+            "process_starts": len(starts), "process_starts_s": round(sum(starts), 2),
+            "other_gaps": len(short), "other_gaps_s": round(sum(short), 2),
+            "other_gap_median_ms": round(1000 * short[len(short) // 2], 1) if short else None,
+            "after_last_case_s": round((run["finished"] or end) - end, 2)}
+
+
+def between_text(b: dict) -> str:
+    if not b:
+        return ""
+    return (f"Outside the cases, from the store: {b['to_first_case_s']:.2f} s from the run's start to its first "
+            f"case; between cases {b['process_starts']} pauses of {START_GAP_S:g} s or more (a process starting or "
+            f"ending) took {b['process_starts_s']:.2f} s and {b['other_gaps']} others {b['other_gaps_s']:.2f} s "
+            f"(median {b['other_gap_median_ms']} ms: the suite's readings and storing between two cases of a "
+            f"batch, and around a case in its own process); {b['after_last_case_s']:.2f} s after the last case; the rest "
+            "(probe, plan, report) before and after the run.\n")
 
 
 def table(r: dict) -> str:
@@ -127,12 +161,12 @@ def table(r: dict) -> str:
     rows.append(f"| (probe, plan, report: outside the cases) | | {r['outside_cases_s']:.1f} | | "
                 f"{100 * r['outside_cases_s'] / max(r['wall_s'], 1e-9):.0f}% |")
     rows.append(f"| **total** | {r['done']} | {r['wall_s']:.1f} | | |")
-    return head + "\n".join(rows) + "\n"
+    return head + "\n".join(rows) + "\n" + ("\n" + between_text(r["between"]) if r.get("between") else "")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
     ap.add_argument("--only", choices=["full", "quick"])
     ap.add_argument("--bench", metavar="FAMILY", action="append", default=[],
                     help="time `umscope bench FAMILY` too (one family of the suite, e.g. apps), repeatable")
@@ -141,8 +175,19 @@ def main():
                     "ended (a shared machine's time limit), adding the wall time they had taken")
     ap.add_argument("--kind", help="the machine kind it runs on (e.g. nvidia-h100-x1), stated in the document")
     ap.add_argument("--note", help="a paragraph to add under the header (e.g. the time before a change)")
+    ap.add_argument("--gaps", metavar="STORE", help="only print where the newest run of STORE spent its time "
+                    "between cases (no run)")
     ap.add_argument("extra", nargs="*", help="more umscope run arguments (after --)")
     a = ap.parse_args()
+    if not a.out and not a.gaps:
+        ap.error("--out is required (or --gaps STORE)")
+    if a.gaps:
+        from umscope.store import Store
+        st = Store(a.gaps, readonly=True)
+        run = st.run()
+        print(json.dumps(between(run, st.cases(run["id"]))))
+        print(between_text(between(run, st.cases(run["id"]))), end="")
+        return
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     runs = [w for w in ("quick", "full") if a.only in (None, w)] if a.only or not a.bench else []

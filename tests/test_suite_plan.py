@@ -164,7 +164,7 @@ def test_sm_copies_of_host_memory_with_a_peer_are_left_out_where_they_repeat_the
         return {(c.kind, c.params["dst"], c.params["engine"]) for c in cases if c.benchmark == "copy"
                 and "peer:1" in (c.kind, c.params["dst"]) and bool({c.kind, c.params["dst"]} & hosts)}
     hosts = {"pinned", "registered", "system"}
-    every = {(h, "peer:1", e) for h in hosts for e in ("ce", "sm")} | {("peer:1", h, e) for h in hosts for e in ("ce", "sm")}
+    every = {x for h in hosts for e in ("ce", "sm") for x in ((h, "peer:1", e), ("peer:1", h, e))}
     fp = with_pcie(_four_gpus())
     plan = plans.default_plan(fp)
     assert host_peer(plan) == {x for x in every if x[2] == "ce"}
