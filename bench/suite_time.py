@@ -142,8 +142,8 @@ def between_text(b: dict) -> str:
             f"case; between cases {b['process_starts']} pauses of {START_GAP_S:g} s or more (a process starting or "
             f"ending) took {b['process_starts_s']:.2f} s and {b['other_gaps']} others {b['other_gaps_s']:.2f} s "
             f"(median {b['other_gap_median_ms']} ms: the suite's readings and storing between two cases of a "
-            f"batch, and around a case in its own process); {b['after_last_case_s']:.2f} s after the last case; the rest "
-            "(probe, plan, report) before and after the run.\n")
+            f"batch, and around a case in its own process); {b['after_last_case_s']:.2f} s after the last case; "
+            "the rest (probe, plan, report) before and after the run.\n")
 
 
 def table(r: dict) -> str:
