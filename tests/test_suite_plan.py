@@ -195,3 +195,37 @@ def test_scaling_takes_ops_and_refuses_unknown_ones():
     assert [c.params.get("blocks") for c in told] == [c.params.get("blocks") for c in default]
     with pytest.raises(UsageError, match="unknown value 'bogus'"):
         options.bench_options("scaling", ops="read,bogus")
+
+
+def test_cases_in_their_own_process_that_the_probe_knows_will_skip_start_no_process(tmp_path, monkeypatch):
+    """4 x H100 (b447ae0): 7 cases of the default plan, each in its own process, started one (0.46-0.50 s) to
+    skip because the GPU cannot reach pageable memory, which the probe had already read. They are stored as
+    skipped with the reason, without a process; a resumed run keeps that; where the GPU can reach pageable
+    memory, or the probe does not say, they run."""
+    from umscope import suite
+    from umscope.store import Store
+    fp = _four_gpus()
+    for g in fp["gpus"]:
+        g["pageable_memory_access"] = False
+    plan = plans.default_plan(fp)
+    known = sorted(c.case_id for c in plan if c.skip)
+    assert len(known) == 7 and all(c.skip == plans.NO_PAGEABLE for c in plan if c.skip)
+    assert {c.split()[0] for c in known} == {"migration", "firsttouch", "faults"}
+    assert all(" by=gpu" in c or "processor=gpu" in c or c.startswith("migration") for c in known)
+    assert not any(c.skip for c in plan if c.benchmark not in suite.ISOLATED)  # a batch skips them cheaply
+    assert [c.skip for c in suite.plan_from_json(suite.plan_to_json(plan))] == [c.skip for c in plan]
+    for g in fp["gpus"]:
+        g["pageable_memory_access"] = True
+    assert not any(c.skip for c in plans.default_plan(fp))
+    for g in fp["gpus"]:
+        del g["pageable_memory_access"]
+    assert not any(c.skip for c in plans.default_plan(fp))
+    # through the runner: stored as skipped with the reason, and no process started
+    case = suite.Case("firsttouch", "system", {"by": "gpu"}, skip=plans.NO_PAGEABLE)
+    s = Store(tmp_path / "s.sqlite")
+    rid = s.create_run("run", "test", suite.plan_to_json([case]), {}, {})
+    started = []
+    monkeypatch.setattr(suite.subprocess, "Popen", lambda *a, **k: started.append(a) or 1 / 0)
+    assert suite.run_cases(s, rid, [case], {"device": 0}, progress=False) == "complete"
+    (row,) = s.cases(rid)
+    assert (row["status"], row["reason"]) == ("skipped", plans.NO_PAGEABLE) and not started

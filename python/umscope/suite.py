@@ -111,6 +111,7 @@ class Case:
     params: dict = field(default_factory=dict)
     timeout: float = 180.0
     launch: list = None  # a site launcher's argv (mpirun -n 2 ...): the case runs as umbench-mpi ranks
+    skip: str = None  # the plan knows it will be skipped, and why (plans.known_skip): stored without a process
 
     @property
     def case_id(self) -> str:
@@ -147,7 +148,7 @@ class Case:
 
     def batchable(self, options: dict) -> bool:
         """Whether this case may share a umbench batch process with its neighbours."""
-        if options.get("isolate") or self.launch or self.benchmark in PYTHON_RUNNERS or self.benchmark in ISOLATED:
+        if options.get("isolate") or self.skip or self.launch or self.benchmark in PYTHON_RUNNERS or self.benchmark in ISOLATED:
             return False
         if (self.kind or "").split(",")[0].split(":")[0] in ISOLATED_KINDS.get(self.benchmark, ()):
             return False
@@ -157,11 +158,14 @@ class Case:
         d = {"benchmark": self.benchmark, "kind": self.kind, "params": self.params, "timeout": self.timeout}
         if self.launch:
             d["launch"] = list(self.launch)
+        if self.skip:
+            d["skip"] = self.skip
         return d
 
     @classmethod
     def from_json(cls, d) -> "Case":
-        return cls(d["benchmark"], d.get("kind"), dict(d.get("params") or {}), d.get("timeout", 180.0), d.get("launch"))
+        return cls(d["benchmark"], d.get("kind"), dict(d.get("params") or {}), d.get("timeout", 180.0), d.get("launch"),
+                   d.get("skip"))
 
 
 @dataclass
@@ -530,6 +534,13 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
                 before = after_last.pop(device_of(case), None)
                 starts[id(case)] = (time.time(), before or read_conditions(case))
 
+            if segment[0].skip:  # known before it starts (plans.known_skip): no process, no readings
+                case, outcome = segment[0], Outcome("skipped", segment[0].skip, [], 0.0)
+                bar.start(case)
+                with deferred_signals():
+                    store.add_case_result(run_id, case, outcome.status, outcome.reason, time.time(), 0.0, [])
+                bar.finish(case, outcome)
+                continue
             if segment[0].batchable(options):
                 outcomes = execute_batch(segment, options, on_start, meter=meter)
             else:
