@@ -49,7 +49,11 @@ CUTS = ("Where the time was cut without changing a figure: untimed preparation o
         "repetitions are timed, with the evidence that "
         "the figure does not change (the first repetitions' median against all 20, beside the spread and the "
         "change from run to run): the single-thread CPU stream (8 instead of 20) and copies slower than 15 ms a "
-        "repetition (as many as fill 0.3 s, at least 8) in docs/suite-reps.md (bench/first_reps.py).\n\n")
+        "repetition (as many as fill 0.3 s, at least 8) in docs/suite-reps.md (bench/first_reps.py). On a node with "
+        "several GPUs (issue 38, docs/suite-time.md): three batch processes where the plan allows (GPU 0's, every "
+        "GPU's, the applications'), no process for an own-process case the probe knows will skip, one energy "
+        "reading and one conditions reading between two batched cases, and no SM copies of host memory with a peer "
+        "that has NVLink and the same host side as GPU 0 (they repeat GPU 0's own).\n\n")
 
 
 def family_of(benchmark: str) -> str:

@@ -114,8 +114,8 @@ def host_copies_repeat(fingerprint, a, b) -> bool:
     own memory: GPU b is joined to GPU a by NVLink (many times the host link's rate, so the host link bounds
     the copy) and has the same host side (_host_side). On 4 x H100 NV18 (b447ae0, docs/suite-time.md) the 12
     such figures of pair 0-1 (pinned, registered to and from peer:1, 64 KiB to 256 MiB) were within 9.0% of GPU
-    0's own, inside the figures' spreads (1-85%). Not by copy engines: there, host memory to and from peer:1
-    was 1.2-2.6 times slower at 64 KiB and 1 MiB (pinned to peer:1 3.46 against 8.59 GB/s at 64 KiB)."""
+    0's own, inside the figures' spreads (1-85%). Not by copy engines: there, pinned and registered memory to and
+    from peer:1 was 1.2-2.6 times slower at 64 KiB and 1 MiB (pinned to peer:1 3.46 against 8.59 GB/s at 64 KiB)."""
     topo = fingerprint.get("topology") or {}
     pair = next((p for p in topo.get("pairs") or [] if p.get("a") == a and p.get("b") == b), None)
     if not pair or pair.get("type") != "NVLink":
