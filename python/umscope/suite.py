@@ -148,7 +148,9 @@ class Case:
 
     def batchable(self, options: dict) -> bool:
         """Whether this case may share a umbench batch process with its neighbours."""
-        if options.get("isolate") or self.skip or self.launch or self.benchmark in PYTHON_RUNNERS or self.benchmark in ISOLATED:
+        if options.get("isolate") or self.skip or self.launch:
+            return False
+        if self.benchmark in PYTHON_RUNNERS or self.benchmark in ISOLATED:
             return False
         if (self.kind or "").split(",")[0].split(":")[0] in ISOLATED_KINDS.get(self.benchmark, ()):
             return False
