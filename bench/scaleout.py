@@ -444,17 +444,23 @@ def main():
         lo, hi = min(nccl_sizes), max(nccl_sizes)
         flags = ["-b", str(lo), "-e", str(hi), "-f", "4", "-c", "1", "-n", "20", "-w", "5"]
 
-        def ranked(line):
-            """umscope's ranks and nccl-tests' _mpi under one mpirun line: (records, {op: {size: busbw}})."""
+        nt_slowest = {}  # nccl-tests _mpi with -a 3: the slowest rank's time, as umscope's ranks report it
+
+        def ranked(line, slowest=False):
+            """umscope's ranks and nccl-tests' _mpi under one mpirun line: (records, {op: {size: busbw}}); with
+            slowest, nccl-tests again with -a 3 into nt_slowest (its default -a 1 averages the ranks' times)."""
             recs, nt = ours_nccl("device", nccl_ops, nccl_sizes, a.reps, launch=line), {}
             for op in nccl_ops:
                 name = NCCL_TESTS[op]
                 exe = find_anchor(nt_dir, f"{name}_perf_mpi", f"bin/{name}_perf_mpi")
                 if exe:
                     nt[op] = nccl_tests_table(sh(line + [exe] + flags + ["-g", "1"]))
+                    if slowest:
+                        nt_slowest[op] = nccl_tests_table(sh(line + [exe] + flags + ["-g", "1", "-a", "3"]))
             return recs, nt
 
-        by_bind = {b: ranked(mpirun(n, bind=b)) for b in binds} if a.nccl_launch != "one" else {}
+        by_bind = {b: ranked(mpirun(n, bind=b), slowest=b == binds[0]) for b in binds} \
+            if a.nccl_launch != "one" else {}
         per_rank, nt_mpi = by_bind.get(binds[0], ([], {}))
         records += one + [r for recs, _ in by_bind.values() for r in recs]
         for op in nccl_ops:
@@ -463,28 +469,19 @@ def main():
             if exe:
                 nt_one[op] = nccl_tests_table(sh([exe] + flags + ["-g", str(n)]))
         torch_res, torch_ver = ({}, None) if a.no_torch else torch_collectives(n, nccl_sizes)
-        rows = []
-        for op in nccl_ops:
-            for size in nccl_sizes:
-                o = next((r for r in one if r["op"] == op and r["bytes"] == size), None)
-                m = next((r for r in per_rank if r["op"] == op and r["bytes"] == size), None)
-                t1, tm = nt_one.get(op, {}).get(size), nt_mpi.get(op, {}).get(size)
-                tt = torch_res.get(f"{op} {size}")
-                rows.append([op, format_size(size),
-                             f"{o['median']:.4g} ({spread_text(o)})" if o else "—", f"{t1:.4g}" if t1 else "—",
-                             ratio_cell(o["median"] / t1 if o and t1 else None, TARGET["nccl"]),
-                             f"{m['median']:.4g} ({spread_text(m)})" if m else "—", f"{tm:.4g}" if tm else "—",
-                             ratio_cell(m["median"] / tm if m and tm else None, TARGET["nccl"]),
-                             f"{tt:.4g}" if tt else "—", ratio_cell(o["median"] / tt if o and tt else None, 0.98)])
+        rows = nccl_rows(one, per_rank, nt_one, nt_mpi, nt_slowest, torch_res, nccl_ops, nccl_sizes)
         md.append(f"\n## NCCL collectives, device buffers, busbw (GB/s), {n} GPUs\n\numscope `nccl --kind device` "
                   f"({a.reps} repetitions after one warm-up, each of 20 calls up to 256 MiB, 1 at 4 GiB, behind one "
                   f"untimed call) in one process (ncclCommInitAll) and under `{shlex.join(launch)}`; nccl-tests "
                   f"2.19.6 `-b {lo} -e {hi} -f 4 -n 20 -w 5` with `-g {n}` and `_mpi` under the same line "
                   f"(out-of-place busbw); PyTorch: {torch_ver or 'not run'} ({n} processes, 20 calls between two "
-                  "events after 5 warm-ups, the slowest rank). Ratio target 0.98.\n")
+                  "events after 5 warm-ups, the slowest rank). Under mpirun umscope reports the slowest rank's time "
+                  "(a collective ends when its last rank does); nccl-tests' `_mpi` by default averages the ranks' "
+                  "times (`-a 1`), so it is run again with `-a 3` (the slowest rank's, umscope's definition). "
+                  "Ratio target 0.98.\n")
         md.append(md_table(["op", "size", "umscope 1 proc (spread)", "nccl-tests -g", "ratio",
-                            f"umscope {n} ranks (spread)", "nccl-tests _mpi", "ratio", "torch", "umscope/torch"],
-                           rows))
+                            f"umscope {n} ranks (spread)", "nccl-tests _mpi", "ratio", "nccl-tests _mpi -a 3",
+                            "ratio", "torch", "umscope/torch"], rows))
         if len(by_bind) > 1:
             md.append(f"\n## NCCL, one rank per GPU, by rank binding (busbw GB/s, {n} GPUs)\n\n"
                       + "; ".join(f"{b}: `{shlex.join(mpirun(n, bind=b))}`" for b in by_bind)
@@ -540,6 +537,27 @@ def main():
 
 
 OSU_CACHE = {}
+
+
+def nccl_rows(one, per_rank, nt_one, nt_mpi, nt_slowest, torch_res, ops, sizes):
+    """One row per op and size: umscope in one process beside nccl-tests -g, umscope's ranks beside nccl-tests'
+    _mpi (its default, the ranks' mean time) and _mpi -a 3 (the slowest rank's, as umscope's), and PyTorch."""
+    rows = []
+    for op in ops:
+        for size in sizes:
+            o = next((r for r in one if r["op"] == op and r["bytes"] == size), None)
+            m = next((r for r in per_rank if r["op"] == op and r["bytes"] == size), None)
+            t1, tm = nt_one.get(op, {}).get(size), nt_mpi.get(op, {}).get(size)
+            ts = nt_slowest.get(op, {}).get(size)
+            tt = torch_res.get(f"{op} {size}")
+            rows.append([op, format_size(size),
+                         f"{o['median']:.4g} ({spread_text(o)})" if o else "—", f"{t1:.4g}" if t1 else "—",
+                         ratio_cell(o["median"] / t1 if o and t1 else None, TARGET["nccl"]),
+                         f"{m['median']:.4g} ({spread_text(m)})" if m else "—", f"{tm:.4g}" if tm else "—",
+                         ratio_cell(m["median"] / tm if m and tm else None, TARGET["nccl"]),
+                         f"{ts:.4g}" if ts else "—", ratio_cell(m["median"] / ts if m and ts else None, TARGET["nccl"]),
+                         f"{tt:.4g}" if tt else "—", ratio_cell(o["median"] / tt if o and tt else None, 0.98)])
+    return rows
 
 
 def bind_rows(by_bind, ops, sizes):

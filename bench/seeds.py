@@ -64,11 +64,12 @@ def _gemm(prec, n, a, b, c="device", iterations="4"):
              "--iterations", iterations, "--mode", "explicit"])
 
 
-def _llm(model, mode, weights=None):
+def _llm(model, mode, weights=None, cache="device"):
     argv = ["app", "run", "llm", "--model", model, "--mode", mode, "--precision", "fp16", "--tokens", "100",
             "--reps", "1", "--warmup", "0", "--link-counters", "none", "--compile", "off"]
-    return (f"llm {model} {mode}" + (f" weights={weights}" if weights else ""),
-            argv + (["--weights", weights, "--cache", "device"] if weights else []))
+    return (f"llm {model} {mode}" + (f" weights={weights}" if weights else "")
+            + (f" cache={cache}" if weights and cache != "device" else ""),
+            argv + (["--weights", weights, "--cache", cache] if weights else []))
 
 
 def cmds_fig5(ctx):
@@ -137,6 +138,12 @@ def cmds_fig16(ctx):
 
 def cmds_fig17(ctx):
     return [_llm(m, mode) for m in LLM_MODELS for mode in ("explicit", "managed", "pinned")]
+
+
+def cmds_fig17_split(ctx):
+    # the study's allocator split as the app makes it: the weights (each block above 1 MB) in host memory, the KV
+    # cache and activations from a cudaMallocAsync pool on the GPU
+    return [_llm(m, "mixed", "pinned", cache="async") for m in LLM_MODELS]
 
 
 def cmds_fig17_peer(ctx):
@@ -231,6 +238,9 @@ _fig("fusco-fig13-gpus", "fusco2024", "Fig. 13 (GPUs)", "ping-pong between every
      2, 25, lambda d: render_fig13(d, gpus=True))
 _fig("fusco-fig15-peer", "fusco2024", "Fig. 15 (peer)", "GEMM with A or B on a peer GPU", cmds_fig15_peer, 2, 35,
      lambda d: render_fig15(d, peer=True))
+_fig("fusco-fig17-split", "fusco2024", "Fig. 17 (split)",
+     "LLM decoding with the study's allocator split: weights in host memory, small blocks from cudaMallocAsync",
+     cmds_fig17_split, 1, 150, lambda d: render_fig17(d, split=True))
 _fig("fusco-fig17-peer", "fusco2024", "Fig. 17 (peer)", "LLM decoding with the weights on a peer GPU",
      cmds_fig17_peer, 2, 60, lambda d: render_fig17(d, peer=True))
 _fig("fusco-fig18", "fusco2024", "Fig. 18", "NCCL all-reduce and all-gather over device, host and peer buffers",
@@ -462,8 +472,7 @@ def index(pages_dir):
     for name, f in FIGURES.items():
         page = Path(pages_dir) / f"{name}.md"
         made = page.exists()
-        group = "single" if f.gpus <= 1 else "multi"
-        status = f"to be made: `bench/seeds.py --figures {group}`"
+        status = f"to be made: `bench/seeds.py --figures {name}`"
         if made:
             text_of_page = page.read_text()  # commands never started, and those stopped at the budget's end
             said = re.search(r"(\d+) command\(s\) cut by the time budget", text_of_page)

@@ -474,7 +474,7 @@ def render_fig16(d):
     return lines, {"": svg.line_chart(list(series.items()), "GEMM against size", "n", "TFLOP/s", y_log=True)}
 
 
-def render_fig17(d, peer=False):
+def render_fig17(d, peer=False, split=False):
     from umscope.report import svg
     lines = ["Decoding 100 tokens with models of Llama 2's configurations built with random weights (nothing is "
              "downloaded; the GPU machine has no network), fp16, batch 1; the time per token is the record's.", "",
@@ -502,8 +502,15 @@ def render_fig17(d, peer=False):
                  "direction), the KV cache on GPU 0: different in kind. " if peer else
                  "Its host placement is Grace's DDR over NVLink-C2C; here pinned host memory over PCIe (different "
                  "in kind). ")
-              + "Its allocator split is `umscope place --rule '<1M:async'` for a user's own program; the app's "
-              "allocator places every block in the mode's kind."]
+              + ("Its allocator split: the weights (each of their blocks is above 1 MB) in pinned host memory, "
+                 "the KV cache and activations from a `cudaMallocAsync` pool on the GPU (`--mode mixed --weights "
+                 "pinned --cache async`); the study's rule sends every block above 1 MB to host memory, so its KV "
+                 "cache blocks above 1 MB were there too. For a user's own program the same split is `umscope "
+                 "place --kind pinned --rule '<4M:async'` (place routes PyTorch's segments; its blocks up to 1 MB "
+                 "come from 2 MiB segments, larger ones from segments of 20 MiB or more). The rows with every "
+                 "block in one kind: fusco-fig17.md." if split else
+                 "Its allocator split (`cudaMallocAsync` for the small blocks): fusco-fig17-split.md; here the app's "
+                 "allocator places every block in the mode's kind.")]
     return lines, {"": svg.hbar_chart(list(groups.items()), "ms per token", "LLM decode time per token",
                                       log=True)} if groups else {}
 

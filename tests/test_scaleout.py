@@ -408,3 +408,17 @@ def test_scaleout_refuses_bad_repetition_counts_before_running_anything(tmp_path
     res = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "bench" / "scaleout.py"),
                           *argv, "--out", str(out)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "--alternate" in res.stderr and not out.exists()
+
+
+def test_nccl_rows_set_umscopes_ranks_beside_nccl_tests_mean_and_slowest_rank():
+    so = _bench_scaleout()
+    rec = lambda med: {"op": "alltoall", "bytes": 16 << 20, "median": med, "spread": 0.009}  # noqa: E731
+    (row,) = so.nccl_rows([rec(198.2)], [rec(173.8)], {"alltoall": {16 << 20: 180.8}},
+                          {"alltoall": {16 << 20: 188.5}}, {"alltoall": {16 << 20: 175.0}}, {},
+                          ["alltoall"], [16 << 20])
+    assert row[:5] == ["alltoall", "16 MiB", "198.2 (0.9%)", "180.8", "1.096"]
+    assert row[5:8] == ["173.8 (0.9%)", "188.5", "0.922 **below**"]  # against nccl-tests' default, the ranks' mean
+    assert row[8:10] == ["175", "0.993"]  # against -a 3, the slowest rank's time: umscope's definition
+    assert row[10:] == ["—", "—"]  # PyTorch not run
+    (none,) = so.nccl_rows([], [rec(173.8)], {}, {}, {}, {}, ["alltoall"], [16 << 20])
+    assert none[8:10] == ["—", "—"]

@@ -177,7 +177,7 @@ def test_index_links_made_pages_only(seeds, tmp_path):
     seeds.index(tmp_path)  # idempotent: one block
     text = (tmp_path / "README.md").read_text()
     assert text.count(seeds.INDEX_START) == 1 and "[fusco-fig5](fusco-fig5.md)" in text
-    assert "| fusco-fig18 |" in text and "bench/seeds.py --figures multi" in text
+    assert "| fusco-fig18 |" in text and "to be made: `bench/seeds.py --figures fusco-fig18`" in text
 
 
 def test_index_says_how_many_commands_the_budget_cut(seeds, tmp_path):
@@ -337,3 +337,21 @@ def test_fig8_10_bandwidth_against_blocks_and_threads(seeds, tmp_path):
         (tmp_path / "pages" / "fusco-fig8-10-threads.svg").read_text()
     assert blocks.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and "against blocks" in blocks
     assert 'data-v="21.5"' in blocks and 'data-v="3001.0"' not in blocks and 'data-v="3001.0"' in threads
+
+
+def test_fig17_split_is_the_studys_allocator_split_weights_on_the_host_small_blocks_from_an_async_pool(seeds, tmp_path):
+    cmds = seeds.cmds_fig17_split({})
+    assert [t for t, _ in cmds] == ["llm llama2-7b mixed weights=pinned cache=async",
+                                    "llm llama2-13b mixed weights=pinned cache=async"]
+    for _, argv in cmds:
+        assert argv[argv.index("--mode") + 1] == "mixed"
+        assert argv[argv.index("--weights") + 1] == "pinned" and argv[argv.index("--cache") + 1] == "async"
+    rec = {"benchmark": "llm", "op": "decode", "status": "ok", "unit": "ms", "median": 280.0, "min": 279.0,
+           "max": 281.0, "extra": {"tokens_per_s": 3.57, "weight_bytes": 13.5e9}}
+    run = write_run(tmp_path / "run.jsonl", ["fusco-fig17-split"],
+                    [("fusco-fig17-split", "llm llama2-7b mixed weights=pinned cache=async", rec)])
+    subprocess.run([sys.executable, str(ROOT / "bench" / "seeds.py"), "--render", str(run), "--pages",
+                    str(tmp_path)], check=True, capture_output=True)
+    text = (tmp_path / "fusco-fig17-split.md").read_text()
+    assert row(text, "llama2-7b")[1] == "mixed weights=pinned cache=async"
+    assert "--rule '<4M:async'" in text and "cudaMallocAsync" in text
