@@ -237,3 +237,38 @@ def test_summary_flush_mode_by_the_update_put_ratio_and_its_check():
     assert f["duplicate_pct"]["p50"] == 50.0 and f["update_put_ratio"] == 50
     f = sim_events.summary(tr, update_put_ratio=70)["flush"]
     assert (f["update_put"], f["cached_put"]) == (0, 3)
+
+
+def test_replay_timeline_places_each_entry_against_the_previous_replay(tmp_path):
+    # Driver table: batch 2 (after replay 1 at GPU 10 us) holds page 1 again, written at 4 us (during batch 1's
+    # service, on a page batch 1 held), page 5 written at 8 us (during that service, a new page), page 6 written
+    # twice by one uTLB (one entry, t 20.002; its first instance at 10.5 us: within the 2.8 us burst) and page 7 at
+    # 15 us (later). Batch 1 has no replay before it and batch 3 is the table's last: neither counts.
+    rows = ["b page acc gpc cl ct dt_us dtg_us",
+            "1 0 1 0 1 1 0.000 0.5", "1 1 1 0 2 1 0.001 0.6",
+            "2 1 1 1 0 1 20.000 4.0", "2 5 1 0 1 1 20.001 8.0",
+            "2 6 1 0 2 1 20.002 11.0", "2 6 1 0 2 1 20.002 10.5", "2 7 1 0 2 1 20.003 15.0",
+            "3 8 1 0 1 1 40.000 26.0",
+            "# replays: b dt_us dtg_us", "r 1 10.0 10.0", "r 2 25.0 25.0", "r 3 45.0 45.0"]
+    f = tmp_path / "e.txt.gz"
+    with gzip.open(f, "wt") as fo:
+        fo.write("\n".join(rows) + "\n")
+    lines = sim_events.table_lines(f)
+    assert lines[0] == {"k": "uvm_fault", "g": 0, "b": 1, "a": 0, "acc": 1, "gpc": 0, "cl": 1, "ct": 1, "t": 0,
+                        "tg": 500}
+    assert lines[-1] == {"k": "uvm_replay", "g": 0, "b": 3, "ct": 1, "t": 45000, "tg": 45000}
+    tl = sim_events.replay_timeline(lines, 2.8)
+    assert {k: tl[k] for k in ("entries", "before_previous_page", "before_new", "burst", "later")} == \
+        {"entries": 4, "before_previous_page": 1, "before_new": 1, "burst": 1, "later": 1}
+    assert tl["shares"]["burst"] == 0.25 and tl["burst_us"] == 2.8
+    # The model's entry log through model_lines: batch 2 (after replay 1 at 17 us) holds page 1 written at 16 us
+    # (stale: batch 1 held it), page 2 written at 17.5 us and again at 17.6 us by the same uTLB (merged: one
+    # entry), page 3 written at 21 us; batch 3 is the last.
+    log = tmp_path / "m.log"
+    log.write_text("f 1 0 0 0 0 10000 0\nf 1 1 1 0 0 10000 0\nr 1 17000\n"
+                   "f 2 1 2 0 16000 22000 1\nf 2 2 0 0 17500 22000 0\nf 2 2 0 1 17600 22000 0\n"
+                   "f 2 3 1 0 21000 22000 0\nr 2 30000\nf 3 9 0 0 31000 33000 0\nr 3 40000\n")
+    tm = sim_events.replay_timeline(sim_events.model_lines(log), 2.8)
+    assert {k: tm[k] for k in ("entries", "before_previous_page", "before_new", "burst", "later")} == \
+        {"entries": 3, "before_previous_page": 1, "before_new": 0, "burst": 1, "later": 1}
+    assert sim_events.replay_timeline(sim_events.model_lines(log)[:4], 2.8) is None  # one batch: nothing to place

@@ -274,6 +274,27 @@ def entry_table(lines, path, page_bytes=PAGE, limit=25000):
     return min(len(faults), limit)
 
 
+def table_lines(path, page_bytes=PAGE):
+    """An entry table (entry_table's file) back as the trace lines summary() reads: each instance a `uvm_fault`
+    (its page relative to the lowest faulted page, t and tg in ns from the first fault's), each replay a
+    `uvm_replay`. The table holds a program's first instances only (entry_table's limit): its last batch may be
+    cut."""
+    out = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            p = line.split()
+            if not p or p[0] in ("b", "#"):
+                continue
+            if p[0] == "r":
+                out.append({"k": "uvm_replay", "g": 0, "b": int(p[1]), "ct": 1, "t": round(float(p[2]) * 1e3),
+                            "tg": round(float(p[3]) * 1e3)})
+            else:
+                out.append({"k": "uvm_fault", "g": 0, "b": int(p[0]), "a": int(p[1]) * page_bytes, "acc": int(p[2]),
+                            "gpc": int(p[3]), "cl": int(p[4]), "ct": int(p[5]), "t": round(float(p[6]) * 1e3),
+                            "tg": round(float(p[7]) * 1e3)})
+    return out
+
+
 def fresh_pages(path):
     """From an entry table (entry_table's file): per batch and uTLB, the distinct pages it wrote an entry for
     after the previous batch's replay (GPU clock), as a histogram, and how many of the uTLB-batches holding
@@ -283,15 +304,11 @@ def fresh_pages(path):
     its instance limit) and the first (no replay before it) are left out. None without batches to count."""
     per = defaultdict(list)  # (batch, uTLB) -> [(page, GPU write time)]
     reps = {}
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            p = line.split()
-            if not p or p[0] in ("b", "#"):
-                continue
-            if p[0] == "r":
-                reps[int(p[1])] = float(p[3])
-            else:
-                per[(int(p[0]), (p[3], p[4], p[5]))].append((int(p[1]), float(p[7])))
+    for e in table_lines(path, 1):
+        if e["k"] == "uvm_replay":
+            reps[e["b"]] = e["tg"]
+        else:
+            per[(e["b"], (e["gpc"], e["cl"], e["ct"]))].append((e["a"], e["tg"]))
     last = max((b for b, _ in per), default=None)
     hist, multi, older = [], 0, 0
     for (b, _), pts in per.items():
@@ -307,6 +324,39 @@ def fresh_pages(path):
     if not hist:
         return None
     return {"pages": histogram(hist, 8), "multi": multi, "multi_with_older": older}
+
+
+def replay_timeline(lines, burst_us, page_bytes=PAGE):
+    """When a batch's entries were written, against the previous batch's replay (GPU clock; the model's one clock):
+    each counted entry (a distinct (batch, t), written when its first instance was) of every batch after the first
+    and before the last (a table's last batch may be cut), as 'before_previous_page' (written before that replay,
+    on a page the previous batch held: an entry the previous service left stale), 'before_new' (before it, on
+    another page: a uTLB going on through the previous service), 'burst' (within burst_us after it: the misses
+    the replay lets go) or 'later'. lines: trace lines (summary()'s input; a driver's entry table through
+    table_lines, the model's entry log through model_lines). Returns the counts and shares, None without batches."""
+    faults = [e for e in lines if e.get("k") == "uvm_fault" and "tg" in e]
+    reps = {e["b"]: e["tg"] for e in lines if e.get("k") == "uvm_replay" and "tg" in e}
+    entries = defaultdict(list)  # batch -> [(page, GPU write time)]
+    for (_, b, _), grp in _merged(faults).items():
+        entries[b].append((grp[0]["a"] // page_bytes, min(f["tg"] for f in grp)))
+    pages = {b: {pg for pg, _ in ents} for b, ents in entries.items()}
+    last = max(entries, default=None)
+    got = Counter()
+    for b, ents in entries.items():
+        if b == last or b - 1 not in reps or b - 1 not in entries:
+            continue
+        for pg, tg in ents:
+            dt = (tg - reps[b - 1]) / 1e3
+            if dt < 0:
+                got["before_previous_page" if pg in pages[b - 1] else "before_new"] += 1
+            else:
+                got["burst" if dt <= burst_us else "later"] += 1
+    n = sum(got.values())
+    if not n:
+        return None
+    keys = ("before_previous_page", "before_new", "burst", "later")
+    return {"entries": n, "burst_us": burst_us, **{k: got[k] for k in keys},
+            "shares": {k: round(got[k] / n, 3) for k in keys}}
 
 
 def model_lines(path, page_bytes=PAGE):
