@@ -289,6 +289,30 @@ def events_table(rows, setname, noev):
     return out
 
 
+def timeline_table(rows):
+    """When each batch's entries were written against the previous batch's replay (umscope.model.events
+    replay_timeline), the driver's (its kept per-entry table) beside the model's (umsim --entry-log); [] where no row
+    has the driver's."""
+    rows = [r for r in rows if (r.get("timeline") or {}).get("driver")]
+    if not rows:
+        return []
+    burst = rows[0]["timeline"]["burst_us"]
+    keys = ("before_previous_page", "before_new", "burst", "later")
+    out = ["", f"When a batch's entries were written (GPU clock; the model's one clock), against the previous batch's "
+           f"replay: before it on a page the previous batch held (left stale by its service), before it on another page "
+           f"(a uTLB going on through that service), within {burst} us after it (replay_fetch_us: the burst the replay "
+           "lets go), later. Shares of the counted entries of every batch but the first and the last (the driver's "
+           "from its per-entry table of the run's first instances, umscope.model.events.replay_timeline).", "",
+           "| program | entries placed: driver / model | before, previous batch's page: driver / model | "
+           "before, another page: driver / model | in the burst: driver / model | later: driver / model |",
+           "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        d, m = r["timeline"]["driver"], r["timeline"]["model"] or {"entries": 0, "shares": {}}
+        cells = " | ".join(f"{d['shares'][k]:.0%} / " + (f"{m['shares'][k]:.0%}" if m["shares"] else "n/a") for k in keys)
+        out.append(f"| {r['label']} | {d['entries']} / {m['entries']} | {cells} |")
+    return out
+
+
 def sensitivity_section(sens, check=None):
     """The table of threshold_sensitivity(); check: (batches the rule flushes whole, of them followed by a batch
     holding older entries, runs, batches it keeps, of them followed by older entries) over every events summary
@@ -502,6 +526,7 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None
             lines += ["", f"The driver's fault events ({tname}; recorded with UMSCOPE_UMTRACE_UVM_EVENTS=1, model/events.py; "
                       "model: umsim --entry-log through the same summary).", ""]
             lines += events_table(trows, tmeta.get("set", "main"), noev or {})
+            lines += timeline_table(trows)
         for label, key in ((f"{sim.VERSION} timed entries", "timed"), ("umsim-2 untimed entries", "untimed")):
             e = [x for x in errs_of(trows, key) if x == x]
             if e:

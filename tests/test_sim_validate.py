@@ -355,3 +355,37 @@ def test_runs_only_keeps_the_set_and_writes_no_document(tmp_path, monkeypatch, c
     assert meta["set"] == "fresh" and meta["uvm_events"] is True and got[11]["driver"]["gpu_faults"] == 1012
     text = capsys.readouterr().out
     assert "| um-truth read on 528 blocks of 256 threads | 1012 |" in text and "12 programs in" in text
+
+
+def test_timeline_table_sets_the_drivers_batches_beside_the_models():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+
+    def tl(n, a, b, c, d):
+        return {"entries": n, "shares": {"before_previous_page": a, "before_new": b, "burst": c, "later": d}}
+    rows = [{"label": "p0", "timeline": {"burst_us": 2.784, "driver": tl(100, 0.0, 0.27, 0.73, 0.0),
+                                         "model": tl(120, 0.0, 0.04, 0.02, 0.94)}},
+            {"label": "p1", "timeline": {"burst_us": 2.784, "driver": None, "model": tl(50, 0, 0, 1, 0)}},
+            {"label": "p2", "timeline": None},
+            {"label": "p3", "timeline": {"burst_us": 2.784, "driver": tl(10, 0.1, 0.2, 0.6, 0.1), "model": None}}]
+    out = sv.timeline_table(rows)
+    assert "within 2.784 us after it" in out[1]
+    assert out[-2] == "| p0 | 100 / 120 | 0% / 0% | 27% / 4% | 73% / 2% | 0% / 94% |"
+    assert out[-1] == "| p3 | 10 / 0 | 10% / n/a | 20% / n/a | 60% / n/a | 10% / n/a |"  # no model log
+    head = out.index(next(x for x in out if x.startswith("| program |")))
+    assert [x.split(" |")[0] for x in out[head + 2:]] == ["| p0", "| p3"]
+    assert sv.timeline_table(rows[1:3]) == []  # p1 and p2 have no driver table: no table
+
+
+def test_kept_calibration_runs_place_their_entries_against_the_replays():
+    # The calibration set keeps each run's per-entry table: counted() finds it, and replay_timeline places its batches'
+    # entries (reads on 6 blocks: most in the replay's burst, none later than a few us but for a handful).
+    from umscope.model import events as sim_events
+    c = validation.counted(KEPT / "calib", "c0")
+    assert c["entry_table"] and c["entry_table"].endswith("c0.entries.txt.gz")
+    t = sim_events.replay_timeline(sim_events.table_lines(c["entry_table"]), 2.784)
+    assert t["entries"] == 9747 and t["shares"]["burst"] == 0.727 and t["later"] <= 20
+    assert validation.counted(KEPT / "main", "case0")["entry_table"] is None  # main keeps no entry table

@@ -316,6 +316,7 @@ def counted(keep, name) -> dict:
     end = next((e for e in lines if e.get("k") == "end"), {})
     fault_recs = sum(1 for e in lines if e.get("k") == "um" and e.get("c") == 4)
     inst = sorted(e.get("v", 0) for e in lines if e.get("k") == "um" and e.get("c") == 4)
+    table = Path(keep) / f"{name}.entries.txt.gz"  # the per-entry table a calibration run keeps, for replay_timeline
     return {"cupti_htod": tr["totals"]["htod"], "cupti_dtoh": tr["totals"]["dtoh"],
             "cupti_faults": tr["totals"]["gpu_fault"], "cupti_fault_records": fault_recs,
             "cupti_by_cause": tr["by_cause"]["htod"], "cupti_dropped": end.get("dropped", tr.get("dropped")),
@@ -325,7 +326,8 @@ def counted(keep, name) -> dict:
             # timings the timed replay takes from the run itself (never its fault counts)
             "timing": sim.trace_timing(lines, PAGE), "fault_to_migration_us": sim.fault_to_migration_us(lines),
             "cupti_instances": inst[len(inst) // 2] if len(inst) >= 10 else None,
-            "first_batch_pages": first_batch_pages(lines), "events": events_of(keep, name, lines)}
+            "first_batch_pages": first_batch_pages(lines), "events": events_of(keep, name, lines),
+            "entry_table": str(table) if table.exists() else None}
 
 
 def launch_shapes(lines):
@@ -449,7 +451,7 @@ def compare(meta, counts, device, tmp, quiet=False):
         base = dict(drv, trace=f, capacity=int(meta["free_mem"]), init="cpu", policy="uvm")
         s = sim.run(dict(base, fault_window=case["window"] or None))
         lp = launch_params(c.get("launches"), meta.get("props"), case["access"])
-        L = T = tp = src = model_ev = None
+        L = T = tp = src = model_ev = timeline = None
         if lp:
             launch = dict(base, resident_blocks=lp["resident_blocks"], sms=lp["sms"], block_bytes=lp["block_bytes"])
             L = sim.run(launch)
@@ -474,14 +476,22 @@ def compare(meta, counts, device, tmp, quiet=False):
                 else:
                     log = Path(tmp) / "entries.log"
                     T = sim.run(dict(launch, unroll=case["unroll"], entry_log=log, **tp))
-                    model_ev = sim_events.summary(sim_events.model_lines(log, PAGE), PAGE, **summary_params(meta))
+                    mlines = sim_events.model_lines(log, PAGE)
+                    model_ev = sim_events.summary(mlines, PAGE, **summary_params(meta))
+                    # when a batch's entries were written against the previous replay, the model's and (where the run
+                    # kept its entry table) the driver's, the burst being the calibrated replay_fetch_us
+                    burst = tp.get("replay_fetch_us")
+                    if burst:
+                        timeline = {"burst_us": burst, "model": sim_events.replay_timeline(mlines, burst, PAGE),
+                                    "driver": (sim_events.replay_timeline(sim_events.table_lines(c["entry_table"]), burst)
+                                               if c.get("entry_table") else None)}
         rows.append({"label": case["label"], "case_index": n, "window": case["window"], "truth_htod": case["htod"] * size,
                      "truth_dtoh": case["dtoh"] * size, **c, "launch": lp, "timed_params": tp, "rate_from": src,
                      "sim_htod": (T or L or s)["h2d_bytes"], "sim_dtoh": (T or L or s)["d2h_bytes"],
                      "window_faults": s["faults"], "window_batches": s["batches"],
                      "sim_faults": L and L["faults"], "sim_entries": L and L["faults"] + L["dup_faults"],
                      "sim_batches": L and L["batches"], "sim_cpu_faults": (L or s)["cpu_faults"],
-                     "model_events": model_ev,
+                     "model_events": model_ev, "timeline": timeline,
                      "timed": T and {k: T[k] for k in ("entries", "batches", "stale_entries", "flushed_entries", "update_put_batches",
                                                       "refaults", "timed_ms", "faults", "first_batch_pages")}})
         r = rows[-1]
