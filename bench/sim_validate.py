@@ -21,23 +21,24 @@ resident per SM from the device's limits; SMs stalled at their first fault; --re
 With --uvm-events the programs run with the UVM driver's own fault events (libumtrace's event queue,
 UMSCOPE_UMTRACE_UVM_EVENTS=1): every fault-buffer entry with its batch, uTLB and GPU time, every replay;
 summarised per case (umscope.model.events) beside the model's entries (umsim --entry-log, the same summary).
-umsim-4's per-entry mechanisms are measured and chosen on the calibration programs (--set calib), none of
+umsim-4's per-entry mechanisms are measured and chosen on the calibration programs (--set calib and
+--set calib2, every --calib DIR given: the union of their programs, each against its own runs), none of
 them a validated case (umscope.model.calibration: entry_figures, choose_variant).
 
 A thin driver: the cases, what a kept run counts and the comparison with umsim are umscope.model.validation;
 the calibration rule and the validated error it writes to model/validated.json are umscope.model.calibration.
 This script runs the programs (run_traced) and writes the document (write_doc and its tables).
 
-    python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2|fresh3|fresh4] [--uvm-events] [--bytes 512M]
+    python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2|fresh3|fresh4|calib2] [--uvm-events] [--bytes 512M]
                                   [--keep DIR] [--out docs/simulator-validation.md]
     python3 bench/sim_validate.py --set SET --uvm-events --runs-only --keep DIR   # one more run of a set, kept (GPU)
-    python3 bench/sim_validate.py --from-keep DIR [--held-out DIR] [--fresh DIR] [--fresh2 DIR] [--fresh3 DIR] [--fresh4 DIR] [--calib DIR]
+    python3 bench/sim_validate.py --from-keep DIR [--held-out DIR] [--fresh DIR] [--fresh2 DIR] [--fresh3 DIR] [--fresh4 DIR] [--calib DIR ...]
                                   [--no-events DIR ...] [--repeat DIR ...]   # the comparison again from kept traces (no GPU)
 
 With two or more --repeat runs of a set (3 runs of each program), the document gains the fault-count target of
 issue 39: each program's model count against the driver's min-max band over its runs, widened by 5% on each side
 (umscope.model.validation.band_rows: BAND_WIDEN, BAND_RUNS), per set and over every validated set. With two
---repeat runs of the calibration set as well, the choice among the mechanisms counts each calibration program
+--repeat runs of each calibration set as well, the choice among the mechanisms counts each calibration program
 met inside its own band in the same way (umscope.model.calibration.choose_variant's runs), not within +-10% of
 its one run."""
 import _commit  # bench/_commit.py
@@ -57,7 +58,7 @@ from umscope.model import events as sim_events
 from umscope.model import simulate as sim
 from umscope.model.calibration import (SENSITIVITY_INSTANCES, choose_variant, entry_figures, own_figures,
                                        threshold_sensitivity)
-from umscope.model.validation import (BAND_RUNS, BAND_TARGET_MEDIAN, BAND_TARGET_SHARE, BAND_WIDEN, CASES, SETS,
+from umscope.model.validation import (BAND_RUNS, BAND_TARGET_MEDIAN, BAND_TARGET_SHARE, BAND_WIDEN, CALIB_SETS, CASES, SETS,
                                       UTLB_FAULTS, band_rows, band_summary, compare, counted_all, device_figures, err,
                                       errs_of, first_run, pct, second_run, store_trace)
 from umscope.sizes import format_size, parse_size
@@ -110,7 +111,7 @@ def main():
     ap.add_argument("--set", choices=tuple(SETS), default="main",
                     help="the eight cases (main), the added ones (extra: more grids, writes on fewer blocks), "
                     "the fresh ones (fresh: grids run after umsim-3 was fixed), the calibration programs (calib: "
-                    "the model's mechanisms are measured and chosen on them), fresh2 (run after umsim-4 was chosen) "
+                    "the model's mechanisms are measured and chosen on them; calib2: the second calibration set), fresh2 (run after umsim-4 was chosen) "
                     "fresh3 (run after umsim-5's mechanisms were written) or fresh4 (run after umsim-5 was fixed)")
     ap.add_argument("--fresh", help="with --from-keep: a kept run of --set fresh, compared in its own table")
     ap.add_argument("--fresh2", help="with --from-keep: a kept run of --set fresh2 (run after umsim-4 was chosen), "
@@ -119,8 +120,10 @@ def main():
                     "were written, before the choice among them), compared in its own table")
     ap.add_argument("--fresh4", help="with --from-keep: a kept run of --set fresh4 (run after umsim-5's model was "
                     "fixed), compared in its own table")
-    ap.add_argument("--calib", help="with --from-keep: a kept run of --set calib (the programs the model's "
-                    "per-entry parameters are measured on), compared in its own table")
+    ap.add_argument("--calib", action="append", default=[], metavar="DIR",
+                    help="with --from-keep: a kept run of a calibration set (--set calib or calib2: the programs the "
+                    "model's per-entry parameters are measured and its mechanisms chosen on), compared in its own "
+                    "table; repeatable, one per set: the calibration takes the union of their programs")
     ap.add_argument("--no-events", action="append", default=[], metavar="DIR",
                     help="with --from-keep: a run of the same set without the driver's fault events (its "
                     "NAME.counts.json): does recording them change the driver's count? (repeatable)")
@@ -162,7 +165,7 @@ def main():
         for n, c in enumerate(SETS[a.set][0]):
             t1 = time.time()
             run_traced(c["args"] + ["--bytes", a.bytes], keep, f"{SETS[a.set][1]}{n}", c["prog"], a.uvm_events,
-                       entries=a.set == "calib")
+                       entries=a.set in CALIB_SETS)
             took.append(time.time() - t1)
             print(f"ran {c['label']} ({took[-1]:.1f} s)", flush=True)
         if a.runs_only:
@@ -176,9 +179,14 @@ def main():
     held = (([(a.held_out, "added")] if a.held_out else []) + ([(a.fresh, "fresh")] if a.fresh else [])
             + ([(a.fresh2, "fresh2")] if a.fresh2 else []) + ([(a.fresh3, "fresh3")] if a.fresh3 else [])
             + ([(a.fresh4, "fresh4")] if a.fresh4 else [])
-            + ([(a.calib, "calibration")] if a.calib else []))
+            + [(d, "calibration") for d in a.calib])
     keeps = [(keep, "main")] + held
     metas = {k: (meta if k == keep else json.loads((Path(k) / "meta.json").read_text())) for k, _ in keeps}
+    csets = [metas[d].get("set", "calib") for d in a.calib]
+    if any(c not in CALIB_SETS for c in csets) or len(set(csets)) < len(csets):
+        print(f"--calib: one kept run of each calibration set ({', '.join(CALIB_SETS)}); got sets {', '.join(csets)}",
+              file=sys.stderr)
+        return 2
     counts = {k: counted_all(k, metas[k]) for k, _ in keeps}
     device = device_figures([c for k, _ in keeps for c in counts[k].values()], a.utlb_faults)
     variants = None
@@ -187,11 +195,12 @@ def main():
         rm, got = second_run(d)
         repeats.setdefault(rm.get("set", "main"), []).append((rm, got))
     if a.calib:  # the per-entry figures of umsim-4, measured on the calibration programs' fault events
-        ef = entry_figures([(SETS[metas[a.calib].get("set", "calib")][0][n], c) for n, c in counts[a.calib].items()])
-        # with --repeat runs of the calibration set, the choice counts each program met inside its own band
-        cruns = [first_run(a.calib, metas[a.calib], [])] + repeats.get(metas[a.calib].get("set", "calib"), [])
+        ef = entry_figures([(SETS[metas[d].get("set", "calib")][0][n], c) for d in a.calib for n, c in counts[d].items()])
+        # with --repeat runs of a calibration set, the choice counts each of its programs met inside its own band
+        cal = [(metas[d], counts[d], [first_run(d, metas[d], [])] + repeats.get(metas[d].get("set", "calib"), []))
+               for d in a.calib]
         with tempfile.TemporaryDirectory() as tmp:
-            variants = choose_variant(metas[a.calib], counts[a.calib], device, ef, tmp, runs=cruns)
+            variants = choose_variant(*cal[0][:2], device, ef, tmp, runs=cal[0][2], more=cal[1:])
             # the validated sets under the previous rule's choice too, beside the tables of the chosen model
             alt = variants["by_median"]
             if alt["chosen"] != variants["chosen"]:
@@ -519,7 +528,8 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None
                       f"rule choosing among them on the calibration programs ({tmeta['gpu']}, commit "
                       f"{tmeta.get('commit', '?')}, {tmeta.get('when', '?')}).", ""]
         elif tname == "calibration":
-            lines += ["", f"Calibration programs ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}): "
+            cset = tmeta.get("set", "calib")
+            lines += ["", f"Calibration programs{'' if cset == 'calib' else f' of set {cset}'} ({tmeta['gpu']}, commit {tmeta.get('commit', '?')}, {tmeta.get('when', '?')}): "
                       "not validated cases; the model's per-entry parameters are measured on their fault events.", ""]
         lines += fault_table(trows)
         if any(r.get("events") for r in trows):
@@ -556,7 +566,10 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None
     if variants:
         ok10 = lambda e: sum(1 for x in e if abs(x) <= 0.10)  # noqa: E731
         ms = variants["measured"]
-        lines += ["", f"{sim.VERSION}'s mechanisms, chosen on the calibration programs (never on a validated case): every "
+        cal = [(m.get("set", "calib"), len(r)) for n, m, r in tables if n == "calibration"]
+        lines += ["", f"{sim.VERSION}'s mechanisms, chosen on the calibration programs (never on a validated case"
+                  + (f"; {' and '.join(f'{k} of set {c}' for c, k in cal)}, together" if len(cal) > 1 else "")
+                  + "): every "
                   "combination replayed on them, the one "
                   + (f"inside each program's own run-to-run band (the calibration set's first and --repeat runs, "
                      f"widened by {BAND_WIDEN:.0%}; the largest |error| against the driver's median) on the most of them "

@@ -389,3 +389,147 @@ def test_kept_calibration_runs_place_their_entries_against_the_replays():
     t = sim_events.replay_timeline(sim_events.table_lines(c["entry_table"]), 2.784)
     assert t["entries"] == 9747 and t["shares"]["burst"] == 0.727 and t["later"] <= 20
     assert validation.counted(KEPT / "main", "case0")["entry_table"] is None  # main keeps no entry table
+
+
+def grid_key(c):
+    """A program's (program, operation, grid): the migration benchmark's --op (read by default) and um-truth's --case,
+    the --blocks given or the program's default grid."""
+    a = c["args"]
+    op = a[a.index("--op") + 1] if "--op" in a else a[a.index("--case") + 1] if "--case" in a else "read"
+    return c["prog"], op, int(a[a.index("--blocks") + 1]) if "--blocks" in a else "default"
+
+
+def test_calib2_grids_collide_with_no_other_set_and_follow_the_shape_rule():
+    others = {grid_key(c) for name, (cs, _) in validation.SETS.items() if name != "calib2" for c in cs}
+    mine = [grid_key(c) for c in validation.CALIB2]
+    assert len(set(mine)) == len(mine) and not set(mine) & others
+    # um-truth's default grid is 8 blocks per SM (1056 on the H100), the migration benchmark's 264: neither is taken
+    assert ("um-truth", "read", 1056) not in mine and ("migration", "read", 264) not in mine
+    # the shape rule: small read grids, writes on 48-144 blocks, um-truth reads at 4-8 blocks per SM of 132
+    assert sorted(g for p, op, g in mine if p == "migration" and op == "read") == [7, 9, 13]
+    assert all(48 <= g <= 144 for p, op, g in mine if op == "write") and sum(op == "write" for _, op, _ in mine) == 3
+    assert all(4 * 132 <= g < 8 * 132 for p, op, g in mine if p == "um-truth")
+    assert validation.SETS["calib2"][1] == "k" and len({p for _, p in validation.SETS.values()}) == len(validation.SETS)
+    assert set(validation.CALIB_SETS) == {"calib", "calib2"}
+
+
+def test_choose_variant_counts_the_programs_of_every_calibration_set(tmp_path, monkeypatch):
+    # Set calib: "instances" within 10% on both programs, "pages" on one. Set calib2 (three programs): "pages" on all
+    # three, "instances" on none. Alone, calib chooses "instances"; with calib2, "pages" meets 4 of 5 against 2 of 5.
+    def fake(meta, counts, device, tmp, quiet=False):
+        if meta["set"] == "calib":
+            errs = [0.12, 0.04] if device.get("a") else [0.02, 0.08] if device.get("b") else [0.3, 0.3]
+        else:
+            errs = [0.01, -0.03, 0.05] if device.get("a") else [0.3, 0.3, 0.3]
+        return [{"label": f"{meta['set']} {i}", "case_index": i, "timed": {"entries": 1000 * (1 + e)},
+                 "driver": {"gpu_faults": 1000}} for i, e in enumerate(errs)]
+    monkeypatch.setattr(validation, "compare", fake)
+    monkeypatch.setattr(calibration, "FEATURES", {"pages": ("a",), "instances": ("b",)})
+    ef = {"a": 1, "b": 1}
+    c1, c2 = {"set": "calib"}, {"set": "calib2"}
+    assert calibration.choose_variant(c1, {}, {}, ef, tmp_path)["chosen"] == ["instances"]
+    v = calibration.choose_variant(c1, {}, {}, ef, tmp_path, more=[(c2, {}, None)])
+    assert v["criterion"] == "+-10%" and v["chosen"] == ["pages"]
+    t = {tuple(x["features"]): x for x in v["table"]}
+    assert t[("pages",)]["within"] == 4 and t[("instances",)]["within"] == 2 and len(t[()]["errors"]) == 5
+    assert t[("pages",)]["labels"] == ["calib 0", "calib 1", "calib2 0", "calib2 1", "calib2 2"]
+    # by band only where every set has three runs; each program against its own set's runs
+    meta = {"gpu": "H100", "bytes": "512M"}
+    r1 = [(meta, {0: {"driver": {"gpu_faults": n0}}, 1: {"driver": {"gpu_faults": 1000}}}) for n0 in (1000, 900, 1100)]
+    r2 = [(meta, {i: {"driver": {"gpu_faults": 1000}} for i in range(3)})] * 3
+    v = calibration.choose_variant(c1, {}, {}, ef, tmp_path, runs=r1, more=[(c2, {}, r2[:2])])
+    assert v["criterion"] == "+-10%"
+    v = calibration.choose_variant(c1, {}, {}, ef, tmp_path, runs=r1, more=[(c2, {}, r2)])
+    t = {tuple(x["features"]): x for x in v["table"]}
+    # pages: calib +12% inside 855-1155, +4% inside 950-1050; calib2 +1%, -3%, +5% inside 950-1050: 5 of 5
+    assert v["criterion"] == "band" and v["chosen"] == ["pages"] and t[("pages",)]["within"] == 5
+    assert t[("instances",)]["within"] == 1
+
+
+def _sim_validate():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_validate as sv
+    finally:
+        sys.path.pop(0)
+    return sv
+
+
+def test_runs_only_calib2_keeps_every_program_with_its_entry_table(tmp_path, monkeypatch, capsys):
+    import json
+    sv = _sim_validate()
+    monkeypatch.setattr(sv.probe, "probe_gpu", lambda: {"gpus": [{"name": "G", "free_mem": 1 << 34, "sms": 132}]})
+    monkeypatch.setattr(sv.probe, "uvm_params", lambda: {})
+    ran = []
+
+    def fake(args, keep, name, prog="migration", uvm_events=False, entries=False):
+        ran.append((name, prog, args, uvm_events, entries))
+        (Path(keep) / f"{name}.counts.json").write_text(json.dumps({"driver": {"gpu_faults": 2000 + len(ran)}}))
+    monkeypatch.setattr(sv, "run_traced", fake)
+    monkeypatch.setattr(sv, "compare", lambda *a, **k: pytest.fail("--runs-only compared"))
+    keep = tmp_path / "run-calib2"
+    monkeypatch.setattr(sys, "argv", ["sim_validate.py", "--set", "calib2", "--uvm-events", "--runs-only", "--keep",
+                                      str(keep), "--out", str(tmp_path / "doc.md")])
+    assert sv.main() == 0
+    assert [r[0] for r in ran] == [f"k{n}" for n in range(len(validation.CALIB2))]
+    assert all(r[3] and r[4] for r in ran)  # the driver's events and the per-entry table, as the calib set keeps
+    assert ran[0][1] == "migration" and ran[0][2][-4:] == ["--blocks", "7", "--bytes", "512M"]
+    assert ran[-1][1] == "um-truth" and ran[-1][2] == ["--case", "read", "--blocks", "924", "--bytes", "512M"]
+    meta, got = validation.second_run(keep)
+    assert meta["set"] == "calib2" and got[8]["driver"]["gpu_faults"] == 2009
+    assert "| um-truth read on 924 blocks of 256 threads | 2009 |" in capsys.readouterr().out
+
+
+def _kept(d, setname):
+    import json
+    d.mkdir()
+    (d / "meta.json").write_text(json.dumps({"set": setname, "gpu": "G", "bytes": "512M", "free_mem": 1 << 34}))
+    return str(d)
+
+
+def test_from_keep_calibrates_on_the_union_of_the_calibration_sets(tmp_path, monkeypatch):
+    """--calib twice: entry_figures gets the programs of both sets, choose_variant the second set as `more` with its
+    own runs (first run and --repeat runs of that set), and each set's table comes to the document."""
+    sv = _sim_validate()
+    main, c1, c2 = _kept(tmp_path / "main", "main"), _kept(tmp_path / "calib", "calib"), _kept(tmp_path / "calib2", "calib2")
+    rep = [_kept(tmp_path / f"rep{i}-calib2", "calib2") for i in (1, 2)]
+    monkeypatch.setattr(sv, "counted_all", lambda k, m: {0: {"set": m["set"]}, 1: {"set": m["set"]}})
+    monkeypatch.setattr(sv, "device_figures", lambda cs, u: {})
+    monkeypatch.setattr(sv, "first_run", lambda k, m, rows: (m, {"first": k}))
+    monkeypatch.setattr(sv, "second_run", lambda d: ({"set": "calib2"}, {"repeat": d}))
+    seen = {}
+
+    def ef(calib):
+        seen["ef"] = [(c["label"], n["set"]) for c, n in calib]
+        return {}
+
+    def choose(meta, counts, device, ef_, tmp, runs=None, more=()):
+        seen["choose"] = (meta["set"], runs, [(m["set"], r) for m, _, r in more])
+        return {"chosen": [], "figures": {}, "by_median": {"chosen": [], "figures": {}}}
+    monkeypatch.setattr(sv, "entry_figures", ef)
+    monkeypatch.setattr(sv, "choose_variant", choose)
+    monkeypatch.setattr(sv, "compare", lambda m, c, d, t, quiet=False: [])
+    monkeypatch.setattr(sv, "threshold_sensitivity", lambda *a: None)
+    monkeypatch.setattr(sv, "write_doc", lambda a, tables, *r, **k: seen.setdefault("tables", tables))
+    monkeypatch.setattr(sys, "argv", ["sim_validate.py", "--from-keep", main, "--calib", c1, "--calib", c2,
+                                      "--repeat", rep[0], "--repeat", rep[1]])
+    assert sv.main() == 0
+    lab = lambda s, n: validation.SETS[s][0][n]["label"]  # noqa: E731
+    assert seen["ef"] == [(lab("calib", 0), "calib"), (lab("calib", 1), "calib"), (lab("calib2", 0), "calib2"),
+                          (lab("calib2", 1), "calib2")]
+    meta1 = {"set": "calib", "gpu": "G", "bytes": "512M", "free_mem": 1 << 34}
+    assert seen["choose"][0] == "calib" and seen["choose"][1] == [(meta1, {"first": c1})]
+    (s2, r2), = seen["choose"][2]
+    assert s2 == "calib2" and [g for _, g in r2] == [{"first": c2}, {"repeat": rep[0]}, {"repeat": rep[1]}]
+    assert [(n, m["set"]) for n, m, _ in seen["tables"]] == [("main", "main"), ("calibration", "calib"),
+                                                              ("calibration", "calib2")]
+
+
+def test_calib_takes_one_kept_run_of_each_calibration_set(tmp_path, monkeypatch, capsys):
+    sv = _sim_validate()
+    main, c1, f = _kept(tmp_path / "main", "main"), _kept(tmp_path / "calib", "calib"), _kept(tmp_path / "fresh", "fresh")
+    monkeypatch.setattr(sv, "counted_all", lambda *a: pytest.fail("counted a run with a bad --calib"))
+    for extra in (["--calib", f], ["--calib", c1, "--calib", c1]):
+        monkeypatch.setattr(sys, "argv", ["sim_validate.py", "--from-keep", main, *extra])
+        assert sv.main() == 2
+        assert "--calib: one kept run of each calibration set" in capsys.readouterr().err

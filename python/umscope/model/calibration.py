@@ -23,7 +23,7 @@ def weights(hists):
 
 def entry_figures(calib):
     """umsim's per-entry figures measured from the driver's fault events of the calibration programs
-    (--set calib; none of them a validated case), per kernel family: the faulted pages a uTLB holds
+    (--set calib and calib2, validation.CALIB_SETS; none of them a validated case), per kernel family: the faulted pages a uTLB holds
     (pages per uTLB per batch) and the instances it writes per entry, from the programs whose batches stay
     below the batch size (fewer than 10% full: there a batch holds every uTLB's entries); the delay from a
     replay to the next fetch (the 95th percentile of the GPU write times after the previous replay: the
@@ -78,7 +78,7 @@ FEATURES = {
 }
 
 
-def choose_variant(meta, counts, device, ef, tmp, runs=None):
+def choose_variant(meta, counts, device, ef, tmp, runs=None, more=()):
     """Every combination of FEATURES on the calibration programs: the one that meets the target there most often
     (the most programs within +-10% of the driver's count, or inside their band: runs below), then misses it
     least (the smallest largest |error|),
@@ -89,21 +89,25 @@ def choose_variant(meta, counts, device, ef, tmp, runs=None):
     first among them); with validation.BAND_RUNS of them or more, a program counts as met where the variant's
     count falls inside its own run-to-run band (validation.band_rows), as the validated target counts it, not
     within +-10% of one run ('criterion': 'band' or '+-10%').
+    more: the other calibration sets ([(meta, counts, runs)], validation.CALIB_SETS): the choice counts the programs
+    of every set, each against its own runs (by band only where every set has validation.BAND_RUNS runs).
     Returns {'chosen', 'figures', 'table': [(features, errors by program)], 'by_median', 'measured', 'criterion'}."""
     names = list(FEATURES)
-    by_band = bool(runs) and len(runs) >= validation.BAND_RUNS
+    sets = [(meta, counts, runs)] + list(more)
+    by_band = all(r and len(r) >= validation.BAND_RUNS for _, _, r in sets)
     combos = [c for r in range(len(names) + 1) for c in itertools.combinations(names, r)]
 
     def one(i, combo):  # umsim runs as a subprocess: the combinations run side by side, one folder each
         fig = {k: ef[k] for f in combo for k in FEATURES[f] if ef.get(k) is not None}
         sub = Path(tmp) / f"v{i}"
         sub.mkdir(exist_ok=True)
-        rows = validation.compare(meta, counts, dict(device, **fig), sub, quiet=True)
+        per = [(validation.compare(m, c, dict(device, **fig), sub, quiet=True), r) for m, c, r in sets]
+        rows = [x for rs, _ in per for x in rs]
         errs = errs_of(rows, "timed")
         med = sorted(map(abs, errs))[len(errs) // 2] if errs else float("inf")
         within, worst = sum(1 for e in errs if abs(e) <= 0.10), max(map(abs, errs), default=float("inf"))
         if by_band:  # met inside the band; the largest |error| against the driver's median
-            brows = [b for b in validation.band_rows(rows, runs) if b["status"] in ("met", "missed")]
+            brows = [b for rs, r in per for b in validation.band_rows(rs, r) if b["status"] in ("met", "missed")]
             within = sum(1 for b in brows if b["status"] == "met")
             worst = max((abs(b["error"]) for b in brows), default=float("inf"))
         return {"features": list(combo), "figures": fig, "errors": errs, "median": med,
