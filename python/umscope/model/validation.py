@@ -97,13 +97,14 @@ FRESH4 = [read_on(b) for b in (5, 14, 36, 80, 150, 400)] + [read_on(b, op="write
     case("um-truth writeback on 400 blocks of 256 threads", "um-truth", ["--case", "writeback", "--blocks", "400"],
          cpu_read=True, dtoh=1, access=4)]
 # A second calibration set (issue 39): eight calibration programs cannot choose among FEATURES' 512 combinations
-# (docs/simulator.md). Its grids follow a shape rule alone, set before any of them ran: the three shapes where
-# programs of every set miss (small read grids between 4 and 16 blocks; writes on 48 to 144 blocks; um-truth
-# reads at 4 to 8 blocks per SM of the H100's 132 SMs, 528 to 1056 blocks), three grids each, spread over the
-# range and on no grid any other set has for the same program and operation (um-truth's default is 8 per SM,
-# 1056; the migration benchmark's 264). No held-out result chose a grid. Calibration programs, never validated
-# cases: the model's figures and mechanisms are measured and chosen on them with the calib set's.
-CALIB2 = [read_on(b) for b in (7, 9, 13)] + [read_on(b, op="write") for b in (56, 96, 120)] + [
+# (docs/simulator.md). Its grids follow a shape rule alone, fixed before any of them ran: the three shapes where
+# programs of every set miss (reads on 4 to 16 blocks; writes on 48 to 144 blocks; um-truth reads at 4 to 8 blocks
+# per SM of the H100's 132 SMs, 528 to 1056 blocks), three grids each, evenly spread over the range (reads every 4
+# blocks, writes every 24, um-truth 4.5, 6 and 7 blocks per SM), none a grid another set has for the same program
+# and operation (the powers of two 4, 8, 16 are taken; um-truth's default is 8 per SM, 1056; the migration
+# benchmark's 264). No held-out result chose a grid. Calibration programs, never validated cases: the model's
+# figures and mechanisms are measured and chosen on them together with the calib set's.
+CALIB2 = [read_on(b) for b in (7, 11, 15)] + [read_on(b, op="write") for b in (72, 96, 120)] + [
     truth_on(b) for b in (594, 792, 924)]
 SETS = {"main": (CASES, "case"), "extra": (EXTRA, "x"), "fresh": (FRESH, "y"), "calib": (CALIB, "c"),
         "fresh2": (FRESH2, "z"), "fresh3": (FRESH3, "w"), "fresh4": (FRESH4, "v"), "calib2": (CALIB2, "k")}
