@@ -189,8 +189,9 @@ def main():
         from umscope.store import Store
         st = Store(a.gaps, readonly=True)
         run = st.run()
-        print(json.dumps(between(run, st.cases(run["id"]))))
-        print(between_text(between(run, st.cases(run["id"]))), end="")
+        b = between(run, st.cases(run["id"]))
+        print(json.dumps(b))
+        print(between_text(b), end="")
         return
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -146,11 +146,15 @@ class Case:
                 args.append("--" + flag.replace("_", "-"))
         return args
 
+    def own_family_process(self, options: dict) -> bool:
+        """Whether every case like this one keeps its own process (--isolate, a launcher's ranks, a Python
+        runner, a family in ISOLATED), so that no batch may span it."""
+        return bool(options.get("isolate") or self.launch or self.benchmark in PYTHON_RUNNERS
+                    or self.benchmark in ISOLATED)
+
     def batchable(self, options: dict) -> bool:
         """Whether this case may share a umbench batch process with its neighbours."""
-        if options.get("isolate") or self.skip or self.launch:
-            return False
-        if self.benchmark in PYTHON_RUNNERS or self.benchmark in ISOLATED:
+        if self.skip or self.own_family_process(options):
             return False
         if (self.kind or "").split(",")[0].split(":")[0] in ISOLATED_KINDS.get(self.benchmark, ()):
             return False
@@ -426,10 +430,6 @@ def _segments(cases: list, options: dict):
             yield run
         return
 
-    def barrier(c):
-        return not c.batchable(options) and (options.get("isolate") or c.launch or c.benchmark in PYTHON_RUNNERS
-                                             or c.benchmark in ISOLATED)
-
     def stretch_segments(stretch):
         by_env, alone = {}, []
         for c in stretch:
@@ -441,7 +441,7 @@ def _segments(cases: list, options: dict):
 
     stretch = []
     for c in cases:
-        if barrier(c):
+        if c.own_family_process(options):
             yield from stretch_segments(stretch)
             stretch = []
             yield [c]
