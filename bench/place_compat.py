@@ -55,9 +55,12 @@ VARIANTS = {  # name -> (umscope command before the program, or None for plain; 
     "pinned": (["place", "--kind", "pinned"], None),
     "device+rule": (["place", "--kind", "device", "--rule", ">=16M:pinned"], None),
     "profile+managed": (["profile", "--um-trace", "--", "umscope", "place", "--kind", "managed"], None),
+    # The tracer with CUPTI's kernel records too (`--kernels`; profile leaves them out by default since session 14:
+    # GPT-2 generation, 3 processes each alone on one H200, 1.141 with them, 0.961 without).
+    "profile-kernels": (["profile", "--um-trace", "--kernels"], 1.03),
     # The tracer with fewer CUPTI records (libumtrace's UMSCOPE_UMTRACE_RECORDS), to find which record costs a
-    # launch-bound program its time: GPT-2 generation ran 12% slower traced with and without the kernel records
-    # (H100, fa2d3a7); `profile-um` keeps the unified-memory records alone, `profile-none` enables none.
+    # launch-bound program its time. `profile-nokernels` names the default's records explicitly (the variant the
+    # H200 run above measured), `profile-um` keeps the unified-memory records alone, `profile-none` enables none.
     "profile-nokernels": (["profile", "--um-trace"], 1.03),
     "profile-um": (["profile", "--um-trace"], 1.03),
     "profile-none": (["profile", "--um-trace"], 1.03),

@@ -389,7 +389,8 @@ def test_um_trace_writer_thread_writes_every_record(tmp_path):
 
 @pytest.mark.parametrize("mode,expect", [("managed", "faults"), ("managed-prefetch", "prefetch"), ("explicit", "none")])
 def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
-    res = run_cli("profile", "--um-trace", "--store", store_path, "--json", "--", native.umbench_path(), "run", "qv",
+    res = run_cli("profile", "--um-trace", "--kernels", "--store", store_path, "--json", "--", native.umbench_path(),
+                  "run", "qv",
                   "--qubits", "26", "--mode", mode, "--init", "cpu")
     assert res.returncode == 0, res.stderr
     recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
@@ -590,7 +591,9 @@ def test_um_trace_of_a_third_party_program(store_path):
     assert res.returncode == 0, res.stderr
     recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
     um = recs["um_trace"]
-    assert um["kernels"] > 0 and um["totals"]["htod"] == 0  # PyTorch allocates with cudaMalloc: no UM traffic
+    assert um["totals"]["htod"] == 0  # PyTorch allocates with cudaMalloc: no UM traffic
+    # The default leaves CUPTI's kernel records out (their cost per launch): the count is unknown, and said so.
+    assert um["kernels"] is None and any("kernels not recorded" in n for n in recs["run"]["notes"])
     assert recs["run"]["exit_status"] == 0
 
 

@@ -59,6 +59,11 @@ def test_the_tracer_without_kernel_records_is_the_profile_command_with_libumtrac
     for v in ("profile-nokernels", "profile-um", "profile-none"):
         assert pc.umscope_argv(v, "s", "r") == pc.umscope_argv("profile", "s", "r")
         assert pc.VARIANTS[v][1] == pc.VARIANTS["profile"][1]  # held to the same target
+    # The tracer's kernel records are asked for by profile's own option, not by the environment.
+    with_kernels = pc.umscope_argv("profile-kernels", "s", "r")
+    assert "--kernels" in with_kernels and [a for a in with_kernels if a != "--kernels"] == \
+        pc.umscope_argv("profile", "s", "r")
+    assert "profile-kernels" not in pc.VARIANT_ENV
     kinds = {v: set(e["UMSCOPE_UMTRACE_RECORDS"].split(",")) for v, e in pc.VARIANT_ENV.items()}
     assert kinds == {"profile-nokernels": {"um", "copies", "allocations", "nvtx"}, "profile-um": {"um"},
                      "profile-none": {"none"}}

@@ -75,6 +75,26 @@ def test_um_trace_unavailable_is_said_and_profiling_goes_on(store_path):
     assert "--um-trace:" in notes and ("without CUPTI" in notes or "no trace" in notes) and "note:" in res.stderr
 
 
+@pytest.mark.parametrize("flags,env,want", [
+    ((), {}, "um,copies,allocations,nvtx"),  # the default: no kernel records (their cost per launch)
+    (("--kernels",), {}, "um,kernels,copies,allocations,nvtx"),
+    (("--keep-trace", "KEEP"), {}, "um,kernels,copies,allocations,nvtx"),  # simulate/advise replay the kernels
+    ((), {"UMSCOPE_UMTRACE_RECORDS": "um"}, "um"),  # the user's own choice stands
+])
+def test_um_trace_records_kernels_only_when_asked(flags, env, want, store_path, tmp_path, monkeypatch):
+    from umscope.profile import tracer
+    if tracer.tracer_path() is None:
+        pytest.skip("this build has no libumtrace (CUPTI): --um-trace injects nothing")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    seen = tmp_path / "env.txt"
+    flags = tuple(str(tmp_path / "kept.jsonl") if f == "KEEP" else f for f in flags)
+    code = f"import os; open({str(seen)!r}, 'w').write(os.environ.get('UMSCOPE_UMTRACE_RECORDS', '-'))"
+    res = run_cli("profile", "--store", store_path, "--um-trace", *flags, "--json", "--", sys.executable, "-c", code)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert seen.read_text() == want
+
+
 def test_parse_period_and_tree():
     assert parse_period("100ms") == pytest.approx(0.1) and parse_period("2s") == 2.0 and parse_period("0.5") == 0.5
     for bad in ("0", "-1s", "abc", "0.0001"):
@@ -119,7 +139,13 @@ def test_trace_parsing_and_analyses(tmp_path):
     note = "kernels records off (UMSCOPE_UMTRACE_RECORDS=um,copies,allocations,nvtx)"
     path.write_text("\n".join(lines[:2] + ['{"k":"note","what":"%s"}' % note]) + "\n")
     off = parse_trace(path)
-    assert off["kernels"] == 0 and off["notes"] == [note]
+    assert off["kernels"] is None and off["kernel_s"] is None and off["notes"] == [note]  # unknown, not zero
+    assert all(g["kernels"] is None for g in off["by_gpu"].values())
+    from umscope.report.profile import charts
+    stored = lambda t: [dict(r, extra=r) for r in trace_records(t)]  # noqa: E731 (the store keeps them in extra)
+    html = charts(stored(off))
+    assert "kernels not recorded" in html and "None kernels" not in html
+    assert "1 kernels (" in charts(stored(tr)) and "kernels not recorded" not in charts(stored(tr))
     recs = trace_records(tr)
     assert [r["op"] for r in recs] == ["um_htod_cumulative", "um_dtoh_cumulative", "um_trace"]
     assert recs[-1]["allocation_timelines"][0]["in"][-1] == 262144

@@ -36,7 +36,7 @@ def _read(device):
 
 
 def _profile(store_path, *cmd):
-    res = run_cli("profile", "--um-trace", "--store", store_path, "--json", "--", *cmd, timeout=300)
+    res = run_cli("profile", "--um-trace", "--kernels", "--store", store_path, "--json", "--", *cmd, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
     assert "um_trace" in recs, recs["run"]["notes"]

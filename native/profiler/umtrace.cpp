@@ -473,9 +473,10 @@ int write_devices() {
 std::atomic<bool> g_um_on{false};
 
 // UMSCOPE_UMTRACE_RECORDS: the CUPTI activity records to enable, a comma list of um, kernels, copies, allocations,
-// nvtx (default all). A launch-bound program (GPT-2 generation) ran 12% slower traced on the H100 with or without
-// the kernel records (docs/place.md): leaving out one kind at a time finds which record costs it. A kind left out is
-// said in the trace ("note"), so that its absence is not read as "none happened".
+// nvtx (default all). `umscope profile` leaves the kernel records out unless asked (--kernels): with them a
+// launch-bound program (GPT-2 generation, 3 processes each on one H200) ran 1.141 x its plain time per token, without
+// them 0.961 (docs/tracing.md). A kind left out is said in the trace ("note"), so that its absence is not read as
+// "none happened".
 bool record_wanted(const char* name) {
   const char* want = std::getenv("UMSCOPE_UMTRACE_RECORDS");
   if (!want || !*want) return true;

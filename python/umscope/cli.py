@@ -117,6 +117,11 @@ def build_parser():
     s.add_argument("--keep-trace", metavar="FILE",
                    help="with --um-trace (implied): keep the raw trace (libumtrace's JSON lines) in FILE, for "
                         "`umscope simulate --trace FILE` and `umscope advise --trace FILE`")
+    s.add_argument("--kernels", action="store_true",
+                   help="with --um-trace (implied): also record every kernel (CUPTI's kernel records: the timeline's "
+                        "kernel lanes, kernel counts and times). Off by default: each launch then costs more, and a "
+                        "launch-bound program runs slower (GPT-2 generation 14-22%% per token on H100/H200, "
+                        "docs/place.md). On with --keep-trace, whose replay needs the kernels")
     s.add_argument("--counters", nargs="?", const="sample", metavar="sample|kernel",
                    help="hardware counters: PCIe, GPU-memory and L1<->L2 bytes over time (sample: PM sampling, the "
                         "default) or per kernel (kernel: CUPTI range profiler, serialises kernels)")
@@ -407,12 +412,15 @@ def cmd_profile(args):
         except ValueError as err:
             raise UsageError(str(err)) from None
     store = Store(args.store)  # an unwritable store fails before the program runs
-    args.um_trace = args.um_trace or args.uvm_events or args.keep_trace is not None
+    args.kernels = args.kernels or args.keep_trace is not None
+    args.um_trace = args.um_trace or args.uvm_events or args.kernels
     status, records, notes = profiler.profile(cmd, period, args.power, gpus, numa, args.um_trace, counters,
-                                              uvm_events=args.uvm_events, keep_trace=args.keep_trace)
+                                              uvm_events=args.uvm_events, keep_trace=args.keep_trace,
+                                              kernels=args.kernels)
     command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     run_id = store.create_run("profile", command, [], {"period": period, "power": args.power,
-                                                      "um_trace": args.um_trace, "uvm_events": args.uvm_events, "counters": counters and {
+                                                      "um_trace": args.um_trace, "uvm_events": args.uvm_events,
+                                                      "kernels": args.kernels, "counters": counters and {
                                                           "modes": list(counters["modes"]), "set": counters["set"]}},
                               fp, args.label)
     run = next(r for r in records if r["op"] == "run")

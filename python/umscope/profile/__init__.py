@@ -26,13 +26,23 @@ from umscope.profile.tracer import (cupti_path, inject, parse_trace, read_trace_
                                     trace_files, tracer_path)
 
 
+# The CUPTI activity records `--um-trace` enables (libumtrace's UMSCOPE_UMTRACE_RECORDS). Kernel records are left
+# out unless asked for (--kernels, --keep-trace): CUPTI timestamps every launch, and a launch-bound program pays it
+# per launch. GPT-2 generation, 3 processes each alone on one H200 (docs/place.md, session 14): all records 1.141 x
+# the plain run's time per token, these four 0.961; on one H100 (4 processes) all records 1.220.
+RECORDS_DEFAULT = "um,copies,allocations,nvtx"
+RECORDS_KERNELS = "um,kernels,copies,allocations,nvtx"
+
+
 def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None, uvm_events=False,
-            keep_trace=None):
+            keep_trace=None, kernels=False):
     """Runs cmd; returns (exit status as a shell reports it, records, notes). counters: None, or
     {"modes": ("sample",) or ("kernel",), "set": "link" | "memory"} for hardware counters (profile/hwcounters.py).
     uvm_events: with um_trace, libumtrace also reads the UVM driver's event queue (profile/uvm_events.py).
     keep_trace: with um_trace, a path the raw trace (libumtrace's JSON lines, what `simulate --trace` and
-    `advise --trace` read) is moved to instead of deleted; every later process's FILE.PID goes beside it."""
+    `advise --trace` read) is moved to instead of deleted; every later process's FILE.PID goes beside it.
+    kernels: with um_trace, CUPTI's kernel records too (RECORDS_KERNELS); without, RECORDS_DEFAULT, unless the
+    environment names UMSCOPE_UMTRACE_RECORDS itself."""
     if not cmd:
         raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
     notes = []
@@ -50,6 +60,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             inject(env, trace_file, lib)
             if uvm_events:  # the driver's own event queue beside CUPTI (native/profiler/uvm_events.cpp)
                 env["UMSCOPE_UMTRACE_UVM_EVENTS"] = "1"
+            if not env.get("UMSCOPE_UMTRACE_RECORDS"):
+                env["UMSCOPE_UMTRACE_RECORDS"] = RECORDS_KERNELS if kernels else RECORDS_DEFAULT
     hw = None
     if counters:
         from umscope.profile import hwcounters
@@ -116,6 +128,9 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             shift_trace(tr, tr["wall_start"] / 1e9 - start)
         if not tr:
             notes.append("--um-trace: the program wrote no trace (it may not use CUDA, or CUPTI could not attach)")
+        for n in (tr or {}).get("notes", []):  # a kind of CUPTI record left out: its counts are not zeros
+            notes.append("--um-trace: kernels not recorded (the default; `--kernels` records them, at a cost per "
+                         "launch)" if n.startswith("kernels records off") else f"--um-trace: {n}")
         for err in (tr or {}).get("errors", []):
             notes.append(f"--um-trace: CUPTI refused to {err.get('what')}: {err.get('cupti')}")
         if tr and not tr.get("complete"):

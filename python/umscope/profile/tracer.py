@@ -280,10 +280,13 @@ def parse_trace(path, gpus=()) -> dict:
     label = lambda p, i: labels.get((p, i), f"cuda{i}")  # noqa: E731
     by_gpu = {}
     timeline_by_gpu = {}
+    # Kernel records left out (UMSCOPE_UMTRACE_RECORDS, profile's default): no kernel count is known, not zero.
+    kernels_off = any(n.startswith("kernels records off") for n in out["notes"])
 
     def gpu_slot(g):
         return by_gpu.setdefault(g, dict({name: 0 for name in COUNTERS.values() if name != "cpu_fault"},
-                                         kernels=0, kernel_s=0.0, memcpy_bytes=0))
+                                         kernels=None if kernels_off else 0,
+                                         kernel_s=None if kernels_off else 0.0, memcpy_bytes=0))
 
     for e in sorted(um, key=lambda e: e["s"]):
         name = COUNTERS.get(e["c"], f"counter{e['c']}")
@@ -333,8 +336,8 @@ def parse_trace(path, gpus=()) -> dict:
     out.update(totals=totals, events=events, by_cause=by_cause, faults_by_access=faults_by_access,
                timeline=timeline, allocations=list(per_alloc.values()), ranges=ranges, instants=instants,
                wall_start=start.get("w"),
-               kernels=sum(1 for e in ev if e.get("k") == "kernel"),
-               kernel_s=sum(e["e"] - e["s"] for e in ev if e.get("k") == "kernel") / 1e9,
+               kernels=None if kernels_off else sum(1 for e in ev if e.get("k") == "kernel"),
+               kernel_s=None if kernels_off else sum(e["e"] - e["s"] for e in ev if e.get("k") == "kernel") / 1e9,
                memcpy_bytes=sum(e["b"] for e in ev if e.get("k") == "memcpy"),
                # CUPTI copy kinds: 1 host to device, 2 device to host (for the counters' comparison).
                memcpy_by_direction={d: sum(e["b"] for e in ev if e.get("k") == "memcpy" and e.get("ck") == ck)

@@ -193,7 +193,9 @@ def charts(recs) -> str:
                  ("faults per migration", num(ux.get("faults_per_migration")) or "no migrations", CAVEATS["derived"]),
                  ("eviction-to-migration ratio", num(ux.get("eviction_to_migration")) or "no migrations",
                   CAVEATS["derived"]),
-                 ("kernels, copies, allocations", f"{ux.get('kernels')} kernels ({num(ux.get('kernel_s'))} s), "
+                 ("kernels, copies, allocations", ("kernels not recorded (`--kernels` records them)"
+                                                   if ux.get("kernels") is None else
+                                                   f"{ux.get('kernels')} kernels ({num(ux.get('kernel_s'))} s)") + ", "
                   f"{(ux.get('memcpy_bytes') or 0) / 2**20:.1f} MiB copied, {ux.get('allocations_made')} allocations", "")]
         from umscope.report.um_caveats import trace_rows
         items += trace_rows(ux)

@@ -78,7 +78,8 @@ def trace_rows(ux) -> list:
             t = by_gpu[g]
             rows.append((f"{g}" + (f" ({devices[g]})" if g in devices else ""),
                          f"{t.get('htod', 0) / 2**20:.1f} MiB in, {t.get('dtoh', 0) / 2**20:.1f} MiB out, "
-                         f"{t.get('gpu_fault', 0)} fault groups, {t.get('kernels', 0)} kernels",
+                         f"{t.get('gpu_fault', 0)} fault groups"
+                         + ("" if t.get("kernels") is None else f", {t['kernels']} kernels"),
                          "records labelled with the GPU they came from (CUDA ordinal matched to umscope's GPU by "
                          "PCI bus id)"))
     refused = ux.get("kinds_refused") or []
