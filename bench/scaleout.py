@@ -263,9 +263,22 @@ def spread_text(r):
     return f"{100 * r['spread']:.1f}%" if r and r.get("spread") is not None else "—"
 
 
-def rows_mpi(recs, anchors, ops, anchor_spread=None):
+def within_runs(value, runs, lower_is_better=False):
+    """Where value lies against the runs' figures ([figure]): 'within' [min, max], else 'better than all' or 'worse
+    than all' (a time is better lower); '—' with fewer than two runs. Whether umscope's figure is one OSU itself
+    printed around on this host in this call."""
+    runs = [v for v in runs if v is not None]
+    if len(runs) < 2 or value is None:
+        return "—"
+    if min(runs) <= value <= max(runs):
+        return "within"
+    return "better than all" if (value < min(runs)) == lower_is_better else "worse than all"
+
+
+def rows_mpi(recs, anchors, ops, anchor_spread=None, anchor_runs=None):
     """The MPI table's rows; with anchor_spread ({op: {size: spread}}, OSU run several times) a column of OSU's
-    spread before the ratio."""
+    spread before the ratio; with anchor_runs ({op: [{size: figure} per run]}) a last column saying whether
+    umscope's figure lies within OSU's own runs (within_runs)."""
     rows = []
     for op in ops:
         for r in sorted((r for r in recs if r["op"] == op), key=lambda r: r["bytes"]):
@@ -281,6 +294,10 @@ def rows_mpi(recs, anchors, ops, anchor_spread=None):
             if anchor_spread is not None:
                 sp = anchor_spread.get(op, {}).get(r["bytes"])
                 row.insert(5, f"{100 * sp:.1f}%" if sp is not None else "—")
+            if anchor_runs is not None:
+                scale = 1.0 if op == "latency" else 1000.0  # OSU's MB/s against umscope's GB/s
+                runs = [t.get(r["bytes"]) / scale if t.get(r["bytes"]) else None for t in anchor_runs.get(op, [])]
+                row.append(within_runs(r["median"], runs, lower_is_better=op == "latency"))
             rows.append(row)
     return rows
 
@@ -391,6 +408,10 @@ def main():
             records += [dict(r, run=i) for i, rr in enumerate(ours_runs) for r in rr]
             for op in exes:
                 anchors[op], anchor_spread[op] = median_range([t[op] for t in osu_runs])
+            # OSU's own figures of every run, kept beside umscope's records (OSU's units: MB/s, latency µs).
+            records += [{"type": "anchor", "tool": "osu", "op": op, "bytes": size, "run": i, "value": v,
+                         "unit": "us" if op == "latency" else "MB/s"}
+                        for i, t in enumerate(osu_runs) for op in exes for size, v in sorted(t[op].items())]
         else:
             recs = ours_mpi(prefix, ops, mpi_sizes, a.reps)
             records += recs
@@ -407,8 +428,14 @@ def main():
                   "to 8 KiB, `-i 10 -x 2` above, latency `-i 100 -x 10`" + how
                   + "). Ratio: umscope / OSU (latency: OSU / umscope); target 0.95.\n")
         several = a.osu_reps > 1 or a.alternate > 1
-        head = ["op", "size", "umscope", "spread", "OSU 7.2"] + (["OSU spread"] if several else []) + ["ratio"]
-        md.append(md_table(head, rows_mpi(recs, anchors, ops, anchor_spread if several else None)))
+        head = ["op", "size", "umscope", "spread", "OSU 7.2"] + (["OSU spread"] if several else []) + ["ratio"] \
+            + (["within OSU's runs"] if a.alternate > 1 else [])
+        md.append(md_table(head, rows_mpi(recs, anchors, ops, anchor_spread if several else None,
+                                          {op: [t[op] for t in osu_runs] for op in exes} if a.alternate > 1 else None)))
+        if a.alternate > 1:
+            md.append("\n\"Within OSU's runs\": whether umscope's figure lies between the lowest and the highest "
+                      f"figure OSU printed for that size over its {a.alternate} runs in this call (OSU itself printed "
+                      "figures on both sides of it on this host), or is better or worse than all of them.")
 
     if "mbw" not in skip and cpus >= 4:
         ranks = min(2 * n if n >= 2 else 4, cpus - cpus % 2, 8)

@@ -377,6 +377,24 @@ def test_mpi_rows_put_osus_spread_before_the_ratio_only_when_osu_ran_several_tim
     assert [r[5] for r in spread] == ["20.0%", "—"] and [r[:5] + r[6:] for r in spread] == plain
 
 
+def test_mpi_rows_say_whether_umscope_lies_within_osus_own_runs():
+    so = bench_module("scaleout")
+    recs = [{"op": "bw", "bytes": 8, "median": 0.05, "spread": 0.1},
+            {"op": "bw", "bytes": 1 << 20, "median": 12.0, "spread": 0.05},
+            {"op": "latency", "bytes": 8, "median": 0.5, "spread": 0.02}]
+    anchors = {"bw": {8: 50.0, 1 << 20: 13000.0}, "latency": {8: 0.45}}
+    runs = {"bw": [{8: 40.0, 1 << 20: 12500.0}, {8: 60.0, 1 << 20: 14000.0}, {8: 50.0, 1 << 20: 13000.0}],
+            "latency": [{8: 0.40}, {8: 0.45}, {8: 0.50}]}
+    rows = so.rows_mpi(recs, anchors, ["bw", "latency"], {"bw": {}, "latency": {}}, runs)
+    # 0.05 GB/s within OSU's 40-60 MB/s; 12.0 GB/s below its 12.5-14.0; 0.5 us at the edge of 0.40-0.50 us
+    assert [r[-1] for r in rows] == ["within", "worse than all", "within"]
+    assert so.within_runs(0.3, [0.4, 0.5], lower_is_better=True) == "better than all"
+    assert so.within_runs(0.6, [0.4, 0.5], lower_is_better=True) == "worse than all"
+    assert so.within_runs(15.0, [12.5, 14.0]) == "better than all"
+    assert [r[:-1] for r in rows] == so.rows_mpi(recs, anchors, ["bw", "latency"], {"bw": {}, "latency": {}})
+    assert so.within_runs(1.0, [2.0]) == "—" and so.within_runs(1.0, [0.5, None, 2.0]) == "within"
+
+
 def test_alternated_runs_take_turns_and_pool_to_the_median_of_runs_with_their_range():
     so = bench_module("scaleout")
     order, ours, theirs = [], iter([10.0, 12.0, 11.0]), iter([{8: 1.0}, {8: 3.0}, {8: 2.0}])
