@@ -11,7 +11,6 @@
 // the case is skipped, with the reason, where it is missing.
 #include <cuda_fp16.h>
 #include <algorithm>
-#include <set>
 #include <string>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -124,10 +123,10 @@ void gemm_call(Blas& b, const std::string& prec, size_t rows, size_t n, size_t k
 // in `--mode all`), it made that mode look 5-30x slower than the others. One untimed call of the run's own shape
 // (on scratch GPU memory; a smaller square where that would not fit in an eighth of the free memory), before any
 // phase is timed, gives every mode a warmed library; a user's program pays this once, whichever memory it uses.
+// Made for every run (each has its own handle), not once per process: a handle's own first call is then never
+// timed either.
 template <class T>
 void warm_blas(Blas& b, const std::string& prec, size_t m, size_t n, size_t k, int device) {
-  static std::set<std::string> warmed;  // per precision, once per process
-  if (!warmed.insert(prec).second) return;
   const size_t free_mem = gpu_caps(device).free_mem;
   if ((m * k + k * n + m * n) * sizeof(T) > free_mem / 8) m = n = k = std::min<size_t>({m, n, k, 1024});
   void *a = nullptr, *bb = nullptr, *c = nullptr;
