@@ -22,8 +22,8 @@ from umscope.profile.output import UNITS, _records, _summary, print_summary, tra
 from umscope.profile.sampler import (PAGE, Sampler, host_energy_j, numa_bytes, parse_period,  # noqa: F401
                                      process_tree, rss_bytes)
 from umscope.profile.codes import ACCESS, CAUSES, COUNTERS  # noqa: F401
-from umscope.profile.tracer import (cupti_path, inject, parse_trace, read_trace_lines, shift_trace,  # noqa: F401
-                                    trace_files, tracer_path)
+from umscope.profile.tracer import (KERNELS_OFF, cupti_path, inject, parse_trace, read_trace_lines,  # noqa: F401
+                                    shift_trace, trace_files, tracer_path)
 
 
 # The CUPTI activity records `--um-trace` enables (libumtrace's UMSCOPE_UMTRACE_RECORDS). Kernel records are left
@@ -130,7 +130,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             notes.append("--um-trace: the program wrote no trace (it may not use CUDA, or CUPTI could not attach)")
         for n in (tr or {}).get("notes", []):  # a kind of CUPTI record left out: its counts are not zeros
             notes.append("--um-trace: kernels not recorded (the default; `--kernels` records them, at a cost per "
-                         "launch)" if n.startswith("kernels records off") else f"--um-trace: {n}")
+                         "launch)" if n.startswith(KERNELS_OFF) else f"--um-trace: {n}")
         for err in (tr or {}).get("errors", []):
             notes.append(f"--um-trace: CUPTI refused to {err.get('what')}: {err.get('cupti')}")
         if tr and not tr.get("complete"):

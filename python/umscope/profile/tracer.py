@@ -248,6 +248,11 @@ def event_tracks(ev, um, t0, allocs, label, moves=None) -> dict:
             "copies": {g: _merge_spans(v) for g, v in copies.items()}}
 
 
+# The note libumtrace writes where UMSCOPE_UMTRACE_RECORDS leaves the kernel records out (umtrace.cpp record_wanted:
+# "<kind> records off (...)"), as profile's default does.
+KERNELS_OFF = "kernels records off"
+
+
 def parse_trace(path, gpus=()) -> dict:
     """Totals, timelines and analyses from libumtrace's JSON lines; `gpus` (PCI bus ids, umscope's GPU order)
     puts each record on the GPU it came from."""
@@ -281,7 +286,7 @@ def parse_trace(path, gpus=()) -> dict:
     by_gpu = {}
     timeline_by_gpu = {}
     # Kernel records left out (UMSCOPE_UMTRACE_RECORDS, profile's default): no kernel count is known, not zero.
-    kernels_off = any(n.startswith("kernels records off") for n in out["notes"])
+    kernels_off = any(n.startswith(KERNELS_OFF) for n in out["notes"])
 
     def gpu_slot(g):
         return by_gpu.setdefault(g, dict({name: 0 for name in COUNTERS.values() if name != "cpu_fault"},
