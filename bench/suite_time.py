@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -135,7 +136,7 @@ def between(run: dict, cases: list) -> dict:
     return {"to_first_case_s": round(cs[0]["started"] - run["started"], 2),
             "process_starts": len(starts), "process_starts_s": round(sum(starts), 2),
             "other_gaps": len(short), "other_gaps_s": round(sum(short), 2),
-            "other_gap_median_ms": round(1000 * short[len(short) // 2], 1) if short else None,
+            "other_gap_median_ms": round(1000 * statistics.median(short), 1) if short else None,
             "after_last_case_s": round((run["finished"] or end) - end, 2)}
 
 
