@@ -115,6 +115,11 @@ def cublas_path():
     return None
 
 
+def kind_name(spec: str) -> str:
+    """A kind spec's base name: 'pinned' of 'pinned,first_touch=gpu', 'numa' of 'numa:1'."""
+    return (spec or "").partition(",")[0].partition(":")[0]
+
+
 def validate_kind(spec: str) -> str:
     """Checks a kind spec with umbench's own parser; returns it unchanged."""
     res = subprocess.run([umbench_path(), "check-kind", spec], capture_output=True, text=True, timeout=30)

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from umscope import native
 from umscope.errors import UsageError
 from umscope.passthrough import run_program
 
@@ -115,7 +116,7 @@ def check_reach(kinds, gpus) -> None:
     numa:N) where no GPU has cudaDevAttrPageableMemoryAccess (no HMM, no ATS), the memory of a GPU that is not
     here (peer:N); the program would only fail at its first kernel or allocation. gpus: umbench info's list
     (none: nothing to judge by, nothing refused)."""
-    names = [k.partition(",")[0].partition(":")[0] for k in kinds]
+    names = [native.kind_name(k) for k in kinds]
     pageable = [k for k, n in zip(kinds, names) if n in PAGEABLE]
     if pageable and gpus and not any(g.get("pageable_memory_access") for g in gpus):
         raise UsageError(f"kind '{pageable[0]}' is pageable host memory, which no GPU here can access "
@@ -190,8 +191,7 @@ def cmd_place(args):
         validate.output_path(args.report, "--report")
     check_config(args.kind, rules)
     kinds = [args.kind] + rule_kinds(args.rule)
-    if any(k.partition(",")[0].partition(":")[0] in PAGEABLE + ("peer",) for k in kinds):
-        from umscope import native
+    if any(native.kind_name(k) in PAGEABLE + ("peer",) for k in kinds):
         check_reach(kinds, native.native_info().get("gpus") or [])
     store = Store(args.store)  # an unwritable store fails before the program runs
     with tempfile.TemporaryDirectory(prefix="umscope-place-") as d:

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from umscope import scaleout
+from umscope import native, scaleout
 from umscope.native import validate_kind  # noqa: F401 (plans.validate_kind: validate.py, tests)
 from umscope.errors import UsageError
 from umscope.sizes import parse_size_list, size_arg  # noqa: F401 (plans.size_arg: validate.py, tests)
@@ -138,7 +138,7 @@ def known_skip(fingerprint, case):
     from umscope import place, suite
     if case.benchmark not in suite.ISOLATED or not case.kind:
         return None
-    if case.kind.partition(",")[0].partition(":")[0] not in place.PAGEABLE:
+    if native.kind_name(case.kind) not in place.PAGEABLE:
         return None
     p = case.params
     if not (case.benchmark in ("migration", "interleave") or p.get("by") == "gpu" or p.get("processor") == "gpu"):

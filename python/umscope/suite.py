@@ -156,7 +156,7 @@ class Case:
         """Whether this case may share a umbench batch process with its neighbours."""
         if self.skip or self.own_family_process(options):
             return False
-        if (self.kind or "").split(",")[0].split(":")[0] in ISOLATED_KINDS.get(self.benchmark, ()):
+        if native.kind_name(self.kind) in ISOLATED_KINDS.get(self.benchmark, ()):
             return False
         return not any(("\t" in a or "\n" in a) for a in self.argv(options)[2:])
 
