@@ -2,7 +2,7 @@
 import os
 from html import escape
 
-from umscope import conditions
+from umscope import conditions, nvml
 
 
 def _r(reasons=(), pids=(), **kw):
@@ -127,8 +127,13 @@ def test_a_gpu_is_looked_up_once_and_its_constants_read_once(monkeypatch):
 
         def __getattr__(self, name):
             return lambda *a: calls.append((name, a[0])) or (0 if "Processes" not in name else [])
-    monkeypatch.setattr(conditions, "_state", {"mod": Fake()})
-    got = [conditions.read(0, "0000:00:06.0") for _ in range(3)] + [conditions.read(1, "0000:00:07.0")]
+    monkeypatch.setattr(conditions, "_state", {})
+    monkeypatch.setattr(nvml, "_init", lambda: (Fake(), ""))
+    nvml._handle.cache_clear()
+    try:
+        got = [conditions.read(0, "0000:00:06.0") for _ in range(3)] + [conditions.read(1, "0000:00:07.0")]
+    finally:
+        nvml._handle.cache_clear()  # no fake handle left for the other tests
     assert all(r["available"] and r["sm_clock_max_mhz"] == 1980 for r in got)
     assert [c for c in calls if c[0] in ("handle", "max")] == [
         ("handle", "0000:00:06.0"), ("max", "0000:00:06.0"), ("handle", "0000:00:07.0"), ("max", "0000:00:07.0")]

@@ -6,6 +6,8 @@ with another process is flagged in the summary and the report. Without NVML each
 
 import os
 
+from umscope import nvml
+
 # NVML's clock-event reason bits (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*).
 REASONS = {
     0x1: "gpu_idle",
@@ -21,26 +23,15 @@ REASONS = {
 # Not a throttle of the measurement: the GPU had nothing to do when it was read.
 BENIGN = {"gpu_idle"}
 
-_state = {}
+_state = {}  # the GPUs' constants read once (their maximum SM clock)
 
 
 def _nvml():
-    """The pynvml module, initialised once, or raises RuntimeError with the reason."""
-    if "error" in _state:
-        raise RuntimeError(_state["error"])
-    if "mod" not in _state:
-        try:
-            import pynvml
-        except ImportError:
-            _state["error"] = "nvidia-ml-py (pynvml) is not installed"
-            raise RuntimeError(_state["error"]) from None
-        try:
-            pynvml.nvmlInit()
-        except Exception as e:  # pynvml.NVMLError and the library not being found
-            _state["error"] = f"NVML could not be initialised: {e}"
-            raise RuntimeError(_state["error"]) from None
-        _state["mod"] = pynvml
-    return _state["mod"]
+    """The pynvml module, initialised once (umscope.nvml), or raises RuntimeError with the reason."""
+    mod, why = nvml._init()
+    if mod is None:
+        raise RuntimeError(why)
+    return mod
 
 
 def reasons_of(mask: int) -> list:
@@ -59,36 +50,33 @@ def read(device: int = 0, bus_id: str = None) -> dict:
     out = {"available": True, "device": device}
     if bus_id:
         out["pci_bus_id"] = bus_id
-    # The handle is looked up once per GPU (the suite reads the case's GPU around every case).
-    handles = _state.setdefault("handles", {})
+    # The handle is looked up once per GPU (nvml._handle; the suite reads the case's GPU around every case).
     key = bus_id or device
-    try:
-        if key not in handles:
-            handles[key] = nv.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else nv.nvmlDeviceGetHandleByIndex(device)
-        h = handles[key]
-    except Exception as e:
-        return {"available": False, "reason": f"no NVML device {device}: {e}"}
+    h = nvml._handle(key)
+    if h is None:
+        return {"available": False, "reason": f"no NVML device {bus_id or device}"}
 
-    def get(key, fn, *args, scale=1.0):
+    def get(key, fn, *consts, scale=1.0):  # NVML's function and constants by name: an older binding may lack them
         try:
-            v = fn(h, *args)
+            v = getattr(nv, fn)(h, *(getattr(nv, c) for c in consts))
             out[key] = v * scale if scale != 1.0 else v
         except Exception as e:
             out.setdefault("unavailable", {})[key] = str(e)
 
-    get("sm_clock_mhz", nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_SM)
-    get("mem_clock_mhz", nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_MEM)
+    get("sm_clock_mhz", "nvmlDeviceGetClockInfo", "NVML_CLOCK_SM")
+    get("mem_clock_mhz", "nvmlDeviceGetClockInfo", "NVML_CLOCK_MEM")
     maxima = _state.setdefault("max_clock", {})  # a constant of the GPU: read once
     if key not in maxima:
-        get("sm_clock_max_mhz", nv.nvmlDeviceGetMaxClockInfo, nv.NVML_CLOCK_SM)
+        get("sm_clock_max_mhz", "nvmlDeviceGetMaxClockInfo", "NVML_CLOCK_SM")
         if "sm_clock_max_mhz" in out:
             maxima[key] = out["sm_clock_max_mhz"]
     else:
         out["sm_clock_max_mhz"] = maxima[key]
-    get("temperature_c", nv.nvmlDeviceGetTemperature, nv.NVML_TEMPERATURE_GPU)
-    get("power_w", nv.nvmlDeviceGetPowerUsage, scale=1e-3)
-    events = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    get("temperature_c", "nvmlDeviceGetTemperature", "NVML_TEMPERATURE_GPU")
+    get("power_w", "nvmlDeviceGetPowerUsage", scale=1e-3)
     try:
+        events = (getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                  or getattr(nv, "nvmlDeviceGetCurrentClocksThrottleReasons"))
         mask = int(events(h))
         out["throttle_mask"] = mask
         out["throttle_reasons"] = reasons_of(mask)
