@@ -34,6 +34,7 @@
 
 #include "counters.hpp"  // hardware counters share CUPTI's one subscriber (with $UMSCOPE_COUNTERS_FILE)
 #include "json_out.hpp"
+#include "managed_apply.hpp"  // umscope place --managed: UMSCOPE_UMTRACE_MANAGED
 #include "uvm_events.hpp"  // the driver's fault events, with UMSCOPE_UMTRACE_UVM_EVENTS=1
 
 namespace {
@@ -555,6 +556,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   // calls the driver: the counters' set-up beside the program starts at the creating thread's next driver call.
   const bool created = domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
   if (!created) umcounters::callback(domain, cbid, data);
+  managed_apply::callback(domain, cbid, data);
   if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
   if (created) {
     enable_um();
@@ -667,6 +669,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
          cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
   }
   if (std::getenv("UMSCOPE_COUNTERS_FILE")) umcounters::attach(sub, subscribed);  // hardware counters
+  if (subscribed == CUPTI_SUCCESS) managed_apply::attach(sub, g_out, g_mu);  // place --managed
   if (record_wanted("kernels")) note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   if (record_wanted("copies")) note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   if (record_wanted("allocations")) note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
