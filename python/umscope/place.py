@@ -9,7 +9,12 @@ of the program's output are stored as a run.
 
 With the profiler: `umscope profile --um-trace -- umscope place --kind managed -- python prog.py` (the
 tracer's environment reaches the program through place; the trace shows the migrations and faults the
-placement causes). The other order works too; each command stores its own run."""
+placement causes). The other order works too; each command stores its own run.
+
+`umscope place --managed POLICY -- ./app ARGS`: any CUDA program (the runtime linked statically too) with the
+managed kind's policy on its own cudaMallocManaged ranges, applied by libumtrace through CUDA's injection
+(native/profiler/managed_apply.cpp): prefetch=gpu, advise=preferred:cpu+accessed_by:gpu, advise=read_mostly.
+Under `profile --um-trace` (profile outside place) the policy rides in the profile's own injection."""
 
 import argparse
 import ctypes
@@ -154,6 +159,108 @@ def environment(kind, rules="", allow=False, stats_pattern=None, base=None) -> d
     return env
 
 
+# `--managed POLICY`: the program's own cudaMallocManaged memory, through libumtrace (native/profiler/managed_apply.cpp).
+# The modes advise names for a traced program that --managed puts into practice without a change to its source
+# (managed-prefetch: only the prefetch to the GPU before the kernels; the copy back before the CPU reads is the
+# driver's demand migration, as without the advice).
+AS_ADVISED = {"managed-prefetch": "prefetch=gpu", "zerocopy": "advise=preferred:cpu+accessed_by:gpu"}
+MANAGED_ADVICE = ("none", "preferred:gpu", "preferred:cpu", "accessed_by:gpu", "accessed_by:cpu", "read_mostly")
+
+
+def check_managed(policy: str) -> str:
+    """The managed kind's policies that --managed applies (advise=A+B..., prefetch=gpu), checked before anything
+    runs: one clear line (exit 2) otherwise. Returns the policy."""
+    items = [i for i in (policy or "").split(",") if i]
+    if not items:
+        raise UsageError("--managed needs a policy, e.g. 'prefetch=gpu' or 'advise=preferred:cpu+accessed_by:gpu'")
+    acts = 0
+    for item in items:
+        key, eq, val = item.partition("=")
+        if key == "prefetch" and val in ("gpu", "none"):
+            acts += val == "gpu"
+        elif key == "prefetch":
+            raise UsageError(f"--managed {item!r}: only prefetch=gpu (each range before the first kernel launched "
+                             "after its allocation)")
+        elif key == "advise" and eq:
+            bad = [a for a in val.split("+") if a not in MANAGED_ADVICE]
+            if bad:
+                raise UsageError(f"--managed advise={bad[0]!r} is not an advice ({', '.join(MANAGED_ADVICE[1:])}, "
+                                 "joined with '+')")
+            acts += any(a != "none" for a in val.split("+"))
+        else:
+            raise UsageError(f"--managed {item!r}: it takes advise=... and prefetch=gpu (the managed kind's policies)")
+    if not acts:
+        raise UsageError(f"--managed {policy!r} asks for nothing (no advice, no prefetch)")
+    return policy
+
+
+def managed_environment(env: dict, policy: str, trace_file: str) -> str:
+    """Puts libumtrace with the policy into env (the program's environment), with no activity records of its own;
+    returns the trace file its lines go to. Under `umscope profile --um-trace` (libumtrace already injected)
+    only the policy is added and the profile's trace gets the lines."""
+    from umscope.profile import tracer
+    lib = tracer.tracer_path()
+    if not lib:
+        raise UsageError("place --managed needs libumtrace, which this build does not have (CUPTI was not found "
+                         "when umscope was built)")
+    have = env.get("CUDA_INJECTION64_PATH")
+    if have and os.path.realpath(have) == os.path.realpath(lib) and env.get("UMSCOPE_TRACE_FILE"):
+        env["UMSCOPE_UMTRACE_MANAGED"] = policy
+        return env["UMSCOPE_TRACE_FILE"]
+    if have:
+        raise UsageError(f"place --managed needs CUDA's injection, which CUDA_INJECTION64_PATH already gives to {have}")
+    env["CUDA_INJECTION64_PATH"] = lib
+    env["UMSCOPE_TRACE_FILE"] = trace_file
+    env["UMSCOPE_UMTRACE_RECORDS"] = "none"
+    env["UMSCOPE_UMTRACE_MANAGED"] = policy
+    return trace_file
+
+
+def managed_summary(trace_file: str) -> dict:
+    """What libumtrace applied, from its lines in trace_file and every FILE.PID beside it (the program's other
+    processes): {'policy': [(pid-file, ok, why)], 'actions': {what: {'ranges', 'bytes', 'refused', 'errors'}}}."""
+    from umscope.profile import tracer
+    out = {"policy": [], "actions": {}}
+    for f in sorted(glob.glob(glob.escape(trace_file)) + glob.glob(glob.escape(trace_file) + ".*")):
+        for ev in tracer.read_trace_lines(f):
+            if ev.get("k") == "managed_policy":
+                out["policy"].append((os.path.basename(f), bool(ev.get("ok")), ev.get("why") or ""))
+            elif ev.get("k") == "managed_apply":
+                a = out["actions"].setdefault(ev.get("what", "?"), {"ranges": 0, "bytes": 0, "refused": 0, "errors": {}})
+                if ev.get("ok"):
+                    a["ranges"] += 1
+                    a["bytes"] += int(ev.get("bytes") or 0)
+                else:
+                    a["refused"] += 1
+                    a["errors"][ev.get("cu", "?")] = a["errors"].get(ev.get("cu", "?"), 0) + 1
+    return out
+
+
+def managed_records(policy: str, summary: dict) -> tuple:
+    """(records, notes) of a --managed run: one record per action, and what the run must say (the policy never
+    loaded, refused by libumtrace, or actions the driver refused)."""
+    recs, notes = [], []
+    if not summary["policy"]:
+        notes.append(f"--managed {policy}: libumtrace never loaded (the program made no CUDA call, or "
+                     "CUDA_INJECTION64_PATH did not reach it): nothing was applied")
+    for f, ok, why in summary["policy"]:
+        if not ok:
+            notes.append(f"--managed {policy}: not applied in {f}: {why}")
+    if summary["policy"] and all(ok for _, ok, _ in summary["policy"]) and not summary["actions"]:
+        notes.append(f"--managed {policy}: the program allocated no managed memory (cudaMallocManaged) "
+                     "before its kernels: nothing to apply")
+    for what, a in sorted(summary["actions"].items()):
+        recs.append({"type": "record", "benchmark": "place", "op": "managed_apply", "processor": "gpu",
+                     "kind": "managed", "policy": policy, "what": what, "metric": "ranges", "unit": "",
+                     "n": 1, "median": a["ranges"], "min": a["ranges"], "max": a["ranges"], "value": a["ranges"],
+                     "bytes": a["bytes"], "refused": a["refused"], "errors": a["errors"],
+                     "verified": "the driver's return code of each call (libumtrace)"})
+        if a["refused"]:
+            notes.append(f"--managed {policy}: {what} refused by the driver for {a['refused']} range(s): "
+                         + ", ".join(f"{k} x{v}" for k, v in sorted(a["errors"].items())))
+    return recs, notes
+
+
 def records_from_stats(all_stats: list) -> list:
     """One record per (process, kind): peak live bytes, with the counters and size classes."""
     recs = []
@@ -183,19 +290,29 @@ def cmd_place(args):
         cmd = cmd[1:]
     if not cmd:
         raise UsageError("place needs a command after --, e.g. umscope place --kind managed -- python prog.py")
-    if not args.kind:
-        raise UsageError("place needs --kind KIND (e.g. device, managed, 'managed,advise=preferred:cpu+accessed_by:gpu')")
+    if not args.kind and not args.managed:
+        raise UsageError("place needs --kind KIND for a PyTorch program's memory (e.g. device, managed, "
+                         "'managed,advise=preferred:cpu+accessed_by:gpu') or --managed POLICY for any CUDA "
+                         "program's own managed memory (e.g. prefetch=gpu)")
+    if args.managed:  # the policy, the tracer library and CUDA's injection: refused before anything runs
+        check_managed(args.managed)
+        managed_environment(dict(os.environ), args.managed, os.devnull)
+    if args.rule and not args.kind:
+        raise UsageError("--rule places PyTorch's segments: give --kind with it")
     rules = rules_text(args.rule)
     if args.report is not None:  # a directory or an unwritable path is refused before the program runs
         from umscope import validate
         validate.output_path(args.report, "--report")
-    check_config(args.kind, rules)
-    kinds = [args.kind] + rule_kinds(args.rule)
-    if any(native.kind_name(k) in PAGEABLE + ("peer",) for k in kinds):
-        check_reach(kinds, native.native_info().get("gpus") or [])
+    if args.kind:
+        check_config(args.kind, rules)
+        kinds = [args.kind] + rule_kinds(args.rule)
+        if any(native.kind_name(k) in PAGEABLE + ("peer",) for k in kinds):
+            check_reach(kinds, native.native_info().get("gpus") or [])
     store = Store(args.store)  # an unwritable store fails before the program runs
     with tempfile.TemporaryDirectory(prefix="umscope-place-") as d:
-        env = environment(args.kind, rules, args.allow_oversubscription, os.path.join(d, "umalloc-%p.json"))
+        env = (environment(args.kind, rules, args.allow_oversubscription, os.path.join(d, "umalloc-%p.json"))
+               if args.kind else dict(os.environ))
+        trace = managed_environment(env, args.managed, os.path.join(d, "umtrace.jsonl")) if args.managed else None
         status, out, err, wall = run_program(cmd, env)
         found = []
         for f in sorted(glob.glob(os.path.join(d, "umalloc-*.json"))):
@@ -203,22 +320,29 @@ def cmd_place(args):
                 found.append((int(Path(f).stem.split("-")[1]), json.loads(Path(f).read_text())))
             except (OSError, ValueError):
                 pass
+        applied = managed_summary(trace) if trace else None
     notes = []
-    if not found:
+    if args.kind and not found:
         notes.append("the allocator was never loaded: the program did not start a Python that imports torch "
                      "(only PyTorch programs are placed), or it died before exiting normally")
     recs = records_from_stats(found)
+    if applied is not None:
+        mrecs, mnotes = managed_records(args.managed, applied)
+        recs += mrecs
+        notes += mnotes
+    kind_spec = args.kind or "managed," + args.managed
     recs.append({"type": "record", "benchmark": "place", "op": "run", "processor": "host",
-                 "kind": args.kind.partition(",")[0], "policy": args.kind.partition(",")[2], "metric": "wall_time",
+                 "kind": kind_spec.partition(",")[0], "policy": kind_spec.partition(",")[2], "metric": "wall_time",
                  "unit": "s", "n": 1, "median": wall, "min": wall, "max": wall, "value": wall,
                  "command": " ".join(shlex.quote(c) for c in cmd), "exit_status": status, "kind_spec": args.kind,
-                 "rules": args.rule or [], "stdout_tail": out, "stderr_tail": err, "notes": notes})
+                 "managed": args.managed, "rules": args.rule or [], "stdout_tail": out, "stderr_tail": err, "notes": notes})
     fp = probe.probe()
     command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    run_id = store.create_run("place", command, [], {"kind": args.kind, "rules": args.rule or [],
+    run_id = store.create_run("place", command, [], {"kind": args.kind, "managed": args.managed,
+                                                    "rules": args.rule or [],
                                                     "allow_oversubscription": args.allow_oversubscription},
                               fp, args.label)
-    case = Case("place", args.kind, {"command": " ".join(cmd)})
+    case = Case("place", kind_spec, {"command": " ".join(cmd)})
     reason = "" if status == 0 else f"the program exited with status {status}"
     store.add_case_result(run_id, case, "ok" if status == 0 else "failed", reason, time.time() - wall, wall, recs)
     store.finish_run(run_id, "complete")
@@ -227,6 +351,10 @@ def cmd_place(args):
         sys.stderr.write(f"umscope place: pid {pid}: {t['requests']} segments of PyTorch's allocator, "
                          f"{t['requested_bytes']} B requested, peak {t['peak_live_bytes']} B live, "
                          f"{t['refused']} refused\n")
+    for r in recs:
+        if r["op"] == "managed_apply":
+            sys.stderr.write(f"umscope place: --managed {args.managed}: {r['what']} on {r['value']} managed "
+                             f"range(s), {r['bytes']} B, {r['refused']} refused by the driver\n")
     for n in notes:
         sys.stderr.write(f"umscope place: note: {n}\n")
     if args.json:
@@ -238,9 +366,15 @@ def cmd_place(args):
 
 
 def add_parser(sub):
-    s = sub.add_parser("place", help="run a PyTorch program with its CUDA memory placed in a memory kind")
+    s = sub.add_parser("place", help="run a PyTorch program with its CUDA memory placed in a memory kind, or any "
+                                     "CUDA program with a policy on its managed memory")
     s.add_argument("--kind", help="kind of every allocation no rule claims, e.g. managed or "
                                   "'managed,advise=preferred:cpu+accessed_by:gpu'")
+    s.add_argument("--managed", metavar="POLICY",
+                   help="the program's own cudaMallocManaged memory, any CUDA program (static runtime too): "
+                        "'prefetch=gpu' (each range before the first kernel after its allocation), "
+                        "'advise=preferred:cpu+accessed_by:gpu', 'advise=read_mostly'; applied through libumtrace "
+                        "(CUDA's injection); with or without --kind")
     s.add_argument("--rule", action="append", metavar="RULE",
                    help="size rule, first match wins (repeatable): '>=64M:managed', '<64M:device'")
     s.add_argument("--allow-oversubscription", action="store_true",
