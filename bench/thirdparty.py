@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from umscope import place  # place --managed: the advice applied from outside (AS_ADVISED, its environment)
+
 REPO = "https://github.com/OSU-STARLAB/UVM_benchmark"
 COLS = 100000  # pathfinder's columns, as its run script (`./pathfinder 100000 100 20`); rows are scaled
 PROGRAMS = {  # work(size) ~ run time; size from work; footprint: managed bytes; max: where the program's int indices end
@@ -124,7 +126,7 @@ def build(a):
     return 0
 
 
-def run_prog(argv, timeout, cwd=None):
+def run_prog(argv, timeout, cwd=None, env=None):
     """Runs argv; its stdout is hashed as it comes (the last 16 MiB kept), its stderr kept in a file. Returns
     {'wall_s', 'rc', 'sha256', 'tail', 'stderr'}: the process's wall time from start to exit; rc 'timeout' where it
     was stopped at the timeout."""
@@ -139,7 +141,7 @@ def run_prog(argv, timeout, cwd=None):
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         # Its own process group: at the timeout every process it started goes too (`umscope profile`'s program).
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=cwd, start_new_session=True)
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=cwd, env=env, start_new_session=True)
         reader = threading.Thread(target=read, args=(p.stdout,), daemon=True)
         reader.start()
         try:
@@ -164,6 +166,12 @@ def classify(advice: dict, builds: list) -> dict:
     for b in builds:
         if b["mode"] == rec:
             return {"applicable": True, "how": b["how"], "binary": b["binary"]}
+    plain = next((b["binary"] for b in builds if b["mode"] is None and b["how"] == "managed"), None)
+    if rec in place.AS_ADVISED and plain:  # the plain build with the policy applied from outside (place --managed)
+        pol = place.AS_ADVISED[rec]
+        return {"applicable": True, "binary": plain, "managed_policy": pol,
+                "how": f"umscope place --managed {pol}: the plain build, its cudaMallocManaged ranges given the policy "
+                       "by libumtrace (CUDA's injection; no source change)"}
     hint = (advice.get("hints") or [str(rec)])[0]
     return {"applicable": False, "how": f"{SOURCE_CHANGE}: {hint}", "binary": None}
 
@@ -312,8 +320,22 @@ def run(a):
             if left() < 3.5 * r["plain_stats"]["max_s"]:
                 res["left"].append(f"{name}: {binary} x3 (budget)")
                 continue
-            log(f"{name}: {binary} x3")
-            compare(r, key, mode, [run_prog([str(d / binary), *r["args"]], left()) for _ in range(3)])
+            pol = r["decision"].get("managed_policy") if key == "advised" else None
+            log(f"{name}: {binary} x3" + (f" under place --managed {pol}" if pol else ""))
+            runs, applied = [], []
+            for i in range(3):
+                env = None
+                if pol:  # place --managed's own environment, without place's start-up in the timed process
+                    env = dict(os.environ)
+                    place.managed_environment(env, pol, str(tmp / f"{name}-managed-{i}.jsonl"))
+                runs.append(run_prog([str(d / binary), *r["args"]], left(), env=env))
+                if pol:
+                    recs, notes = place.managed_records(pol, place.managed_summary(env["UMSCOPE_TRACE_FILE"]))
+                    applied.append({"records": [{k: x[k] for k in ("what", "value", "bytes", "refused")} for x in recs],
+                                    "notes": notes})
+            compare(r, key, mode, runs)
+            if pol:
+                r[key]["applied"] = applied
     shutil.rmtree(tmp, ignore_errors=True)
     res["wall_s"] = time.monotonic() - t0
     (out / "thirdparty.json").write_text(json.dumps(res, indent=1, default=str) + "\n")

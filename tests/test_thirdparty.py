@@ -16,6 +16,7 @@ tp = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tp)
 BASE, MIB = 1 << 40, 1 << 20
 PREFETCH = {"binary": "bin/pathfinder-prefetch", "program": "pathfinder", "mode": "managed-prefetch", "how": "DEF=-DPREF"}
+PLAIN = {"binary": "bin/nw", "program": "nw", "mode": None, "how": "managed"}
 
 
 def write_trace(path, kernels=1, cpu_reads=False):
@@ -48,10 +49,18 @@ def test_advice_classified_from_real_advise_output(tmp_path, capsys):
     idle = advise(ROOT / "data" / "sim-traces" / "calib" / "c0.jsonl.gz", capsys)  # an H100 trace: plain managed
     assert (once["recommended"], again["recommended"], idle["recommended"]) == ("zerocopy", "managed-prefetch",
                                                                                 "managed")
-    c = tp.classify(once, [PREFETCH])
+    # advise says how to run a traced program as advised without touching its source (place --managed)
+    assert once["run_as"] == "umscope place --managed advise=preferred:cpu+accessed_by:gpu -- PROGRAM ARGS"
+    assert again["run_as"] == "umscope place --managed prefetch=gpu -- PROGRAM ARGS" and "run_as" not in idle
+    assert any(again["run_as"] in h for h in again["hints"])
+    c = tp.classify(once, [PREFETCH])  # no plain build given: a source change
     assert not c["applicable"] and c["how"].startswith(tp.SOURCE_CHANGE) and "PreferredLocation" in c["how"]
-    c = tp.classify(again, [])  # nw and srad have no prefetching build of their own
+    c = tp.classify(again, [])  # no build of the program at all: only a source change would do
     assert not c["applicable"] and "cudaMemPrefetchAsync" in c["how"]
+    c = tp.classify(again, [PLAIN])  # nw and srad: their plain build under place --managed
+    assert c["applicable"] and c["binary"] == "bin/nw" and c["managed_policy"] == "prefetch=gpu"
+    c = tp.classify(once, [PLAIN])  # zero-copy as managed memory's advice: kept on the CPU, mapped for the GPU
+    assert c["applicable"] and c["managed_policy"] == "advise=preferred:cpu+accessed_by:gpu"
     c = tp.classify(again, [PREFETCH])  # pathfinder has: its -DPREF build puts the advice into practice
     assert c == {"applicable": True, "how": "DEF=-DPREF", "binary": "bin/pathfinder-prefetch"}
     c = tp.classify(idle, [PREFETCH])
@@ -101,6 +110,11 @@ def fake_suite(tmp_path, trace, fail=()):
         exe = d / "bin" / name
         out = "other" if name == "pathfinder-explicit" else "result 42"
         exe.write_text(f"#!/bin/sh\necho {out}\n[ -n \"$UMSCOPE_TRACE_FILE\" ] && cat {trace} > \"$UMSCOPE_TRACE_FILE\"\n"
+                       # under place --managed's variable, the lines libumtrace writes when it applies the policy
+                       "[ -n \"$UMSCOPE_UMTRACE_MANAGED\" ] && printf '%s\\n%s\\n' "
+                       "\"{\\\"k\\\":\\\"managed_policy\\\",\\\"policy\\\":\\\"$UMSCOPE_UMTRACE_MANAGED\\\",\\\"ok\\\":true}\" "
+                       "'{\"k\":\"managed_apply\",\"what\":\"prefetch gpu\",\"bytes\":4096,\"ok\":true}' "
+                       ">> \"$UMSCOPE_TRACE_FILE\"\n"
                        f"exit {1 if name in fail else 0}\n")
         exe.chmod(0o755)
         built.append({"binary": f"bin/{name}", "program": prog, "mode": mode, "how": how})
@@ -119,8 +133,12 @@ def test_run_traces_advises_and_applies_what_needs_no_source_change(tmp_path, mo
     res = json.loads((out / "thirdparty.json").read_text())
     nw, srad, pf = (res["programs"][n] for n in ("nw", "srad", "pathfinder"))
     assert nw["args"] == ["32", "10"] and nw["plain_stats"]["n"] == 3 and nw["traced"]["rc"] == 0
-    assert nw["advice"]["recommended"] == "managed-prefetch" and not nw["decision"]["applicable"]
-    assert "advised" not in nw and nw["explicit"]["stats"]["n"] == 3  # the suite's explicit version is measured
+    assert nw["advice"]["recommended"] == "managed-prefetch" and nw["decision"]["managed_policy"] == "prefetch=gpu"
+    # nw has no prefetching build: its plain build runs with place --managed's environment, which applied it
+    assert nw["decision"]["binary"] == "bin/nw" and nw["advised"]["stats"]["n"] == 3
+    assert [a["records"] for a in nw["advised"]["applied"]] == [[{"what": "prefetch gpu", "value": 1, "bytes": 4096,
+                                                                  "refused": 0}]] * 3
+    assert nw["explicit"]["stats"]["n"] == 3  # the suite's explicit version is measured
     assert srad["error"].startswith("plain runs failed") and "advice" not in srad
     assert pf["decision"]["binary"] == "bin/pathfinder-prefetch" and pf["advised"]["same_output_as_plain"] is True
     assert pf["explicit"]["same_output_as_plain"] is False  # a different result is reported, not hidden
@@ -132,7 +150,7 @@ def test_run_traces_advises_and_applies_what_needs_no_source_change(tmp_path, mo
     row = next(x for x in md.splitlines() if x.startswith("| pathfinder | 100000 20 20"))
     assert "| managed-prefetch |" in row and "yes: its Makefile's prefetch option" in row and "output same as plain" in row
     row = next(x for x in md.splitlines() if x.startswith("| nw | 32 10"))
-    assert "no: needs a source change" in row and "not run: needs a source change" in row
+    assert "yes: umscope place --managed prefetch=gpu" in row and "predicted" in row
     assert "| srad | 32 32 0 127 0 127 0.5 2" in md and "plain runs failed" in md
     assert "DIFFERS from plain" in md and "Left out: nothing" in md
 

@@ -429,6 +429,13 @@ def cmd_advise(args):
     if getattr(args, "trace_note", ""):
         res["trace"] = args.trace_note
         res["hints"].append(f"INCOMPLETE TRACE: {args.trace_note}")
+    if args.trace:  # a traced program: the advice applied from outside where that needs no change to its source
+        from umscope import place
+        pol = place.AS_ADVISED.get(res["recommended"])
+        if pol:
+            res["run_as"] = f"umscope place --managed {pol} -- PROGRAM ARGS"
+            res["hints"].append(f"without a source change, for a program using cudaMallocManaged: {res['run_as']} "
+                                "(libumtrace applies it to every managed range; docs/place.md)")
     if args.app:
         # The advice is for the stream replayed: say how many iterations, and whose choice that was (the
         # application's model facts replay the studies' count, which need not be what `app run` runs).
