@@ -62,6 +62,9 @@ def test_the_environment_injects_libumtrace_without_records_or_joins_the_profile
     assert place.managed_environment(env, "advise=read_mostly", "/tmp/t.jsonl") == "/tmp/profile.jsonl"
     assert env == {"CUDA_INJECTION64_PATH": lib, "UMSCOPE_TRACE_FILE": "/tmp/profile.jsonl",
                    "UMSCOPE_UMTRACE_MANAGED": "advise=read_mostly"}
+    with pytest.raises(UsageError, match="cannot run under profile --counters"):
+        place.managed_environment({"CUDA_INJECTION64_PATH": lib, "UMSCOPE_TRACE_FILE": "/tmp/p.jsonl",
+                                   "UMSCOPE_COUNTERS_FILE": "/tmp/c.jsonl"}, "prefetch=gpu", "/tmp/t.jsonl")
     with pytest.raises(UsageError, match="already gives to /opt/other.so"):
         place.managed_environment({"CUDA_INJECTION64_PATH": "/opt/other.so"}, "prefetch=gpu", "/tmp/t.jsonl")
 

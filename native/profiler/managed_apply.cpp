@@ -192,6 +192,10 @@ void attach(CUpti_SubscriberHandle sub, FILE* out, std::mutex& mu) {
   g_out = out;
   g_out_mu = &mu;
   std::string why = parse(policy);
+  // The hardware counters (profile --counters) take the whole driver-API domain on and off for their gate and
+  // read every driver callback as a launch: the two cannot share CUPTI's one subscriber.
+  if (why.empty() && std::getenv("UMSCOPE_COUNTERS_FILE"))
+    why = "not with hardware counters (UMSCOPE_COUNTERS_FILE, profile --counters): both need CUPTI's driver callbacks";
   if (!why.empty()) {
     policy_line(policy, false, why);
     return;

@@ -203,6 +203,9 @@ def managed_environment(env: dict, policy: str, trace_file: str) -> str:
     if not lib:
         raise UsageError("place --managed needs libumtrace, which this build does not have (CUPTI was not found "
                          "when umscope was built)")
+    if env.get("UMSCOPE_COUNTERS_FILE"):
+        raise UsageError("place --managed cannot run under profile --counters: the hardware counters and the policy "
+                         "both need CUPTI's driver callbacks (profile --um-trace without --counters works)")
     have = env.get("CUDA_INJECTION64_PATH")
     if have and os.path.realpath(have) == os.path.realpath(lib) and env.get("UMSCOPE_TRACE_FILE"):
         env["UMSCOPE_UMTRACE_MANAGED"] = policy
@@ -294,11 +297,12 @@ def cmd_place(args):
         raise UsageError("place needs --kind KIND for a PyTorch program's memory (e.g. device, managed, "
                          "'managed,advise=preferred:cpu+accessed_by:gpu') or --managed POLICY for any CUDA "
                          "program's own managed memory (e.g. prefetch=gpu)")
-    if args.managed:  # the policy, the tracer library and CUDA's injection: refused before anything runs
+    if args.managed:
         check_managed(args.managed)
-        managed_environment(dict(os.environ), args.managed, os.devnull)
     if args.rule and not args.kind:
         raise UsageError("--rule places PyTorch's segments: give --kind with it")
+    if args.managed:  # the tracer library and CUDA's injection: refused before anything runs
+        managed_environment(dict(os.environ), args.managed, os.devnull)
     rules = rules_text(args.rule)
     if args.report is not None:  # a directory or an unwritable path is refused before the program runs
         from umscope import validate
