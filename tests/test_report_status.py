@@ -77,3 +77,17 @@ def test_failed_place_run_shows_exit_status_and_stderr(tmp_path):
     assert "FAILED" in top and "exited with status 1" in top and "RuntimeError: CUDA out of memory" in top
     assert "status complete" not in top.lower().replace("stored status", "")
     assert "This run kind records no conditions" in html and "older store" not in html
+
+
+def test_a_place_runs_notes_are_on_the_first_screen(tmp_path):
+    """A program that exits 0 while place applied nothing (`--managed` never loaded) is complete, and says so."""
+    s = Store(tmp_path / "s.sqlite")
+    run = s.create_run("place", "umscope place --managed prefetch=gpu -- ./app", [], {"managed": "prefetch=gpu"}, FP)
+    note = "--managed prefetch=gpu: libumtrace never loaded (the program made no CUDA call): nothing was applied"
+    rec = {"benchmark": "place", "op": "run", "processor": "host", "kind": "managed", "metric": "wall_time",
+           "unit": "s", "n": 1, "median": 0.1, "min": 0.1, "max": 0.1, "command": "./app", "exit_status": 0,
+           "stderr_tail": "", "notes": [note]}
+    s.add_case_result(run, Case("place", "managed,prefetch=gpu", {"command": "./app"}), "ok", "", 0, 0.1, [rec])
+    s.finish_run(run, "complete")
+    top = _first_screen(_page(s, run))
+    assert "COMPLETE" in top and "Note: --managed prefetch=gpu: libumtrace never loaded" in top

@@ -94,6 +94,8 @@ def section(run, cases, records) -> str:
                    + (f" ({e(x['signal'])})" if x.get("signal") else "")
                    + (", stderr ended with:<pre class=stderr>" + e(tail) + "</pre>" if tail.strip() else
                       (", stderr was empty." if "stderr_tail" in x else ", stderr was not kept by the umscope that ran it.")))
+        if run.get("kind") != "profile":  # profile's own section lists them beside its timeline
+            out.extend(f"<br>Note: {e(n)}" for n in x.get("notes") or [])
     bad = [c for c in cases if c.get("status") in BAD]
     missing = not_run(run, cases)
     rows = [[c["case_id"], cell(c["status"], c["status"]), c.get("reason") or ""] for c in bad]
