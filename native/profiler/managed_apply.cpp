@@ -6,7 +6,6 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
-#include <time.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -35,12 +34,6 @@ CapturingFn p_capturing = nullptr;
 PrefetchFn p_prefetch = nullptr;
 CtxDeviceFn p_ctx_device = nullptr;
 ErrorNameFn p_error_name = nullptr;
-
-unsigned long long now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + static_cast<unsigned long long>(ts.tv_nsec);
-}
 
 // The driver's functions at CUDA 13's signatures, from the libcuda.so.1 the program already loaded (a runtime
 // linked statically opens it privately: not reachable through RTLD_DEFAULT).
@@ -81,9 +74,10 @@ const char* error_name(CUresult r) {
 
 void line(const std::string& what, CUdeviceptr ptr, size_t bytes, CUresult r) {
   if (!g_out || !g_out_mu) return;
+  const unsigned long long w = umprofiler::wall_ns();  // the wall clock, as the trace's other "w" fields
   std::lock_guard<std::mutex> lk(*g_out_mu);
-  std::fprintf(g_out, "{\"k\":\"managed_apply\",\"t\":%llu,\"what\":\"%s\",\"ptr\":%llu,\"bytes\":%zu,\"ok\":%s,"
-               "\"cu\":\"%s\"}\n", now_ns(), what.c_str(), static_cast<unsigned long long>(ptr), bytes,
+  std::fprintf(g_out, "{\"k\":\"managed_apply\",\"w\":%llu,\"what\":\"%s\",\"ptr\":%llu,\"bytes\":%zu,\"ok\":%s,"
+               "\"cu\":\"%s\"}\n", w, what.c_str(), static_cast<unsigned long long>(ptr), bytes,
                r == CUDA_SUCCESS ? "true" : "false", error_name(r));
 }
 

@@ -224,7 +224,9 @@ def managed_summary(trace_file: str) -> dict:
     processes): {'policy': [(pid-file, ok, why)], 'actions': {what: {'ranges', 'bytes', 'refused', 'errors'}}}."""
     from umscope.profile import tracer
     out = {"policy": [], "actions": {}}
-    for f in sorted(glob.glob(glob.escape(trace_file)) + glob.glob(glob.escape(trace_file) + ".*")):
+    for f in tracer.trace_files(trace_file):
+        if not os.path.exists(f):  # the policy never loaded: no trace at all
+            continue
         for ev in tracer.read_trace_lines(f):
             if ev.get("k") == "managed_policy":
                 out["policy"].append((os.path.basename(f), bool(ev.get("ok")), ev.get("why") or ""))
