@@ -100,16 +100,19 @@ def test_pages_the_driver_prefetched_are_read_by_zerocopy_too(tmp_path, capsys):
     assert plain["evidence"]["zerocopy"]["remote_bytes"] == 64 * MIB and not any("prefetcher" in h for h in plain["hints"])
 
 
-def fake_suite(tmp_path, trace, fail=()):
+def fake_suite(tmp_path, trace, fail=(), segv_placed=False, racy=()):
     """A .thirdparty with stand-in programs: each prints its result line and, under the tracer's variables,
-    writes `trace` where libumtrace would; those in `fail` exit 1."""
+    writes `trace` where libumtrace would; those in `fail` exit 1; with segv_placed every program dies of SIGSEGV
+    under place --managed's variable (as libumtrace did on its first GPU run); those in `racy` print a different
+    result each run."""
     d = tmp_path / "tp"
     (d / "bin").mkdir(parents=True)
     built = []
     for name, prog, _, _, mode, how in tp.BUILDS:
         exe = d / "bin" / name
-        out = "other" if name == "pathfinder-explicit" else "result 42"
-        exe.write_text(f"#!/bin/sh\necho {out}\n[ -n \"$UMSCOPE_TRACE_FILE\" ] && cat {trace} > \"$UMSCOPE_TRACE_FILE\"\n"
+        out = "other" if name == "pathfinder-explicit" else "result $$" if name in racy else "result 42"
+        segv = "[ -n \"$UMSCOPE_UMTRACE_MANAGED\" ] && kill -SEGV $$\n" if segv_placed else ""
+        exe.write_text(f"#!/bin/sh\n{segv}echo {out}\n[ -n \"$UMSCOPE_TRACE_FILE\" ] && cat {trace} > \"$UMSCOPE_TRACE_FILE\"\n"
                        # under place --managed's variable, the lines libumtrace writes when it applies the policy
                        "[ -n \"$UMSCOPE_UMTRACE_MANAGED\" ] && printf '%s\\n%s\\n' "
                        "\"{\\\"k\\\":\\\"managed_policy\\\",\\\"policy\\\":\\\"$UMSCOPE_UMTRACE_MANAGED\\\",\\\"ok\\\":true}\" "
@@ -153,6 +156,26 @@ def test_run_traces_advises_and_applies_what_needs_no_source_change(tmp_path, mo
     assert "yes: umscope place --managed prefetch=gpu" in row and "predicted" in row
     assert "| srad | 32 32 0 127 0 127 0.5 2" in md and "plain runs failed" in md
     assert "DIFFERS from plain" in md and "Left out: nothing" in md
+
+
+def test_an_advised_run_that_died_and_a_plain_build_at_odds_with_itself_are_said(tmp_path, monkeypatch, capsys):
+    """Session 16's first GPU run: the advised nw runs died of SIGSEGV under place --managed and the table said
+    'measured - (-)'; pathfinder's plain build gave 3 outputs in 3 runs and the table said the others DIFFER."""
+    d = fake_suite(tmp_path, write_trace(tmp_path / "t.jsonl", kernels=5), segv_placed=True, racy=("pathfinder",))
+    monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
+    out = tmp_path / "out"
+    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32,srad=32,pathfinder=20",
+                    "--target", "0.1", "--budget", "60"]) == 0
+    res = json.loads((out / "thirdparty.json").read_text())
+    nw, pf = res["programs"]["nw"], res["programs"]["pathfinder"]
+    assert nw["advised"]["failed_rc"] == [-11] * 3 and nw["advised"]["stats"] is None
+    assert len({x["sha256"] for x in pf["plain"]}) == 3 and pf["advised"]["plain_outputs"] == 3
+    assert "same_output_as_plain" not in pf["advised"] and "same_output_as_plain" not in pf["explicit"]
+    md = (out / "thirdparty.md").read_text()
+    row = next(x for x in md.splitlines() if x.startswith("| nw | 32 10"))
+    assert "FAILED in 3 of 3 runs (rc -11 = SIGSEGV, -11 = SIGSEGV, -11 = SIGSEGV)" in row
+    row = next(x for x in md.splitlines() if x.startswith("| pathfinder | 100000 20 20"))
+    assert "output not compared: the plain build's own runs gave 3 different outputs" in row and "DIFFERS" not in row
 
 
 def test_budget_leaves_work_out_and_says_so(tmp_path, monkeypatch):

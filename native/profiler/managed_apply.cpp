@@ -5,6 +5,7 @@
 #include "json_out.hpp"
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <dlfcn.h>
 
 #include <atomic>
@@ -24,19 +25,20 @@ std::vector<std::pair<CUmem_advise, bool>> g_advice;  // (advice, on the GPU: el
 bool g_prefetch_gpu = false;
 std::vector<std::pair<CUdeviceptr, size_t>> g_pending;  // allocated, not yet prefetched
 
-using AdviseFn = CUresult (*)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation);
-using PrefetchFn = CUresult (*)(CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream);
-using CtxDeviceFn = CUresult (*)(CUdevice*);
-using ErrorNameFn = CUresult (*)(CUresult, const char**);
-using CapturingFn = CUresult (*)(CUstream, CUstreamCaptureStatus*);
-AdviseFn p_advise = nullptr;
-CapturingFn p_capturing = nullptr;
-PrefetchFn p_prefetch = nullptr;
-CtxDeviceFn p_ctx_device = nullptr;
-ErrorNameFn p_error_name = nullptr;
+// Each driver function at the version whose signature its PFN type (cudaTypedefs.h) declares: the type and the
+// version asked of cuGetProcAddress come from one name, so they cannot disagree. (Asked at 13000, "cuCtxGetDevice"
+// is CUDA 13's two-argument cuCtxGetDevice_v2: called with one, it read a stray context and the program died of
+// SIGSEGV, session 16's first GPU run.)
+#define UMSCOPE_DRIVER_FN(name, version) PFN_##name##_v##version p_##name = nullptr; constexpr int v_##name = version;
+UMSCOPE_DRIVER_FN(cuMemAdvise, 12020)
+UMSCOPE_DRIVER_FN(cuMemPrefetchAsync, 12020)
+UMSCOPE_DRIVER_FN(cuCtxGetDevice, 2000)
+UMSCOPE_DRIVER_FN(cuGetErrorName, 6000)
+UMSCOPE_DRIVER_FN(cuStreamIsCapturing, 10000)
+#undef UMSCOPE_DRIVER_FN
 
-// The driver's functions at CUDA 13's signatures, from the libcuda.so.1 the program already loaded (a runtime
-// linked statically opens it privately: not reachable through RTLD_DEFAULT).
+// The driver's functions from the libcuda.so.1 the program already loaded (a runtime linked statically opens it
+// privately: not reachable through RTLD_DEFAULT).
 bool resolve(std::string& why) {
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!cuda) cuda = dlopen("libcuda.so.1", RTLD_NOW);
@@ -44,31 +46,30 @@ bool resolve(std::string& why) {
     why = "libcuda.so.1 is not loaded";
     return false;
   }
-  using GetProcFn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  auto get = reinterpret_cast<GetProcFn>(dlsym(cuda, "cuGetProcAddress_v2"));
+  auto get = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(cuda, "cuGetProcAddress_v2"));
   if (!get) {
     why = "the driver has no cuGetProcAddress_v2 (older than CUDA 12.0)";
     return false;
   }
-  auto one = [&](const char* name, void** fn) {
+  auto one = [&](const char* name, void** fn, int version) {
     CUdriverProcAddressQueryResult found;
-    return get(name, fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &found) == CUDA_SUCCESS && *fn &&
+    return get(name, fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) == CUDA_SUCCESS && *fn &&
            found == CU_GET_PROC_ADDRESS_SUCCESS;
   };
-  if (!one("cuMemAdvise", reinterpret_cast<void**>(&p_advise)) ||
-      !one("cuMemPrefetchAsync", reinterpret_cast<void**>(&p_prefetch)) ||
-      !one("cuCtxGetDevice", reinterpret_cast<void**>(&p_ctx_device))) {
-    why = "the driver has no CUDA 13 cuMemAdvise, cuMemPrefetchAsync or cuCtxGetDevice";
+#define UMSCOPE_GET(name) one(#name, reinterpret_cast<void**>(&p_##name), v_##name)
+  if (!UMSCOPE_GET(cuMemAdvise) || !UMSCOPE_GET(cuMemPrefetchAsync) || !UMSCOPE_GET(cuCtxGetDevice)) {
+    why = "the driver has no cuMemAdvise or cuMemPrefetchAsync taking a CUmemLocation (CUDA 12.2), or no cuCtxGetDevice";
     return false;
   }
-  one("cuGetErrorName", reinterpret_cast<void**>(&p_error_name));
-  one("cuStreamIsCapturing", reinterpret_cast<void**>(&p_capturing));
+  UMSCOPE_GET(cuGetErrorName);
+  UMSCOPE_GET(cuStreamIsCapturing);
+#undef UMSCOPE_GET
   return true;
 }
 
 const char* error_name(CUresult r) {
   const char* s = nullptr;
-  if (p_error_name) p_error_name(r, &s);
+  if (p_cuGetErrorName) p_cuGetErrorName(r, &s);
   return s ? s : "CUDA_ERROR_UNKNOWN";
 }
 
@@ -142,8 +143,8 @@ const char* advice_name(CUmem_advise a, bool gpu) {
 
 void allocated(CUdeviceptr ptr, size_t bytes) {
   CUdevice dev = 0;
-  p_ctx_device(&dev);
-  for (const auto& a : g_advice) line(advice_name(a.first, a.second), ptr, bytes, p_advise(ptr, bytes, a.first, where(a.second, dev)));
+  p_cuCtxGetDevice(&dev);
+  for (const auto& a : g_advice) line(advice_name(a.first, a.second), ptr, bytes, p_cuMemAdvise(ptr, bytes, a.first, where(a.second, dev)));
   if (g_prefetch_gpu) {
     std::lock_guard<std::mutex> lk(g_mu);
     g_pending.push_back({ptr, bytes});
@@ -168,14 +169,14 @@ void launching(CUstream stream) {
   // Never inside a graph capture: a prefetch there would join the graph or end the capture with an error. The
   // ranges wait for the next launch outside one.
   CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (!p_capturing || p_capturing(stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE) return;
+  if (!p_cuStreamIsCapturing || p_cuStreamIsCapturing(stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE) return;
   {
     std::lock_guard<std::mutex> lk(g_mu);
     now.swap(g_pending);
   }
   CUdevice dev = 0;
-  p_ctx_device(&dev);
-  for (const auto& r : now) line("prefetch gpu", r.first, r.second, p_prefetch(r.first, r.second, where(true, dev), 0, stream));
+  p_cuCtxGetDevice(&dev);
+  for (const auto& r : now) line("prefetch gpu", r.first, r.second, p_cuMemPrefetchAsync(r.first, r.second, where(true, dev), 0, stream));
 }
 
 }  // namespace
