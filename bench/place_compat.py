@@ -64,10 +64,16 @@ VARIANTS = {  # name -> (umscope command before the program, or None for plain; 
     "profile-nokernels": (["profile", "--um-trace"], 1.03),
     "profile-um": (["profile", "--um-trace"], 1.03),
     "profile-none": (["profile", "--um-trace"], 1.03),
+    # The default's records less one kind each: llama generation ran 1.15-1.24 x plain under the default records
+    # in each of 3 rounds (H200, session 16) while GPT-2 ran 0.86: which record costs it.
+    "profile-nocopies": (["profile", "--um-trace"], 1.03),
+    "profile-noallocations": (["profile", "--um-trace"], 1.03),
 }
 VARIANT_ENV = {"profile-nokernels": {"UMSCOPE_UMTRACE_RECORDS": "um,copies,allocations,nvtx"},  # added to the env
                "profile-um": {"UMSCOPE_UMTRACE_RECORDS": "um"},
-               "profile-none": {"UMSCOPE_UMTRACE_RECORDS": "none"}}
+               "profile-none": {"UMSCOPE_UMTRACE_RECORDS": "none"},
+               "profile-nocopies": {"UMSCOPE_UMTRACE_RECORDS": "um,allocations,nvtx"},
+               "profile-noallocations": {"UMSCOPE_UMTRACE_RECORDS": "um,copies,nvtx"}}
 
 
 def gpus(environ=None) -> list:

@@ -56,7 +56,7 @@ def test_a_changed_output_in_any_run_marks_the_row_and_a_budget_stop_is_not_a_cr
 
 
 def test_the_tracer_without_kernel_records_is_the_profile_command_with_libumtrace_told_so():
-    for v in ("profile-nokernels", "profile-um", "profile-none"):
+    for v in ("profile-nokernels", "profile-um", "profile-none", "profile-nocopies", "profile-noallocations"):
         assert pc.umscope_argv(v, "s", "r") == pc.umscope_argv("profile", "s", "r")
         assert pc.VARIANTS[v][1] == pc.VARIANTS["profile"][1]  # held to the same target
     # The tracer's kernel records are asked for by profile's own option, not by the environment.
@@ -66,7 +66,8 @@ def test_the_tracer_without_kernel_records_is_the_profile_command_with_libumtrac
     assert "profile-kernels" not in pc.VARIANT_ENV
     kinds = {v: set(e["UMSCOPE_UMTRACE_RECORDS"].split(",")) for v, e in pc.VARIANT_ENV.items()}
     assert kinds == {"profile-nokernels": {"um", "copies", "allocations", "nvtx"}, "profile-um": {"um"},
-                     "profile-none": {"none"}}
+                     "profile-none": {"none"}, "profile-nocopies": {"um", "allocations", "nvtx"},
+                     "profile-noallocations": {"um", "copies", "nvtx"}}
 
 
 def test_the_gpus_counted_are_those_cuda_visible_devices_leaves(monkeypatch):
