@@ -30,12 +30,30 @@ def test_several_runs_compare_the_median_of_their_medians_and_show_their_range()
     dev = table["device"]
     assert dev["processes"] == 3 and dev["plain_processes"] == 3
     assert dev["time"] == 11.1 and dev["plain_time"] == 11.0
-    assert abs(dev["ratio"] - 11.1 / 11.0) < 1e-12 and dev["meets_target"] is True  # 1.009 <= 1.02
+    assert abs(dev["ratio"] - 11.1 / 11.0) < 1e-12
     assert abs(dev["spread"] - (13.0 - 10.5) / 11.1) < 1e-12
     assert abs(dev["plain_spread"] - 2.0 / 11.0) < 1e-12
-    # one slow process decides nothing: with it alone the ratio would have missed the target
+    # 1.009 <= 1.02, but the processes spread 18-23%: the ratio decides nothing either way
+    assert dev["meets_target"] is None and abs(dev["noise"] - 2.5 / 11.1) < 1e-12
+    # one slow process: 1.3 over a 5% spread is a miss beyond the scatter
     one = {t["variant"]: t for t in pc.aggregate(rows[:2])}["device"]
     assert one["meets_target"] is False and one["spread"] == 0.05
+
+
+def test_a_ratio_decides_only_beyond_the_runs_own_spread(tmp_path):
+    assert pc.verdict(1.000, 1.02, 0.001, 0.003) == {"noise": 0.003, "meets_target": True}  # cuda-graph, s15
+    assert pc.verdict(1.019, 1.02, 0.02, 0.01)["meets_target"] is True
+    assert pc.verdict(0.954, 1.02, 0.142, 0.137)["meets_target"] is None  # gpt2 generation, s16: not "met"
+    assert pc.verdict(1.034, 1.02, 0.559, 0.162)["meets_target"] is None  # training, s16: not "MISSED"
+    assert pc.verdict(50.6, 1.02, 0.001, 0.1)["meets_target"] is False    # pinned cuda-graph: missed for sure
+    assert pc.verdict(1.0, 1.02, None, None) == {"noise": None, "meets_target": None}
+    rows = [_run("gpt2", "plain", 10.0, spread=0.001), _run("gpt2", "device", 10.05, spread=0.002),
+            _run("llama", "plain", 10.0, spread=0.2), _run("llama", "device", 10.3, spread=0.1)]
+    pc.write(tmp_path, {"torch": "t", "transformers": "x", "gpu": "H200"}, rows, [], 1.0, 1)
+    md = (tmp_path / "place_compat.md").read_text()
+    assert "| gpt2 | device |" in md and "<= 1.02 met" in md
+    assert "<= 1.02 not decided: spread 20.0% > the 2% margin" in md
+    assert "time targets missed 0, not decided 1" in md
 
 
 def test_a_changed_output_in_any_run_marks_the_row_and_a_budget_stop_is_not_a_crash(tmp_path):
