@@ -157,6 +157,53 @@ def run_prog(argv, timeout, cwd=None, env=None):
     return {"wall_s": wall, "rc": rc, "sha256": h.hexdigest(), "tail": bytes(tail), "stderr": stderr}
 
 
+# Every timed run (plain, as advised, explicit) under libumtrace with these records alone, so each run's GPU stream
+# is timed as advise prices it: from its first GPU work (a kernel, a copy, a migration to the GPU) to the end of
+# its last kernel or copy. Whole-process times cannot test advise's predictions (an H200, session 16: every
+# predicted saving inside the plain runs' own range). CUPTI's unified-memory records only for migrations to the GPU
+# (no per-fault records), the same set for every build.
+STREAM_RECORDS, STREAM_KINDS = "kernels,copies,um", "htod"
+
+
+def stream_environment(env: dict, trace_file: str) -> dict:
+    """env with libumtrace recording STREAM_RECORDS into trace_file; under place --managed's environment (libumtrace
+    already injected for the policy) its records are switched on and its trace file kept."""
+    from umscope.profile import tracer
+    lib = tracer.tracer_path()
+    if not lib:
+        return env
+    if not env.get("CUDA_INJECTION64_PATH"):
+        env.update(CUDA_INJECTION64_PATH=lib, UMSCOPE_TRACE_FILE=trace_file)
+    env.update(UMSCOPE_UMTRACE_RECORDS=STREAM_RECORDS, UMSCOPE_UMTRACE_KINDS=STREAM_KINDS)
+    return env
+
+
+def gpu_stream_ms(trace_file):
+    """The GPU stream's time in a run's trace (every process of it), ms: from the first kernel, copy or migration
+    to the GPU to the end of the last kernel or copy (the CPU's read-back of managed results after the kernels is
+    not in it, as advise's stream has none); None without a kernel or copy."""
+    from umscope.profile import tracer
+    if not trace_file or not os.path.exists(trace_file):
+        return None
+    starts, ends = [], []
+    for e in tracer.read_process_traces(trace_file):
+        k = e.get("k")
+        if k in ("kernel", "memcpy") and "s" in e and "e" in e:
+            starts.append(e["s"])
+            ends.append(e["e"])
+        elif k == "um" and e.get("c") == 1 and "s" in e:
+            starts.append(e["s"])
+    return (max(ends) - min(starts)) / 1e6 if ends else None
+
+
+def timed_run(argv, timeout, trace_file, env=None):
+    """run_prog under stream_environment, with the run's GPU stream time (gpu_stream_ms, None where not traced)."""
+    env = stream_environment(dict(os.environ) if env is None else env, str(trace_file))
+    r = run_prog(argv, timeout, env=env)
+    r["gpu_stream_ms"] = gpu_stream_ms(env.get("UMSCOPE_TRACE_FILE"))
+    return r
+
+
 def classify(advice: dict, builds: list) -> dict:
     """Whether advise's recommendation can be put into practice without changing the program's source: plain
     managed memory (nothing to change), or a build of the program's own that does what it recommends."""
@@ -179,6 +226,12 @@ def classify(advice: dict, builds: list) -> dict:
 def stats(runs):
     w = [r["wall_s"] for r in runs if r["rc"] == 0]
     return {"median_s": statistics.median(w), "min_s": min(w), "max_s": max(w), "n": len(w)} if w else None
+
+
+def stream_stats(runs):
+    """Median, min and max of the runs' GPU stream times (ms), over the runs that exited 0 with one; None if none."""
+    w = [r["gpu_stream_ms"] for r in runs if r.get("rc") == 0 and r.get("gpu_stream_ms") is not None]
+    return {"median_ms": statistics.median(w), "min_ms": min(w), "max_ms": max(w), "n": len(w)} if w else None
 
 
 def pick_size(p, exe, target, cap, timeout):
@@ -224,6 +277,12 @@ def compare(r, key, mode, runs):
         c["predicted_gain"], c["predicted_saving_ms"] = ms["managed"] / ms[mode], ms["managed"] - ms[mode]
     if st:
         c["measured_gain"], c["measured_saving_ms"] = plain / st["median_s"], (plain - st["median_s"]) * 1e3
+    sm = stream_stats(runs)
+    pm = stream_stats(r["plain"])
+    if sm and pm:
+        c["stream_stats"], c["plain_stream_stats"] = sm, pm
+        c["measured_stream_gain"] = pm["median_ms"] / sm["median_ms"] if sm["median_ms"] else None
+        c["measured_stream_saving_ms"] = pm["median_ms"] - sm["median_ms"]
     # The plain runs' own range (max - min): a saving smaller than it cannot be told from the runs' scatter by whole-run
     # times (nw on an H200, session 16: predicted 114 ms against a plain range of 854 ms).
     c["plain_range_ms"] = (r["plain_stats"]["max_s"] - r["plain_stats"]["min_s"]) * 1e3
@@ -286,7 +345,7 @@ def run(a):
         args = p["args"](size)
         r.update(size=size, args=args, managed_bytes=p["bytes"](size))
         log(f"{name} {' '.join(args)}: 3 plain runs")
-        runs = [run_prog([exe, *args], left()) for _ in range(3)]
+        runs = [timed_run([exe, *args], left(), tmp / f"{name}-plain-{i}.jsonl") for i in range(3)]
         r["plain"] = [{k: v for k, v in x.items() if k != "tail"} for x in runs]
         r["plain_stats"] = stats(runs)
         if not r["plain_stats"] or len(r["plain_stats"]) and r["plain_stats"]["n"] < 3:
@@ -334,11 +393,10 @@ def run(a):
             log(f"{name}: {binary} x3" + (f" under place --managed {pol}" if pol else ""))
             runs, applied = [], []
             for i in range(3):
-                env = None
+                env = dict(os.environ)
                 if pol:  # place --managed's own environment, without place's start-up in the timed process
-                    env = dict(os.environ)
                     place.managed_environment(env, pol, str(tmp / f"{name}-managed-{i}.jsonl"))
-                runs.append(run_prog([str(d / binary), *r["args"]], left(), env=env))
+                runs.append(timed_run([str(d / binary), *r["args"]], left(), tmp / f"{name}-{key}-{i}.jsonl", env))
                 if pol:
                     recs, notes = place.managed_records(pol, place.managed_summary(env["UMSCOPE_TRACE_FILE"]))
                     applied.append({"records": [{k: x[k] for k in ("what", "value", "bytes", "refused")} for x in recs],
@@ -381,17 +439,30 @@ def _vs(c):
         if below:
             scatter = (f"; {' and '.join(below)} saving within the plain runs' own range ({rng:.4g} ms): whole-run "
                        "times of 3 runs cannot tell it")
-    return (f"predicted {_x(c, 'predicted_gain', '{:.2f}x')} ({_x(c, 'predicted_saving_ms', '{:.4g} ms')}); measured "
-            f"{_x(c, 'measured_gain', '{:.3f}x')} ({_x(c, 'measured_saving_ms', '{:.4g} ms')})" + died + scatter
-            + output)
+    stream = ""
+    ps, ss = c.get("plain_stream_stats"), c.get("stream_stats")
+    if ps and ss:
+        srng = ps["max_ms"] - ps["min_ms"]
+        stream = (f"; GPU stream measured {_x(c, 'measured_stream_gain', '{:.3f}x')} "
+                  f"({c['measured_stream_saving_ms']:.4g} ms: {ss['median_ms']:.4g} [{ss['min_ms']:.4g}-{ss['max_ms']:.4g}] "
+                  f"against plain's {ps['median_ms']:.4g} [{ps['min_ms']:.4g}-{ps['max_ms']:.4g}] ms)")
+        below = [w for w, v in (("predicted", pred), ("measured", c["measured_stream_saving_ms"]))
+                 if v is not None and abs(v) < srng]
+        if below:
+            stream += f", {' and '.join(below)} saving within plain's stream range ({srng:.4g} ms)"
+    return (f"predicted {_x(c, 'predicted_gain', '{:.2f}x')} ({_x(c, 'predicted_saving_ms', '{:.4g} ms')})" + stream
+            + f"; whole process measured {_x(c, 'measured_gain', '{:.3f}x')} ({_x(c, 'measured_saving_ms', '{:.4g} ms')})"
+            + died + scatter + output)
 
 
 def render(res) -> str:
     m = res["manifest"]
     lines = [f"# Third-party programs advised ({m['repository']} @ {m['commit'][:12]}, {m['nvcc']})", "",
              f"umscope {res['umscope_commit']}; wall times of the process (start to exit), seconds, median "
-             "[min-max] of 3; predicted: advise's modelled times of the traced stream (GPU side only), measured: the "
-             "whole run.", "",
+             "[min-max] of 3; predicted: advise's modelled times of the traced stream (GPU side only); measured: "
+             "the GPU stream (first kernel, copy or migration to the GPU to the end of the last kernel or copy, from "
+             f"libumtrace's records {STREAM_RECORDS} with migrations {STREAM_KINDS}, in every timed run) and the whole "
+             "process.", "",
              "| program | args (managed memory) | plain s | traced s | advice | predicted gain | applied? | measured |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in res["programs"].items():

@@ -112,7 +112,7 @@ def fake_suite(tmp_path, trace, fail=(), segv_placed=False, racy=()):
         exe = d / "bin" / name
         out = "other" if name == "pathfinder-explicit" else "result $$" if name in racy else "result 42"
         segv = "[ -n \"$UMSCOPE_UMTRACE_MANAGED\" ] && kill -SEGV $$\n" if segv_placed else ""
-        exe.write_text(f"#!/bin/sh\n{segv}echo {out}\n[ -n \"$UMSCOPE_TRACE_FILE\" ] && cat {trace} > \"$UMSCOPE_TRACE_FILE\"\n"
+        exe.write_text(f"#!/bin/sh\n{segv}echo {out}\necho \"records=$UMSCOPE_UMTRACE_RECORDS/$UMSCOPE_UMTRACE_KINDS\" >&2\n[ -n \"$UMSCOPE_TRACE_FILE\" ] && cat {trace} > \"$UMSCOPE_TRACE_FILE\"\n"
                        # under place --managed's variable, the lines libumtrace writes when it applies the policy
                        "[ -n \"$UMSCOPE_UMTRACE_MANAGED\" ] && printf '%s\\n%s\\n' "
                        "\"{\\\"k\\\":\\\"managed_policy\\\",\\\"policy\\\":\\\"$UMSCOPE_UMTRACE_MANAGED\\\",\\\"ok\\\":true}\" "
@@ -142,6 +142,12 @@ def test_run_traces_advises_and_applies_what_needs_no_source_change(tmp_path, mo
     assert [a["records"] for a in nw["advised"]["applied"]] == [[{"what": "prefetch gpu", "value": 1, "bytes": 4096,
                                                                   "refused": 0}]] * 3
     assert nw["explicit"]["stats"]["n"] == 3  # the suite's explicit version is measured
+    # every timed run is traced for its GPU stream, the advised ones too (their trace is place --managed's): the
+    # stand-ins all write one trace, whose 5 kernels run from 10 ns (the first fault and kernel start) to 15391 ns
+    for c in (nw["plain"], nw["advised"]["runs"], nw["explicit"]["runs"]):
+        assert [x["stderr"].strip() for x in c] == ["records=kernels,copies,um/htod"] * 3
+        assert [x["gpu_stream_ms"] for x in c] == [pytest.approx((15391 - 10) / 1e6)] * 3
+    assert nw["advised"]["measured_stream_gain"] == 1.0 and nw["advised"]["measured_stream_saving_ms"] == 0
     assert srad["error"].startswith("plain runs failed") and "advice" not in srad
     assert pf["decision"]["binary"] == "bin/pathfinder-prefetch" and pf["advised"]["same_output_as_plain"] is True
     assert pf["explicit"]["same_output_as_plain"] is False  # a different result is reported, not hidden
@@ -156,6 +162,7 @@ def test_run_traces_advises_and_applies_what_needs_no_source_change(tmp_path, mo
     assert "yes: umscope place --managed prefetch=gpu" in row and "predicted" in row
     assert "| srad | 32 32 0 127 0 127 0.5 2" in md and "plain runs failed" in md
     assert "DIFFERS from plain" in md and "Left out: nothing" in md
+    assert "GPU stream measured 1.000x (0 ms: 0.01538 [0.01538-0.01538] against plain's 0.01538" in row
 
 
 def test_an_advised_run_that_died_and_a_plain_build_at_odds_with_itself_are_said(tmp_path, monkeypatch, capsys):
@@ -261,3 +268,22 @@ def test_a_saving_inside_the_plain_runs_scatter_is_said_to_be_unresolved():
     assert "; predicted saving within the plain runs' own range" in tp._vs(c)
     c.update(predicted_saving_ms=1000.0)
     assert "own range" not in tp._vs(c)
+
+
+def test_the_gpu_stream_runs_from_the_first_gpu_work_to_the_last_kernel_or_copy(tmp_path):
+    """A migration to the GPU may start the stream (a prefetch before the first kernel); a CPU fault, a migration
+    back to the host after the kernels (the CPU reading results) and an allocation do not; the program's other
+    processes (FILE.PID) count."""
+    recs = [{"k": "mem", "op": 1, "a": BASE, "b": MIB, "s": 5},
+            {"k": "um", "c": 3, "v": 1, "s": 50, "e": 60},               # CPU fault while initialising
+            {"k": "um", "c": 1, "v": MIB, "s": 1000, "e": 3000},         # the prefetch
+            {"k": "kernel", "s": 3000, "e": 8000},
+            {"k": "um", "c": 2, "v": MIB, "s": 9000, "e": 12000}]        # the CPU reads the results back
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    assert tp.gpu_stream_ms(str(path)) == pytest.approx(7000 / 1e6)
+    (tmp_path / "t.jsonl.4242").write_text(json.dumps({"k": "memcpy", "ck": 2, "b": 4, "s": 8500, "e": 9500}) + "\n")
+    assert tp.gpu_stream_ms(str(path)) == pytest.approx(8500 / 1e6)
+    path.write_text(json.dumps({"k": "um", "c": 1, "v": MIB, "s": 1, "e": 2}) + "\n")
+    (tmp_path / "t.jsonl.4242").unlink()
+    assert tp.gpu_stream_ms(str(path)) is None and tp.gpu_stream_ms(str(tmp_path / "none.jsonl")) is None
