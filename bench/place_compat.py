@@ -18,7 +18,8 @@ changed outputs.
 
 --processes N runs each program N times plain and N times under each variant with a target, alternating round by
 round, and compares the medians of the runs' own medians: one process's offset (up to 1.3x on the H100's
-launch-bound generation loops) is then seen as spread, not taken for the placement's cost.
+launch-bound generation loops) is then seen as spread, not taken for the placement's cost. A target is met,
+MISSED or not decided (`verdict`): a ratio decides only beyond the runs' own spread.
 
 Writes $OUT/place_compat.json (every run: command, status, times, outputs' check, stderr tail on failure) and
 $OUT/place_compat.md (the table), prints the table last. About 5 minutes on one H100 (DDP: only with 2 GPUs,
