@@ -265,7 +265,7 @@ def slim_advice(adv: dict) -> dict:
             "hints": adv.get("hints"), "trace": adv.get("trace"), "model_version": adv.get("model_version"),
             "modelled_ms": {k: v.get("modelled_ms") for k, v in ev.items()},
             "explicit": {k: x.get(k) for k in ("verdict", "modelled_ms", "wins", "ratio")},
-            "validated_error": (adv.get("advise_validated_error") or {}).get("text")}
+            "validated_error": (adv.get("advise_validated_error") or {}).get("text"), "gpu_work": adv.get("gpu_work")}
 
 
 def compare(r, key, mode, runs):
@@ -477,7 +477,10 @@ def render(res) -> str:
         else:
             measured = r.get("error") or (f"not run: {SOURCE_CHANGE}" if dec else "not run (budget)")
         size = f"{' '.join(r.get('args', []))} ({r.get('managed_bytes', 0) / 2**30:.2f} GiB)" if "args" in r else "-"
-        lines.append(f"| {name} | {size} | {plain} | {traced} | {adv.get('recommended', '-')} | "
+        rec = adv.get("recommended", "-")
+        if adv.get("gpu_work"):  # advise says the traced GPU work did not run as launched: its advice rests on nothing
+            rec = f"{rec}, ON A TRACE WHOSE GPU WORK DID NOT RUN AS LAUNCHED ({adv['gpu_work']})"
+        lines.append(f"| {name} | {size} | {plain} | {traced} | {rec} | "
                      f"{'-' if gain is None else f'{gain:.2f}x'} | {'yes: ' if dec.get('applicable') else 'no: '}"
                      f"{dec.get('how', '-')} | {measured} |")
     lines += ["", "Explicit copies: the suite's own cudaMalloc/cudaMemcpy version (non_UVM_benchmarks, pinned host "

@@ -133,8 +133,19 @@ def test_trace_parsing_and_analyses(tmp_path):
     # The allocation's own timeline: cumulative in and out at each of its four events.
     assert a["t"] == [0.100001, 0.200001, 0.300001, 0.400001]
     assert a["in"] == [65536, 131072, 262144, 262144] and a["out"] == [0, 0, 0, 65536]
-    assert tr["kernels"] == 1 and not tr["complete"] and tr["notes"] == []
+    assert tr["kernels"] == 1 and not tr["complete"] and tr["notes"] == [] and tr["gpu_work"] == ""
     assert tr["timeline"]["htod"][-1] == (0.300001, 262144)
+    # A kernel CUPTI gave no times and a fault outside the allocations: said, as UVMBench's srad at 13248 x 13248
+    # showed them (its kernel read before its first array, exit status 0); without allocation records, no fault
+    # is called outside.
+    bad = lines[:2] + ['{"k":"um","c":4,"v":1,"s":1050000000,"e":1060000000,"a":0,"f":1}',
+                       '{"k":"kernel","s":0,"e":0,"n":"k"}']
+    path.write_text("\n".join(bad) + "\n")
+    work = parse_trace(path)["gpu_work"]
+    assert work.startswith("1 of 1 kernels have no start or end time") and "faulted 1 time(s) outside" in work
+    assert "0x0, 4 KiB before the allocation at 0x1000" in work
+    path.write_text("\n".join(bad[:1] + bad[2:3]) + "\n")
+    assert parse_trace(path)["gpu_work"] == ""
     # A trace made with UMSCOPE_UMTRACE_RECORDS leaving out kernels says so (libumtrace's note).
     note = "kernels records off (UMSCOPE_UMTRACE_RECORDS=um,copies,allocations,nvtx)"
     path.write_text("\n".join(lines[:2] + ['{"k":"note","what":"%s"}' % note]) + "\n")

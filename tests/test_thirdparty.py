@@ -287,3 +287,27 @@ def test_the_gpu_stream_runs_from_the_first_gpu_work_to_the_last_kernel_or_copy(
     path.write_text(json.dumps({"k": "um", "c": 1, "v": MIB, "s": 1, "e": 2}) + "\n")
     (tmp_path / "t.jsonl.4242").unlink()
     assert tp.gpu_stream_ms(str(path)) is None and tp.gpu_stream_ms(str(tmp_path / "none.jsonl")) is None
+
+
+def test_a_traced_run_whose_kernels_did_not_complete_is_said_above_the_advice(tmp_path, capsys):
+    """UVMBench's srad at 13248 x 13248 (an H200, session 16): its first kernel reads 52 KiB before its first
+    managed array, CUPTI gives its 4 kernels no times, the program exits 0, and advise had priced a 37x gain on it.
+    A fault inside an allocation and timed kernels raise nothing (nw's and pathfinder's traces of that run)."""
+    recs = [{"k": "mem", "op": 1, "a": BASE, "b": 64 * MIB},
+            {"k": "um", "c": 4, "v": 1, "s": 5, "e": 6, "a": BASE - 53248, "f": 1},
+            {"k": "um", "c": 4, "v": 1, "s": 7, "e": 8, "a": BASE + 4096, "f": 1},
+            {"k": "um", "c": 1, "v": 65536, "s": 8, "e": 9, "a": BASE, "f": 2},
+            {"k": "kernel", "s": 0, "e": 0}, {"k": "kernel", "s": 0, "e": 0}]
+    path = tmp_path / "srad.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    a = advise(path, capsys)
+    assert a["gpu_work"].startswith("2 of 2 kernels have no start or end time")
+    assert f"0x{BASE - 53248:x}, 52 KiB before the allocation at 0x{BASE:x}" in a["gpu_work"]
+    assert a["hints"][0] == "GPU WORK NOT AS LAUNCHED: " + a["gpu_work"]
+    assert cli.main(["advise", "--trace", str(path)]) == 0
+    assert "  - GPU WORK NOT AS LAUNCHED: 2 of 2 kernels" in capsys.readouterr().out
+    ok = advise(write_trace(tmp_path / "ok.jsonl", kernels=2), capsys)
+    assert "gpu_work" not in ok and not any("NOT AS LAUNCHED" in h for h in ok["hints"])
+    res = {"manifest": {"repository": tp.REPO, "commit": "0" * 40, "nvcc": "13.0"}, "umscope_commit": "x", "left": [],
+           "wall_s": 1, "programs": {"srad": {"advice": tp.slim_advice(a), "decision": {}}}}
+    assert f"| {a['recommended']}, ON A TRACE WHOSE GPU WORK DID NOT RUN AS LAUNCHED (2 of 2 kernels" in tp.render(res)

@@ -15,7 +15,7 @@ from umscope.model import simulate as sim
 from umscope.model import trace as umtrace
 from umscope.model.driver import (MAX_SIM_DOS, MAX_SIM_FOOTPRINT, SIM_INT_OPTIONS, VALIDATED_MACHINE,
                                   driver_here, validated_for, advise, check_extra, page_note, simulate_all,
-                                  trace_completeness)
+                                  gpu_work_note, trace_completeness)
 from umscope.sizes import format_size
 
 LABEL = "MODELLED (not measured)"
@@ -123,6 +123,7 @@ def _stream(args, tmpdir):
     out = Path(tmpdir) / "trace.umstrace"
     umtrace.write(out, tr)
     args.trace_note = trace_completeness(tr)
+    args.work_note = gpu_work_note(tr)  # kernels that did not complete, faults outside every allocation
     args.trace_source = tr.get("gpu_source")  # the GPU's accesses: CUPTI's records or the driver's own events
     args.unseen_bytes = tr["prefetched_unseen_bytes"]  # prefetched by the driver, then reached unseen (advise)
     return {"trace": str(out)}, sum(n for _, n in tr["allocs"]) * 4096
@@ -197,6 +198,8 @@ def cmd_simulate(args):
             r["inputs"]["page_note"] = note
         if getattr(args, "trace_note", ""):
             r["inputs"]["trace"] = args.trace_note
+        if getattr(args, "work_note", ""):
+            r["inputs"]["gpu_work"] = args.work_note
         if getattr(args, "trace_source", None):
             r["inputs"]["trace_gpu_accesses_from"] = args.trace_source
     if args.json:
@@ -220,6 +223,8 @@ def cmd_simulate(args):
               f"{c['remote_gpu_pages'] * mib:>10.1f} {c['hits']:>9} {t['total'] * 1e3:>11.2f}")
     if getattr(args, "trace_note", ""):
         print(f"INCOMPLETE TRACE: {args.trace_note}")
+    if getattr(args, "work_note", ""):
+        print(f"GPU WORK NOT AS LAUNCHED: {args.work_note}")
     if getattr(args, "trace_source", None):
         print(f"the trace's GPU accesses from: {args.trace_source}")
     print(f"simulator speed: {recs[-1]['counts']['events_per_s'] / 1e6:.1f} M page events/s")
@@ -429,6 +434,9 @@ def cmd_advise(args):
     if getattr(args, "trace_note", ""):
         res["trace"] = args.trace_note
         res["hints"].append(f"INCOMPLETE TRACE: {args.trace_note}")
+    if getattr(args, "work_note", ""):  # first: every other line rests on the work having run
+        res["gpu_work"] = args.work_note
+        res["hints"].insert(0, f"GPU WORK NOT AS LAUNCHED: {args.work_note}")
     if args.trace:  # a traced program: the advice applied from outside where that needs no change to its source
         from umscope import place
         pol = place.AS_ADVISED.get(res["recommended"])

@@ -42,6 +42,32 @@ def trace_completeness(tr: dict) -> str:
             "only the recorded pages and its counts and times are lower bounds")
 
 
+def gpu_work_note(tr: dict) -> str:
+    """'' where the trace shows the GPU's work completing; otherwise what says it did not: kernels CUPTI recorded
+    without a start or an end (stopped by an error, or still running at exit), and GPU faults outside every managed
+    allocation of the trace (an access out of bounds; on HMM/ATS systems also system-allocated memory). UVMBench's
+    srad at 13248 x 13248 (an H200, session 16): its first kernel reads 53,312 B before its first managed array,
+    all 4 kernels untimed, the program exits 0 without checking, and advise had priced its stream as real work."""
+    n, out, ex = tr.get("kernels_untimed", 0), tr.get("faults_outside", 0), tr.get("fault_outside_example")
+    if not n and not out:
+        return ""
+    parts = []
+    if n:
+        parts.append(f"{n} of {tr.get('kernels', n)} kernels have no start or end time in CUPTI's records (a kernel "
+                     "stopped by an error, or still running at exit)")
+    if out:
+        where = ""
+        if ex and ex[1] is not None:
+            where = (f" (0x{ex[0]:x}, {format_size(abs(ex[2]))} {'before' if ex[2] < 0 else 'past the end of'} the "
+                     f"allocation at 0x{ex[1]:x})")
+        parts.append(f"the GPU faulted {out} time(s) outside every allocation the trace records{where}: an access "
+                     "out of bounds, which stops the kernel with an illegal address (on HMM/ATS systems, also "
+                     "system-allocated memory)")
+    verdict = (": the GPU work most likely did not run as launched (a program that checks no CUDA error still exits "
+               "0), and the stream replayed is not the program's work" if n else "")
+    return "; ".join(parts) + verdict
+
+
 def svm_unit(capacity: int, page: int = 4096) -> int:
     """The SVM model's range in bytes: 1/64 of GPU memory (Cooper et al.: a 1 GiB range on a 64 GiB GPU), in
     whole pages."""

@@ -58,7 +58,8 @@ def from_umtrace(records, page_bytes=4096) -> dict:
 
     timed, prefetched = [], []
     stats = {"kernels": 0, "gpu_faults": 0, "htod_bytes": 0, "cpu_faults": 0, "recorded_htod_bytes": 0,
-             "driver_htod_bytes": None, "gpu_source": "CUPTI records"}
+             "driver_htod_bytes": None, "gpu_source": "CUPTI records", "kernels_untimed": 0, "faults_outside": 0,
+             "fault_outside_example": None}
     driver = _driver_gpu_stream(records, page_bytes)
     for e in records:
         k = e.get("k")
@@ -69,8 +70,13 @@ def from_umtrace(records, page_bytes=4096) -> dict:
         if k == "kernel":
             timed.append((e["e"], 2, None, 0))
             stats["kernels"] += 1
+            if not e.get("s") and not e.get("e"):  # CUPTI gave the kernel no start and no end: it did not complete
+                stats["kernels_untimed"] += 1
         elif k == "um":
             c = sim_counter = e.get("c")
+            if c == 4 and "a" in e and table and page_of(e["a"]) is None:  # a GPU fault outside every allocation
+                stats["faults_outside"] += 1
+                stats["fault_outside_example"] = stats["fault_outside_example"] or _nearest(e["a"], allocs)
             if sim_counter == 4 and driver is None:  # GPU page fault group
                 stats["gpu_faults"] += e.get("v", 0)
                 timed.append((e["s"], 0, e["a"], 0))
@@ -108,6 +114,15 @@ def from_umtrace(records, page_bytes=4096) -> dict:
     unseen = {p for p in map(page_of, prefetched) if p is not None} - seen
     return dict(stats, allocs=[(first, n) for _, _, first, n in table], events=events,
                 prefetched_unseen_bytes=len(unseen) * page_bytes)
+
+
+def _nearest(addr, allocs):
+    """(address, the nearest managed allocation's start, bytes from it: negative before it) of a fault outside
+    them all."""
+    if not allocs:
+        return (addr, None, None)
+    a, b = min(allocs, key=lambda x: min(abs(addr - x[0]), abs(addr - (x[0] + x[1]))))
+    return (addr, a, addr - a if addr < a else addr - (a + b))
 
 
 def _room(timed, n):

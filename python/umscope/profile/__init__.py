@@ -135,6 +135,8 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             notes.append(f"--um-trace: CUPTI refused to {err.get('what')}: {err.get('cupti')}")
         if tr and not tr.get("complete"):
             notes.append("--um-trace: the trace ended early (the program died); what was flushed is kept")
+        if tr and tr.get("gpu_work"):
+            notes.append(f"--um-trace: GPU WORK NOT AS LAUNCHED: {tr['gpu_work']}")
         extra = trace_records(tr)
         for f in trace_files(trace_file):
             if keep_trace and tr:

@@ -253,6 +253,20 @@ def event_tracks(ev, um, t0, allocs, label, moves=None) -> dict:
 KERNELS_OFF = "kernels records off"
 
 
+def _gpu_work(ev, allocs) -> str:
+    """model.driver.gpu_work_note of the trace: kernels CUPTI gave no start or end, GPU faults outside every
+    allocation the trace holds (only where it holds some: allocation records can be left out)."""
+    from umscope.model.driver import gpu_work_note
+    from umscope.model.trace import _nearest
+    kernels = [e for e in ev if e.get("k") == "kernel"]
+    outside = [e["a"] for e in ev if e.get("k") == "um" and e.get("c") == 4 and "a" in e and allocs
+               and not any(a <= e["a"] < a + b for a, b in allocs)]
+    return gpu_work_note({"kernels": len(kernels), "kernels_untimed": sum(1 for e in kernels if not e.get("s")
+                                                                          and not e.get("e")),
+                          "faults_outside": len(outside),
+                          "fault_outside_example": _nearest(outside[0], allocs) if outside else None})
+
+
 def parse_trace(path, gpus=()) -> dict:
     """Totals, timelines and analyses from libumtrace's JSON lines; `gpus` (PCI bus ids, umscope's GPU order)
     puts each record on the GPU it came from."""
@@ -280,6 +294,7 @@ def parse_trace(path, gpus=()) -> dict:
     timeline = {"htod": [], "dtoh": []}
     cum = {"htod": 0, "dtoh": 0}
     allocs = sorted(((e["a"], e["b"]) for e in ev if e.get("k") == "mem" and e.get("op") == 1), key=lambda x: x[0])
+    out["gpu_work"] = _gpu_work(ev, allocs)
     per_alloc = {}
     labels = gpu_labels(ev, gpus)
     label = lambda p, i: labels.get((p, i), f"cuda{i}")  # noqa: E731
