@@ -44,10 +44,11 @@ def trace_completeness(tr: dict) -> str:
 
 def gpu_work_note(tr: dict) -> str:
     """'' where the trace shows the GPU's work completing; otherwise what says it did not: kernels CUPTI recorded
-    without a start or an end (stopped by an error, or still running at exit), and GPU faults outside every managed
-    allocation of the trace (an access out of bounds; on HMM/ATS systems also system-allocated memory). UVMBench's
-    srad at 13248 x 13248 (an H200, session 16): its first kernel reads 53,312 B before its first managed array,
-    all 4 kernels untimed, the program exits 0 without checking, and advise had priced its stream as real work."""
+    without a start or an end (stopped by an error, or still running at exit), and GPU faults outside every
+    allocation the trace records (an access out of bounds; on HMM/ATS systems also system-allocated memory).
+    UVMBench's srad at 13248 x 13248 (an H200, session 16): its first kernel reads `cols` floats (52 KiB) before its
+    first managed array, all 4 kernels untimed, the program exits 0 unchecked, and advise had priced its stream as
+    real work."""
     n, out, ex = tr.get("kernels_untimed", 0), tr.get("faults_outside", 0), tr.get("fault_outside_example")
     if not n and not out:
         return ""

@@ -117,8 +117,8 @@ def from_umtrace(records, page_bytes=4096) -> dict:
 
 
 def _nearest(addr, allocs):
-    """(address, the nearest managed allocation's start, bytes from it: negative before it) of a fault outside
-    them all."""
+    """(address, the nearest allocation's start, bytes from that allocation: negative before it) of a fault
+    outside them all."""
     if not allocs:
         return (addr, None, None)
     a, b = min(allocs, key=lambda x: min(abs(addr - x[0]), abs(addr - (x[0] + x[1]))))
