@@ -164,7 +164,13 @@ def environment(kind, rules="", allow=False, stats_pattern=None, base=None) -> d
 # (managed-prefetch: only the prefetch to the GPU before the kernels; the copy back before the CPU reads is the
 # driver's demand migration, as without the advice).
 AS_ADVISED = {"managed-prefetch": "prefetch=gpu", "zerocopy": "advise=preferred:cpu+accessed_by:gpu"}
-MANAGED_ADVICE = ("none", "preferred:gpu", "preferred:cpu", "accessed_by:gpu", "accessed_by:cpu", "read_mostly")
+
+
+def managed_advice() -> list:
+    """The managed kind's advice names, from umbench's own kind registry (native/memory/kinds.cpp, which
+    libumtrace's managed_apply.cpp parses alike): 'none' first."""
+    from umscope import registry
+    return next(p["values"] for p in registry.kinds()["managed"]["policies"] if p["key"] == "advise")
 
 
 def check_managed(policy: str) -> str:
@@ -182,9 +188,10 @@ def check_managed(policy: str) -> str:
             raise UsageError(f"--managed {item!r}: only prefetch=gpu (each range before the first kernel launched "
                              "after its allocation)")
         elif key == "advise" and eq:
-            bad = [a for a in val.split("+") if a not in MANAGED_ADVICE]
+            known = managed_advice()
+            bad = [a for a in val.split("+") if a not in known]
             if bad:
-                raise UsageError(f"--managed advise={bad[0]!r} is not an advice ({', '.join(MANAGED_ADVICE[1:])}, "
+                raise UsageError(f"--managed advise={bad[0]!r} is not an advice ({', '.join(known[1:])}, "
                                  "joined with '+')")
             acts += any(a != "none" for a in val.split("+"))
         else:
