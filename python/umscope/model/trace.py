@@ -58,8 +58,7 @@ def from_umtrace(records, page_bytes=4096) -> dict:
 
     timed, prefetched = [], []
     stats = {"kernels": 0, "gpu_faults": 0, "htod_bytes": 0, "cpu_faults": 0, "recorded_htod_bytes": 0,
-             "driver_htod_bytes": None, "gpu_source": "CUPTI records", "kernels_untimed": 0, "faults_outside": 0,
-             "fault_outside_example": None}
+             "driver_htod_bytes": None, "gpu_source": "CUPTI records", **work_signs(records, allocs)}
     driver = _driver_gpu_stream(records, page_bytes)
     for e in records:
         k = e.get("k")
@@ -70,13 +69,8 @@ def from_umtrace(records, page_bytes=4096) -> dict:
         if k == "kernel":
             timed.append((e["e"], 2, None, 0))
             stats["kernels"] += 1
-            if not e.get("s") and not e.get("e"):  # CUPTI gave the kernel no start and no end: it did not complete
-                stats["kernels_untimed"] += 1
         elif k == "um":
             c = sim_counter = e.get("c")
-            if c == 4 and "a" in e and table and page_of(e["a"]) is None:  # a GPU fault outside every allocation
-                stats["faults_outside"] += 1
-                stats["fault_outside_example"] = stats["fault_outside_example"] or _nearest(e["a"], allocs)
             if sim_counter == 4 and driver is None:  # GPU page fault group
                 stats["gpu_faults"] += e.get("v", 0)
                 timed.append((e["s"], 0, e["a"], 0))
@@ -114,6 +108,17 @@ def from_umtrace(records, page_bytes=4096) -> dict:
     unseen = {p for p in map(page_of, prefetched) if p is not None} - seen
     return dict(stats, allocs=[(first, n) for _, _, first, n in table], events=events,
                 prefetched_unseen_bytes=len(unseen) * page_bytes)
+
+
+def work_signs(records, allocs) -> dict:
+    """What in a trace says its GPU work did not complete (model.driver.gpu_work_note words it): kernels CUPTI gave
+    no start and no end, and GPU faults outside every allocation of allocs [(address, bytes)] (none where allocs is
+    empty: allocation records can be left out)."""
+    untimed = sum(1 for e in records if e.get("k") == "kernel" and not e.get("s") and not e.get("e"))
+    outside = [e["a"] for e in records if allocs and e.get("k") == "um" and e.get("c") == 4 and "a" in e
+               and not any(a <= e["a"] < a + b for a, b in allocs)]
+    return {"kernels_untimed": untimed, "faults_outside": len(outside),
+            "fault_outside_example": _nearest(outside[0], allocs) if outside else None}
 
 
 def _nearest(addr, allocs):

@@ -254,17 +254,10 @@ KERNELS_OFF = "kernels records off"
 
 
 def _gpu_work(ev, allocs) -> str:
-    """model.driver.gpu_work_note of the trace: kernels CUPTI gave no start or end, GPU faults outside every
-    allocation the trace holds (only where it holds some: allocation records can be left out)."""
+    """model.driver.gpu_work_note of the trace (model.trace.work_signs: what says its GPU work did not complete)."""
     from umscope.model.driver import gpu_work_note
-    from umscope.model.trace import _nearest
-    kernels = [e for e in ev if e.get("k") == "kernel"]
-    outside = [e["a"] for e in ev if e.get("k") == "um" and e.get("c") == 4 and "a" in e and allocs
-               and not any(a <= e["a"] < a + b for a, b in allocs)]
-    return gpu_work_note({"kernels": len(kernels), "kernels_untimed": sum(1 for e in kernels if not e.get("s")
-                                                                          and not e.get("e")),
-                          "faults_outside": len(outside),
-                          "fault_outside_example": _nearest(outside[0], allocs) if outside else None})
+    from umscope.model.trace import work_signs
+    return gpu_work_note(dict(work_signs(ev, allocs), kernels=sum(1 for e in ev if e.get("k") == "kernel")))
 
 
 def parse_trace(path, gpus=()) -> dict:
