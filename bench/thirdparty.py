@@ -223,15 +223,22 @@ def classify(advice: dict, builds: list) -> dict:
     return {"applicable": False, "how": f"{SOURCE_CHANGE}: {hint}", "binary": None}
 
 
+def _summary(runs, key, unit):
+    """{'median_UNIT', 'min_UNIT', 'max_UNIT', 'n'} of runs' `key`, over the runs that exited 0 with one; None if
+    none."""
+    w = [r[key] for r in runs if r.get("rc") == 0 and r.get(key) is not None]
+    if not w:
+        return None
+    return {f"median_{unit}": statistics.median(w), f"min_{unit}": min(w), f"max_{unit}": max(w), "n": len(w)}
+
+
 def stats(runs):
-    w = [r["wall_s"] for r in runs if r["rc"] == 0]
-    return {"median_s": statistics.median(w), "min_s": min(w), "max_s": max(w), "n": len(w)} if w else None
+    return _summary(runs, "wall_s", "s")
 
 
 def stream_stats(runs):
-    """Median, min and max of the runs' GPU stream times (ms), over the runs that exited 0 with one; None if none."""
-    w = [r["gpu_stream_ms"] for r in runs if r.get("rc") == 0 and r.get("gpu_stream_ms") is not None]
-    return {"median_ms": statistics.median(w), "min_ms": min(w), "max_ms": max(w), "n": len(w)} if w else None
+    """The runs' GPU stream times (ms)."""
+    return _summary(runs, "gpu_stream_ms", "ms")
 
 
 def pick_size(p, exe, target, cap, timeout):
@@ -420,6 +427,12 @@ def _x(c, k, fmt):
     return "-" if c.get(k) is None else fmt.format(c[k])
 
 
+def _inside(rng, predicted, measured) -> str:
+    """'predicted', 'measured', both joined with 'and', or '': the savings smaller than a range of the plain runs."""
+    return " and ".join(w for w, v in (("predicted", predicted), ("measured", measured))
+                        if v is not None and abs(v) < rng)
+
+
 def _vs(c):
     """'predicted G x (S ms) / measured G x (S ms)' of a comparison."""
     failed = c.get("failed_rc") or []
@@ -434,10 +447,10 @@ def _vs(c):
         output = "; output " + ("same as plain" if c["same_output_as_plain"] else "DIFFERS from plain")
     rng, pred, meas = c.get("plain_range_ms"), c.get("predicted_saving_ms"), c.get("measured_saving_ms")
     scatter = ""
-    if rng is not None and (pred is not None or meas is not None):
-        below = [w for w, v in (("predicted", pred), ("measured", meas)) if v is not None and abs(v) < rng]
+    if rng is not None:
+        below = _inside(rng, pred, meas)
         if below:
-            scatter = (f"; {' and '.join(below)} saving within the plain runs' own range ({rng:.4g} ms): whole-run "
+            scatter = (f"; {below} saving within the plain runs' own range ({rng:.4g} ms): whole-run "
                        "times of 3 runs cannot tell it")
     stream = ""
     ps, ss = c.get("plain_stream_stats"), c.get("stream_stats")
@@ -446,10 +459,9 @@ def _vs(c):
         stream = (f"; GPU stream measured {_x(c, 'measured_stream_gain', '{:.3f}x')} "
                   f"({c['measured_stream_saving_ms']:.4g} ms: {ss['median_ms']:.4g} [{ss['min_ms']:.4g}-{ss['max_ms']:.4g}] "
                   f"against plain's {ps['median_ms']:.4g} [{ps['min_ms']:.4g}-{ps['max_ms']:.4g}] ms)")
-        below = [w for w, v in (("predicted", pred), ("measured", c["measured_stream_saving_ms"]))
-                 if v is not None and abs(v) < srng]
+        below = _inside(srng, pred, c["measured_stream_saving_ms"])
         if below:
-            stream += f", {' and '.join(below)} saving within plain's stream range ({srng:.4g} ms)"
+            stream += f", {below} saving within plain's stream range ({srng:.4g} ms)"
     return (f"predicted {_x(c, 'predicted_gain', '{:.2f}x')} ({_x(c, 'predicted_saving_ms', '{:.4g} ms')})" + stream
             + f"; whole process measured {_x(c, 'measured_gain', '{:.3f}x')} ({_x(c, 'measured_saving_ms', '{:.4g} ms')})"
             + died + scatter + output)
