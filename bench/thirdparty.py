@@ -173,7 +173,7 @@ def stream_environment(env: dict, trace_file: str) -> dict:
     if not lib:
         return env
     if not env.get("CUDA_INJECTION64_PATH"):
-        env.update(CUDA_INJECTION64_PATH=lib, UMSCOPE_TRACE_FILE=trace_file)
+        tracer.inject(env, trace_file, lib)  # as `umscope profile` injects it
     env.update(UMSCOPE_UMTRACE_RECORDS=STREAM_RECORDS, UMSCOPE_UMTRACE_KINDS=STREAM_KINDS)
     return env
 
