@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Third-party unified-memory programs under `umscope profile --um-trace` and `umscope advise --trace` (issue 39,
-"advise unmodified programs"): UVMBench's managed-memory Rodinia needle (nw), srad and pathfinder, built from their
+"advise unmodified programs"): UVMBench's managed-memory Rodinia needle (nw), gaussian and pathfinder, built from their
 public sources (github.com/OSU-STARLAB/UVM_benchmark), never copied into this repository.
 
   build --src DIR --out .thirdparty   (CPU with nvcc) DIR: a clone of UVM_benchmark; binaries and manifest.json
@@ -34,9 +34,13 @@ PROGRAMS = {  # work(size) ~ run time; size from work; footprint: managed bytes;
     "nw": {"dir": "rodinia/nw", "exe": "needle", "args": lambda n: [str(n), "10"], "step": 16, "probe": (1024, 4096),
            "work": lambda n: n * n, "size": lambda w: w ** 0.5, "max": 32768, "bytes": lambda n: 8 * (n + 1) ** 2,
            "users": "./needle 2048 10 (its run script)", "prints_result": False},
-    "srad": {"dir": "rodinia/srad", "exe": "srad", "args": lambda n: [str(n), str(n), "0", "127", "0", "127", "0.5", "2"],
-             "step": 16, "probe": (1024, 4096), "work": lambda n: n * n, "size": lambda w: w ** 0.5, "max": 32768,
-             "bytes": lambda n: 24 * n * n, "users": "./srad 2048 2048 0 127 0 127 0.5 2", "prints_result": False},
+    # gaussian in place of UVMBench's srad, whose managed build never runs its kernels (docs/simulator.md): its
+    # srad_cuda_1 reads J_cuda[index_n] (one row before the array for the first block row) before it tests by == 0.
+    "gaussian": {"dir": "rodinia/gaussian", "exe": "gaussian", "args": lambda n: ["-s", str(n), "-q"], "step": 16,
+                 "probe": (512, 2048), "work": lambda n: n ** 3, "size": lambda w: w ** (1 / 3), "max": 46336,
+                 "bytes": lambda n: 12 * n * n, "prints_result": False,
+                 "users": "./gaussian -f ../../../data/gaussian/matrix256.txt (its run script; its -s N makes the "
+                          "N x N matrix in the program, as the script's commented ./gaussian -s 16)"},
     "pathfinder": {"dir": "rodinia/pathfinder", "exe": "pathfinder", "args": lambda r: [str(COLS), str(r), "20"],
                    "step": 20, "probe": (100, 1000), "work": lambda r: r, "size": lambda w: w, "max": 21460,
                    "bytes": lambda r: 4 * COLS * r, "users": "./pathfinder 100000 100 20 > result.txt",
@@ -45,12 +49,15 @@ PROGRAMS = {  # work(size) ~ run time; size from work; footprint: managed bytes;
 # (binary, program, tree, make variables, the mode advise names that this build puts into practice, how)
 BUILDS = [("nw", "nw", "UVM_benchmarks", [], None, "managed"),
           ("nw-explicit", "nw", "non_UVM_benchmarks", [], None, "explicit"),
-          ("srad", "srad", "UVM_benchmarks", [], None, "managed"),
-          ("srad-explicit", "srad", "non_UVM_benchmarks", [], None, "explicit"),
+          ("gaussian", "gaussian", "UVM_benchmarks", [], None, "managed"),
+          ("gaussian-explicit", "gaussian", "non_UVM_benchmarks", [], None, "explicit"),
           ("pathfinder", "pathfinder", "UVM_benchmarks", [], None, "managed"),
           ("pathfinder-prefetch", "pathfinder", "UVM_benchmarks", ["DEF=-DPREF"], "managed-prefetch",
            "its Makefile's prefetch option: make DEF=-DPREF (cudaMemPrefetchAsync of every array before the kernels)"),
           ("pathfinder-explicit", "pathfinder", "non_UVM_benchmarks", [], None, "explicit")]
+# CUDA 13 dropped cudaDeviceProp's deviceOverlap and clockRate, which gaussian's PrintDeviceProperties prints; main
+# never calls it (its call is commented out), so two names stand in for them at compile time, the source unchanged.
+NVCC_DEFINES = {"gaussian": "-DdeviceOverlap=asyncEngineCount -DclockRate=l2CacheSize"}
 COMPAT = """// written by umscope's bench/thirdparty.py: CUDA 12's cudaMemPrefetchAsync(ptr, bytes, device, stream), which
 // CUDA 13 replaced by a cudaMemLocation form; forced into pathfinder's -DPREF build so its source stays unchanged.
 #include <cuda_runtime.h>
@@ -105,7 +112,8 @@ def build(a):
         (Path(tmp) / "compat.h").write_text(COMPAT)
         for name, prog, tree, make_vars, mode, how in BUILDS:
             d = Path(tmp) / tree / PROGRAMS[prog]["dir"]
-            flags = "-arch=sm_90" + (f" -include {tmp}/compat.h" if "DEF=-DPREF" in make_vars else "")
+            flags = ("-arch=sm_90" + (f" -include {tmp}/compat.h" if "DEF=-DPREF" in make_vars else "")
+                     + (f" {NVCC_DEFINES[prog]}" if prog in NVCC_DEFINES else ""))
             cmd = ["make", "-B", f"CUDA_DIR={cuda}", *make_vars]
             r = subprocess.run(cmd, cwd=d, env=dict(os.environ, NVCC_APPEND_FLAGS=flags), capture_output=True, text=True)
             if r.returncode:
@@ -179,21 +187,15 @@ def stream_environment(env: dict, trace_file: str) -> dict:
 
 
 def gpu_stream_ms(trace_file):
-    """The GPU stream's time in a run's trace (every process of it), ms: from the first kernel, copy or migration
-    to the GPU to the end of the last kernel or copy (the CPU's read-back of managed results after the kernels is
-    not in it, as advise's stream has none); None without a kernel or copy."""
+    """The GPU stream's time in a run's trace (every process of it), ms, as advise measures a traced run's
+    (model.trace.gpu_stream: first kernel, copy or migration to the GPU to the end of the last kernel or copy);
+    None without a kernel or copy."""
+    from umscope.model import trace
     from umscope.profile import tracer
     if not trace_file or not os.path.exists(trace_file):
         return None
-    starts, ends = [], []
-    for e in tracer.read_process_traces(trace_file):
-        k = e.get("k")
-        if k in ("kernel", "memcpy") and "s" in e and "e" in e:
-            starts.append(e["s"])
-            ends.append(e["e"])
-        elif k == "um" and e.get("c") == 1 and "s" in e:
-            starts.append(e["s"])
-    return (max(ends) - min(starts)) / 1e6 if ends else None
+    s = trace.gpu_stream(list(tracer.read_process_traces(trace_file)))
+    return s["span_ns"] / 1e6 if s else None
 
 
 def timed_run(argv, timeout, trace_file, env=None):
@@ -271,17 +273,53 @@ def slim_advice(adv: dict) -> dict:
     return {"recommended": adv.get("recommended"), "predicted_gain_vs_managed": adv.get("predicted_gain_vs_managed"),
             "hints": adv.get("hints"), "trace": adv.get("trace"), "model_version": adv.get("model_version"),
             "modelled_ms": {k: v.get("modelled_ms") for k, v in ev.items()},
+            "gain_base": adv.get("gain_base"),  # plain managed memory's time the gain is against (measured or not)
             "explicit": {k: x.get(k) for k in ("verdict", "modelled_ms", "wins", "ratio")},
             "validated_error": (adv.get("advise_validated_error") or {}).get("text"), "gpu_work": adv.get("gpu_work")}
 
 
-def compare(r, key, mode, runs):
+def mode_build(mode, name, builds) -> dict:
+    """How a mode advise priced runs without a source change: the suite's explicit version, a build of the
+    program's own, or the plain build under place --managed (classify's answer for that mode)."""
+    if mode == "explicit":
+        return {"binary": f"bin/{name}-explicit", "how": "the suite's own cudaMalloc/cudaMemcpy version"}
+    return classify({"recommended": mode, "hints": [mode]}, builds)
+
+
+def fastest(r) -> dict:
+    """The mode measured fastest on the GPU stream among those a user picks instead of explicit copies (plain
+    managed memory among them), with its run-to-run band (min-max of its runs), whether the advised mode is it or
+    lies within that band, and whether advise's explicit verdict holds (advise_validate.py's rules for umscope's own
+    applications)."""
+    med = {"managed": stream_stats(r["plain"])}
+    med.update({m: c.get("stream_stats") for m, c in r["modes"].items()})
+    med = {m: s for m, s in med.items() if s}
+    pool = [m for m in med if m != "explicit"]
+    if not pool:
+        return {}
+    best = min(pool, key=lambda m: med[m]["median_ms"])
+    out = {"mode": best, "band_ms": [med[best]["min_ms"], med[best]["max_ms"]],
+           "measured_ms": {m: s["median_ms"] for m, s in med.items()}}
+    rec = r["advice"]["recommended"]
+    if rec in med:
+        out["advised_hit"] = rec == best or med[rec]["median_ms"] <= med[best]["max_ms"]
+        out["advised_lost"] = med[rec]["median_ms"] / med[best]["median_ms"] - 1
+        x, wins = med.get("explicit"), (r["advice"].get("explicit") or {}).get("wins")
+        if x and wins is not None:
+            a = med[rec]
+            same = x["min_ms"] <= a["max_ms"] and a["min_ms"] <= x["max_ms"]  # their bands overlap
+            out["explicit_right"] = same or wins == (x["median_ms"] < a["median_ms"])
+    return out
+
+
+def compare(r, mode, runs):
     """Predicted against measured for a build run in place of the plain one: gain (plain / it) and saving."""
     ms, plain = r["advice"]["modelled_ms"], r["plain_stats"]["median_s"]
     st = stats(runs)
     c = {"mode": mode, "runs": [{k: v for k, v in x.items() if k != "tail"} for x in runs], "stats": st}
-    if ms.get("managed") is not None and ms.get(mode):
-        c["predicted_gain"], c["predicted_saving_ms"] = ms["managed"] / ms[mode], ms["managed"] - ms[mode]
+    base = (r["advice"].get("gain_base") or {}).get("ms", ms.get("managed"))
+    if base is not None and ms.get(mode):
+        c["predicted_gain"], c["predicted_saving_ms"] = base / ms[mode], base - ms[mode]
     if st:
         c["measured_gain"], c["measured_saving_ms"] = plain / st["median_s"], (plain - st["median_s"]) * 1e3
     sm = stream_stats(runs)
@@ -302,7 +340,7 @@ def compare(r, key, mode, runs):
             c["plain_outputs"] = len(ref)
         else:
             c["same_output_as_plain"] = all(x["sha256"] in ref for x in runs if x["rc"] == 0)
-    r[key] = c
+    return c
 
 
 def run(a):
@@ -322,6 +360,9 @@ def run(a):
             die(f"--size {item}: NAME=N, NAME one of {','.join(PROGRAMS)}, N a multiple of its step up to its limit "
                 f"({', '.join(str((n, q['step'], q['max'])) for n, q in PROGRAMS.items())})")
         sizes[k] = int(v)
+    for m in filter(None, a.skip_modes.split(",")):
+        if m not in ("zerocopy", "managed-prefetch", "explicit", "system"):
+            die(f"--skip-modes {m}: one of zerocopy, managed-prefetch, explicit, system")
     for n in names:
         if n not in PROGRAMS or f"bin/{n}" not in built:
             die(f"--only {n}: not a program built in {d} ({', '.join(p for p in PROGRAMS if f'bin/{p}' in built)})")
@@ -385,32 +426,45 @@ def run(a):
         if (out / f"{name}.trace.jsonl.gz").stat().st_size > a.keep_trace_mb << 20:
             (out / f"{name}.trace.jsonl.gz").unlink()
             r["trace_not_kept"] = f"over {a.keep_trace_mb} MiB gzipped"
-    for name, r in res["programs"].items():  # then the builds that put the advice (and explicit copies) into practice
+    for name, r in res["programs"].items():  # then every mode advise priced that runs without a source change
         if "advice" not in r:
             continue
-        todo = [("advised", r["decision"]["binary"], r["advice"]["recommended"]),
-                ("explicit", f"bin/{name}-explicit", "explicit")]
-        for key, binary, mode in todo:
-            if not binary or binary not in built:
+        builds = [b for b in man["built"] if b["program"] == name]
+        rec = r["advice"]["recommended"]
+        r["modes"] = {}
+        for mode in [rec] + [m for m in r["advice"]["modelled_ms"] if m != rec]:  # the advised one first
+            if mode in a.skip_modes.split(",") and mode != rec:
                 continue
+            dec = r["decision"] if mode == rec else mode_build(mode, name, builds)
+            binary = dec.get("binary")
+            if mode == "managed" or not binary or binary not in built:
+                continue  # plain managed memory: the plain runs; a mode no build or policy puts into practice
             if left() < 3.5 * r["plain_stats"]["max_s"]:
-                res["left"].append(f"{name}: {binary} x3 (budget)")
+                res["left"].append(f"{name}: {binary} as {mode} x3 (budget)")
                 continue
-            pol = r["decision"].get("managed_policy") if key == "advised" else None
-            log(f"{name}: {binary} x3" + (f" under place --managed {pol}" if pol else ""))
+            pol = dec.get("managed_policy")
+            log(f"{name}: {binary} x3 as {mode}" + (f" under place --managed {pol}" if pol else ""))
             runs, applied = [], []
             for i in range(3):
                 env = dict(os.environ)
                 if pol:  # place --managed's own environment, without place's start-up in the timed process
                     place.managed_environment(env, pol, str(tmp / f"{name}-managed-{i}.jsonl"))
-                runs.append(timed_run([str(d / binary), *r["args"]], left(), tmp / f"{name}-{key}-{i}.jsonl", env))
+                # A mode far slower than plain (none that could be fastest) is stopped at 3 plain runs' time: its
+                # runs say "timeout".
+                runs.append(timed_run([str(d / binary), *r["args"]], min(left(), 3 * r["plain_stats"]["max_s"] + 5),
+                                      tmp / f"{name}-{mode}-{i}.jsonl", env))
                 if pol:
                     recs, notes = place.managed_records(pol, place.managed_summary(env["UMSCOPE_TRACE_FILE"]))
                     applied.append({"records": [{k: x[k] for k in ("what", "value", "bytes", "refused")} for x in recs],
                                     "notes": notes})
-            compare(r, key, mode, runs)
+            c = r["modes"][mode] = compare(r, mode, runs)
+            c["how"] = dec.get("how")
             if pol:
-                r[key]["applied"] = applied
+                c["applied"] = applied
+        for key, mode in (("advised", rec), ("explicit", "explicit")):  # the two rows the tables lead with
+            if mode in r["modes"]:
+                r[key] = r["modes"][mode]
+        r["fastest"] = fastest(r)
     shutil.rmtree(tmp, ignore_errors=True)
     res["wall_s"] = time.monotonic() - t0
     (out / "thirdparty.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
@@ -495,6 +549,37 @@ def render(res) -> str:
         lines.append(f"| {name} | {size} | {plain} | {traced} | {rec} | "
                      f"{'-' if gain is None else f'{gain:.2f}x'} | {'yes: ' if dec.get('applicable') else 'no: '}"
                      f"{dec.get('how', '-')} | {measured} |")
+    lines += ["", "Every mode advise priced, each run 3 times without a source change where a build or `place --managed` "
+              "does it: predicted (advise's modelled time; plain managed memory's is the traced run's measured GPU "
+              "stream where the trace has it) against the GPU stream measured, median [min-max] ms. The advice is a "
+              "hit where it is the mode measured fastest among those a user picks instead of explicit copies, or its "
+              "median lies within that mode's band; the explicit verdict is right where explicit's median is on the "
+              "side advise said of the advised mode's, or their bands overlap.", "",
+              "| program | mode | predicted ms | measured ms | predicted / measured - 1 | fastest? |",
+              "| --- | --- | ---: | ---: | ---: | --- |"]
+    for name, r in res["programs"].items():
+        f = r.get("fastest") or {}
+        if not f:
+            continue
+        adv = r["advice"]
+        base = (adv.get("gain_base") or {}).get("ms")
+        for mode in ["managed", *r["modes"]]:
+            pred = base if mode == "managed" and base is not None else adv["modelled_ms"].get(mode)
+            st = stream_stats(r["plain"]) if mode == "managed" else r["modes"][mode].get("stream_stats")
+            mark = ("fastest" if mode == f["mode"] else "") + (" (advised)" if mode == adv["recommended"] else "")
+            if st is None:  # every run failed or was stopped: said with what stopped it
+                rcs = ", ".join(str(x) for x in r["modes"][mode]["failed_rc"]) or "no GPU stream"
+                meas, err = f"not measured ({rcs})", "-"
+            else:
+                meas = f"{st['median_ms']:.4g} [{st['min_ms']:.4g}-{st['max_ms']:.4g}]"
+                err = "-" if pred is None else f"{pred / st['median_ms'] - 1:+.1%}"
+            lines.append(f"| {name} | {mode} | {'-' if pred is None else f'{pred:.4g}'} | {meas} | {err} | "
+                         f"{mark.strip() or '-'} |")
+        if "advised_hit" in f:
+            lines.append(f"| {name} | advice {adv['recommended']} | | | | "
+                         f"{'HIT' if f['advised_hit'] else 'MISS'}: {f['advised_lost']:+.1%} against {f['mode']}"
+                         + ("" if "explicit_right" not in f else
+                            f"; explicit verdict {'right' if f['explicit_right'] else 'WRONG'}") + " |")
     lines += ["", "Explicit copies: the suite's own cudaMalloc/cudaMemcpy version (non_UVM_benchmarks, pinned host "
               "buffers), against advise's explicit verdict.", "", "| program | advise's verdict | explicit vs plain |",
               "| --- | --- | --- |"]
@@ -517,8 +602,10 @@ def main(argv=None):
     r.add_argument("--out", help="results folder (default $OUT)")
     r.add_argument("--budget", type=float, default=200, help="seconds; what does not fit is listed as left")
     r.add_argument("--target", type=float, default=4, help="seconds a plain run should take (sizes are probed)")
-    r.add_argument("--size", help="NAME=N,...: sizes instead of probing (nw, srad: N x N; pathfinder: rows)")
+    r.add_argument("--size", help="NAME=N,...: sizes instead of probing (nw, gaussian: N x N; pathfinder: rows)")
     r.add_argument("--only", help="programs, comma-separated (default: " + ",".join(PROGRAMS) + ")")
+    r.add_argument("--skip-modes", default="", help="modes not measured unless advised, comma-separated (zerocopy, "
+                   "managed-prefetch, explicit)")
     r.add_argument("--max-footprint", type=int, default=16, help="GiB of managed memory at most (and half the free)")
     r.add_argument("--keep-trace-mb", type=int, default=8, help="gzipped traces up to this size go to the results")
     a = ap.parse_args(argv)

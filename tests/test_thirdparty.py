@@ -19,16 +19,19 @@ PREFETCH = {"binary": "bin/pathfinder-prefetch", "program": "pathfinder", "mode"
 PLAIN = {"binary": "bin/nw", "program": "nw", "mode": None, "how": "managed"}
 
 
-def write_trace(path, kernels=1, cpu_reads=False):
+def write_trace(path, kernels=1, cpu_reads=False, step_ns=13000):
     """libumtrace lines: one 64 MiB managed allocation the GPU faults in 64 KiB at a time in each of `kernels`
-    kernels (re-faulting it each time), optionally read back by the CPU."""
+    kernels (re-faulting it each time), optionally read back by the CPU. Each fault and its migration take step_ns
+    (13 us: 64 KiB at 5 GB/s, a demand-faulted first pass as fast as UVMBench's on an H200); step_ns=3: a run
+    whose migrations cost nothing."""
     recs, t = [{"k": "mem", "op": 1, "a": BASE, "b": 64 * MIB}], 10
+    q = max(1, step_ns // 13)
     for _ in range(kernels):
         k0 = t
         for off in range(0, 64 * MIB, 65536):
-            recs += [{"k": "um", "c": 4, "v": 1, "s": t, "e": t + 1, "a": BASE + off, "f": 1},
-                     {"k": "um", "c": 1, "v": 65536, "s": t + 1, "e": t + 2, "a": BASE + off, "f": 2}]
-            t += 3
+            recs += [{"k": "um", "c": 4, "v": 1, "s": t, "e": t + q, "a": BASE + off, "f": 1},
+                     {"k": "um", "c": 1, "v": 65536, "s": t + q, "e": t + step_ns - q, "a": BASE + off, "f": 2}]
+            t += step_ns
         recs.append({"k": "kernel", "s": k0, "e": t + 1})
         t += 5
     if cpu_reads:
@@ -44,20 +47,34 @@ def advise(path, capsys):
 
 
 def test_advice_classified_from_real_advise_output(tmp_path, capsys):
-    once = advise(write_trace(tmp_path / "a.jsonl"), capsys)  # read once: zero-copy
+    from umscope.model.driver import HINTS, REMOTE_BOUND
+    once = advise(write_trace(tmp_path / "a.jsonl"), capsys)  # read once: zero-copy modelled fastest, a lower bound
     again = advise(write_trace(tmp_path / "b.jsonl", kernels=5), capsys)  # re-faulted 5 times: prefetch
-    idle = advise(ROOT / "data" / "sim-traces" / "calib" / "c0.jsonl.gz", capsys)  # an H100 trace: plain managed
-    assert (once["recommended"], again["recommended"], idle["recommended"]) == ("zerocopy", "managed-prefetch",
+    idle = advise(write_trace(tmp_path / "c.jsonl", step_ns=3), capsys)  # migrations that cost nothing: managed
+    assert (once["recommended"], again["recommended"], idle["recommended"]) == ("managed-prefetch", "managed-prefetch",
                                                                                 "managed")
+    # From a trace, remote access is priced but never recommended: zerocopy measured 3x slower than plain managed
+    # memory for nw and gaussian (H200, session 17) where it was modelled 12.8x and 28x faster
+    zc = once["evidence"]["zerocopy"]
+    assert zc["modelled_ms"] < once["evidence"]["managed-prefetch"]["modelled_ms"]
+    assert zc["lower_bound"] is True and zc["how"] == REMOTE_BOUND
+    once = dict(once, recommended="zerocopy", hints=[HINTS["zerocopy"]])  # zero-copy advice (advise APP gives it)
+    once["run_as"] = "umscope place --managed advise=preferred:cpu+accessed_by:gpu -- PROGRAM ARGS"
+    # The gain is against the traced run's own GPU stream, measured: 1024 migrations of 13 us, not the replay's
+    for a, n in ((again, 5),):
+        assert a["gain_base"]["ms"] == pytest.approx(n * 1024 * 0.013, rel=1e-3)
+        assert a["gain_base"]["source"].startswith("measured")
+        assert a["evidence"]["managed"]["measured_ms"] == a["gain_base"]["ms"]
+        assert a["predicted_gain_vs_managed"] == pytest.approx(
+            a["gain_base"]["ms"] / a["evidence"][a["recommended"]]["modelled_ms"], rel=1e-3)
     # advise says how to run a traced program as advised without touching its source (place --managed)
-    assert once["run_as"] == "umscope place --managed advise=preferred:cpu+accessed_by:gpu -- PROGRAM ARGS"
     assert again["run_as"] == "umscope place --managed prefetch=gpu -- PROGRAM ARGS" and "run_as" not in idle
     assert any(again["run_as"] in h for h in again["hints"])
     c = tp.classify(once, [PREFETCH])  # no plain build given: a source change
     assert not c["applicable"] and c["how"].startswith(tp.SOURCE_CHANGE) and "PreferredLocation" in c["how"]
     c = tp.classify(again, [])  # no build of the program at all: only a source change would do
     assert not c["applicable"] and "cudaMemPrefetchAsync" in c["how"]
-    c = tp.classify(again, [PLAIN])  # nw and srad: their plain build under place --managed
+    c = tp.classify(again, [PLAIN])  # nw and gaussian: their plain build under place --managed
     assert c["applicable"] and c["binary"] == "bin/nw" and c["managed_policy"] == "prefetch=gpu"
     c = tp.classify(once, [PLAIN])  # zero-copy as managed memory's advice: kept on the CPU, mapped for the GPU
     assert c["applicable"] and c["managed_policy"] == "advise=preferred:cpu+accessed_by:gpu"
@@ -66,8 +83,8 @@ def test_advice_classified_from_real_advise_output(tmp_path, capsys):
     c = tp.classify(idle, [PREFETCH])
     assert c["applicable"] and c["binary"] is None and "already" in c["how"]
     s = tp.slim_advice(again)
-    assert s["modelled_ms"]["managed"] > s["modelled_ms"]["managed-prefetch"] > 0
-    assert s["predicted_gain_vs_managed"] == pytest.approx(s["modelled_ms"]["managed"] / s["modelled_ms"]["managed-prefetch"],
+    assert s["gain_base"]["ms"] > s["modelled_ms"]["managed-prefetch"] > 0
+    assert s["predicted_gain_vs_managed"] == pytest.approx(s["gain_base"]["ms"] / s["modelled_ms"]["managed-prefetch"],
                                                            rel=1e-3)
 
 
@@ -128,13 +145,13 @@ def fake_suite(tmp_path, trace, fail=(), segv_placed=False, racy=()):
 
 
 def test_run_traces_advises_and_applies_what_needs_no_source_change(tmp_path, monkeypatch, capsys):
-    d = fake_suite(tmp_path, write_trace(tmp_path / "t.jsonl", kernels=5), fail=("srad",))
+    d = fake_suite(tmp_path, write_trace(tmp_path / "t.jsonl", kernels=5), fail=("gaussian",))
     monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
     out = tmp_path / "out"
-    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32,srad=32,pathfinder=20",
+    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32,gaussian=32,pathfinder=20",
                     "--target", "0.1", "--budget", "60"]) == 0
     res = json.loads((out / "thirdparty.json").read_text())
-    nw, srad, pf = (res["programs"][n] for n in ("nw", "srad", "pathfinder"))
+    nw, gs, pf = (res["programs"][n] for n in ("nw", "gaussian", "pathfinder"))
     assert nw["args"] == ["32", "10"] and nw["plain_stats"]["n"] == 3 and nw["traced"]["rc"] == 0
     assert nw["advice"]["recommended"] == "managed-prefetch" and nw["decision"]["managed_policy"] == "prefetch=gpu"
     # nw has no prefetching build: its plain build runs with place --managed's environment, which applied it
@@ -143,12 +160,22 @@ def test_run_traces_advises_and_applies_what_needs_no_source_change(tmp_path, mo
                                                                   "refused": 0}]] * 3
     assert nw["explicit"]["stats"]["n"] == 3  # the suite's explicit version is measured
     # every timed run is traced for its GPU stream, the advised ones too (their trace is place --managed's): the
-    # stand-ins all write one trace, whose 5 kernels run from 10 ns (the first fault and kernel start) to 15391 ns
+    # stand-ins all write one trace, whose 5 kernels of 1024 migrations of 13 us each, 5 ns apart, run from 10 ns
+    span_ms = (5 * 1024 * 13000 + 4 * 5 + 1) / 1e6
     for c in (nw["plain"], nw["advised"]["runs"], nw["explicit"]["runs"]):
         assert [x["stderr"].strip() for x in c] == ["records=kernels,copies,um/htod"] * 3
-        assert [x["gpu_stream_ms"] for x in c] == [pytest.approx((15391 - 10) / 1e6)] * 3
+        assert [x["gpu_stream_ms"] for x in c] == [pytest.approx(span_ms)] * 3
+    # every mode advise priced is measured where a build or place --managed runs it, not the advised one alone
+    assert set(nw["modes"]) == {"managed-prefetch", "zerocopy", "explicit"} == set(pf["modes"])
+    assert "place --managed advise=preferred:cpu+accessed_by:gpu" in nw["modes"]["zerocopy"]["how"]
+    assert pf["modes"]["zerocopy"]["how"].startswith("umscope place --managed")  # its plain build, placed
+    assert nw["advised"] is not None and nw["advised"]["stats"] == nw["modes"]["managed-prefetch"]["stats"]
+    # all the stand-ins' streams are equal: the first measured (plain managed) is fastest, the advice within its band
+    assert nw["fastest"]["mode"] == "managed" and nw["fastest"]["advised_hit"] is True
+    assert nw["fastest"]["advised_lost"] == 0 and nw["fastest"]["explicit_right"] is True  # equal bands: the same
+    assert "explicit" not in [nw["fastest"]["mode"]] and "explicit" in nw["fastest"]["measured_ms"]
     assert nw["advised"]["measured_stream_gain"] == 1.0 and nw["advised"]["measured_stream_saving_ms"] == 0
-    assert srad["error"].startswith("plain runs failed") and "advice" not in srad
+    assert gs["error"].startswith("plain runs failed") and "advice" not in gs
     assert pf["decision"]["binary"] == "bin/pathfinder-prefetch" and pf["advised"]["same_output_as_plain"] is True
     assert pf["explicit"]["same_output_as_plain"] is False  # a different result is reported, not hidden
     assert pf["advised"]["predicted_gain"] == pytest.approx(pf["advice"]["predicted_gain_vs_managed"], rel=1e-3)
@@ -160,9 +187,11 @@ def test_run_traces_advises_and_applies_what_needs_no_source_change(tmp_path, mo
     assert "| managed-prefetch |" in row and "yes: its Makefile's prefetch option" in row and "output same as plain" in row
     row = next(x for x in md.splitlines() if x.startswith("| nw | 32 10"))
     assert "yes: umscope place --managed prefetch=gpu" in row and "predicted" in row
-    assert "| srad | 32 32 0 127 0 127 0.5 2" in md and "plain runs failed" in md
+    assert "| gaussian | -s 32 -q" in md and "plain runs failed" in md
+    assert f"| nw | zerocopy | {nw['advice']['modelled_ms']['zerocopy']:.4g} | {span_ms:.4g} [" in md
+    assert "| nw | advice managed-prefetch | | | | HIT: +0.0% against managed; explicit verdict right |" in md
     assert "DIFFERS from plain" in md and "Left out: nothing" in md
-    assert "GPU stream measured 1.000x (0 ms: 0.01538 [0.01538-0.01538] against plain's 0.01538" in row
+    assert f"GPU stream measured 1.000x (0 ms: {span_ms:.4g} [{span_ms:.4g}-{span_ms:.4g}] against plain's {span_ms:.4g}" in row
 
 
 def test_an_advised_run_that_died_and_a_plain_build_at_odds_with_itself_are_said(tmp_path, monkeypatch, capsys):
@@ -171,7 +200,7 @@ def test_an_advised_run_that_died_and_a_plain_build_at_odds_with_itself_are_said
     d = fake_suite(tmp_path, write_trace(tmp_path / "t.jsonl", kernels=5), segv_placed=True, racy=("pathfinder",))
     monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
     out = tmp_path / "out"
-    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32,srad=32,pathfinder=20",
+    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32,gaussian=32,pathfinder=20",
                     "--target", "0.1", "--budget", "60"]) == 0
     res = json.loads((out / "thirdparty.json").read_text())
     nw, pf = res["programs"]["nw"], res["programs"]["pathfinder"]
@@ -189,16 +218,17 @@ def test_budget_leaves_work_out_and_says_so(tmp_path, monkeypatch):
     d = fake_suite(tmp_path, write_trace(tmp_path / "t.jsonl"))
     monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
     out = tmp_path / "out"
-    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32", "--only", "nw,srad",
+    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32", "--only", "nw,gaussian",
                     "--target", "10", "--budget", "60.2"]) == 0
     res = json.loads((out / "thirdparty.json").read_text())
-    assert res["left"] == ["srad: not run (budget)"] and "advice" in res["programs"]["nw"]
-    assert "Left out: srad: not run (budget)" in (out / "thirdparty.md").read_text()
+    assert res["left"] == ["gaussian: not run (budget)"] and "advice" in res["programs"]["nw"]
+    assert "Left out: gaussian: not run (budget)" in (out / "thirdparty.md").read_text()
 
 
 @pytest.mark.parametrize("argv", [["run", "--dir", "/nonexistent"], ["run", "--dir", "D", "--budget", "0"],
                                   ["run", "--dir", "D", "--size", "nw=33"], ["run", "--dir", "D", "--size", "bfs=16"],
                                   ["run", "--dir", "D", "--only", "bfs"], ["run", "--dir", "D", "--bogus"],
+                                  ["run", "--dir", "D", "--skip-modes", "managed"],
                                   ["build", "--src", "/nonexistent"], ["build"], ["nosuch"]])
 def test_bad_input_exits_2_with_one_line(argv, tmp_path, capsys):
     d = fake_suite(tmp_path, tmp_path / "none")
@@ -232,7 +262,7 @@ def test_profile_keeps_the_trace_where_asked(tmp_path, monkeypatch, capsys):
     kept = tmp_path / "kept.jsonl"
     assert cli.main(["profile", "--keep-trace", str(kept), "--store", str(tmp_path / "s.sqlite"), "--", *prog]) == 0
     assert kept.read_text() == trace.read_text()
-    assert advise(kept, capsys)["recommended"] == "zerocopy"
+    assert advise(kept, capsys)["recommended"] == "managed-prefetch"
     mark = tmp_path / "ran"
     assert cli.main(["profile", "--keep-trace", str(tmp_path), "--store", str(tmp_path / "s.sqlite"), "--",
                      "touch", str(mark)]) == 2
@@ -311,3 +341,34 @@ def test_a_traced_run_whose_kernels_did_not_complete_is_said_above_the_advice(tm
     res = {"manifest": {"repository": tp.REPO, "commit": "0" * 40, "nvcc": "13.0"}, "umscope_commit": "x", "left": [],
            "wall_s": 1, "programs": {"srad": {"advice": tp.slim_advice(a), "decision": {}}}}
     assert f"| {a['recommended']}, ON A TRACE WHOSE GPU WORK DID NOT RUN AS LAUNCHED (2 of 2 kernels" in tp.render(res)
+
+
+def test_gpu_stream_is_the_span_of_the_gpu_work_and_its_idle_part():
+    from umscope.model.trace import gpu_stream
+    recs = [{"k": "um", "c": 1, "v": 4096, "s": 100, "e": 200, "a": BASE},  # a migration before the first kernel
+            {"k": "um", "c": 4, "v": 1, "s": 160, "e": 170, "a": BASE},  # a fault in the first kernel: not resident
+            {"k": "kernel", "s": 150, "e": 400}, {"k": "kernel", "s": 500, "e": 600},
+            {"k": "memcpy", "s": 550, "e": 700}, {"k": "kernel", "s": 0, "e": 0},  # an untimed kernel: not in it
+            {"k": "um", "c": 2, "v": 4096, "s": 800, "e": 900, "a": BASE}]  # the CPU's read-back: not in it
+    assert gpu_stream(recs) == {"span_ns": 600, "idle_ns": 100, "kernels": 2, "resident_kernels": 1,
+                                "resident_kernel_ns": 100}
+    assert gpu_stream([r for r in recs if r["k"] == "um"]) is None
+
+
+def test_the_drivers_count_of_migrated_bytes_prices_what_the_records_lost(tmp_path, capsys):
+    """UVMBench's pathfinder on an H200 (session 17): CUPTI's records held 255 MiB of the 382 MiB the driver
+    migrated, and advise priced prefetch on 176 MiB (3.9 ms) where the prefetching build measured 9.9 ms."""
+    from umscope.model.dos import machine_figures
+    path = write_trace(tmp_path / "t.jsonl")
+    with open(path, "a") as f:
+        f.write(json.dumps({"k": "uvm_counters", "dev": -1, "htod": 4 * 64 * MIB}) + "\n")
+    a = advise(path, capsys)
+    fig, _ = machine_figures(a["machine"])
+    b = advise(write_trace(tmp_path / "u.jsonl"), capsys)  # the same trace without the driver's count
+    pre, pre0 = a["evidence"]["managed-prefetch"]["modelled_ms"], b["evidence"]["managed-prefetch"]["modelled_ms"]
+    assert pre - pre0 == pytest.approx(3 * 64 * MIB / (fig["migrate_gbps"] * 1e6), rel=1e-3)
+    assert a["explicit"]["copy_in_bytes"] == 4 * 64 * MIB and b["explicit"]["copy_in_bytes"] == 64 * MIB
+    zc, zc0 = a["evidence"]["zerocopy"]["modelled_ms"], b["evidence"]["zerocopy"]["modelled_ms"]
+    assert zc - zc0 == pytest.approx(3 * 64 * MIB / (fig["remote_gbps"] * 1e6), rel=1e-3)
+    assert any("the UVM driver's own count" in h and "256 MiB" in h for h in a["hints"])
+    assert not any("the UVM driver's own count" in h for h in b["hints"])

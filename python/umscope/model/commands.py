@@ -126,6 +126,8 @@ def _stream(args, tmpdir):
     args.work_note = gpu_work_note(tr)  # kernels that did not complete, faults outside every allocation
     args.trace_source = tr.get("gpu_source")  # the GPU's accesses: CUPTI's records or the driver's own events
     args.unseen_bytes = tr["prefetched_unseen_bytes"]  # prefetched by the driver, then reached unseen (advise)
+    args.traced = {"stream": tr["stream"], "driver_htod_bytes": tr["driver_htod_bytes"],  # measured (advise)
+                   "complete": not args.trace_note}
     return {"trace": str(out)}, sum(n for _, n in tr["allocs"]) * 4096
 
 
@@ -430,7 +432,7 @@ def cmd_advise(args):
         cap = _capacity(args, foot, fig_doc, extra.get("page", 4096))
         res = advise(stream, foot, cap, args.machine, figures=sim_figures(args), extra=extra,
                      progress=_progress(args), own_figures=args.figures is not None,
-                     unseen_bytes=getattr(args, "unseen_bytes", 0))
+                     unseen_bytes=getattr(args, "unseen_bytes", 0), traced=getattr(args, "traced", None))
     if getattr(args, "trace_note", ""):
         res["trace"] = args.trace_note
         res["hints"].append(f"INCOMPLETE TRACE: {args.trace_note}")
@@ -463,8 +465,10 @@ def cmd_advise(args):
     if res.get("iterations") is not None:
         print(f"replays {res['iterations']} iteration(s) of {what}'s stream: {res['iterations_source']}")
     gain = res["predicted_gain_vs_managed"]
+    against = ("plain managed memory" if res["gain_base"]["source"] == "modelled" else
+               f"plain managed memory as the trace measured it ({res['gain_base']['ms']:.4g} ms)")
     print(f"recommended: {res['recommended']}  (modelled {'an unknown gain' if gain is None else f'{gain:.2f}x'} "
-          f"against plain managed memory; {res['times']})")
+          f"against {against}; {res['times']})")
     print(f"  {res['advise_validated_error']['text']}")
     for h in res["hints"]:
         print(f"  - {h}")

@@ -174,11 +174,37 @@ UNSEEN_NOTE = ("the trace holds no access to {size} that the driver's density pr
                "system memory, from GPU memory for the others (their moves of it are in the replay's counts)")
 
 
+MEASURED_BASE = ("measured: the traced run's own GPU stream under managed memory (trace.gpu_stream: first kernel, copy "
+                 "or migration to the GPU to the end of the last kernel or copy, under the tracer), not the replay's "
+                 "modelled time: the gain is the other modes' modelled times against what this program measured")
+REMOTE_BOUND = ("a lower bound, not recommended from a trace: the trace holds no count of the GPU's accesses to "
+                "resident data nor of their size, which remote access pays over the link for each (UVMBench's nw and "
+                "gaussian on an H200, session 17: zerocopy modelled 12.8x and 28x faster than managed memory, measured "
+                "more than 3x slower)")
+DRIVER_BYTES = ("the bytes to move in are the UVM driver's own count of what it migrated to the GPU in the traced run "
+                "({size}), more than the replay's pages ({replayed}): CUPTI's records hold only part of them")
+
+
 def advise(stream, foot, capacity, machine, iterations_note="", figures=None, extra=None, progress=None,
-           own_figures=False, unseen_bytes=0):
+           own_figures=False, unseen_bytes=0, traced=None):
     """unseen_bytes: GPU data a traced stream never shows accessed (trace.from_umtrace's prefetched_unseen_bytes):
     read once by every mode, so that zerocopy is not priced on the faulted pages alone while managed memory,
-    prefetch and explicit copies move the whole of it."""
+    prefetch and explicit copies move the whole of it.
+    traced: a traced program's measurements (trace.from_umtrace's 'stream' and 'driver_htod_bytes'). Its GPU
+    stream is plain managed memory's time (measured beats modelled: on UVMBench's nw and pathfinder, an H200 in
+    session 17, the replay priced managed memory at 210 and 10 ms where the trace measured 626 and 82 ms); its idle
+    time (the host's pace between launches) and, from a complete trace ('complete'), its resident kernels' time
+    (kernels during which nothing faulted or migrated in: their own work) are added to every modelled mode; remote access is then a lower bound, never
+    recommended (REMOTE_BOUND); the driver's migrated bytes, where
+    more than the replay's, are what prefetch and explicit copies move in and remote access reads over the link."""
+    traced = traced or {}
+    measured = traced.get("stream")
+    drv_bytes = traced.get("driver_htod_bytes") or 0
+    # The traced run's idle time and its resident kernels' own work: in every mode, not in the replay's counts. Only
+    # from a complete trace: where CUPTI dropped records, a kernel that faulted can look resident (pathfinder on an
+    # H200, session 17: 4 of its 50 kernels, 8 ms, with 91% of the migrated bytes recorded).
+    resident_ns = measured.get("resident_kernel_ns", 0) if measured and traced.get("complete", True) else 0
+    idle = (measured["idle_ns"] + resident_ns) / 1e9 if measured else 0.0
     fig_doc = dos.figures(machine)
     fig, src = figures or dos.machine_figures(machine)
     drv = driver_here() if machine == "h100-sxm-pcie5" else {}
@@ -191,17 +217,30 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
     pb = u["page_bytes"]
     unseen_pages = -(-unseen_bytes // pb)
     for p in t:
-        t[p] += unseen_pages * pb / (fig["remote_gbps" if p in ("zerocopy", "system") else "hbm_gbps"] * 1e9)
+        t[p] += unseen_pages * pb / (fig["remote_gbps" if p in ("zerocopy", "system") else "hbm_gbps"] * 1e9) + idle
     fits = u["footprint_pages"] <= u["capacity_pages"]
+    moved_in = None
     if fits:
         # Prefetch: every page the GPU needs moves once at bulk rate, no faults; then every access is local.
-        moved = u["h2d_fault_pages"] + u["h2d_prefetch_pages"] + u["populate_gpu_pages"]
-        t["managed-prefetch"] = (moved * pb / (fig["migrate_gbps"] * 1e9)
-                                 + (u["gpu_events"] + unseen_pages) * pb / (fig["hbm_gbps"] * 1e9))
-    best = min(t, key=t.get)
+        moved = (u["h2d_fault_pages"] + u["h2d_prefetch_pages"] + u["populate_gpu_pages"]) * pb
+        moved_in = max(moved, drv_bytes)
+        t["managed-prefetch"] = (moved_in / (fig["migrate_gbps"] * 1e9)
+                                 + (u["gpu_events"] + unseen_pages) * pb / (fig["hbm_gbps"] * 1e9) + idle)
+    for p, pol in (("zerocopy", "zerocopy"), ("system", "ats")):
+        # Remote access reads at least what the driver moved in the traced run, as prefetch moves it.
+        short = drv_bytes - (recs[pol]["counts"]["remote_gpu_pages"] + unseen_pages) * pb if p in t else 0
+        if short > 0:
+            t[p] += short / (fig["remote_gbps"] * 1e9)
+    modelled = dict(t)
+    if measured:
+        t["managed"] = measured["span_ns"] / 1e9
+    # From a trace, remote access is a lower bound (REMOTE_BOUND) and not recommended.
+    best = min((p for p in t if not (measured and p in ("zerocopy", "system"))), key=t.get)
     base = t["managed"]
-    explicit = explicit_copies(u, fig, fits, best, t[best], unseen_pages)
+    explicit = explicit_copies(u, fig, fits, best, t[best], unseen_pages, drv_bytes, idle)
     hints = [HINTS[best]]
+    if moved_in and drv_bytes > moved:
+        hints.append(DRIVER_BYTES.format(size=format_size(drv_bytes), replayed=format_size(moved)))
     if unseen_pages:
         hints.append(UNSEEN_NOTE.format(size=format_size(unseen_pages * pb)))
     if not fits:
@@ -209,7 +248,16 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
                      f"managed memory evicts {u['evictions']} blocks and re-migrates; "
                      + ("thrashing detection mapped %d blocks remotely" % u["thrash_units"] if u["thrash_units"] else
                         "no thrashing detected"))
-    evidence = {p: {"modelled_ms": round(v * 1e3, 3)} for p, v in t.items()}
+    evidence = {p: {"modelled_ms": round(v * 1e3, 3)} for p, v in modelled.items()}
+    if measured:
+        evidence["managed"].update(measured_ms=round(measured["span_ns"] / 1e6, 3), how=MEASURED_BASE)
+        for p in evidence:
+            if p != "managed":
+                evidence[p].update(idle_ms=round(measured["idle_ns"] / 1e6, 3),
+                                   resident_kernels_ms=round(resident_ns / 1e6, 3))
+        for p in ("zerocopy", "system"):
+            if p in evidence:
+                evidence[p].update(lower_bound=True, how=REMOTE_BOUND)
     checked = advise_validated(stream.get("app"), foot, machine, own_figures)
     for p, r in recs.items():
         c = r["counts"]
@@ -227,25 +275,28 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
             "times": TIMES_VALIDATED if "cases" in checked else TIMES_NOTE,
             "page_bytes": pb, "page_note": page_note(pb),
             "recommended": best, "predicted_gain_vs_managed": base / t[best] if t[best] else None,
+            "gain_base": {"ms": round(base * 1e3, 3), "source": MEASURED_BASE if measured else "modelled"},
             "hints": hints, "explicit": explicit, "evidence": evidence, "footprint": foot, "capacity": capacity,
             "advise_validated_error": checked,
             "validated_error": calibrated.validated("umsim", version=sim.VERSION)}
 
 
-def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float, unseen_pages=0) -> dict:
+def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float, unseen_pages=0, min_in=0,
+                    idle=0.0) -> dict:
     """The explicit mode beside the unified-memory candidates ("should I keep cudaMemcpy?"): what it would cost
     from the same replay's counts, whether it beats the recommended mode and by how much (unseen_pages: GPU reads
-    a trace does not show, as advise's)."""
+    a trace does not show, min_in: the driver's migrated bytes of a traced run, idle: its measured idle time, as
+    advise's)."""
     if not fits:
         return {"modelled_ms": None, "wins": None,
                 "verdict": "explicit copies not modelled: the footprint exceeds GPU memory, so the program would "
                            "have to split its data into pieces that fit (cudaMalloc cannot hold it all)"}
     pb = u["page_bytes"]
-    cin = (u["h2d_fault_pages"] + u["h2d_prefetch_pages"] + u["h2d_counter_pages"]) * pb
+    cin = max((u["h2d_fault_pages"] + u["h2d_prefetch_pages"] + u["h2d_counter_pages"]) * pb, min_in)
     cout = u["d2h_cpu_fault_pages"] * pb
     t_in, t_out = cin / (fig["h2d_gbps"] * 1e9), cout / (fig["d2h_gbps"] * 1e9)
     t_gpu = (u["gpu_events"] + unseen_pages) * pb / (fig["hbm_gbps"] * 1e9)
-    t = t_in + t_out + t_gpu
+    t = t_in + t_out + t_gpu + idle
     out = {"modelled_ms": round(t * 1e3, 3), "copy_in_bytes": cin, "copy_out_bytes": cout,
            "copy_ms": round((t_in + t_out) * 1e3, 3), "compute_ms": round(t_gpu * 1e3, 3), "how": EXPLICIT_ESTIMATE,
            "against": best, "wins": t < t_best, "ratio": (t_best / t if t < t_best else t / t_best) if t and t_best

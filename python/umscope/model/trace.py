@@ -32,7 +32,8 @@ MAX_EVENTS = 1 << 26
 
 def from_umtrace(records, page_bytes=4096) -> dict:
     """{'allocs': [(first_page, n_pages)], 'events': [...], 'kernels': n, 'gpu_faults': n, 'htod_bytes': n,
-    'cpu_faults': n, 'recorded_htod_bytes': n, 'driver_htod_bytes': n or None, 'prefetched_unseen_bytes': n}: the
+    'cpu_faults': n, 'recorded_htod_bytes': n, 'driver_htod_bytes': n or None, 'prefetched_unseen_bytes': n,
+    'stream': gpu_stream(records)}: the
     umsim trace of a libumtrace record list. prefetched_unseen_bytes: the pages the driver's density prefetcher
     moved to the GPU (CUPTI's cause 3, the driver's cause "prefetch") that the stream never shows the GPU reach:
     their accesses found them resident, so no record holds them (advise prices one read of each).
@@ -107,7 +108,46 @@ def from_umtrace(records, page_bytes=4096) -> dict:
     seen = {ev for ev in events if ev != sim.BARRIER and not ev & sim.CPU}
     unseen = {p for p in map(page_of, prefetched) if p is not None} - seen
     return dict(stats, allocs=[(first, n) for _, _, first, n in table], events=events,
-                prefetched_unseen_bytes=len(unseen) * page_bytes)
+                prefetched_unseen_bytes=len(unseen) * page_bytes, stream=gpu_stream(records))
+
+
+def gpu_stream(records) -> dict:
+    """The traced run's GPU stream, measured from CUPTI's timestamps: {'span_ns': from the first kernel, copy or
+    migration to the GPU to the end of the last kernel or copy (the CPU's read-back of managed results after the
+    kernels is not in it), 'idle_ns': the part of that span with no kernel, copy or migration running (the host's
+    own pace between its launches, which no memory mode changes), 'kernels': kernels with both times,
+    'resident_kernels', 'resident_kernel_ns': those during which no GPU fault or migration to the GPU began, and their
+    summed time}; None without a timed kernel or copy. thirdparty.py times every run with it; advise prices a traced program's own mode with it."""
+    iv, starts = [], []
+    t = lambda e, f: e.get(f) if type(e.get(f)) is int and e.get(f) > 0 else None  # noqa: E731 - a time, or None
+    for e in records:
+        k, s, f = e.get("k"), t(e, "s"), t(e, "e")
+        if k in ("kernel", "memcpy") and s and f and f >= s:
+            iv.append((s, f, k))
+        elif k == "um" and e.get("c") == 1 and s:
+            starts.append(s)
+            if f and f > s:
+                iv.append((s, f, k))
+    ends = [b for _, b, k in iv if k != "um"]
+    if not ends:
+        return None
+    t0, t1 = min(starts + [a for a, _, _ in iv]), max(ends)
+    busy, cur = 0, None  # the union of the intervals, within [t0, t1]
+    for a, b, _ in sorted((max(a, t0), min(b, t1), k) for a, b, k in iv if a < t1):
+        if cur is None or a > cur[1]:
+            busy += cur[1] - cur[0] if cur else 0
+            cur = [a, b]
+        else:
+            cur[1] = max(cur[1], b)
+    busy += cur[1] - cur[0] if cur else 0
+    # Kernels during which no GPU fault or migration to the GPU began: their data was resident, so their measured
+    # time is their own work, the same in every mode that has the data on the GPU before them.
+    import bisect
+    um = sorted(t(e, "s") for e in records if e.get("k") == "um" and e.get("c") in (1, 4) and t(e, "s"))
+    resident = [b - a for a, b, k in iv if k == "kernel" and bisect.bisect_right(um, b) == bisect.bisect_left(um, a)]
+    return {"span_ns": t1 - t0, "idle_ns": max(0, t1 - t0 - busy),
+            "kernels": sum(1 for _, _, k in iv if k == "kernel"), "resident_kernels": len(resident),
+            "resident_kernel_ns": sum(resident)}
 
 
 def work_signs(records, allocs) -> dict:
