@@ -127,7 +127,7 @@ def _stream(args, tmpdir):
     args.trace_source = tr.get("gpu_source")  # the GPU's accesses: CUPTI's records or the driver's own events
     args.unseen_bytes = tr["prefetched_unseen_bytes"]  # prefetched by the driver, then reached unseen (advise)
     args.traced = {"stream": tr["stream"], "driver_htod_bytes": tr["driver_htod_bytes"],  # measured (advise)
-                   "complete": not args.trace_note}
+                   "recorded_htod_bytes": tr["recorded_htod_bytes"]}
     return {"trace": str(out)}, sum(n for _, n in tr["allocs"]) * 4096
 
 

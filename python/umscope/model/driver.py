@@ -193,17 +193,18 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
     traced: a traced program's measurements (trace.from_umtrace's 'stream' and 'driver_htod_bytes'). Its GPU
     stream is plain managed memory's time (measured beats modelled: on UVMBench's nw and pathfinder, an H200 in
     session 17, the replay priced managed memory at 210 and 10 ms where the trace measured 626 and 82 ms); its idle
-    time (the host's pace between launches) and, from a complete trace ('complete'), its resident kernels' time
-    (kernels during which nothing faulted or migrated in: their own work) are added to every modelled mode; remote access is then a lower bound, never
+    time (the host's pace between launches) and its resident kernels' time (kernels during which nothing faulted or
+    migrated in: their own work; resident_time_ns) are added to every modelled mode; remote access is then a lower bound, never
     recommended (REMOTE_BOUND); the driver's migrated bytes, where
     more than the replay's, are what prefetch and explicit copies move in and remote access reads over the link."""
     traced = traced or {}
     measured = traced.get("stream")
     drv_bytes = traced.get("driver_htod_bytes") or 0
-    # The traced run's idle time and its resident kernels' own work: in every mode, not in the replay's counts. Only
-    # from a complete trace: where CUPTI dropped records, a kernel that faulted can look resident (pathfinder on an
-    # H200, session 17: 4 of its 50 kernels, 8 ms, with 91% of the migrated bytes recorded).
-    resident_ns = measured.get("resident_kernel_ns", 0) if measured and traced.get("complete", True) else 0
+    # The traced run's idle time and its resident kernels' own work: in every mode, not in the replay's counts.
+    # Where CUPTI dropped records, a kernel that faulted can look resident (pathfinder on an H200, session 17: 4 of
+    # its 50 kernels, 8 ms, with 91% of the migrated bytes recorded): the bytes the records lost are taken out at
+    # the rate the faulting kernels moved the recorded ones.
+    resident_ns = resident_time_ns(measured, drv_bytes, traced.get("recorded_htod_bytes")) if measured else 0
     idle = (measured["idle_ns"] + resident_ns) / 1e9 if measured else 0.0
     fig_doc = dos.figures(machine)
     fig, src = figures or dos.machine_figures(machine)
@@ -279,6 +280,18 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
             "hints": hints, "explicit": explicit, "evidence": evidence, "footprint": foot, "capacity": capacity,
             "advise_validated_error": checked,
             "validated_error": calibrated.validated("umsim", version=sim.VERSION)}
+
+
+def resident_time_ns(stream: dict, driver_bytes: int, recorded_bytes) -> float:
+    """The resident kernels' own time in a traced stream (trace.gpu_stream), less the time the migrations CUPTI's
+    records lost (the driver's count over the recorded bytes) would have taken at the rate the faulting kernels
+    moved the recorded ones: a kernel whose records were all lost looks resident."""
+    res = stream.get("resident_kernel_ns", 0)
+    lost = max(0, (driver_bytes or 0) - (recorded_bytes or 0))
+    if not lost or not res:
+        return res
+    rate = (recorded_bytes or 0) / stream["faulting_kernel_ns"] if stream.get("faulting_kernel_ns") else 0
+    return max(0.0, res - lost / rate) if rate else 0.0
 
 
 def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float, unseen_pages=0, min_in=0,

@@ -117,7 +117,7 @@ def gpu_stream(records) -> dict:
     kernels is not in it), 'idle_ns': the part of that span with no kernel, copy or migration running (the host's
     own pace between its launches, which no memory mode changes), 'kernels': kernels with both times,
     'resident_kernels', 'resident_kernel_ns': those during which no GPU fault or migration to the GPU began, and their
-    summed time}; None without a timed kernel or copy. thirdparty.py times every run with it; advise prices a traced program's own mode with it."""
+    summed time, 'faulting_kernel_ns': the other kernels' summed time}; None without a timed kernel or copy. thirdparty.py times every run with it; advise prices a traced program's own mode with it."""
     iv, starts = [], []
     t = lambda e, f: e.get(f) if type(e.get(f)) is int and e.get(f) > 0 else None  # noqa: E731 - a time, or None
     for e in records:
@@ -147,7 +147,8 @@ def gpu_stream(records) -> dict:
     resident = [b - a for a, b, k in iv if k == "kernel" and bisect.bisect_right(um, b) == bisect.bisect_left(um, a)]
     return {"span_ns": t1 - t0, "idle_ns": max(0, t1 - t0 - busy),
             "kernels": sum(1 for _, _, k in iv if k == "kernel"), "resident_kernels": len(resident),
-            "resident_kernel_ns": sum(resident)}
+            "resident_kernel_ns": sum(resident),
+            "faulting_kernel_ns": sum(b - a for a, b, k in iv if k == "kernel") - sum(resident)}
 
 
 def work_signs(records, allocs) -> dict:
