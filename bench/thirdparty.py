@@ -5,6 +5,7 @@ public sources (github.com/OSU-STARLAB/UVM_benchmark), never copied into this re
 
   build --src DIR --out .thirdparty   (CPU with nvcc) DIR: a clone of UVM_benchmark; binaries and manifest.json
   run --dir .thirdparty [--budget 200] (GPU) each program plain 3 times, traced once, advised; $OUT/thirdparty.*
+  readvise RESULTS                     (CPU) advise again on RESULTS' kept traces, beside the same measured runs
 
 Each program is built with its own Makefile (make CUDA_DIR=...; nvcc reads -arch=sm_90 from NVCC_APPEND_FLAGS, so no
 Makefile is edited), in three versions where the suite has them: managed (UVM_benchmarks), explicit (the suite's own
@@ -591,6 +592,40 @@ def render(res) -> str:
     return "\n".join(lines)
 
 
+def readvise(a):
+    """advise --trace again on a results folder's kept traces (CPU): the same measured runs against this umscope's
+    predictions; the tables to stdout, nothing written."""
+    d = Path(a.results)
+    try:
+        res = json.loads((d / "thirdparty.json").read_text())
+    except (OSError, ValueError) as e:
+        die(f"{d}: no readable thirdparty.json ({type(e).__name__})")
+    from umscope import provenance
+    res["measured_at"], res["umscope_commit"] = res.get("umscope_commit"), provenance.commit()
+    for name, r in res["programs"].items():
+        trace = d / f"{name}.trace.jsonl.gz"
+        if "advice" not in r or not trace.exists():
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            raw = Path(tmp) / "t.jsonl"
+            with gzip.open(trace, "rb") as f, open(raw, "wb") as g:
+                shutil.copyfileobj(f, g)
+            adv = subprocess.run(umscope("advise", "--trace", str(raw), "--json"), capture_output=True, text=True)
+        if adv.returncode:
+            die(f"{name}: advise failed (rc {adv.returncode}): {adv.stderr.strip()[-300:]}")
+        r["advice"] = slim_advice(json.loads(adv.stdout))
+        base = r["advice"]["gain_base"]["ms"]
+        for mode, c in (r.get("modes") or {}).items():
+            ms = r["advice"]["modelled_ms"].get(mode)
+            if ms:
+                c["predicted_gain"], c["predicted_saving_ms"] = base / ms, base - ms
+        r["fastest"] = fastest(r) if r.get("modes") is not None else r.get("fastest")
+    md = render(res).replace(f"umscope {res['umscope_commit']};", f"measured at umscope {res['measured_at']}, "
+                             f"predicted again at {res['umscope_commit']} from the kept traces;", 1)
+    print(md)
+    return 0
+
+
 def main(argv=None):
     ap = Parser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
@@ -608,8 +643,10 @@ def main(argv=None):
                    "managed-prefetch, explicit)")
     r.add_argument("--max-footprint", type=int, default=16, help="GiB of managed memory at most (and half the free)")
     r.add_argument("--keep-trace-mb", type=int, default=8, help="gzipped traces up to this size go to the results")
+    v = sub.add_parser("readvise", help="advise again on a results folder's kept traces (CPU)")
+    v.add_argument("results", help="a folder run wrote: thirdparty.json and the gzipped traces")
     a = ap.parse_args(argv)
-    return build(a) if a.cmd == "build" else run(a)
+    return {"build": build, "run": run, "readvise": readvise}[a.cmd](a)
 
 
 if __name__ == "__main__":

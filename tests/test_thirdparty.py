@@ -228,7 +228,8 @@ def test_budget_leaves_work_out_and_says_so(tmp_path, monkeypatch):
 @pytest.mark.parametrize("argv", [["run", "--dir", "/nonexistent"], ["run", "--dir", "D", "--budget", "0"],
                                   ["run", "--dir", "D", "--size", "nw=33"], ["run", "--dir", "D", "--size", "bfs=16"],
                                   ["run", "--dir", "D", "--only", "bfs"], ["run", "--dir", "D", "--bogus"],
-                                  ["run", "--dir", "D", "--skip-modes", "managed"],
+                                  ["run", "--dir", "D", "--skip-modes", "managed"], ["readvise", "/nonexistent"],
+                                  ["readvise"],
                                   ["build", "--src", "/nonexistent"], ["build"], ["nosuch"]])
 def test_bad_input_exits_2_with_one_line(argv, tmp_path, capsys):
     d = fake_suite(tmp_path, tmp_path / "none")
@@ -402,3 +403,18 @@ def test_advise_adds_the_resident_kernels_and_the_idle_time_of_a_trace(tmp_path,
     assert added == pytest.approx(30.0 + idle, abs=2e-3) and idle > 900  # the gap to the first resident kernel
     assert a["explicit"]["modelled_ms"] - base["explicit"]["modelled_ms"] == pytest.approx(added, abs=2e-3)
     assert a["gain_base"]["ms"] == pytest.approx(base["gain_base"]["ms"] + idle + 30.0, abs=2e-3)
+
+
+def test_readvise_on_the_h200_runs_of_session_17(capsys):
+    """The kept traces and measured runs of UVMBench's nw, gaussian and pathfinder (data/thirdparty/h200-s17): advise
+    names the mode measured fastest for each, and its prefetch time lies within 25% of the GPU stream measured
+    (gaussian, whose stream is its resident kernels' own work, within 5%)."""
+    assert tp.main(["readvise", str(ROOT / "data" / "thirdparty" / "h200-s17")]) == 0
+    md = capsys.readouterr().out
+    assert "measured at umscope c016bb5, predicted again at" in md
+    rows = {tuple(c.strip() for c in x.split("|")[1:3]): [c.strip() for c in x.split("|")[3:-1]]
+            for x in md.splitlines() if x.startswith("| ") and x.count("|") == 7}
+    for prog, tol in (("nw", 0.25), ("gaussian", 0.05), ("pathfinder", 0.25)):
+        assert rows[(prog, "advice managed-prefetch")][3].startswith("HIT"), prog
+        pred, meas = rows[(prog, "managed-prefetch")][:2]
+        assert abs(float(pred) / float(meas.split(" [")[0]) - 1) <= tol, (prog, pred, meas)
