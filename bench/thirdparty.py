@@ -450,8 +450,8 @@ def run(a):
                 env = dict(os.environ)
                 if pol:  # place --managed's own environment, without place's start-up in the timed process
                     place.managed_environment(env, pol, str(tmp / f"{name}-managed-{i}.jsonl"))
-                # A mode far slower than plain (none that could be fastest) is stopped at 3 plain runs' time: its
-                # runs say "timeout".
+                # A mode far slower than plain (none that could be fastest) is stopped at 3 plain processes' time
+                # plus 5 s: its runs say "timeout".
                 runs.append(timed_run([str(d / binary), *r["args"]], min(left(), 3 * r["plain_stats"]["max_s"] + 5),
                                       tmp / f"{name}-{mode}-{i}.jsonl", env))
                 if pol:
@@ -640,7 +640,7 @@ def main(argv=None):
     r.add_argument("--size", help="NAME=N,...: sizes instead of probing (nw, gaussian: N x N; pathfinder: rows)")
     r.add_argument("--only", help="programs, comma-separated (default: " + ",".join(PROGRAMS) + ")")
     r.add_argument("--skip-modes", default="", help="modes not measured unless advised, comma-separated (zerocopy, "
-                   "managed-prefetch, explicit)")
+                   "managed-prefetch, explicit, system)")
     r.add_argument("--max-footprint", type=int, default=16, help="GiB of managed memory at most (and half the free)")
     r.add_argument("--keep-trace-mb", type=int, default=8, help="gzipped traces up to this size go to the results")
     v = sub.add_parser("readvise", help="advise again on a results folder's kept traces (CPU)")

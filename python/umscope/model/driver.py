@@ -190,13 +190,14 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
     """unseen_bytes: GPU data a traced stream never shows accessed (trace.from_umtrace's prefetched_unseen_bytes):
     read once by every mode, so that zerocopy is not priced on the faulted pages alone while managed memory,
     prefetch and explicit copies move the whole of it.
-    traced: a traced program's measurements (trace.from_umtrace's 'stream' and 'driver_htod_bytes'). Its GPU
-    stream is plain managed memory's time (measured beats modelled: on UVMBench's nw and pathfinder, an H200 in
-    session 17, the replay priced managed memory at 210 and 10 ms where the trace measured 626 and 82 ms); its idle
-    time (the host's pace between launches) and its resident kernels' time (kernels during which nothing faulted or
-    migrated in: their own work; resident_time_ns) are added to every modelled mode; remote access is then a lower bound, never
-    recommended (REMOTE_BOUND); the driver's migrated bytes, where
-    more than the replay's, are what prefetch and explicit copies move in and remote access reads over the link."""
+    traced: a traced program's measurements (trace.from_umtrace's 'stream', 'driver_htod_bytes' and
+    'recorded_htod_bytes'). Its GPU stream is plain managed memory's time (measured beats modelled: on UVMBench's nw
+    and pathfinder, an H200 in session 17, the replay priced managed memory at 210 and 10 ms where the trace
+    measured 626 and 82 ms); its idle time (the host's pace between launches) and its resident kernels' time
+    (kernels during which nothing faulted or migrated in: their own work; resident_time_ns) are added to every
+    modelled mode; the driver's migrated bytes, where more than the replay's, are what prefetch and explicit copies
+    move in and remote access reads over the link; remote access is a lower bound, never recommended
+    (REMOTE_BOUND)."""
     traced = traced or {}
     measured = traced.get("stream")
     drv_bytes = traced.get("driver_htod_bytes") or 0
