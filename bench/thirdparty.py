@@ -264,6 +264,13 @@ def gpu_free_bytes():
     return plans.gpu_free(probe.probe()) or None
 
 
+def gpu_name():
+    """GPU 0's name as umscope's probe reads it (what the validated entries name), None without a GPU."""
+    from umscope import probe
+    gpus = probe.probe().get("gpus") or []
+    return gpus[0].get("name") if gpus else None
+
+
 def umscope(*args):
     return [sys.executable, "-m", "umscope", *args]
 
@@ -375,7 +382,8 @@ def run(a):
     free = gpu_free_bytes()
     cap = min(a.max_footprint << 30, free // 2 if free else a.max_footprint << 30)
     from umscope import provenance
-    res = {"umscope_commit": provenance.commit(), "manifest": man, "budget_s": a.budget, "target_s": a.target,
+    res = {"umscope_commit": provenance.commit(), "gpu": gpu_name(), "manifest": man, "budget_s": a.budget,
+           "target_s": a.target,
            "gpu_free_bytes": free, "footprint_cap_bytes": cap, "programs": {}, "left": []}
     tmp = Path(tempfile.mkdtemp(prefix="thirdparty-"))
     for name in names:  # first what every program needs: size, 3 plain runs, the traced run, the advice
@@ -623,7 +631,47 @@ def readvise(a):
     md = render(res).replace(f"umscope {res['umscope_commit']};", f"measured at umscope {res['measured_at']}, "
                              f"predicted again at {res['umscope_commit']} from the kept traces;", 1)
     print(md)
+    if a.write_validated:
+        from umscope.model import calibrated
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import _commit
+        if not res.get("gpu"):
+            die(f"{d}/thirdparty.json names no GPU: --write-validated needs the machine its runs measured")
+        path = a.validated_out or _commit.validated_path()
+        try:
+            data = str(d.resolve().relative_to(Path(__file__).resolve().parent.parent))
+        except ValueError:
+            data = str(d)
+        calibrated.write_validated("advise_trace", validated_entry(res, data), path)
+        print(f"wrote the advise_trace entry of {path}", file=sys.stderr)
     return 0
+
+
+def validated_entry(res: dict, data: str) -> dict:
+    """model/validated.json's "advise_trace" entry: advise --trace against the measured runs of each program (the
+    mode measured fastest, a hit as fastest() counts it, the advised mode's modelled time and the gain against the
+    GPU stream measured, the explicit verdict where explicit ran)."""
+    from umscope.model import simulate as sim
+    per = {}
+    for name, r in res["programs"].items():
+        f, adv = r.get("fastest") or {}, r.get("advice") or {}
+        rec = adv.get("recommended")
+        if "advised_hit" not in f:
+            continue
+        meas = f["measured_ms"][rec]
+        plain = f["measured_ms"]["managed"]
+        e = {"advised": rec, "fastest": f["mode"], "hit": f["advised_hit"], "lost": round(f["advised_lost"], 4),
+             "time_error": round(adv["modelled_ms"][rec] / meas - 1, 4) if rec != "managed" else None,
+             "gain_error": round(adv["predicted_gain_vs_managed"] / (plain / meas) - 1, 4)}
+        if "explicit_right" in f:
+            e["explicit_right"] = f["explicit_right"]
+        per[name] = e
+    return {"programs": len(per), "hits": sum(e["hit"] for e in per.values()), "per_program": per,
+            "explicit_cases": sum("explicit_right" in e for e in per.values()),
+            "explicit_right": sum(bool(e.get("explicit_right")) for e in per.values()),
+            "machine": res["gpu"], "measured_at": res.get("measured_at"), "commit": res.get("umscope_commit"),
+            "model_version": sim.VERSION, "repository": res["manifest"]["repository"], "data": data,
+            "doc": "docs/simulator.md"}
 
 
 def main(argv=None):
@@ -645,6 +693,10 @@ def main(argv=None):
     r.add_argument("--keep-trace-mb", type=int, default=8, help="gzipped traces up to this size go to the results")
     v = sub.add_parser("readvise", help="advise again on a results folder's kept traces (CPU)")
     v.add_argument("results", help="a folder run wrote: thirdparty.json and the gzipped traces")
+    v.add_argument("--write-validated", action="store_true",
+                   help="write the `advise_trace` entry of model/validated.json (or --validated-out)")
+    v.add_argument("--validated-out", help="where --write-validated writes (default: the source tree's "
+                   "python/umscope/model/validated.json beside bench/, else the installed package's)")
     a = ap.parse_args(argv)
     return {"build": build, "run": run, "readvise": readvise}[a.cmd](a)
 

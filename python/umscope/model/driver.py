@@ -348,6 +348,9 @@ def advise_validated(app=None, footprint=None, machine=VALIDATED_MACHINE, own_fi
     notes = [v["note"]] if v.get("note") else []
     if not app:
         notes.append("validated on the suite's applications, not on this trace's program")
+        t = trace_validated_text()
+        if t:
+            notes.append(t)
     if machine != VALIDATED_MACHINE:
         notes.append(f"validated on {v.get('machine')} only, not on {machine}")
     elif not own_figures:
@@ -355,6 +358,24 @@ def advise_validated(app=None, footprint=None, machine=VALIDATED_MACHINE, own_fi
                      f"{VALIDATED_MACHINE} ones")
     v["note"] = "; ".join(notes) or None
     return dict(v, text=advise_text(v))
+
+
+def trace_validated_text() -> str:
+    """advise --trace's own check against measured runs of unmodified programs (model/validated.json's
+    "advise_trace" entry, bench/thirdparty.py readvise --write-validated), '' where there is none."""
+    v = calibrated.validated("advise_trace", version=sim.VERSION)
+    if v.get("status"):
+        return ""
+    per = v.get("per_program") or {}
+    errs = ", ".join(f"{n} {e['time_error']:+.0%}" for n, e in per.items() if e.get("time_error") is not None)
+    gains = ", ".join(f"{n} {e['gain_error']:+.0%}" for n, e in per.items() if e.get("gain_error") is not None)
+    return (f"from a trace, checked against measured runs of {v.get('programs')} unmodified programs "
+            f"({', '.join(per)}: {v.get('repository')}) on {v.get('machine')}, GPU stream, at least 3 runs of each "
+            f"mode (measured at {v.get('measured_at')}, predicted at {v.get('commit')}): the advised mode was the "
+            f"fastest or within its band in {v.get('hits')} of {v.get('programs')}; its modelled time off by {errs}; "
+            f"the gain over managed off by {gains}; explicit copies' verdict right in {v.get('explicit_right')} of "
+            f"{v.get('explicit_cases')} ({v.get('data')}, {v.get('doc')})"
+            + (f"; {v['note']}" if v.get("note") else ""))
 
 
 def advise_text(v: dict) -> str:
