@@ -418,3 +418,24 @@ def test_readvise_on_the_h200_runs_of_session_17(capsys):
         assert rows[(prog, "advice managed-prefetch")][3].startswith("HIT"), prog
         pred, meas = rows[(prog, "managed-prefetch")][:2]
         assert abs(float(pred) / float(meas.split(" [")[0]) - 1) <= tol, (prog, pred, meas)
+
+
+def test_readvise_writes_advise_traces_own_check_which_advise_prints(tmp_path, monkeypatch, capsys):
+    from umscope.model import calibrated, driver
+    out = tmp_path / "validated.json"
+    out.write_text(json.dumps({"advise": {"kept": True}}))
+    assert tp.main(["readvise", str(ROOT / "data" / "thirdparty" / "h200-s17"), "--write-validated",
+                    "--validated-out", str(out)]) == 0
+    v = json.loads(out.read_text())
+    assert v["advise"] == {"kept": True}  # the other entries stay
+    e = v["advise_trace"]
+    assert (e["programs"], e["hits"], e["machine"], e["measured_at"]) == (3, 3, "NVIDIA H200", "c016bb5")
+    assert e["explicit_cases"] == 2 and e["explicit_right"] == 1  # nw's verdict wrong, pathfinder's explicit not run
+    assert abs(e["per_program"]["gaussian"]["time_error"]) < 0.05
+    monkeypatch.setattr(calibrated, "VALIDATED", out)
+    t = driver.trace_validated_text()
+    assert "3 unmodified programs (gaussian, nw, pathfinder" in t and "fastest or within its band in 3 of 3" in t
+    assert "explicit copies' verdict right in 1 of 2" in t
+    monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "none.json")
+    assert driver.trace_validated_text() == ""
+    capsys.readouterr()

@@ -370,8 +370,8 @@ def trace_validated_text() -> str:
     errs = ", ".join(f"{n} {e['time_error']:+.0%}" for n, e in per.items() if e.get("time_error") is not None)
     gains = ", ".join(f"{n} {e['gain_error']:+.0%}" for n, e in per.items() if e.get("gain_error") is not None)
     return (f"from a trace, checked against measured runs of {v.get('programs')} unmodified programs "
-            f"({', '.join(per)}: {v.get('repository')}) on {v.get('machine')}, GPU stream, at least 3 runs of each "
-            f"mode (measured at {v.get('measured_at')}, predicted at {v.get('commit')}): the advised mode was the "
+            f"({', '.join(per)}: {v.get('repository')}) on {v.get('machine')}, GPU stream, 3 runs of each mode "
+            f"measured (at {v.get('measured_at')}, predicted at {v.get('commit')}): the advised mode was the "
             f"fastest or within its band in {v.get('hits')} of {v.get('programs')}; its modelled time off by {errs}; "
             f"the gain over managed off by {gains}; explicit copies' verdict right in {v.get('explicit_right')} of "
             f"{v.get('explicit_cases')} ({v.get('data')}, {v.get('doc')})"
