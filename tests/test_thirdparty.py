@@ -439,3 +439,15 @@ def test_readvise_writes_advise_traces_own_check_which_advise_prints(tmp_path, m
     monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "none.json")
     assert driver.trace_validated_text() == ""
     capsys.readouterr()
+
+
+def test_a_trace_without_kernel_times_keeps_the_modelled_base(tmp_path, capsys):
+    """A trace whose kernels have no times (or none at all) measures no GPU stream: advise prices plain managed
+    memory with the replay, as before, and says the gain is against a modelled time."""
+    path = write_trace(tmp_path / "t.jsonl", kernels=5)
+    lines = [x for x in path.read_text().splitlines() if '"kernel"' not in x]
+    path.write_text("\n".join(lines) + "\n")
+    a = advise(path, capsys)
+    assert a["gain_base"]["source"] == "modelled" and "measured_ms" not in a["evidence"]["managed"]
+    assert a["gain_base"]["ms"] == a["evidence"]["managed"]["modelled_ms"]
+    assert a["evidence"]["zerocopy"]["lower_bound"] is True and a["recommended"] != "zerocopy"  # a trace still

@@ -196,9 +196,9 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
     measured 626 and 82 ms); its idle time (the host's pace between launches) and its resident kernels' time
     (kernels during which nothing faulted or migrated in: their own work; resident_time_ns) are added to every
     modelled mode; the driver's migrated bytes, where more than the replay's, are what prefetch and explicit copies
-    move in and remote access reads over the link; remote access is a lower bound, never recommended
-    (REMOTE_BOUND)."""
-    traced = traced or {}
+    move in and remote access reads over the link. From any trace (traced given, even without a measured stream),
+    remote access is a lower bound, never recommended (REMOTE_BOUND)."""
+    from_trace, traced = traced is not None, traced or {}
     measured = traced.get("stream")
     drv_bytes = traced.get("driver_htod_bytes") or 0
     # The traced run's idle time and its resident kernels' own work: in every mode, not in the replay's counts.
@@ -237,7 +237,7 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
     if measured:
         t["managed"] = measured["span_ns"] / 1e9
     # From a trace, remote access is a lower bound (REMOTE_BOUND) and not recommended.
-    best = min((p for p in t if not (measured and p in ("zerocopy", "system"))), key=t.get)
+    best = min((p for p in t if not (from_trace and p in ("zerocopy", "system"))), key=t.get)
     base = t["managed"]
     explicit = explicit_copies(u, fig, fits, best, t[best], unseen_pages, drv_bytes, idle)
     hints = [HINTS[best]]
@@ -257,9 +257,9 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
             if p != "managed":
                 evidence[p].update(idle_ms=round(measured["idle_ns"] / 1e6, 3),
                                    resident_kernels_ms=round(resident_ns / 1e6, 3))
-        for p in ("zerocopy", "system"):
-            if p in evidence:
-                evidence[p].update(lower_bound=True, how=REMOTE_BOUND)
+    for p in ("zerocopy", "system"):
+        if from_trace and p in evidence:
+            evidence[p].update(lower_bound=True, how=REMOTE_BOUND)
     checked = advise_validated(stream.get("app"), foot, machine, own_figures)
     for p, r in recs.items():
         c = r["counts"]
