@@ -371,6 +371,8 @@ def test_the_drivers_count_of_migrated_bytes_prices_what_the_records_lost(tmp_pa
     assert a["explicit"]["copy_in_bytes"] == 4 * 64 * MIB and b["explicit"]["copy_in_bytes"] == 64 * MIB
     zc, zc0 = a["evidence"]["zerocopy"]["modelled_ms"], b["evidence"]["zerocopy"]["modelled_ms"]
     assert zc - zc0 == pytest.approx(3 * 64 * MIB / (fig["remote_gbps"] * 1e6), rel=1e-3)
+    assert a["evidence"]["zerocopy"]["remote_bytes"] == 4 * 64 * MIB  # what it priced, the driver's count
+    assert b["evidence"]["zerocopy"]["remote_bytes"] == 64 * MIB
     assert any("the UVM driver's own count" in h and "256 MiB" in h for h in a["hints"])
     assert not any("the UVM driver's own count" in h for h in b["hints"])
 

@@ -228,11 +228,11 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
         moved_in = max(moved, drv_bytes)
         t["managed-prefetch"] = (moved_in / (fig["migrate_gbps"] * 1e9)
                                  + (u["gpu_events"] + unseen_pages) * pb / (fig["hbm_gbps"] * 1e9) + idle)
+    short = {}  # remote access reads at least what the driver moved in the traced run, as prefetch moves it
     for p, pol in (("zerocopy", "zerocopy"), ("system", "ats")):
-        # Remote access reads at least what the driver moved in the traced run, as prefetch moves it.
-        short = drv_bytes - (recs[pol]["counts"]["remote_gpu_pages"] + unseen_pages) * pb if p in t else 0
-        if short > 0:
-            t[p] += short / (fig["remote_gbps"] * 1e9)
+        if p in t and drv_bytes > (recs[pol]["counts"]["remote_gpu_pages"] + unseen_pages) * pb:
+            short[p] = drv_bytes - (recs[pol]["counts"]["remote_gpu_pages"] + unseen_pages) * pb
+            t[p] += short[p] / (fig["remote_gbps"] * 1e9)
     modelled = dict(t)
     if measured:
         t["managed"] = measured["span_ns"] / 1e9
@@ -267,8 +267,8 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
             faults=c["faults"], migrated_bytes=c["h2d_bytes"], evicted_bytes=c["d2h_bytes"],
             remote_bytes=c["remote_gpu_pages"] * pb)
     for p in ("zerocopy", "system"):
-        if unseen_pages and p in evidence:
-            evidence[p]["remote_bytes"] += unseen_pages * pb
+        if p in evidence:
+            evidence[p]["remote_bytes"] += unseen_pages * pb + short.get(p, 0)
     if "managed-prefetch" in evidence:
         evidence["managed-prefetch"]["how"] = PREFETCH_ESTIMATE
     if explicit["modelled_ms"] is not None:
