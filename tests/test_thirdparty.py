@@ -453,3 +453,14 @@ def test_a_trace_without_kernel_times_keeps_the_modelled_base(tmp_path, capsys):
     assert a["gain_base"]["source"] == "modelled" and "measured_ms" not in a["evidence"]["managed"]
     assert a["gain_base"]["ms"] == a["evidence"]["managed"]["modelled_ms"]
     assert a["evidence"]["zerocopy"]["lower_bound"] is True and a["recommended"] != "zerocopy"  # a trace still
+
+
+def test_skip_modes_leaves_modes_unmeasured_unless_advised(tmp_path, monkeypatch):
+    d = fake_suite(tmp_path, write_trace(tmp_path / "t.jsonl", kernels=5))
+    monkeypatch.setenv("UMSCOPE_UMTRACE", str(tmp_path / "libumtrace.so"))
+    out = tmp_path / "out"
+    assert tp.main(["run", "--dir", str(d), "--out", str(out), "--size", "nw=32", "--only", "nw", "--target", "0.1",
+                    "--budget", "60", "--skip-modes", "zerocopy,explicit,managed-prefetch"]) == 0
+    nw = json.loads((out / "thirdparty.json").read_text())["programs"]["nw"]
+    assert nw["advice"]["recommended"] == "managed-prefetch" and list(nw["modes"]) == ["managed-prefetch"]
+    assert "explicit" not in nw and nw["fastest"]["measured_ms"].keys() == {"managed", "managed-prefetch"}
