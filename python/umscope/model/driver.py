@@ -206,7 +206,7 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
     # its 50 kernels, 8 ms, with 91% of the migrated bytes recorded): the bytes the records lost are taken out at
     # the rate the faulting kernels moved the recorded ones.
     resident_ns = resident_time_ns(measured, drv_bytes, traced.get("recorded_htod_bytes")) if measured else 0
-    idle = (measured["idle_ns"] + resident_ns) / 1e9 if measured else 0.0
+    kept = (measured["idle_ns"] + resident_ns) / 1e9 if measured else 0.0  # seconds every modelled mode keeps
     fig_doc = dos.figures(machine)
     fig, src = figures or dos.machine_figures(machine)
     drv = driver_here() if machine == "h100-sxm-pcie5" else {}
@@ -219,7 +219,7 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
     pb = u["page_bytes"]
     unseen_pages = -(-unseen_bytes // pb)
     for p in t:
-        t[p] += unseen_pages * pb / (fig["remote_gbps" if p in ("zerocopy", "system") else "hbm_gbps"] * 1e9) + idle
+        t[p] += unseen_pages * pb / (fig["remote_gbps" if p in ("zerocopy", "system") else "hbm_gbps"] * 1e9) + kept
     fits = u["footprint_pages"] <= u["capacity_pages"]
     moved_in = None
     if fits:
@@ -227,11 +227,14 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
         moved = (u["h2d_fault_pages"] + u["h2d_prefetch_pages"] + u["populate_gpu_pages"]) * pb
         moved_in = max(moved, drv_bytes)
         t["managed-prefetch"] = (moved_in / (fig["migrate_gbps"] * 1e9)
-                                 + (u["gpu_events"] + unseen_pages) * pb / (fig["hbm_gbps"] * 1e9) + idle)
+                                 + (u["gpu_events"] + unseen_pages) * pb / (fig["hbm_gbps"] * 1e9) + kept)
     short = {}  # remote access reads at least what the driver moved in the traced run, as prefetch moves it
     for p, pol in (("zerocopy", "zerocopy"), ("system", "ats")):
-        if p in t and drv_bytes > (recs[pol]["counts"]["remote_gpu_pages"] + unseen_pages) * pb:
-            short[p] = drv_bytes - (recs[pol]["counts"]["remote_gpu_pages"] + unseen_pages) * pb
+        if p not in t:
+            continue
+        read = (recs[pol]["counts"]["remote_gpu_pages"] + unseen_pages) * pb
+        if drv_bytes > read:
+            short[p] = drv_bytes - read
             t[p] += short[p] / (fig["remote_gbps"] * 1e9)
     modelled = dict(t)
     if measured:
@@ -239,7 +242,7 @@ def advise(stream, foot, capacity, machine, iterations_note="", figures=None, ex
     # From a trace, remote access is a lower bound (REMOTE_BOUND) and not recommended.
     best = min((p for p in t if not (from_trace and p in ("zerocopy", "system"))), key=t.get)
     base = t["managed"]
-    explicit = explicit_copies(u, fig, fits, best, t[best], unseen_pages, drv_bytes, idle)
+    explicit = explicit_copies(u, fig, fits, best, t[best], unseen_pages, drv_bytes, kept)
     hints = [HINTS[best]]
     if moved_in and drv_bytes > moved:
         hints.append(DRIVER_BYTES.format(size=format_size(drv_bytes), replayed=format_size(moved)))
@@ -296,11 +299,11 @@ def resident_time_ns(stream: dict, driver_bytes: int, recorded_bytes) -> float:
 
 
 def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float, unseen_pages=0, min_in=0,
-                    idle=0.0) -> dict:
+                    kept=0.0) -> dict:
     """The explicit mode beside the unified-memory candidates ("should I keep cudaMemcpy?"): what it would cost
     from the same replay's counts, whether it beats the recommended mode and by how much (unseen_pages: GPU reads
-    a trace does not show, min_in: the driver's migrated bytes of a traced run, idle: its measured idle time, as
-    advise's)."""
+    a trace does not show, min_in: the driver's migrated bytes of a traced run, kept: the seconds of a traced run
+    every mode keeps, its idle time and its resident kernels' time, as advise's)."""
     if not fits:
         return {"modelled_ms": None, "wins": None,
                 "verdict": "explicit copies not modelled: the footprint exceeds GPU memory, so the program would "
@@ -310,7 +313,7 @@ def explicit_copies(u: dict, fig: dict, fits: bool, best: str, t_best: float, un
     cout = u["d2h_cpu_fault_pages"] * pb
     t_in, t_out = cin / (fig["h2d_gbps"] * 1e9), cout / (fig["d2h_gbps"] * 1e9)
     t_gpu = (u["gpu_events"] + unseen_pages) * pb / (fig["hbm_gbps"] * 1e9)
-    t = t_in + t_out + t_gpu + idle
+    t = t_in + t_out + t_gpu + kept
     out = {"modelled_ms": round(t * 1e3, 3), "copy_in_bytes": cin, "copy_out_bytes": cout,
            "copy_ms": round((t_in + t_out) * 1e3, 3), "compute_ms": round(t_gpu * 1e3, 3), "how": EXPLICIT_ESTIMATE,
            "against": best, "wins": t < t_best, "ratio": (t_best / t if t < t_best else t / t_best) if t and t_best

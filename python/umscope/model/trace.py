@@ -8,6 +8,7 @@ tracer, so a replay of this stream reproduces the program's first touches and re
 of resident data (say so when a result depends on reuse)."""
 
 
+import bisect
 from umscope.model import simulate as sim
 
 ALIGN_PAGES = 512  # allocations placed on 2 MiB boundaries in the simulated address space
@@ -117,7 +118,8 @@ def gpu_stream(records) -> dict:
     kernels is not in it), 'idle_ns': the part of that span with no kernel, copy or migration running (the host's
     own pace between its launches, which no memory mode changes), 'kernels': kernels with both times,
     'resident_kernels', 'resident_kernel_ns': those during which no GPU fault or migration to the GPU began, and their
-    summed time, 'faulting_kernel_ns': the other kernels' summed time}; None without a timed kernel or copy. thirdparty.py times every run with it; advise prices a traced program's own mode with it."""
+    summed time, 'faulting_kernel_ns': the other kernels' summed time}; None without a timed kernel or copy.
+    thirdparty.py times every run with it; advise prices a traced program's own mode with it."""
     iv, starts = [], []
     t = lambda e, f: e.get(f) if type(e.get(f)) is int and e.get(f) > 0 else None  # noqa: E731 - a time, or None
     for e in records:
@@ -142,13 +144,12 @@ def gpu_stream(records) -> dict:
     busy += cur[1] - cur[0] if cur else 0
     # Kernels during which no GPU fault or migration to the GPU began: their data was resident, so their measured
     # time is their own work, the same in every mode that has the data on the GPU before them.
-    import bisect
     um = sorted(t(e, "s") for e in records if e.get("k") == "um" and e.get("c") in (1, 4) and t(e, "s"))
-    resident = [b - a for a, b, k in iv if k == "kernel" and bisect.bisect_right(um, b) == bisect.bisect_left(um, a)]
-    return {"span_ns": t1 - t0, "idle_ns": max(0, t1 - t0 - busy),
-            "kernels": sum(1 for _, _, k in iv if k == "kernel"), "resident_kernels": len(resident),
-            "resident_kernel_ns": sum(resident),
-            "faulting_kernel_ns": sum(b - a for a, b, k in iv if k == "kernel") - sum(resident)}
+    kernels = [(a, b) for a, b, k in iv if k == "kernel"]
+    resident = [b - a for a, b in kernels if bisect.bisect_right(um, b) == bisect.bisect_left(um, a)]
+    return {"span_ns": t1 - t0, "idle_ns": max(0, t1 - t0 - busy), "kernels": len(kernels),
+            "resident_kernels": len(resident), "resident_kernel_ns": sum(resident),
+            "faulting_kernel_ns": sum(b - a for a, b in kernels) - sum(resident)}
 
 
 def work_signs(records, allocs) -> dict:
