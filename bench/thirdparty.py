@@ -172,6 +172,7 @@ def run_prog(argv, timeout, cwd=None, env=None):
 # predicted saving inside the plain runs' own range). CUPTI's unified-memory records only for migrations to the GPU
 # (no per-fault records), the same set for every build.
 STREAM_RECORDS, STREAM_KINDS = "kernels,copies,um", "htod"
+SKIPPABLE = ("zerocopy", "managed-prefetch", "explicit", "system")  # the modes --skip-modes names
 
 
 def stream_environment(env: dict, trace_file: str) -> dict:
@@ -294,6 +295,16 @@ def mode_build(mode, name, builds) -> dict:
     return classify({"recommended": mode, "hints": [mode]}, builds)
 
 
+def lead_rows(r):
+    """r['advised'] and r['explicit']: the measured modes the tables lead with (the advised one, explicit copies),
+    none where that mode was not measured."""
+    for key, mode in (("advised", r["advice"]["recommended"]), ("explicit", "explicit")):
+        if mode in r["modes"]:
+            r[key] = r["modes"][mode]
+        else:
+            r.pop(key, None)
+
+
 def fastest(r) -> dict:
     """The mode measured fastest on the GPU stream among those a user picks instead of explicit copies (plain
     managed memory among them), with its run-to-run band (min-max of its runs), whether the advised mode is it or
@@ -320,14 +331,22 @@ def fastest(r) -> dict:
     return out
 
 
+def predicted(advice, mode) -> dict:
+    """advise's predicted gain and saving (ms) of a mode against plain managed memory's time ({} where it priced
+    none): its gain_base where it gives one (a traced run's measured stream), else its modelled managed time."""
+    ms = advice["modelled_ms"]
+    base = (advice.get("gain_base") or {}).get("ms", ms.get("managed"))
+    if base is None or not ms.get(mode):
+        return {}
+    return {"predicted_gain": base / ms[mode], "predicted_saving_ms": base - ms[mode]}
+
+
 def compare(r, mode, runs):
     """Predicted against measured for a build run in place of the plain one: gain (plain / it) and saving."""
-    ms, plain = r["advice"]["modelled_ms"], r["plain_stats"]["median_s"]
+    plain = r["plain_stats"]["median_s"]
     st = stats(runs)
-    c = {"mode": mode, "runs": [{k: v for k, v in x.items() if k != "tail"} for x in runs], "stats": st}
-    base = (r["advice"].get("gain_base") or {}).get("ms", ms.get("managed"))
-    if base is not None and ms.get(mode):
-        c["predicted_gain"], c["predicted_saving_ms"] = base / ms[mode], base - ms[mode]
+    c = {"mode": mode, "runs": [{k: v for k, v in x.items() if k != "tail"} for x in runs], "stats": st,
+         **predicted(r["advice"], mode)}
     if st:
         c["measured_gain"], c["measured_saving_ms"] = plain / st["median_s"], (plain - st["median_s"]) * 1e3
     sm = stream_stats(runs)
@@ -369,8 +388,8 @@ def run(a):
                 f"({', '.join(str((n, q['step'], q['max'])) for n, q in PROGRAMS.items())})")
         sizes[k] = int(v)
     for m in filter(None, a.skip_modes.split(",")):
-        if m not in ("zerocopy", "managed-prefetch", "explicit", "system"):
-            die(f"--skip-modes {m}: one of zerocopy, managed-prefetch, explicit, system")
+        if m not in SKIPPABLE:
+            die(f"--skip-modes {m}: one of {', '.join(SKIPPABLE)}")
     for n in names:
         if n not in PROGRAMS or f"bin/{n}" not in built:
             die(f"--only {n}: not a program built in {d} ({', '.join(p for p in PROGRAMS if f'bin/{p}' in built)})")
@@ -383,8 +402,7 @@ def run(a):
     cap = min(a.max_footprint << 30, free // 2 if free else a.max_footprint << 30)
     from umscope import provenance
     res = {"umscope_commit": provenance.commit(), "gpu": gpu_name(), "manifest": man, "budget_s": a.budget,
-           "target_s": a.target,
-           "gpu_free_bytes": free, "footprint_cap_bytes": cap, "programs": {}, "left": []}
+           "target_s": a.target, "gpu_free_bytes": free, "footprint_cap_bytes": cap, "programs": {}, "left": []}
     tmp = Path(tempfile.mkdtemp(prefix="thirdparty-"))
     for name in names:  # first what every program needs: size, 3 plain runs, the traced run, the advice
         p, exe = PROGRAMS[name], str(d / "bin" / name)
@@ -470,9 +488,7 @@ def run(a):
             c["how"] = dec.get("how")
             if pol:
                 c["applied"] = applied
-        for key, mode in (("advised", rec), ("explicit", "explicit")):  # the two rows the tables lead with
-            if mode in r["modes"]:
-                r[key] = r["modes"][mode]
+        lead_rows(r)
         r["fastest"] = fastest(r)
     shutil.rmtree(tmp, ignore_errors=True)
     res["wall_s"] = time.monotonic() - t0
@@ -622,12 +638,13 @@ def readvise(a):
         if adv.returncode:
             die(f"{name}: advise failed (rc {adv.returncode}): {adv.stderr.strip()[-300:]}")
         r["advice"] = slim_advice(json.loads(adv.stdout))
-        base = r["advice"]["gain_base"]["ms"]
-        for mode, c in (r.get("modes") or {}).items():
-            ms = r["advice"]["modelled_ms"].get(mode)
-            if ms:
-                c["predicted_gain"], c["predicted_saving_ms"] = base / ms, base - ms
-        r["fastest"] = fastest(r) if r.get("modes") is not None else r.get("fastest")
+        if r.get("modes") is None:  # a results folder from before every mode was measured: its rows as they are
+            continue
+        for mode, c in r["modes"].items():
+            c.pop("predicted_gain", None), c.pop("predicted_saving_ms", None)  # the new advice's, or none
+            c.update(predicted(r["advice"], mode))
+        lead_rows(r)  # the JSON's copies of the advised and explicit rows are the modes' rows again
+        r["fastest"] = fastest(r)
     md = render(res).replace(f"umscope {res['umscope_commit']};", f"measured at umscope {res['measured_at']}, "
                              f"predicted again at {res['umscope_commit']} from the kept traces;", 1)
     print(md)
@@ -687,8 +704,8 @@ def main(argv=None):
     r.add_argument("--target", type=float, default=4, help="seconds a plain run should take (sizes are probed)")
     r.add_argument("--size", help="NAME=N,...: sizes instead of probing (nw, gaussian: N x N; pathfinder: rows)")
     r.add_argument("--only", help="programs, comma-separated (default: " + ",".join(PROGRAMS) + ")")
-    r.add_argument("--skip-modes", default="", help="modes not measured unless advised, comma-separated (zerocopy, "
-                   "managed-prefetch, explicit, system)")
+    r.add_argument("--skip-modes", default="", help="modes not measured unless advised, comma-separated ("
+                   + ", ".join(SKIPPABLE) + ")")
     r.add_argument("--max-footprint", type=int, default=16, help="GiB of managed memory at most (and half the free)")
     r.add_argument("--keep-trace-mb", type=int, default=8, help="gzipped traces up to this size go to the results")
     v = sub.add_parser("readvise", help="advise again on a results folder's kept traces (CPU)")

@@ -414,6 +414,9 @@ def test_readvise_on_the_h200_runs_of_session_17(capsys):
     assert tp.main(["readvise", str(ROOT / "data" / "thirdparty" / "h200-s17")]) == 0
     md = capsys.readouterr().out
     assert "measured at umscope c016bb5, predicted again at" in md
+    # the first table's advised row is the re-advised one (the JSON's copy of it held the measured call's 27.22x)
+    row = next(x for x in md.splitlines() if x.startswith("| gaussian | -s 4624 -q"))
+    assert "| 1.01x |" in row and "predicted 1.01x (" in row
     rows = {tuple(c.strip() for c in x.split("|")[1:3]): [c.strip() for c in x.split("|")[3:-1]]
             for x in md.splitlines() if x.startswith("| ") and x.count("|") == 7}
     for prog, tol in (("nw", 0.25), ("gaussian", 0.05), ("pathfinder", 0.25)):
