@@ -17,7 +17,10 @@ def test_plain_and_placed_processes_alternate_round_by_round_and_untargeted_vari
     order = pc.plan(["gpt2", "ddp"], ["plain", "device", "profile", "managed"], 2)
     assert order[:6] == [("gpt2", "plain", 0), ("gpt2", "device", 0), ("gpt2", "profile", 0),
                          ("ddp", "plain", 0), ("ddp", "device", 0), ("ddp", "profile", 0)]
-    assert order[6:12] == [(p, v, 1) for p in ("gpt2", "ddp") for v in ("plain", "device", "profile")]
+    # each later round starts one variant further along: no variant always runs right after the plain run
+    assert order[6:12] == [(p, v, 1) for p in ("gpt2", "ddp") for v in ("device", "profile", "plain")]
+    assert [v for p, v, i in pc.plan(["gpt2"], ["plain", "device", "profile"], 3)] == \
+        ["plain", "device", "profile", "device", "profile", "plain", "profile", "plain", "device"]
     assert order[12:] == [("gpt2", "managed", 0), ("ddp", "managed", 0)]
     assert pc.plan(["gpt2"], ["plain", "device"], 1) == [("gpt2", "plain", 0), ("gpt2", "device", 0)]
 

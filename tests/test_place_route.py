@@ -271,6 +271,14 @@ def test_flush_allocates_once_unrouted_after_an_optimizer_step_but_not_while_cap
     assert len(t.raw) == 2
 
 
+def test_the_installed_route_is_the_modules_and_unrouted_work_runs_with_no_routing_of_ours(t):
+    """bench/place_route_ab.py times the program's work routed and unrouted in one process through ROUTE."""
+    r = started(t)
+    assert route.ROUTE is r
+    seen = r.unrouted(lambda: list(t.routings))
+    assert seen == [] and t.routings == [("all", 0, ours(r, t))] and t.use[ours(r, t)] == 2
+
+
 def test_before_cuda_starts_empty_cache_is_pytorchs_own(t):
     route.install(t, "/lib/libumalloc.so")
     t.cuda.empty_cache()

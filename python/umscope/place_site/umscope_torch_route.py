@@ -34,6 +34,7 @@ import threading
 
 
 FLUSH_EVERY = 32  # optimizer steps between reclaims when the program itself recorded no stream
+ROUTE = None  # the Route install() put in this process (bench/place_route_ab.py measures it routed and unrouted)
 
 
 def _immortal(obj):
@@ -218,7 +219,8 @@ def _behind_ours(r, fn):
 
 def install(torch, lib) -> Route:
     """Installs the route in this process; the first pool is made when CUDA starts (torch.cuda._lazy_call)."""
-    r = Route(torch, lib)
+    global ROUTE
+    r = ROUTE = Route(torch, lib)
     cuda = torch.cuda
     cuda._lazy_call(lambda: r.route(torch._C._cuda_getDevice()))
 

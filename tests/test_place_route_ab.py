@@ -1,0 +1,35 @@
+"""bench/place_route_ab.py (issue 34) without a GPU: its confidence interval for the median ratio, the verdict
+it draws from it, and its refusals."""
+import math
+import sys
+
+from conftest import bench_module
+
+ab = bench_module("place_route_ab")
+
+
+def test_the_interval_is_the_order_statistics_the_binomial_allows():
+    xs = [1.0 + i / 100 for i in range(12)]  # 1.00 .. 1.11, shuffled order must not matter
+    med, ci = ab.median_ci(list(reversed(xs)))
+    assert med == (1.05 + 1.06) / 2
+    # n = 12: P(B < 3) = 79/4096 = 0.019 <= 0.025 < P(B < 4) = 299/4096: the 3rd and 10th values
+    assert ci == (1.02, 1.09)
+    assert sum(math.comb(12, k) for k in range(3)) / 4096 <= 0.025 < sum(math.comb(12, k) for k in range(4)) / 4096
+    assert ab.median_ci([1.0] * 5)[1] is None  # 5 pairs: even x(1)..x(5) covers the median with 94% only
+    assert ab.median_ci([1.0, 2, 3, 4, 5, 6])[1] == (1.0, 6)
+
+
+def test_the_verdict_needs_the_whole_interval_on_one_side_of_the_target():
+    assert ab.verdict((0.97, 1.02)) is True
+    assert ab.verdict((1.021, 1.2)) is False
+    assert ab.verdict((0.99, 1.03)) is None
+    assert ab.verdict(None) is None
+
+
+def test_bad_arguments_and_a_process_without_the_route_are_refused_with_exit_2(capsys, monkeypatch):
+    monkeypatch.delitem(sys.modules, "umscope_torch_route", raising=False)  # test_place_route's fake install
+    assert ab.main(["--work", "bert"]) == 2
+    assert "unknown work bert" in capsys.readouterr().err
+    assert ab.main(["--pairs", "5"]) == 2
+    assert ab.main([]) == 2  # not under umscope place: nothing imported umscope_torch_route
+    assert "umscope place --kind device" in capsys.readouterr().err
