@@ -165,7 +165,7 @@ def plan(programs, variants, processes):
     Round i starts i places further along the list (plain first in round 0, so every later run has a plain run
     to compare its output with): with a fixed order, placed Llama generation ran after plain in each of 3 rounds
     and was slower in each (H200, session 17), while in one process umscope's route cost nothing measurable
-    (bench/place_route_ab.py): a variant's place in the round is spread over the rounds, not added to its ratio."""
+    (bench/overhead_ab.py): a variant's place in the round is spread over the rounds, not added to its ratio."""
     first = [v for v in variants if v == "plain" or VARIANTS[v][1] is not None]
     order = [(p, v, i) for i in range(processes) for p in programs
              for v in first[i % len(first):] + first[:i % len(first)]]

@@ -272,7 +272,7 @@ def test_flush_allocates_once_unrouted_after_an_optimizer_step_but_not_while_cap
 
 
 def test_the_installed_route_is_the_modules_and_unrouted_work_runs_with_no_routing_of_ours(t):
-    """bench/place_route_ab.py times the program's work routed and unrouted in one process through ROUTE."""
+    """bench/overhead_ab.py times the program's work routed and unrouted in one process through ROUTE."""
     r = started(t)
     assert route.ROUTE is r
     seen = r.unrouted(lambda: list(t.routings))

@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""What `umscope place` and `umscope profile --um-trace` cost a PyTorch program per token or step, measured inside
+one process (issue 34).
+
+Between two processes of the same launch-bound program the time per token moves by up to 1.3x on the H100 and
+H200 (bench/place_compat.py's plain runs, docs/place.md), far more than issue 34's 2% target: a ratio of two
+processes decides nothing about it. So this script runs the same work in one process with one of umscope's
+parts on and off, in pairs whose order alternates (on first, then off first), after one warm-up of each; Python's
+garbage collector runs before each timed half, so its pauses fall outside both. Each pair gives the ratio on / off; the figure is the median ratio with its
+distribution-free 95% confidence interval (order statistics of the pairs' ratios). A target is met where the
+interval's top is at or under it, missed where its bottom is over it, else not decided.
+
+--toggle (the part switched):
+  route    under `umscope place --kind K`: the route place installed (umscope_torch_route.ROUTE) against
+           Route.unrouted, PyTorch's own allocation path as in a plain run. What place adds to a step is this
+           route (every allocation goes to a pool whose segments libumalloc makes in the kind); the rest happens
+           once, at start-up. Target 1.02 (issue 34: place --kind device at most 2% slower).
+  trace    under `umscope profile --um-trace`: the CUPTI activity records libumtrace enabled
+           (UMSCOPE_UMTRACE_RECORDS) recording, against the same kinds disabled (cuptiActivityDisable, from this
+           process, on the CUPTI library libumtrace loaded). What stays on in both halves: the injected library,
+           its CUPTI subscriber (context creation and destruction only) and profile's sampler. Profile's target
+           1.03 holds for the whole: this is one part of it.
+  sampler  in a plain process: profile's sampler (umscope.profile.sampler.Sampler.sample at profile's period,
+           0.1 s, on GPU 0 and this process's tree), run by a child process as `umscope profile` runs it beside
+           the program, sampling against idle. The other part of profile's cost beside the trace.
+
+Work (the models of bench/place_programs/, random weights, nothing downloaded):
+  llama   greedy generation with transformers' Llama (generate.py llama), ms per token
+  gpt2    the same with gpt2-medium's shape (generate.py gpt2), ms per token
+  train   a step of train.py's loop: GPT-2 small, bf16 autocast, gradient checkpointing, AdamW, ms per step
+
+    umscope place --kind device -- python3 bench/overhead_ab.py --toggle route [--work llama,gpt2,train]
+    umscope profile --um-trace -- python3 bench/overhead_ab.py --toggle trace
+    python3 bench/overhead_ab.py --toggle sampler
+        [--pairs 12] [--tokens 64] [--steps 4] [--out DIR]
+
+Prints one line per work and a JSON line (RESULT); with --out (or $OUT) writes overhead_ab-TOGGLE.json after each
+work. Exit 2 on a bad argument or where the part to switch is not in this process (route without place, trace
+without profile --um-trace)."""
+import argparse
+import gc
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+TARGETS = {"route": 1.02, "trace": 1.03, "sampler": 1.03}
+
+
+def median_ci(xs, level=0.95):
+    """The median of xs and a distribution-free confidence interval for it: the order statistics x(k), x(n+1-k)
+    (1-based) with the largest k such that P(Binomial(n, 1/2) < k) <= (1 - level) / 2. None for the interval
+    when n is too small for the level (n < 6 at 95%)."""
+    xs = sorted(xs)
+    n = len(xs)
+    med = statistics.median(xs)
+    alpha = (1 - level) / 2
+    k, cum = 0, 0.0
+    while k < n:
+        p_k = math.comb(n, k) / 2 ** n  # P(B = k)
+        if cum + p_k > alpha:
+            break
+        cum += p_k
+        k += 1
+    if k == 0:
+        return med, None
+    return med, (xs[k - 1], xs[n - k])
+
+
+def verdict(ci, target):
+    if ci is None:
+        return None
+    lo, hi = ci
+    if hi <= target:
+        return True
+    if lo > target:
+        return False
+    return None
+
+
+def time_it(fn):
+    import torch
+    gc.collect()  # a collection falls before each timed half, never inside one arm more than the other
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = fn()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0, out
+
+
+def generation(model_name, tokens):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    if model_name == "gpt2":
+        config, cls = GPT2Config(n_layer=24, n_embd=1024, n_head=16), GPT2LMHeadModel
+    else:
+        config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=12, num_attention_heads=16,
+                             num_key_value_heads=4, vocab_size=32000, max_position_embeddings=512)
+        cls = LlamaForCausalLM
+    with torch.device("cuda"):
+        model = cls(config).to(torch.float16).eval()
+    prompt = torch.randint(0, config.vocab_size, (1, 32), generator=torch.Generator().manual_seed(1)).cuda()
+
+    def work():
+        with torch.inference_mode():
+            out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=tokens,
+                                 min_new_tokens=tokens, do_sample=False, pad_token_id=0)
+        return out[0, prompt.shape[1]:].tolist()
+    return work, tokens, "ms/token"
+
+
+def training(steps):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=8, n_embd=512, n_head=8, vocab_size=8192, n_positions=256)
+    with torch.device("cuda"):
+        model = GPT2LMHeadModel(config)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    x = torch.randint(0, config.vocab_size, (8, 256), generator=torch.Generator().manual_seed(2)).cuda()
+
+    def work():
+        for _ in range(steps):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=x, labels=x).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        return None  # each repetition trains on: its losses are not comparable between repetitions
+    return work, steps, "ms/step"
+
+
+# libumtrace's record names (UMSCOPE_UMTRACE_RECORDS) -> CUPTI activity kinds (cupti_activity.h, CUDA 13)
+CUPTI_KINDS = {"copies": 1, "kernels": 10, "nvtx": 12, "um": 25, "allocations": 49}
+
+
+def trace_kinds(records):
+    """The CUPTI activity kinds libumtrace enabled, from its UMSCOPE_UMTRACE_RECORDS (empty: every record)."""
+    names = [n for n in (records or "").split(",") if n] or list(CUPTI_KINDS)
+    return sorted(CUPTI_KINDS[n] for n in names if n in CUPTI_KINDS)
+
+
+def loaded_library(fragment, maps="/proc/self/maps"):
+    """The path of a shared library this process has loaded whose file name contains fragment, or None."""
+    try:
+        lines = Path(maps).read_text().splitlines()
+    except OSError:
+        return None
+    for ln in lines:
+        path = ln.split()[-1] if len(ln.split()) >= 6 else ""
+        if fragment in Path(path).name:
+            return path
+    return None
+
+
+class RouteToggle:
+    on_name, off_name = "routed", "unrouted"
+
+    def __init__(self, route):
+        self.route = route
+
+    def run(self, on, fn):
+        return fn() if on else self.route.unrouted(fn)
+
+    def close(self):
+        pass
+
+
+class TraceToggle:
+    on_name, off_name = "recording", "paused"
+
+    def __init__(self, cupti, kinds):
+        self.cupti, self.kinds = cupti, kinds
+
+    def _set(self, enable):
+        fn = self.cupti.cuptiActivityEnable if enable else self.cupti.cuptiActivityDisable
+        for k in self.kinds:
+            rc = fn(k)
+            if rc != 0:
+                raise RuntimeError(f"CUPTI refused to {'enable' if enable else 'disable'} activity kind {k}: "
+                                   f"CUptiResult {rc}")
+
+    def run(self, on, fn):
+        if on:
+            return fn()
+        self._set(False)
+        try:
+            return fn()
+        finally:
+            self._set(True)
+
+    def close(self):
+        pass
+
+
+SAMPLER_CHILD = """
+import sys, threading, time
+from umscope.profile.sampler import Sampler
+s = Sampler(int(sys.argv[1]), float(sys.argv[2]), [0])
+s.warm_up()
+state = {"on": False, "end": False}
+def read():
+    for line in sys.stdin:
+        state["on"] = line.strip() == "on"
+        print("ack", flush=True)
+    state["end"] = True  # the parent closed the pipe or died: never outlive it
+threading.Thread(target=read, daemon=True).start()
+print("ready", flush=True)
+while not state["end"]:
+    if state["on"]:
+        s.sample()
+    time.sleep(s.period)
+"""
+
+
+class SamplerToggle:
+    on_name, off_name = "sampling", "idle"
+
+    def __init__(self, period=0.1):
+        import subprocess
+        self.proc = subprocess.Popen([sys.executable, "-c", SAMPLER_CHILD, str(os.getpid()), str(period)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the sampler's child process did not start")
+
+    def _say(self, word):
+        self.proc.stdin.write(word + "\n")
+        self.proc.stdin.flush()
+        self.proc.stdout.readline()
+
+    def run(self, on, fn):
+        if not on:
+            return fn()
+        self._say("on")
+        try:
+            return fn()
+        finally:
+            self._say("off")
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+def measure(toggle, name, work, per, unit, pairs, target):
+    """Warm-up of each half, then `pairs` pairs in alternating order; returns the work's record."""
+    on = lambda: toggle.run(True, lambda: time_it(work))  # noqa: E731
+    off = lambda: toggle.run(False, lambda: time_it(work))  # noqa: E731
+    first_on, first_off = on()[1], off()[1]
+    t_on, t_off, same = [], [], first_on == first_off
+    for i in range(pairs):
+        for fn in ((on, off) if i % 2 == 0 else (off, on)):
+            dt, out = fn()
+            (t_on if fn is on else t_off).append(dt / per * 1e3)
+            if out is not None:
+                same = same and out == first_on
+    ratios = [x / y for x, y in zip(t_on, t_off)]
+    med, ci = median_ci(ratios)
+    return {"work": name, "unit": unit, "pairs": pairs, "on": toggle.on_name, "off": toggle.off_name,
+            "times_on": t_on, "times_off": t_off, "median_on": statistics.median(t_on),
+            "median_off": statistics.median(t_off), "ratios": ratios, "ratio_median": med, "ratio_ci95": ci,
+            "target": target, "meets_target": verdict(ci, target),
+            "outputs_equal": same if first_on is not None else None}
+
+
+def make_toggle(which):
+    """The toggle, or (None, why) where its part is not in this process."""
+    if which == "route":
+        route = getattr(sys.modules.get("umscope_torch_route"), "ROUTE", None)  # place's sitecustomize made it
+        if route is None:
+            return None, ("no umscope route in this process: run it as `umscope place --kind device -- python3 "
+                          "bench/overhead_ab.py --toggle route`")
+        import torch
+        torch.cuda.init()
+        if not route.active():
+            return None, "umscope's route is not active in this process"
+        return RouteToggle(route), None
+    if which == "trace":
+        if "umtrace" not in os.environ.get("CUDA_INJECTION64_PATH", ""):
+            return None, ("libumtrace is not injected in this process: run it as `umscope profile --um-trace -- "
+                          "python3 bench/overhead_ab.py --toggle trace`")
+        import ctypes
+        import torch
+        torch.cuda.init()  # the driver loads the injection, which loads CUPTI
+        path = loaded_library("libcupti")
+        if path is None:
+            return None, "no CUPTI library is loaded in this process (libumtrace did not attach)"
+        cupti = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+        return TraceToggle(cupti, trace_kinds(os.environ.get("UMSCOPE_UMTRACE_RECORDS"))), None
+    return SamplerToggle(), None
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--toggle", default="route")
+    p.add_argument("--work", default="llama,gpt2,train")
+    p.add_argument("--pairs", type=int, default=12)
+    p.add_argument("--tokens", type=int, default=64)
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--out", default=os.environ.get("OUT"))
+    a = p.parse_args(argv)
+    works = [w for w in a.work.split(",") if w]
+    bad = [w for w in works if w not in ("llama", "gpt2", "train")]
+    why = (f"unknown --toggle {a.toggle} (route, trace, sampler)" if a.toggle not in TARGETS else
+           f"unknown work {','.join(bad)}" if bad else
+           "--pairs needs at least 6 (the 95% interval)" if a.pairs < 6 else
+           "--tokens and --steps need at least 1" if a.tokens < 1 or a.steps < 1 else None)
+    if why:
+        print(f"overhead_ab: {why}", file=sys.stderr)
+        return 2
+    toggle, why = make_toggle(a.toggle)
+    if toggle is None:
+        print(f"overhead_ab: {why}", file=sys.stderr)
+        return 2
+    import torch
+    target = TARGETS[a.toggle]
+    records = []
+    try:
+        for w in works:
+            work, per, unit = generation(w, a.tokens) if w in ("llama", "gpt2") else training(a.steps)
+            rec = measure(toggle, w, work, per, unit, a.pairs, target)
+            rec.update(toggle=a.toggle, kind=os.environ.get("UMSCOPE_PLACE_KIND"),
+                       records=os.environ.get("UMSCOPE_UMTRACE_RECORDS"), torch=torch.__version__,
+                       gpu=torch.cuda.get_device_name())
+            records.append(rec)
+            ci = rec["ratio_ci95"]
+            state = {True: "met", False: "MISSED", None: "not decided"}[rec["meets_target"]]
+            print(f"{a.toggle} {w}: {toggle.on_name} {rec['median_on']:.3f} {unit}, {toggle.off_name} "
+                  f"{rec['median_off']:.3f} {unit}, ratio median {rec['ratio_median']:.4f} over {a.pairs} pairs, "
+                  f"95% interval {ci[0]:.4f}-{ci[1]:.4f}: {target} {state}; outputs equal: {rec['outputs_equal']}",
+                  flush=True)
+            print("  pairs' ratios: " + " ".join(f"{x:.3f}" for x in rec["ratios"]), flush=True)
+            if a.out:  # after each work: a call cut short keeps what it measured
+                Path(a.out).mkdir(parents=True, exist_ok=True)
+                (Path(a.out) / f"overhead_ab-{a.toggle}.json").write_text(json.dumps(records, indent=1))
+            del work
+            torch.cuda.empty_cache()
+    finally:
+        toggle.close()
+    print("RESULT " + json.dumps(records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
