@@ -1,28 +1,31 @@
 #!/usr/bin/env python3
-"""What `umscope place` and `umscope profile --um-trace` cost a PyTorch program per token or step, measured inside
+"""What `umscope place` and profile's sampler cost a PyTorch program per token or step, measured inside
 one process (issue 34).
 
 Between two processes of the same launch-bound program the time per token moves by up to 1.3x on the H100 and
 H200 (bench/place_compat.py's plain runs, docs/place.md), far more than issue 34's 2% target: a ratio of two
 processes decides nothing about it. So this script runs the same work in one process with one of umscope's
 parts on and off, in pairs whose order alternates (on first, then off first), after one warm-up of each; Python's
-garbage collector runs before each timed half, so its pauses fall outside both. Each pair gives the ratio on / off; the figure is the median ratio with its
-distribution-free 95% confidence interval (order statistics of the pairs' ratios). A target is met where the
-interval's top is at or under it, missed where its bottom is over it, else not decided.
+garbage collector runs before each timed half, so its pauses fall outside both. Each pair gives the ratio
+on / off; the figure is the median ratio with its distribution-free 95% confidence interval (order statistics of
+the pairs' ratios). A target is met where the interval's top is at or under it, missed where its bottom is over
+it, else not decided. The interval holds for pairs that are independent of each other: a host whose speed
+switches between states lasting several halves breaks that (the H200 of session 18 ran Llama's halves at 9-10 or
+15-17 ms/token, either arm), so each half's time is kept to be read beside the verdict.
 
 --toggle (the part switched):
-  route    under `umscope place --kind K`: the route place installed (umscope_torch_route.ROUTE) against
-           Route.unrouted, PyTorch's own allocation path as in a plain run. What place adds to a step is this
-           route (every allocation goes to a pool whose segments libumalloc makes in the kind); the rest happens
-           once, at start-up. Target 1.02 (issue 34: place --kind device at most 2% slower).
-  trace    under `umscope profile --um-trace`: the CUPTI activity records libumtrace enabled
-           (UMSCOPE_UMTRACE_RECORDS) recording, against the same kinds disabled (cuptiActivityDisable, from this
-           process, on the CUPTI library libumtrace loaded). What stays on in both halves: the injected library,
-           its CUPTI subscriber (context creation and destruction only) and profile's sampler. Profile's target
-           1.03 holds for the whole: this is one part of it.
+  route    under `umscope place --kind K`: the route place installed (umscope_torch_route.ROUTE) against the
+           route paused (Route.pause), PyTorch's own allocation path as in a plain run. What place adds to a
+           step is this route (every allocation goes to a pool whose segments libumalloc makes in the kind); the
+           rest happens once, at start-up. Target 1.02 (issue 34: place --kind device at most 2% slower).
+  (The CUPTI records of profile --um-trace cannot be switched this way: with them disabled from the process
+  (cuptiActivityDisable) Llama generation ran slower than recording in 11 of 16 pairs on the H200 (session 18),
+  so a paused CUPTI is not the tracer's absence; profile's whole cost is measured across processes, by
+  bench/place_compat.py.)
   sampler  in a plain process: profile's sampler (umscope.profile.sampler.Sampler.sample at profile's period,
            0.1 s, on GPU 0 and this process's tree), run by a child process as `umscope profile` runs it beside
-           the program, sampling against idle. The other part of profile's cost beside the trace.
+           the program, sampling against idle: the part of profile's cost (target 1.03 for the whole) that is not
+           the tracer's.
 
 Work (the models of bench/place_programs/, random weights, nothing downloaded):
   llama   greedy generation with transformers' Llama (generate.py llama), ms per token
@@ -30,13 +33,11 @@ Work (the models of bench/place_programs/, random weights, nothing downloaded):
   train   a step of train.py's loop: GPT-2 small, bf16 autocast, gradient checkpointing, AdamW, ms per step
 
     umscope place --kind device -- python3 bench/overhead_ab.py --toggle route [--work llama,gpt2,train]
-    umscope profile --um-trace -- python3 bench/overhead_ab.py --toggle trace
     python3 bench/overhead_ab.py --toggle sampler
         [--pairs 12] [--tokens 64] [--steps 4] [--out DIR]
 
 Prints one line per work and a JSON line (RESULT); with --out (or $OUT) writes overhead_ab-TOGGLE.json after each
-work. Exit 2 on a bad argument or where the part to switch is not in this process (route without place, trace
-without profile --um-trace)."""
+work. Exit 2 on a bad argument or where the part to switch is not in this process (route without place)."""
 import argparse
 import gc
 import json
@@ -47,7 +48,7 @@ import sys
 import time
 from pathlib import Path
 
-TARGETS = {"route": 1.02, "trace": 1.03, "sampler": 1.03}
+TARGETS = {"route": 1.02, "sampler": 1.03}
 
 
 def median_ci(xs, level=0.95):
@@ -137,29 +138,6 @@ def training(steps):
     return work, steps, "ms/step"
 
 
-# libumtrace's record names (UMSCOPE_UMTRACE_RECORDS) -> CUPTI activity kinds (cupti_activity.h, CUDA 13)
-CUPTI_KINDS = {"copies": 1, "kernels": 10, "nvtx": 12, "um": 25, "allocations": 49}
-
-
-def trace_kinds(records):
-    """The CUPTI activity kinds libumtrace enabled, from its UMSCOPE_UMTRACE_RECORDS (empty: every record)."""
-    names = [n for n in (records or "").split(",") if n] or list(CUPTI_KINDS)
-    return sorted(CUPTI_KINDS[n] for n in names if n in CUPTI_KINDS)
-
-
-def loaded_library(fragment, maps="/proc/self/maps"):
-    """The path of a shared library this process has loaded whose file name contains fragment, or None."""
-    try:
-        lines = Path(maps).read_text().splitlines()
-    except OSError:
-        return None
-    for ln in lines:
-        path = ln.split()[-1] if len(ln.split()) >= 6 else ""
-        if fragment in Path(path).name:
-            return path
-    return None
-
-
 class RouteToggle:
     on_name, off_name = "routed", "unrouted"
 
@@ -167,34 +145,18 @@ class RouteToggle:
         self.route = route
 
     def run(self, on, fn):
-        return fn() if on else self.route.unrouted(fn)
-
-    def close(self):
-        pass
-
-
-class TraceToggle:
-    on_name, off_name = "recording", "paused"
-
-    def __init__(self, cupti, kinds):
-        self.cupti, self.kinds = cupti, kinds
-
-    def _set(self, enable):
-        fn = self.cupti.cuptiActivityEnable if enable else self.cupti.cuptiActivityDisable
-        for k in self.kinds:
-            rc = fn(k)
-            if rc != 0:
-                raise RuntimeError(f"CUPTI refused to {'enable' if enable else 'disable'} activity kind {k}: "
-                                   f"CUptiResult {rc}")
-
-    def run(self, on, fn):
         if on:
             return fn()
-        self._set(False)
+        # Paused, not Route.unrouted: that holds the route's lock for the work, and a training step's backward,
+        # on autograd's device thread, enters torch.cuda.device where gradient checkpointing restores the random
+        # state for its recomputation (torch.utils.checkpoint.set_device_states), which routes the device and
+        # waits for that lock while the main thread waits for the backward (seen on the H200: the training work
+        # under Route.unrouted never ended, 190 s).
+        self.route.pause()
         try:
             return fn()
         finally:
-            self._set(True)
+            self.route.resume()
 
     def close(self):
         pass
@@ -282,18 +244,6 @@ def make_toggle(which):
         if not route.active():
             return None, "umscope's route is not active in this process"
         return RouteToggle(route), None
-    if which == "trace":
-        if "umtrace" not in os.environ.get("CUDA_INJECTION64_PATH", ""):
-            return None, ("libumtrace is not injected in this process: run it as `umscope profile --um-trace -- "
-                          "python3 bench/overhead_ab.py --toggle trace`")
-        import ctypes
-        import torch
-        torch.cuda.init()  # the driver loads the injection, which loads CUPTI
-        path = loaded_library("libcupti")
-        if path is None:
-            return None, "no CUPTI library is loaded in this process (libumtrace did not attach)"
-        cupti = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
-        return TraceToggle(cupti, trace_kinds(os.environ.get("UMSCOPE_UMTRACE_RECORDS"))), None
     return SamplerToggle(), None
 
 
@@ -308,7 +258,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     works = [w for w in a.work.split(",") if w]
     bad = [w for w in works if w not in ("llama", "gpt2", "train")]
-    why = (f"unknown --toggle {a.toggle} (route, trace, sampler)" if a.toggle not in TARGETS else
+    why = (f"unknown --toggle {a.toggle} (route, sampler)" if a.toggle not in TARGETS else
            f"unknown work {','.join(bad)}" if bad else
            "--pairs needs at least 6 (the 95% interval)" if a.pairs < 6 else
            "--tokens and --steps need at least 1" if a.tokens < 1 or a.steps < 1 else None)
@@ -327,7 +277,7 @@ def main(argv=None):
             work, per, unit = generation(w, a.tokens) if w in ("llama", "gpt2") else training(a.steps)
             rec = measure(toggle, w, work, per, unit, a.pairs, target)
             rec.update(toggle=a.toggle, kind=os.environ.get("UMSCOPE_PLACE_KIND"),
-                       records=os.environ.get("UMSCOPE_UMTRACE_RECORDS"), torch=torch.__version__,
+                       torch=torch.__version__,
                        gpu=torch.cuda.get_device_name())
             records.append(rec)
             ci = rec["ratio_ci95"]

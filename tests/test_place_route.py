@@ -272,11 +272,42 @@ def test_flush_allocates_once_unrouted_after_an_optimizer_step_but_not_while_cap
 
 
 def test_the_installed_route_is_the_modules_and_unrouted_work_runs_with_no_routing_of_ours(t):
-    """bench/overhead_ab.py times the program's work routed and unrouted in one process through ROUTE."""
+    """bench/overhead_ab.py times the program's work routed and paused in one process through ROUTE."""
     r = started(t)
     assert route.ROUTE is r
     seen = r.unrouted(lambda: list(t.routings))
     assert seen == [] and t.routings == [("all", 0, ours(r, t))] and t.use[ours(r, t)] == 2
+    r.pause()
+    r.pause()  # pauses nest
+    assert t.routings == [] and t.use[ours(r, t)] == 1 and not r.active()
+    r.resume()
+    assert t.routings == []
+    r.resume()
+    assert t.routings == [("all", 0, ours(r, t))] and t.use[ours(r, t)] == 2 and r.active()
+
+
+def test_a_paused_route_lets_another_thread_route_while_the_work_waits_for_it(t):
+    """Training under a paused route: autograd's device thread enters torch.cuda.device (gradient checkpointing
+    restores the random state there), which routes the device and takes the route's lock, while the main thread
+    waits for the backward. Paused, the lock is free; a device routed meanwhile is routed at resume."""
+    import threading
+    r = started(t)
+    done = []
+
+    def backward():
+        r.route(1)  # what the device context's __enter__ does
+        done.append(True)
+
+    r.pause()
+    try:
+        th = threading.Thread(target=backward)
+        th.start()
+        th.join(5)
+        assert done == [True], "the other thread waited for the route's lock"
+        assert t.routings == []  # routed while paused: not begun yet
+    finally:
+        r.resume()
+    assert sorted(t.routings) == [("all", 0, ours(r, t)), ("all", 1, ours(r, t, 1))]
 
 
 def test_before_cuda_starts_empty_cache_is_pytorchs_own(t):

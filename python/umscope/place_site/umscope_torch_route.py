@@ -119,18 +119,31 @@ class Route:
                 if pool is not None:
                     self._begin(device, pool.id)
 
-    def unrouted(self, fn, *a, **k):
-        """Runs fn with none of our routings under way (PyTorch then synchronises and frees as without them)."""
+    def pause(self):
+        """Ends our routings until the matching resume() (pauses nest): allocations go PyTorch's own way."""
         with self.lock:
-            devices = [d for d in self.pools if self._suspend(d) is not None] if not self.suspended else []
+            if not self.suspended:
+                for d in self.pools:
+                    self._suspend(d)
             self.suspended += 1
+
+    def resume(self):
+        with self.lock:
+            self.suspended -= 1
+            if not self.suspended:
+                for d, pool in self.pools.items():  # devices routed while paused too
+                    self._begin(d, pool.id)
+
+    def unrouted(self, fn, *a, **k):
+        """Runs fn with none of our routings under way (PyTorch then synchronises and frees as without them),
+        holding the route's lock: for short work that waits on no other thread of the program (an autograd
+        thread making a device current routes it, which takes the lock). Longer work pauses and resumes."""
+        with self.lock:
+            self.pause()
             try:
                 return fn(*a, **k)
             finally:
-                self.suspended -= 1
-                if devices or not self.suspended:
-                    for d, pool in self.pools.items():  # devices routed meanwhile too
-                        self._begin(d, pool.id)
+                self.resume()
 
     def graph_pool(self, device):
         pool = self.new_pool(device)
