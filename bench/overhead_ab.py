@@ -48,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "place_programs"))  # the programs' own models.py
 TARGETS = {"route": 1.02, "sampler": 1.03}
 
 
@@ -94,17 +95,9 @@ def time_it(fn):
 
 def generation(model_name, tokens):
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
-    torch.manual_seed(0)
-    if model_name == "gpt2":
-        config, cls = GPT2Config(n_layer=24, n_embd=1024, n_head=16), GPT2LMHeadModel
-    else:
-        config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=12, num_attention_heads=16,
-                             num_key_value_heads=4, vocab_size=32000, max_position_embeddings=512)
-        cls = LlamaForCausalLM
-    with torch.device("cuda"):
-        model = cls(config).to(torch.float16).eval()
-    prompt = torch.randint(0, config.vocab_size, (1, 32), generator=torch.Generator().manual_seed(1)).cuda()
+    from models import generation_model, generation_prompt  # bench/place_programs/models.py
+    config, model = generation_model(model_name)
+    prompt = generation_prompt(config)
 
     def work():
         with torch.inference_mode():
@@ -116,24 +109,13 @@ def generation(model_name, tokens):
 
 def training(steps):
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-    torch.manual_seed(0)
-    config = GPT2Config(n_layer=8, n_embd=512, n_head=8, vocab_size=8192, n_positions=256)
-    with torch.device("cuda"):
-        model = GPT2LMHeadModel(config)
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    from models import train_step, training_model  # bench/place_programs/models.py
+    config, model, opt = training_model()
     x = torch.randint(0, config.vocab_size, (8, 256), generator=torch.Generator().manual_seed(2)).cuda()
 
     def work():
         for _ in range(steps):
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = model(input_ids=x, labels=x).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            train_step(model, opt, x)
         return None  # each repetition trains on: its losses are not comparable between repetitions
     return work, steps, "ms/step"
 

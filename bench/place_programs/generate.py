@@ -10,7 +10,8 @@ import statistics
 import time
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+from models import generation_model, generation_prompt
 
 p = argparse.ArgumentParser()
 p.add_argument("model", choices=["gpt2", "llama"])
@@ -18,17 +19,8 @@ p.add_argument("--tokens", type=int, default=64)
 p.add_argument("--reps", type=int, default=7)
 a = p.parse_args()
 
-torch.manual_seed(0)
-if a.model == "gpt2":
-    config = GPT2Config(n_layer=24, n_embd=1024, n_head=16)  # gpt2-medium
-    cls = GPT2LMHeadModel
-else:
-    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=12, num_attention_heads=16,
-                         num_key_value_heads=4, vocab_size=32000, max_position_embeddings=512)
-    cls = LlamaForCausalLM
-with torch.device("cuda"):
-    model = cls(config).to(torch.float16).eval()
-prompt = torch.randint(0, config.vocab_size, (1, 32), generator=torch.Generator().manual_seed(1)).cuda()
+config, model = generation_model(a.model)
+prompt = generation_prompt(config)
 
 
 def generate(n):

@@ -10,19 +10,14 @@ import statistics
 import time
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
+
+from models import train_step, training_model
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=24)
 a = p.parse_args()
 
-torch.manual_seed(0)
-config = GPT2Config(n_layer=8, n_embd=512, n_head=8, vocab_size=8192, n_positions=256)
-with torch.device("cuda"):
-    model = GPT2LMHeadModel(config)
-model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-model.train()
-opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+config, model, opt = training_model()
 
 data = torch.randint(0, config.vocab_size, (a.steps * 8, 256), generator=torch.Generator().manual_seed(2))
 loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data), batch_size=8, num_workers=2,
@@ -48,12 +43,7 @@ for step in range(a.steps):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     torch.cuda.reset_peak_memory_stats()
-    with torch.autocast("cuda", dtype=torch.bfloat16):
-        loss = model(input_ids=x, labels=x).loss
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    opt.zero_grad(set_to_none=True)
+    loss = train_step(model, opt, x)
     losses.append(loss.item())
     times.append(time.perf_counter() - t0)
     mem.append({"allocated": torch.cuda.memory_allocated(), "max_allocated": torch.cuda.max_memory_allocated(),

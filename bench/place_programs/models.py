@@ -1,0 +1,46 @@
+"""The transformers models of generate.py and train.py (random weights, nothing downloaded), as a user's own
+module beside the scripts; bench/overhead_ab.py builds the same models from here."""
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+
+def generation_model(name):
+    """(config, model): gpt2 (gpt2-medium's shape) or llama (a small Llama), fp16, in eval mode, on the GPU."""
+    torch.manual_seed(0)
+    if name == "gpt2":
+        config, cls = GPT2Config(n_layer=24, n_embd=1024, n_head=16), GPT2LMHeadModel
+    else:
+        config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=12, num_attention_heads=16,
+                             num_key_value_heads=4, vocab_size=32000, max_position_embeddings=512)
+        cls = LlamaForCausalLM
+    with torch.device("cuda"):
+        model = cls(config).to(torch.float16).eval()
+    return config, model
+
+
+def generation_prompt(config):
+    """The 32-token prompt every generation starts from."""
+    return torch.randint(0, config.vocab_size, (1, 32), generator=torch.Generator().manual_seed(1)).cuda()
+
+
+def training_model():
+    """(config, model, optimizer): GPT-2 small with gradient checkpointing (not re-entrant), AdamW, on the GPU."""
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=8, n_embd=512, n_head=8, vocab_size=8192, n_positions=256)
+    with torch.device("cuda"):
+        model = GPT2LMHeadModel(config)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    return config, model, opt
+
+
+def train_step(model, opt, x):
+    """One step: bf16 autocast forward, backward, gradients clipped to norm 1, AdamW's step; returns the loss."""
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(input_ids=x, labels=x).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
