@@ -129,3 +129,11 @@ def test_bench_help_names_every_family_the_registry_declares():
     listed = re.search(r"benchmark family: ([a-z0-9, -]+?)(?: options:|$)", text).group(1).split(", ")
     assert declared - set(listed) == set(), f"missing from bench --help: {declared - set(listed)}"
     assert set(listed) == set(plans.families()) and len(listed) == len(set(listed))
+
+
+def test_the_managed_kinds_advice_names_come_from_the_one_table_the_buffers_and_place_managed_apply():
+    """kinds.cpp lists the names of umscope/advice.hpp, which buffer.cpp and libumtrace's managed_apply.cpp parse:
+    'none' first, then every hint in the table's order."""
+    from umscope import place
+    assert place.managed_advice() == ["none", "preferred:gpu", "preferred:cpu", "accessed_by:gpu", "accessed_by:cpu",
+                                      "read_mostly"]

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <utility>
 
+#include "umscope/advice.hpp"
 #include "umscope/caps.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/memory.hpp"
@@ -680,24 +681,18 @@ void Buffer::place(const Initializer& init, bool advice) {
 
 void Buffer::advise() {
 #ifdef UMSCOPE_HAVE_CUDA
-  std::string advise = kind_.get("advise", "none");
-  if (advise != "none") {
-    std::string item;
-    size_t start = 0;
-    while (start <= advise.size()) {
-      size_t plus = advise.find('+', start);
-      item = advise.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
-      start = plus == std::string::npos ? advise.size() + 1 : plus + 1;
-      cudaMemLocation loc{};
-      bool gpu_side = item.size() > 4 && item.compare(item.size() - 3, 3, "gpu") == 0;
-      loc.type = gpu_side ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
-      loc.id = gpu_side ? opt_.device : 0;
-      cudaMemoryAdvise a = item.rfind("preferred", 0) == 0   ? cudaMemAdviseSetPreferredLocation
-                           : item.rfind("accessed_by", 0) == 0 ? cudaMemAdviseSetAccessedBy
-                                                                : cudaMemAdviseSetReadMostly;
-      if (!gpu_) throw Skip("advise: " + gpu_unreachable());
-      UM_CUDA(cudaMemAdvise(gpu_, bytes_, a, loc));
-    }
+  std::vector<Advice> hints;
+  std::string bad;
+  if (!parse_advice(kind_.get("advise", "none"), &hints, &bad)) throw UsageError("advise=" + bad + ": not an advice");
+  for (const Advice& h : hints) {
+    cudaMemLocation loc{};
+    loc.type = h.gpu ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
+    loc.id = h.gpu ? opt_.device : 0;
+    const cudaMemoryAdvise a = h.what == Advice::preferred     ? cudaMemAdviseSetPreferredLocation
+                               : h.what == Advice::accessed_by ? cudaMemAdviseSetAccessedBy
+                                                               : cudaMemAdviseSetReadMostly;
+    if (!gpu_) throw Skip("advise: " + gpu_unreachable());
+    UM_CUDA(cudaMemAdvise(gpu_, bytes_, a, loc));
   }
 #endif
 }

@@ -2,6 +2,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "umscope/advice.hpp"
 #include "umscope/errors.hpp"
 #include "umscope/memory.hpp"
 
@@ -10,8 +11,11 @@ namespace umscope {
 namespace {
 const std::vector<std::string> kTouch = {"cpu", "gpu", "none"};
 const std::vector<std::string> kWhere = {"none", "gpu", "cpu"};
-const std::vector<std::string> kAdvice = {"none", "preferred:gpu", "preferred:cpu", "accessed_by:gpu",
-                                          "accessed_by:cpu", "read_mostly"};
+const std::vector<std::string> kAdvice = [] {
+  std::vector<std::string> v = {"none"};
+  for (const auto& n : umscope::advice_names()) v.push_back(n.name);
+  return v;
+}();
 const std::vector<std::string> kPage = {"default", "base", "thp"};
 
 PolicyInfo touch(const std::string& dflt) {

@@ -3,6 +3,7 @@
 #include "managed_apply.hpp"
 
 #include "json_out.hpp"
+#include "umscope/advice.hpp"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -107,19 +108,15 @@ std::string parse(const std::string& policy) {
       if (val == "gpu") g_prefetch_gpu = true;
       else if (val != "none") return "prefetch=" + val + ": only prefetch=gpu (before the first kernel after each allocation)";
     } else if (key == "advise") {
-      size_t s = 0;
-      while (s <= val.size()) {
-        size_t plus = val.find('+', s);
-        std::string a = val.substr(s, plus == std::string::npos ? std::string::npos : plus - s);
-        s = plus == std::string::npos ? val.size() + 1 : plus + 1;
-        if (a == "none" || a.empty()) continue;
-        if (a == "preferred:gpu") g_advice.push_back({CU_MEM_ADVISE_SET_PREFERRED_LOCATION, true});
-        else if (a == "preferred:cpu") g_advice.push_back({CU_MEM_ADVISE_SET_PREFERRED_LOCATION, false});
-        else if (a == "accessed_by:gpu") g_advice.push_back({CU_MEM_ADVISE_SET_ACCESSED_BY, true});
-        else if (a == "accessed_by:cpu") g_advice.push_back({CU_MEM_ADVISE_SET_ACCESSED_BY, false});
-        else if (a == "read_mostly") g_advice.push_back({CU_MEM_ADVISE_SET_READ_MOSTLY, true});
-        else return "advise=" + a + ": not an advice (preferred:gpu|cpu, accessed_by:gpu|cpu, read_mostly)";
-      }
+      std::vector<umscope::Advice> hints;
+      std::string bad;
+      if (!umscope::parse_advice(val, &hints, &bad))
+        return "advise=" + bad + ": not an advice (preferred:gpu|cpu, accessed_by:gpu|cpu, read_mostly)";
+      for (const auto& h : hints)
+        g_advice.push_back({h.what == umscope::Advice::preferred     ? CU_MEM_ADVISE_SET_PREFERRED_LOCATION
+                            : h.what == umscope::Advice::accessed_by ? CU_MEM_ADVISE_SET_ACCESSED_BY
+                                                                     : CU_MEM_ADVISE_SET_READ_MOSTLY,
+                            h.gpu});
     } else {
       return "'" + item + "': place --managed takes advise=... and prefetch=gpu";
     }
