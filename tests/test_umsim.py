@@ -367,6 +367,46 @@ def test_timed_release_blocks_lets_an_sm_go_on_once_its_va_block_is_mapped(tmp_p
         replay(tmp_path, [(0, 8)], list(range(8)) + [B], release="early", **base)
 
 
+def test_timed_fault_burst_stalls_a_uTLB_until_the_replay_and_faults_in_a_burst_after_it(tmp_path):
+    # One SM walking pages 0-7 at 1 us a page, holding up to 8 faulted pages, 4 KiB granules, no prefetch; the
+    # driver fetches 10 us after the first entry and services in 5 us + 1 us per page. Without --fault-burst-us
+    # the uTLB writes all 8 misses (0-7 us) before the fetch at 10 us: one batch. With a 2.5 us burst it writes
+    # pages 0-2 (0, 1, 2 us), stalls at page 3 (3 us, after the burst) until the replay (10 + 5 + 3 = 18 us),
+    # resumes there and writes pages 3-5 at 18, 19, 20 us, stalls at page 6 until the next replay (28 + 5 + 3 =
+    # 36 us), then pages 6-7 (36, 37 us; replay at 46 + 5 + 2 = 53 us): 3 batches, every entry after the first
+    # batch written within 2.5 us of the previous replay.
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=1, sms=1,
+                block_bytes=PB, timed=True, utlb_faults=8, resident_ns=1000, fetch_us=10, batch_us=5, page_us=1)
+
+    def batches(log):
+        rows = [r.split() for r in log.read_text().splitlines()]
+        replays = [float(r[2]) for r in rows if r[0] == "r"]
+        written = {}
+        for r in rows:
+            if r[0] == "f":
+                written.setdefault(int(r[1]), []).append((int(r[2]), float(r[5])))
+        return replays, written
+    log = tmp_path / "off.log"
+    s = replay(tmp_path, [(0, 8)], list(range(8)) + [B], entry_log=log, **base)
+    assert (s["entries"], s["batches"]) == (8, 1) and s["timed_ms"] == pytest.approx(0.023)
+    log = tmp_path / "burst.log"
+    s = replay(tmp_path, [(0, 8)], list(range(8)) + [B], fault_burst_us=2.5, entry_log=log, **base)
+    assert (s["entries"], s["batches"], s["refaults"], s["h2d_fault_pages"]) == (8, 3, 0, 8)
+    replays, written = batches(log)
+    assert replays == [18000, 36000, 53000] and s["timed_ms"] == pytest.approx(0.053)
+    assert [[pg for pg, _ in written[b]] for b in (1, 2, 3)] == [[0, 1, 2], [3, 4, 5], [6, 7]]
+    for b in (2, 3):
+        assert all(replays[b - 2] <= t <= replays[b - 2] + 2500 for _, t in written[b]), b
+    # With --replay-fetch-us 2 a released uTLB resumes 2 us after the replay; under the burst it resumes at the
+    # replay itself, so the fetch 2 us later takes the burst its warps write then (pages 3, 4, 5 at 18-20 us).
+    log = tmp_path / "rf.log"
+    replay(tmp_path, [(0, 8)], list(range(8)) + [B], fault_burst_us=2.5, replay_fetch_us=2, entry_log=log, **base)
+    replays, written = batches(log)
+    assert replays[0] == 18000 and written[2] == [(3, 18000), (4, 19000), (5, 20000)]
+    with pytest.raises(UsageError):
+        replay(tmp_path, [(0, 8)], list(range(8)) + [B], fault_burst_us=-1, **base)
+
+
 def test_timed_counts_batches_flushed_whole_by_the_update_put_ratio(tmp_path):
     # Sixteen SMs, one page each, every entry written twice (one duplicate in two: 50%) or three times (two in
     # three): at the driver's ratio 50 a batch of pairs keeps its PUT, one of triples is flushed whole; at 100

@@ -317,15 +317,19 @@ class Sim {
     }
     // scan, scan_ev: where the uTLB's last look-ahead found its next miss (the pages before it pass, and stay so
     // until an eviction: s_.evictions was scan_ev)
+    // open: with --fault-burst-us, the end of the uTLB's burst (a miss after it, with faulted pages held, stalls it)
     struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; uint32_t cap = 1;
-                 size_t scan = 0; uint64_t scan_ev = 0; };
+                 size_t scan = 0; uint64_t scan_ev = 0; double open = -1e300; };
     struct Entry { double t; uint32_t pg, u; bool q = false; };
     auto by_time = [](const Entry& a, const Entry& b) { return a.t < b.t; };
     std::vector<Tlb> U(S);
     std::vector<Entry> buf, keep;
     std::vector<uint8_t> seen(K.size(), 0);
     if (rmt_.size() != npages_) rmt_.assign(npages_, 0);
-    const double rfetch = p_.replay_fetch_us * 1e3;
+    const double rfetch = p_.replay_fetch_us * 1e3, burst = p_.fault_burst_us * 1e3;
+    // --fault-burst-us: whether the uTLB may write a miss at time t (one holding no faulted page always may: its
+    // first miss starts a burst)
+    auto may_write = [&](const Tlb& x, double t) { return x.nout < x.cap && (burst <= 0 || x.nout == 0 || t <= x.open); };
     const double rns = p_.resident_ns, fetch = p_.fetch_us * 1e3, fixed = p_.batch_us * 1e3, per = p_.page_us * 1e3;
     const double INF = 1e300;
     auto passes = [&](uint32_t pg) { return where_[pg] == ON_GPU || rmt_[pg] || (flags_[unit_[pg]] & REMOTE); };
@@ -373,7 +377,8 @@ class Sim {
           ++x.pos;
           continue;
         }
-        if (x.nout < x.cap) {
+        if (may_write(x, x.t)) {
+          if (burst > 0 && x.nout == 0 && x.t > x.open) x.open = x.t + burst;  // a burst starts at this miss
           for (uint32_t c = instances(i); c > 0; --c) buf.push_back({x.t, pg, i});
           x.out[x.nout++] = pg;
           x.t += rns;
@@ -396,7 +401,7 @@ class Sim {
         const uint32_t pg = K[l[pos]];
         if (passes(pg) || is_out(x, pg)) continue;
         x.scan = pos;
-        return x.nout < x.cap ? t : INF;
+        return may_write(x, t) ? t : INF;
       }
       x.scan = pos;
       return INF;
@@ -535,8 +540,14 @@ class Sim {
         x.nout = w;
         if (had && x.nout == 0) x.cap = next_cap(i);  // released: its next stall's pages
         // A released uTLB resumes once its retried accesses complete: with replay_fetch_us, after the burst of
-        // re-faults (the still-missing accesses) the next fetch takes; its new misses come later.
-        if (x.blocked && x.nout < x.cap) { x.blocked = false; x.t = std::max(x.t, tr + (had && !x.nout ? rfetch : 0)); }
+        // re-faults (the still-missing accesses) the next fetch takes; its new misses come later. With
+        // --fault-burst-us its warps retry at the replay and its misses make the replay's burst: it resumes at the
+        // replay, and every uTLB's burst window opens there.
+        if (burst > 0 && (had || x.blocked)) x.open = tr + burst;
+        if (x.blocked && x.nout < x.cap) {
+          x.blocked = false;
+          x.t = std::max(x.t, tr + (had && !x.nout && burst <= 0 ? rfetch : 0));
+        }
       }
       drv = tr;
     }

@@ -43,6 +43,8 @@ def entry_figures(calib):
                  if (e.get("written_after_previous_replay_us") or {}).get("p95") is not None)
     if p95:
         out["replay_fetch_us"] = p95[len(p95) // 2]
+        # the same burst bounds the GPU side's: a uTLB's misses after it wait for the next replay (stall)
+        out["fault_burst_us"] = out["replay_fetch_us"]
     shared = [e for c, e in evs if family(c) == "truth"]
     if shared:
         across = sum(e.get("entries_across_utlbs", 0) for e in shared) / sum(e["entries"] for e in shared)
@@ -64,7 +66,7 @@ def entry_figures(calib):
     return out
 
 
-# The mechanisms umsim-4 can add to umsim-3's replay, each with its figures measured by entry_figures()
+# The mechanisms umsim-4 and later can add to umsim-3's replay, each with its figures measured by entry_figures()
 FEATURES = {
     "pages": ("utlb_fault_weights_read", "utlb_fault_weights_write", "utlb_fault_weights_truth"),
     "instances": ("entry_instances_read", "entry_instances_write", "entry_instances_truth"),
@@ -75,6 +77,9 @@ FEATURES = {
     "block-order": ("block_order",),
     "page-order": ("page_order",),
     "block-release": ("release",),
+    # umsim-7's candidate (session 19): the SMs' warps stall at a fault until the replay that services it and
+    # fault in a burst right after each replay (umsim --fault-burst-us)
+    "stall": ("fault_burst_us",),
 }
 
 
