@@ -449,7 +449,8 @@ def family(case):
 
 def compare(meta, counts, device, tmp, quiet=False):
     """Each kept case of a run against umsim's replays of its page stream; quiet: no printing and no entry log
-    (the counts alone, as choose_variant needs them)."""
+    (the counts alone, as choose_variant needs them). Otherwise each timed replay's entry log stays in tmp, its
+    path the row's entry_log (bench/fault_decompose.py reads it)."""
     cases = SETS[meta.get("set", "main")][0]
     drv = sim.driver_params(meta.get("uvm") or {})
     size = parse_size(meta["bytes"])
@@ -463,7 +464,7 @@ def compare(meta, counts, device, tmp, quiet=False):
         base = dict(drv, trace=f, capacity=int(meta["free_mem"]), init="cpu", policy="uvm")
         s = sim.run(dict(base, fault_window=case["window"] or None))
         lp = launch_params(c.get("launches"), meta.get("props"), case["access"])
-        L = T = tp = src = model_ev = timeline = None
+        L = T = tp = src = model_ev = timeline = log = None
         if lp:
             launch = dict(base, resident_blocks=lp["resident_blocks"], sms=lp["sms"], block_bytes=lp["block_bytes"])
             L = sim.run(launch)
@@ -486,7 +487,7 @@ def compare(meta, counts, device, tmp, quiet=False):
                 if quiet:  # choosing among variants: the counts only, not the model's events table
                     T = sim.run(dict(launch, unroll=case["unroll"], **tp))
                 else:
-                    log = Path(tmp) / "entries.log"
+                    log = Path(tmp) / f"entries{n}.log"
                     T = sim.run(dict(launch, unroll=case["unroll"], entry_log=log, **tp))
                     mlines = sim_events.model_lines(log, PAGE)
                     model_ev = sim_events.summary(mlines, PAGE, **summary_params(meta))
@@ -503,7 +504,7 @@ def compare(meta, counts, device, tmp, quiet=False):
                      "window_faults": s["faults"], "window_batches": s["batches"],
                      "sim_faults": L and L["faults"], "sim_entries": L and L["faults"] + L["dup_faults"],
                      "sim_batches": L and L["batches"], "sim_cpu_faults": (L or s)["cpu_faults"],
-                     "model_events": model_ev, "timeline": timeline,
+                     "model_events": model_ev, "timeline": timeline, "entry_log": log and str(log),
                      "timed": T and {k: T[k] for k in ("entries", "batches", "stale_entries", "flushed_entries", "update_put_batches",
                                                       "refaults", "timed_ms", "faults", "first_batch_pages")}})
         r = rows[-1]
