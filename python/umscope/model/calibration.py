@@ -77,7 +77,7 @@ FEATURES = {
     "block-order": ("block_order",),
     "page-order": ("page_order",),
     "block-release": ("release",),
-    # umsim-7's candidate (session 19): the SMs' warps stall at a fault until the replay that services it and
+    # umsim-7's candidate (session 18): the SMs' warps stall at a fault until the replay that services it and
     # fault in a burst right after each replay (umsim --fault-burst-us)
     "stall": ("fault_burst_us",),
 }

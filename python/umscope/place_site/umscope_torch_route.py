@@ -34,7 +34,7 @@ import threading
 
 
 FLUSH_EVERY = 32  # optimizer steps between reclaims when the program itself recorded no stream
-ROUTE = None  # the Route install() put in this process (bench/overhead_ab.py measures it routed and unrouted)
+ROUTE = None  # the Route install() put in this process (bench/overhead_ab.py times work with it routed and paused)
 
 
 def _immortal(obj):
