@@ -121,7 +121,7 @@ def training(steps):
 
 
 class RouteToggle:
-    on_name, off_name = "routed", "unrouted"
+    on_name, off_name = "routed", "paused"
 
     def __init__(self, route):
         self.route = route
