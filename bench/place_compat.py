@@ -21,6 +21,11 @@ round, and compares the medians of the runs' own medians: one process's offset (
 launch-bound generation loops) is then seen as spread, not taken for the placement's cost. A target is met,
 MISSED or not decided (`verdict`): a ratio decides only beyond the runs' own spread.
 
+--concurrent ROUNDS (a node with a GPU for each process of a round: plain, each variant, a second plain run) runs
+them all at once, each on its own GPU and cores, rotating the GPUs each round; each round's ratio is taken over the
+steps that ended while every process was timing, and a variant's figure is the median of its rounds' ratios with
+its 95% interval (see run_concurrent). The programs then time more steps (CONCURRENT_ARGS).
+
 Writes $OUT/place_compat.json (every run: command, status, times, outputs' check, stderr tail on failure) and
 $OUT/place_compat.md (the table), prints the table last. About 5 minutes on one H100 (DDP: only with 2 GPUs,
 about 40 s more)."""
@@ -283,6 +288,183 @@ def write(outdir, meta, rows, runs, total, ngpu, final=False):
     return crashes, changed
 
 
+# --- Side by side: every variant at once, each on its own GPU (--concurrent ROUNDS) ---------------------------------
+#
+# Between two processes run one after the other the time per token of a launch-bound program moved by up to 1.3x
+# (H100, H200), and on session 18's H200 the host switched between a fast and a slow state every few seconds,
+# either arm: a ratio of processes run in turn decided nothing about a 2% target. On a node with a GPU for each
+# variant, a round starts the plain program and each variant at the same moment, each on its own GPU and its own
+# share of the cores, so a state of the host falls on all of them at once; the round's ratio is the variant's median
+# over the plain run's, both taken over the steps that ended inside the window in which every process of the round
+# was timing. The GPUs rotate one place each round, so no variant keeps one GPU or one set of cores. A second plain
+# run (`plain-again`) is the control: its ratios show what the method itself cannot tell apart. The figure per
+# variant is the median of its rounds' ratios with the distribution-free 95% interval of overhead_ab.py (a target is
+# met where the interval's top is at or under it, missed where its bottom is over it).
+
+# More steps than the sequential suite's, so that the processes' timed phases overlap though their start-ups differ.
+CONCURRENT_ARGS = {"gpt2-generate": ["--reps", "24"], "llama-generate": ["--reps", "24"],
+                   "train-amp-ckpt": ["--steps", "240"], "compiled": ["--steps", "200"]}
+CONTROL = "plain-again"
+
+
+def slots_for(variants):
+    """The processes of a round: plain, the variants, and the control, each once."""
+    return ["plain"] + [v for v in variants if v not in ("plain", CONTROL)] + [CONTROL]
+
+
+def round_layout(slots, round_no, ngpu, cpus):
+    """[(variant, GPU, cpus)]: slot i on GPU (i + round) mod len(slots) with that GPU's share of the cores."""
+    n = len(slots)
+    if ngpu < n:
+        raise ValueError(f"{n} processes a round need {n} GPUs, {ngpu} here")
+    share = max(1, len(cpus) // n)
+    out = []
+    for i, v in enumerate(slots):
+        g = (i + round_no) % n
+        out.append((v, g, cpus[g * share:(g + 1) * share] or cpus))
+    return out
+
+
+def window_median(results):
+    """{name: (median in the common window, steps in it, all steps)} over a round's RESULTs: the window runs from
+    the latest first step's end to the earliest last step's end among them; a process with fewer than 3 steps in it
+    keeps the median of all its steps (its count says so)."""
+    ends = [r["ends_s"] for r in results.values() if r.get("ends_s")]
+    lo = max(e[0] for e in ends) if ends else None
+    hi = min(e[-1] for e in ends) if ends else None
+    out = {}
+    for name, r in results.items():
+        times, e = r["times_ms"], r.get("ends_s") or []
+        inside = [t for t, x in zip(times, e) if lo is not None and lo <= x <= hi]
+        out[name] = (median(inside if len(inside) >= 3 else times), len(inside), len(times))
+    return out
+
+
+def concurrent_table(rows, targets):
+    """One row per (program, variant other than plain): its rounds' ratios, their median and 95% interval, verdict."""
+    from overhead_ab import median_ci, verdict as ci_verdict
+    by = {}
+    for r in rows:
+        if r.get("ratio") is not None:
+            by.setdefault((r["program"], r["variant"]), []).append(r)
+    table = []
+    for (prog, v), rs in by.items():
+        ratios = [r["ratio"] for r in rs]
+        med, ci = median_ci(ratios)
+        target = targets.get(v)
+        table.append({"program": prog, "variant": v, "rounds": len(rs), "unit": rs[0]["unit"],
+                      "plain_time": median([r["plain_window_time"] for r in rs]),
+                      "time": median([r["window_time"] for r in rs]), "ratios": ratios, "ratio_median": med,
+                      "ratio_ci95": ci, "target": target,
+                      "meets_target": ci_verdict(ci, target) if target is not None else None,
+                      "contains_1": (ci[0] <= 1 <= ci[1]) if ci else None,
+                      "equal": all(r.get("equal") for r in rs),
+                      "overlap_min": min(r["in_window"] / r["steps"] for r in rs)})
+    return table
+
+
+def concurrent_text(meta, table, rows, total):
+    lines = [f"torch {meta['torch']}, transformers {meta['transformers']}, {meta['gpus']} x {meta['gpu']}; {total:.0f} s; "
+             "every variant of a round at once, each on its own GPU and cores, the GPUs rotated each round; ratio: the "
+             "variant's median over the plain run's, both over the steps inside the round's common window; the row: "
+             "the median of the rounds' ratios and its 95% interval", "",
+             "| program | kind | rounds | plain | placed | ratio (95% interval) | target | output equal? | least overlap |",
+             "| --- | --- | ---: | --- | --- | --- | --- | --- | ---: |"]
+    for t in table:
+        ci = t["ratio_ci95"]
+        iv = f"{t['ratio_median']:.4f} ({ci[0]:.4f}-{ci[1]:.4f})" if ci else f"{t['ratio_median']:.4f} (too few rounds)"
+        if t["target"] is not None:
+            tg = f"<= {t['target']:.2f} " + {True: "met", False: "MISSED", None: "not decided"}[t["meets_target"]]
+        else:
+            tg = "control: " + ("1 inside" if t["contains_1"] else "1 outside" if ci else "-")
+        lines.append(f"| {t['program']} | {t['variant']} | {t['rounds']} | {t['plain_time']:.3f} {t['unit']} | "
+                     f"{t['time']:.3f} | {iv} | {tg} | {'yes' if t['equal'] else 'NO'} | {100 * t['overlap_min']:.0f}% |")
+    bad = [r for r in rows if r.get("status") not in ("ok",)]
+    crashes = sum(r.get("status") in ("CRASH", "TIMEOUT") for r in rows)
+    changed = sum(r.get("status") == "CHANGED" for r in rows)
+    lines += ["", f"crashes {crashes}, changed outputs {changed}; runs not ok: " +
+              (", ".join(f"{r['program']} {r['variant']} round {r['process']}: {r['status']} {r.get('why', '')}"
+                         for r in bad) or "none")]
+    return "\n".join(lines), crashes, changed
+
+
+def run_concurrent(a, progs, variants, env, meta, outdir, names):
+    from concurrent.futures import ThreadPoolExecutor
+    slots = slots_for(variants)
+    cpus = sorted(os.sched_getaffinity(0))
+    bad = [p for p in progs if PROGRAMS[p][1] > 1]
+    if bad or len(names) < len(slots):
+        sys.exit("place_compat: --concurrent needs one GPU per process of a round "
+                 f"({len(slots)}: {', '.join(slots)}; {len(names)} here) and 1-GPU programs"
+                 + (f" ({', '.join(bad)} needs more)" if bad else ""))
+    targets = {v: VARIANTS[v][1] for v in slots if v in VARIANTS}
+    t_start = time.time()
+    rows, runs = [], []
+    scratch = tempfile.mkdtemp(prefix="place-compat-")
+    reference = {}
+    round_wall = {}
+
+    def save(final=False):
+        table = concurrent_table(rows, targets)
+        text, crashes, changed = concurrent_text(meta, table, rows, time.time() - t_start)
+        (outdir / "place_compat.json").write_text(json.dumps({"meta": dict(meta, mode="concurrent", slots=slots),
+                                                              "total_s": time.time() - t_start, "table": table,
+                                                              "rows": rows, "runs": runs}, indent=1, default=str))
+        (outdir / "place_compat.md").write_text(text + "\n")
+        if final:
+            print(text)
+        return crashes, changed
+
+    for prog in progs:
+        for rnd in range(a.concurrent):
+            left = a.budget - (time.time() - t_start)
+            if left <= 1.2 * round_wall.get(prog, 0) or left <= 0:
+                rows.append({"program": prog, "variant": "all", "process": rnd, "status":
+                             f"not run: round {rnd} would end past the {a.budget:.0f} s budget ({left:.0f} s left)"})
+                break
+            layout = round_layout(slots, rnd, len(names), cpus)
+            cmds = []
+            for v, g, cs in layout:
+                tag = f"{prog}-{v}-{rnd}"
+                cmd = ["taskset", "-c", ",".join(map(str, cs))] + umscope_argv(
+                    v if v != CONTROL else "plain", os.path.join(scratch, f"{tag}.sqlite"),
+                    os.path.join(scratch, tag)) + program_argv(prog, 1) + CONCURRENT_ARGS.get(prog, [])
+                cmds.append((v, g, cs, cmd, dict(env, CUDA_VISIBLE_DEVICES=str(g), **VARIANT_ENV.get(v, {}))))
+            print(f"[{time.time() - t_start:5.0f} s] {prog} round {rnd}: " +
+                  ", ".join(f"{v} on GPU {g}" for v, g, _, _, _ in cmds), file=sys.stderr, flush=True)
+            t0 = time.time()
+            with ThreadPoolExecutor(len(cmds)) as pool:
+                results = list(pool.map(lambda c: run(c[3], c[4], min(a.timeout, max(left, 1.0))), cmds))
+            round_wall[prog] = time.time() - t0
+            ok = {v: r["result"] for (v, *_), r in zip(cmds, results) if r["rc"] == 0 and r["result"] is not None}
+            if prog not in reference and ok:  # outputs are compared with the first plain run's (else the first run's)
+                reference[prog] = ok.get("plain") or next(iter(ok.values()))
+            for (v, g, cs, cmd, _), r in zip(cmds, results):
+                r.update(program=prog, variant=v, process=rnd, command=" ".join(shlex.quote(c) for c in cmd))
+                runs.append(r)
+                row = {"program": prog, "variant": v, "process": rnd, "gpu": g, "cpus": f"{cs[0]}-{cs[-1]}",
+                       "wall_s": r["wall_s"]}
+                if v not in ok:
+                    row["status"] = "CRASH" if r["rc"] != "timeout" else "TIMEOUT"
+                    row["why"] = (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]
+                else:
+                    res = ok[v]
+                    eq, how = (True, "the reference") if res is reference[prog] else compare(reference[prog], res)
+                    row.update(status="ok" if eq else "CHANGED", equal=eq, check=how, unit=res["unit"],
+                               time=median(res["times_ms"]))
+                rows.append(row)
+            wm = window_median(ok)
+            for row in rows[-len(cmds):]:
+                if row["variant"] in wm:
+                    row["window_time"], row["in_window"], row["steps"] = wm[row["variant"]]
+                if row["variant"] != "plain" and row["variant"] in wm and "plain" in wm:
+                    row["plain_window_time"] = wm["plain"][0]
+                    row["ratio"] = row["window_time"] / wm["plain"][0]
+            save()
+    crashes, changed = save(final=True)
+    return 1 if crashes or changed else 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--programs", default="all")
@@ -291,13 +473,16 @@ def main():
     p.add_argument("--timeout", type=float, default=150, help="seconds per run")
     p.add_argument("--processes", type=int, default=1,
                    help="runs of each program plain and under each variant with a target, alternating (default 1)")
+    p.add_argument("--concurrent", type=int, default=0, metavar="ROUNDS",
+                   help="run plain, each variant and a second plain run at once, each on its own GPU, ROUNDS times "
+                   "per program (needs a GPU for each)")
     a = p.parse_args()
     outdir = Path(os.environ.get("OUT") or ".")
     names = gpus()
     ngpu = len(names)
     progs = list(PROGRAMS) if a.programs == "all" else a.programs.split(",")
     variants = list(VARIANTS) if a.variants == "all" else ["plain"] + [v for v in a.variants.split(",") if v != "plain"]
-    for n in progs + variants:
+    for n in progs + [v for v in variants if v != CONTROL]:
         if n not in PROGRAMS and n not in VARIANTS:
             sys.exit(f"place_compat: unknown program or variant {n!r}")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", NCCL_NVLS_ENABLE="0",
@@ -306,6 +491,8 @@ def main():
     import transformers
     meta = {"torch": torch.__version__, "transformers": transformers.__version__, "gpus": ngpu,
             "gpu": names[0] if names else None, "loss_rtol": LOSS_RTOL}
+    if a.concurrent:
+        return run_concurrent(a, progs, variants, env, meta, outdir, names)
     t_start = time.time()
     rows, runs = [], []
     scratch = tempfile.mkdtemp(prefix="place-compat-")

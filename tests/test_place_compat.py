@@ -98,3 +98,54 @@ def test_the_gpus_counted_are_those_cuda_visible_devices_leaves(monkeypatch):
     assert len(pc.gpus({})) == 4
     assert pc.gpus({"CUDA_VISIBLE_DEVICES": "2"}) == ["NVIDIA H100 80GB HBM3"]  # no 2-GPU program then
     assert len(pc.gpus({"CUDA_VISIBLE_DEVICES": "2,3"})) == 2 and pc.gpus({"CUDA_VISIBLE_DEVICES": ""}) == []
+
+
+def test_concurrent_rounds_rotate_the_gpus_and_give_each_process_its_own_cores():
+    slots = pc.slots_for(["plain", "device", "profile"])
+    assert slots == ["plain", "device", "profile", "plain-again"]
+    cpus = list(range(64))
+    r0 = pc.round_layout(slots, 0, 4, cpus)
+    assert [(v, g) for v, g, _ in r0] == [("plain", 0), ("device", 1), ("profile", 2), ("plain-again", 3)]
+    assert r0[1][2] == list(range(16, 32))
+    r1 = pc.round_layout(slots, 1, 4, cpus)
+    assert [g for _, g, _ in r1] == [1, 2, 3, 0]
+    # over 4 rounds every variant has been on every GPU once
+    assert all(sorted(pc.round_layout(slots, r, 4, cpus)[i][1] for r in range(4)) == [0, 1, 2, 3] for i in range(4))
+    try:
+        pc.round_layout(slots, 0, 2, cpus)
+    except ValueError as e:
+        assert "4 GPUs" in str(e)
+    else:
+        raise AssertionError("4 processes on 2 GPUs must be refused")
+
+
+def test_concurrent_times_are_taken_over_the_window_every_process_was_timing():
+    # plain timed from t=10 to 19, device from 14 to 23: the common window is [14, 19]
+    plain = {"times_ms": [100.0] * 4 + [10.0] * 6, "ends_s": list(range(10, 20))}
+    dev = {"times_ms": [11.0] * 6 + [500.0] * 4, "ends_s": list(range(14, 24))}
+    wm = pc.window_median({"plain": plain, "device": dev})
+    assert wm["plain"] == (10.0, 6, 10)  # its slow first steps fell before the device run was timing
+    assert wm["device"] == (11.0, 6, 10)
+    # fewer than 3 steps inside: the whole run's median, and the count says so
+    late = {"times_ms": [7.0, 9.0, 8.0], "ends_s": [18.5, 30, 31]}
+    wm = pc.window_median({"plain": plain, "late": late})
+    assert wm["late"] == (8.0, 1, 3)
+
+
+def test_concurrent_rows_decide_by_the_rounds_interval_and_report_the_control():
+    rows = []
+    for i, (d, c) in enumerate([(1.00, 0.99), (1.01, 1.01), (0.99, 1.00), (1.005, 0.995), (1.01, 1.02),
+                                (1.00, 0.98)]):
+        for v, x in (("device", d), ("plain-again", c)):
+            rows.append({"program": "llama", "variant": v, "process": i, "unit": "ms/token", "ratio": x,
+                         "window_time": 10 * x, "plain_window_time": 10.0, "in_window": 20, "steps": 24,
+                         "equal": True, "status": "ok"})
+    t = {r["variant"]: r for r in pc.concurrent_table(rows, {"device": 1.02, "plain-again": None})}
+    assert t["device"]["ratio_ci95"] == (0.99, 1.01) and t["device"]["meets_target"] is True
+    assert t["plain-again"]["contains_1"] is True and t["plain-again"]["meets_target"] is None
+    rows[0]["ratio"] = 1.05  # one round over the target: 6 rounds' interval is their whole range
+    t = {r["variant"]: r for r in pc.concurrent_table(rows, {"device": 1.02})}
+    assert t["device"]["meets_target"] is None
+    text, crashes, changed = pc.concurrent_text({"torch": "2", "transformers": "5", "gpus": 4, "gpu": "H200"},
+                                                pc.concurrent_table(rows, {"device": 1.02}), rows, 100)
+    assert "| llama | device | 6 |" in text and "not decided" in text and "crashes 0, changed outputs 0" in text

@@ -34,19 +34,20 @@ with torch.inference_mode():
     generate(a.tokens)
     torch.cuda.reset_peak_memory_stats()
     segments_before = torch.cuda.memory_stats().get("num_device_alloc", 0)
-    per_token = []
+    per_token, ends = [], []  # ends: the wall clock (epoch s) at each timed generation's end
     for _ in range(a.reps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         out = generate(a.tokens)
         torch.cuda.synchronize()
         per_token.append((time.perf_counter() - t0) / a.tokens)
+        ends.append(time.time())
 segments_timed = torch.cuda.memory_stats().get("num_device_alloc", 0) - segments_before
 tokens = out[0, prompt.shape[1]:].tolist()
 peak = torch.cuda.max_memory_allocated()
 print(f"{a.model}: {a.tokens} tokens, {statistics.median(per_token) * 1e3:.2f} ms/token, "
       f"peak {peak / 2**20:.0f} MiB allocated, {torch.cuda.memory_reserved() / 2**20:.0f} MiB reserved")
-print("RESULT " + json.dumps({"unit": "ms/token", "times_ms": [t * 1e3 for t in per_token],
+print("RESULT " + json.dumps({"unit": "ms/token", "times_ms": [t * 1e3 for t in per_token], "ends_s": ends,
                               "outputs": {"tokens": tokens},
                               "memory": {"max_memory_allocated": peak,
                                          "memory_reserved": torch.cuda.memory_reserved(),

@@ -31,7 +31,7 @@ def to_gpu(batch):
     return x
 
 
-losses, times, mem = [], [], []
+losses, times, mem, ends = [], [], [], []  # ends: the wall clock (epoch s) at each step's end
 it = iter(loader)
 nxt = to_gpu(next(it))
 for step in range(a.steps):
@@ -46,6 +46,7 @@ for step in range(a.steps):
     loss = train_step(model, opt, x)
     losses.append(loss.item())
     times.append(time.perf_counter() - t0)
+    ends.append(time.time())
     mem.append({"allocated": torch.cuda.memory_allocated(), "max_allocated": torch.cuda.max_memory_allocated(),
                 "reserved": torch.cuda.memory_reserved()})
     if step % 8 == 0:
@@ -56,7 +57,7 @@ print("\n".join(summary.splitlines()[:12]))
 stats = torch.cuda.memory_stats()
 torch.cuda.empty_cache()
 free, total = torch.cuda.mem_get_info()
-print("RESULT " + json.dumps({"unit": "ms/step", "times_ms": [t * 1e3 for t in times[4:]],
+print("RESULT " + json.dumps({"unit": "ms/step", "times_ms": [t * 1e3 for t in times[4:]], "ends_s": ends[4:],
                               "outputs": {"losses": losses},
                               "memory": {"max_memory_allocated": max(m["max_allocated"] for m in mem),
                                          "memory_reserved_first_last": [mem[0]["reserved"], mem[-1]["reserved"]],
