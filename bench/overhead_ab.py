@@ -37,7 +37,8 @@ Work (the models of bench/place_programs/, random weights, nothing downloaded):
         [--pairs 12] [--tokens 64] [--steps 4] [--out DIR]
 
 Prints one line per work and a JSON line (RESULT); with --out (or $OUT) writes overhead_ab-TOGGLE.json after each
-work. Exit 2 on a bad argument or where the part to switch is not in this process (route without place)."""
+work and every 10 pairs (the work in progress marked partial).
+Exit 2 on a bad argument or where the part to switch is not in this process (route without place)."""
 import argparse
 import gc
 import json
@@ -193,8 +194,21 @@ class SamplerToggle:
         self.proc.wait(10)
 
 
-def measure(toggle, name, work, per, unit, pairs, target):
-    """Warm-up of each half, then `pairs` pairs in alternating order; returns the work's record."""
+def record(toggle, name, unit, t_on, t_off, target, same, first_on):
+    """The work's record from the pairs measured so far."""
+    ratios = [x / y for x, y in zip(t_on, t_off)]
+    med, ci = median_ci(ratios) if ratios else (None, None)
+    return {"work": name, "unit": unit, "pairs": len(ratios), "on": toggle.on_name, "off": toggle.off_name,
+            "times_on": list(t_on), "times_off": list(t_off), "median_on": statistics.median(t_on) if t_on else None,
+            "median_off": statistics.median(t_off) if t_off else None, "ratios": ratios, "ratio_median": med,
+            "ratio_ci95": ci, "target": target, "meets_target": verdict(ci, target),
+            "outputs_equal": same if first_on is not None else None}
+
+
+def measure(toggle, name, work, per, unit, pairs, target, progress=None, every=10):
+    """Warm-up of each half, then `pairs` pairs in alternating order; returns the work's record. progress, where
+    given, gets the record so far (marked partial) after every `every` pairs, outside the timed halves: a run cut
+    short (session 19: a 900-pair training A/B stopped by its time limit) keeps what it measured."""
     on = lambda: toggle.run(True, lambda: time_it(work))  # noqa: E731
     off = lambda: toggle.run(False, lambda: time_it(work))  # noqa: E731
     first_on, first_off = on()[1], off()[1]
@@ -205,13 +219,16 @@ def measure(toggle, name, work, per, unit, pairs, target):
             (t_on if fn is on else t_off).append(dt / per * 1e3)
             if out is not None:
                 same = same and out == first_on
-    ratios = [x / y for x, y in zip(t_on, t_off)]
-    med, ci = median_ci(ratios)
-    return {"work": name, "unit": unit, "pairs": pairs, "on": toggle.on_name, "off": toggle.off_name,
-            "times_on": t_on, "times_off": t_off, "median_on": statistics.median(t_on),
-            "median_off": statistics.median(t_off), "ratios": ratios, "ratio_median": med, "ratio_ci95": ci,
-            "target": target, "meets_target": verdict(ci, target),
-            "outputs_equal": same if first_on is not None else None}
+        if progress is not None and (i + 1) % every == 0 and i + 1 < pairs:
+            progress(dict(record(toggle, name, unit, t_on, t_off, target, same, first_on), partial=True))
+    return record(toggle, name, unit, t_on, t_off, target, same, first_on)
+
+
+def save(out, toggle, records):
+    """Writes OUT/overhead_ab-TOGGLE.json (nothing without --out or $OUT)."""
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / f"overhead_ab-{toggle}.json").write_text(json.dumps(records, indent=1))
 
 
 def make_toggle(which):
@@ -257,10 +274,11 @@ def main(argv=None):
     try:
         for w in works:
             work, per, unit = generation(w, a.tokens) if w in ("llama", "gpt2") else training(a.steps)
-            rec = measure(toggle, w, work, per, unit, a.pairs, target)
-            rec.update(toggle=a.toggle, kind=os.environ.get("UMSCOPE_PLACE_KIND"),
-                       torch=torch.__version__,
-                       gpu=torch.cuda.get_device_name())
+            about = dict(toggle=a.toggle, kind=os.environ.get("UMSCOPE_PLACE_KIND"), torch=torch.__version__,
+                         gpu=torch.cuda.get_device_name())
+            rec = measure(toggle, w, work, per, unit, a.pairs, target,
+                          progress=lambda part: save(a.out, a.toggle, records + [dict(part, **about)]))
+            rec.update(about)
             records.append(rec)
             ci = rec["ratio_ci95"]
             state = {True: "met", False: "MISSED", None: "not decided"}[rec["meets_target"]]
@@ -269,9 +287,7 @@ def main(argv=None):
                   f"95% interval {ci[0]:.4f}-{ci[1]:.4f}: {target} {state}; outputs equal: {rec['outputs_equal']}",
                   flush=True)
             print("  pairs' ratios: " + " ".join(f"{x:.3f}" for x in rec["ratios"]), flush=True)
-            if a.out:  # after each work: a call cut short keeps what it measured
-                Path(a.out).mkdir(parents=True, exist_ok=True)
-                (Path(a.out) / f"overhead_ab-{a.toggle}.json").write_text(json.dumps(records, indent=1))
+            save(a.out, a.toggle, records)  # after each work: a call cut short keeps what it measured
             del work
             torch.cuda.empty_cache()
     finally:

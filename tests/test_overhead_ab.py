@@ -65,3 +65,22 @@ def test_the_route_toggle_pauses_the_route_around_the_work_without_holding_its_l
     assert t.run(True, lambda: 1) == 1 and calls == []
     assert t.run(False, lambda: calls.append("work") or 2) == 2
     assert calls == ["pause", "work", "resume"]
+
+
+def test_a_long_measurement_hands_over_its_pairs_so_far_marked_partial(monkeypatch):
+    clock = iter(range(1, 1000))
+    monkeypatch.setattr(ab, "time_it", lambda fn: (next(clock) * 1e-3, fn()))
+
+    class Toggle:
+        on_name, off_name = "on", "off"
+
+        def run(self, on, fn):
+            return fn()
+
+    seen = []
+    rec = ab.measure(Toggle(), "w", lambda: [1, 2], 1, "ms/x", 25, 1.02, progress=seen.append, every=10)
+    assert [(p["pairs"], p["partial"]) for p in seen] == [(10, True), (20, True)]
+    assert seen[0]["times_on"] == rec["times_on"][:10] and seen[0]["ratio_ci95"] is not None
+    assert rec["pairs"] == 25 and "partial" not in rec and rec["outputs_equal"] is True
+    # alternating order: pair 0 runs on first, pair 1 off first
+    assert rec["times_on"][:2] == [3.0, 6.0] and rec["times_off"][:2] == [4.0, 5.0]
