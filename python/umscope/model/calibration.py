@@ -62,6 +62,10 @@ def entry_figures(calib):
     out["page_order"] = "chunks"
     # a uTLB whose faulted pages are all mapped goes on before the batch's replay, as each VA block's service ends
     out["release"] = "blocks"
+    # the instances of the entries uTLBs write at one instant enter the buffer round by round (umsim
+    # --instance-order spread; structural, no figure: the GPU ns between a uTLB's instances on one page grow with
+    # the uTLBs writing at once, docs/simulator.md session 19)
+    out["instance_order"] = "spread"
     out["entry_figures_from"] = src
     return out
 
@@ -80,6 +84,9 @@ FEATURES = {
     # umsim-7's candidate (session 18): the SMs' warps stall at a fault until the replay that services it and
     # fault in a burst right after each replay (umsim --fault-burst-us)
     "stall": ("fault_burst_us",),
+    # session 19's candidate: entries written at one instant enter the buffer round by round, a page's later
+    # instances after every uTLB's first (umsim --instance-order spread)
+    "spread": ("instance_order",),
 }
 
 
