@@ -66,7 +66,7 @@ def per_batch(ents):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default=str(ROOT / "data" / "sim-traces"))
-    ap.add_argument("--features", default=UMSIM6, help=f"umsim's mechanisms (calibration.FEATURES; default umsim-6's: {UMSIM6})")
+    ap.add_argument("--features", default=UMSIM6, help=f"umsim's mechanisms (calibration.FEATURES or TRIED; default umsim-6's: {UMSIM6})")
     ap.add_argument("--out", default=str(ROOT / "docs" / "simulator-fault-count.md"))
     a = ap.parse_args()
     t0 = time.time()
@@ -78,7 +78,8 @@ def main():
     device = device_figures(others + [c for s in CALIB_SETS for c in counts[s].values()])
     ef = calibration.entry_figures([(SETS[metas[s]["set"]][0][n], c) for s in CALIB_SETS for n, c in counts[s].items()])
     feats = [f for f in a.features.split(",") if f]
-    dev = dict(device, **{k: ef[k] for f in feats for k in calibration.FEATURES[f] if ef.get(k) is not None})
+    named = {**calibration.FEATURES, **calibration.TRIED}
+    dev = dict(device, **{k: ef[k] for f in feats for k in named[f] if ef.get(k) is not None})
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for s in CALIB_SETS:

@@ -407,6 +407,36 @@ def test_timed_fault_burst_stalls_a_uTLB_until_the_replay_and_faults_in_a_burst_
         replay(tmp_path, [(0, 8)], list(range(8)) + [B], fault_burst_us=-1, **base)
 
 
+def test_timed_instance_order_spread_writes_simultaneous_entries_round_by_round(tmp_path):
+    # Two SMs, one page each (SM 0 page 0, SM 1 page 1), both missing at 0 ns, every entry two instances, the GPU
+    # writing one instance per 10 ns, the driver fetching 15 ns after the first entry and servicing in 5 us + 1 us
+    # per page. together: P0 P0 P1 P1 at 0, 10, 20, 30 ns; the fetch takes P0's two (one entry), P0 migrates
+    # (replay at 15 + 5000 + 1000 = 6015 ns); SM 1's page is still missing there, so it faults again; batch 2 at
+    # the replay takes P1's two instances and the re-fault (one merged entry), P1 migrates: 2 entries, 2 batches,
+    # 1 re-fault, nothing stale. spread: P0 P1 P0 P1 at 0, 10, 20, 30 ns; the fetch takes P0 and P1 (2 entries,
+    # both migrate: replay at 15 + 5000 + 2000 = 7015 ns); the later instances, written after the fetch, stay in
+    # the buffer and make batch 2: both pages resident, 2 stale entries counted: 4 entries, 2 batches, no re-fault.
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=2, sms=2,
+                block_bytes=PB, timed=True, utlb_faults=1, resident_ns=1000, fetch_us=0.015, batch_us=5, page_us=1,
+                write_ns=10, entry_instances="0,1")
+    got = {}
+    for order in ("together", "spread"):
+        log = tmp_path / f"{order}.log"
+        s = replay(tmp_path, [(0, 2)], [0, 1, B], instance_order=order, entry_log=log, **base)
+        rows = [r.split() for r in log.read_text().splitlines()]
+        got[order] = ((s["entries"], s["batches"], s["refaults"], s["stale_entries"], s["h2d_fault_pages"]),
+                      [(int(r[1]), int(r[2]), float(r[5])) for r in rows if r[0] == "f"],
+                      [float(r[2]) for r in rows if r[0] == "r"])
+    assert got["together"][0] == (2, 2, 1, 0, 2)
+    assert got["together"][1][:2] == [(1, 0, 0), (1, 0, 10)] and got["together"][2] == [6015, 12015]
+    assert got["spread"][0] == (4, 2, 0, 2, 2)
+    assert got["spread"][1] == [(1, 0, 0), (1, 1, 10), (2, 0, 20), (2, 1, 30)] and got["spread"][2][0] == 7015
+    # the default is together
+    assert replay(tmp_path, [(0, 2)], [0, 1, B], **base)["entries"] == 2
+    with pytest.raises(UsageError):
+        replay(tmp_path, [(0, 2)], [0, 1, B], instance_order="warps", **base)
+
+
 def test_timed_counts_batches_flushed_whole_by_the_update_put_ratio(tmp_path):
     # Sixteen SMs, one page each, every entry written twice (one duplicate in two: 50%) or three times (two in
     # three): at the driver's ratio 50 a batch of pairs keeps its PUT, one of triples is flushed whole; at 100

@@ -320,8 +320,11 @@ class Sim {
     // open: with --fault-burst-us, the end of the uTLB's burst (a miss after it, with faulted pages held, stalls it)
     struct Tlb { size_t pos = 0; double t = 0; uint32_t out[8] = {}; uint32_t nout = 0; bool blocked = false; uint32_t cap = 1;
                  size_t scan = 0; uint64_t scan_ev = 0; double open = -1e300; };
-    struct Entry { double t; uint32_t pg, u; bool q = false; };
-    auto by_time = [](const Entry& a, const Entry& b) { return a.t < b.t; };
+    // c: the instance's round among the entry's instances (--instance-order spread: entries written at one instant
+    // enter the buffer round by round)
+    struct Entry { double t; uint32_t pg, u; bool q = false; uint32_t c = 0; };
+    const bool spread = p_.spread_instances;
+    auto by_time = [spread](const Entry& a, const Entry& b) { return a.t < b.t || (spread && a.t == b.t && a.c < b.c); };
     std::vector<Tlb> U(S);
     std::vector<Entry> buf, keep;
     std::vector<uint8_t> seen(K.size(), 0);
@@ -379,7 +382,7 @@ class Sim {
         }
         if (may_write(x, x.t)) {
           if (burst > 0 && x.nout == 0 && x.t > x.open) x.open = x.t + burst;  // a burst starts at this miss
-          for (uint32_t c = instances(i); c > 0; --c) buf.push_back({x.t, pg, i});
+          for (uint32_t c = 0, n = instances(i); c < n; ++c) buf.push_back({x.t, pg, i, false, c});
           x.out[x.nout++] = pg;
           x.t += rns;
           ++x.pos;
@@ -439,7 +442,7 @@ class Sim {
       for (uint32_t i = 0; i < S; ++i) run(i, tf);
       if (p_.interleave)  // entries written at one instant: the GPCs' in an interleaved order, not SM by SM
         std::stable_sort(buf.begin(), buf.end(), [&](const Entry& a, const Entry& b) {
-          return a.t < b.t || (a.t == b.t && rank[a.u] < rank[b.u]);
+          return a.t < b.t || (a.t == b.t && (spread && a.c != b.c ? a.c < b.c : rank[a.u] < rank[b.u]));
         });
       else
         std::stable_sort(buf.begin(), buf.end(), by_time);
@@ -534,7 +537,7 @@ class Sim {
           const uint32_t pg = x.out[k];
           if (passes(pg)) continue;
           x.out[w++] = pg;
-          for (uint32_t c = instances(i); c > 0; --c) buf.push_back({tr, pg, i});
+          for (uint32_t c = 0, n = instances(i); c < n; ++c) buf.push_back({tr, pg, i, false, c});
           ++s_.refaults;
         }
         x.nout = w;

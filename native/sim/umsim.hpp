@@ -185,6 +185,16 @@ struct Params {
   // figure is the same burst span as replay_fetch_us (the 95th percentile of the GPU write times after the
   // previous replay). Without it a uTLB goes on writing misses between replays, up to its faulted pages' limit.
   double fault_burst_us = 0;
+  // --instance-order spread: the instances of the entries several uTLBs write at one instant are written round
+  // by round (every entry's first instance, then every second one, ...), not entry by entry, so with --write-ns
+  // a page's later instances come one round of the others' writes after its first, and a fetch between them
+  // leaves them for the next batch (counted there: stale), as do a uTLB's entries on another page between them
+  // (the driver merges only into the uTLB's previous entry). Measured (the driver's fault events of the
+  // calibration programs, bench/fault_decompose.py): the GPU ns between consecutive instances of one uTLB's
+  // page grow with the uTLBs writing at once (medians 32-128 ns on 6-20 blocks, 350-640 ns on 132 SMs, about the
+  // writes of that many uTLBs at 21 ns each), and on the migration kernel on 120-160 blocks 6-18% of a uTLB's
+  // pages have instances in two batches. together (default): an entry's instances side by side.
+  bool spread_instances = false;
   uint32_t thrash_threshold = 3;  // 0: off
   uint64_t thrash_lapse = 0;      // events; 0: capacity_pages
   std::string thrash_action = "remote";

@@ -480,7 +480,7 @@ def compare(meta, counts, device, tmp, quiet=False):
                 if device.get(f"utlb_fault_weights_{op}"):
                     tp["utlb_fault_weights"] = device[f"utlb_fault_weights_{op}"]
                 for k in ("replay_fetch_us", "cross_utlb_merge", "interleave", "write_ns", "block_order", "page_order",
-                          "release", "fault_burst_us"):
+                          "release", "fault_burst_us", "instance_order"):
                     if device.get(k) is not None:
                         tp[k] = device[k]
                 tp["batch_us"] = round(max(0.0, c["timing"]["gap_us"] - tp["fetch_us"]), 3)
