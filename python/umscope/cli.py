@@ -3,6 +3,7 @@
 import argparse
 import json
 import shlex
+import signal
 import sqlite3
 import sys
 import time
@@ -16,7 +17,8 @@ from umscope.report.summary import print_summary
 from umscope.sizes import format_size
 from umscope.store import Store
 from umscope.model import commands as whatif
-from umscope.suite import Case, Interrupted, bus_ids_of, handle_signals, plan_from_json, plan_to_json, run_cases
+from umscope.suite import (Case, Interrupted, bus_ids_of, deferred_signals, handle_signals, mark_interrupted,
+                           plan_from_json, plan_to_json, run_cases)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -310,22 +312,38 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         return 0
     if store is None:
         store = Store(args.store)  # a damaged or unwritable store fails before anything runs
-    if run_id is None:
-        command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        run_id = store.create_run(kind, command, plan_to_json(cases), options, fingerprint, args.label)
-    if not fingerprint.get("gpus"):
-        why = (fingerprint.get("cuda") or {}).get("why_no_gpu")
-        sys.stderr.write(f"no GPU: {why}; GPU cases will be recorded as skipped\n")
-    sys.stderr.write(f"run {run_id}: {len(cases)} cases into {store.path}\n")
+    try:  # a signal between the run's creation and run_cases' own handling leaves it interrupted, not running
+        if run_id is None:
+            command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+            with deferred_signals():  # the run's id is known once the run exists
+                run_id = store.create_run(kind, command, plan_to_json(cases), options, fingerprint, args.label)
+        if not fingerprint.get("gpus"):
+            why = (fingerprint.get("cuda") or {}).get("why_no_gpu")
+            sys.stderr.write(f"no GPU: {why}; GPU cases will be recorded as skipped\n")
+        sys.stderr.write(f"run {run_id}: {len(cases)} cases into {store.path}\n")
+        bus_ids = bus_ids_of(fingerprint)
+    except KeyboardInterrupt as e:
+        if run_id is not None:
+            mark_interrupted(store, run_id, getattr(e, "signum", signal.SIGINT))
+        raise
     status = run_cases(store, run_id, cases, options, progress=not args.no_progress,
-                       annotate=lambda recs: bounds.annotate(recs, fingerprint, desc),
-                       bus_ids=bus_ids_of(fingerprint))
-    records = store.records(run_id)
-    if args.json:
-        print(json.dumps(records, indent=1))
-    else:
-        print_summary(records, store.cases(run_id), representative=(kind == "run"))
-    report_html.save_report(store, run_id, args.report)
+                       annotate=lambda recs: bounds.annotate(recs, fingerprint, desc), bus_ids=bus_ids)
+    try:
+        records = store.records(run_id)
+        if args.json:
+            print(json.dumps(records, indent=1))
+        else:
+            print_summary(records, store.cases(run_id), representative=(kind == "run"))
+        report_html.save_report(store, run_id, args.report)
+    except KeyboardInterrupt:
+        if status == "complete":  # every case is stored: what the signal cut short is this summary or report
+            try:
+                sys.stderr.write(f"\nrun {run_id} is complete (every case stored); the signal came while its summary "
+                                 f"or report was written: `umscope report --store {shlex.quote(str(store.path))} --run {run_id}` "
+                                 "writes the report\n")
+            except (OSError, ValueError):
+                pass
+        raise
     if status != "complete":
         return {"hangup": 129, "terminated": 143}.get(status, 130)
     return exit_code(store.cases(run_id))

@@ -510,7 +510,7 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
     todo = [c for c in cases if c.case_id not in done]
     bar = Progress(len(cases), enabled=progress)
     bar.done = len(cases) - len(todo)
-    store.set_run_status(run_id, "running")
+
     def device_of(case):
         return int(case.params.get("device", options.get("device") or 0))
 
@@ -521,6 +521,7 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
     running = []  # the case started and not yet stored (named if a signal ends the run)
     meter = None
     try:
+        store.set_run_status(run_id, "running")
         # inside the try: a signal while NVML starts is an interruption like any other
         meter = energy.Meter(bus_ids=bus_ids).start()
         for segment in _segments(todo, options):
@@ -574,29 +575,41 @@ def run_cases(store, run_id: int, cases: list, options: dict, progress=True, ann
                     if running == [case.case_id]:
                         running.clear()
                 bar.finish(case, outcome)
+        if meter:
+            meter.stop()
+            meter = None
+        # Every mode of an application against its explicit mode, and every case of a kernel that failed its
+        # reference check failed with it, over the whole run (so a resumed run too). Inside the try: a signal
+        # here leaves the run interrupted, as the exit status says, and its resume applies the checks (it was
+        # left "running" with exit status 130, seen once in CI).
+        from umscope import verify
+        for case_id, reason in verify.apply_checks(store, run_id).items():
+            if progress:
+                sys.stderr.write(f"{case_id}: failed ({reason})\n")
+        with deferred_signals():  # a signal during the write: the run is then marked interrupted below
+            store.finish_run(run_id, "complete")
+        return "complete"
     except KeyboardInterrupt as e:
-        signum = getattr(e, "signum", signal.SIGINT)
-        with deferred_signals():
-            store.finish_run(run_id, "interrupted")
-            store.note_interruption(run_id, signal.Signals(signum).name, running[0] if running else None)
-            try:  # after SIGHUP the terminal may be gone
-                sys.stderr.write(f"\ninterrupted by {signal.Signals(signum).name}: completed cases are kept; "
-                                 f"`umscope run --resume {run_id}` finishes run {run_id}\n")
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
-        return {signal.SIGHUP: "hangup", signal.SIGTERM: "terminated"}.get(signum, "interrupted")
+        return mark_interrupted(store, run_id, getattr(e, "signum", signal.SIGINT), running[0] if running else None)
     finally:
         if meter:
             meter.stop()
-    # Every mode of an application against its explicit mode, and every case of a kernel that failed its
-    # reference check failed with it, over the whole run (so a resumed run too).
-    from umscope import verify
-    for case_id, reason in verify.apply_checks(store, run_id).items():
-        if progress:
-            sys.stderr.write(f"{case_id}: failed ({reason})\n")
-    store.finish_run(run_id, "complete")
-    return "complete"
+
+
+def mark_interrupted(store, run_id: int, signum, case_id=None) -> str:
+    """Marks run `run_id` interrupted by `signum` (with the case then running), says how to resume it; returns
+    the run's status word (hangup, terminated, interrupted)."""
+    signum = signal.Signals(signum)
+    with deferred_signals():
+        store.finish_run(run_id, "interrupted")
+        store.note_interruption(run_id, signum.name, case_id)
+        try:  # after SIGHUP the terminal may be gone
+            sys.stderr.write(f"\ninterrupted by {signum.name}: completed cases are kept; "
+                             f"`umscope run --resume {run_id}` finishes run {run_id}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+    return {signal.SIGHUP: "hangup", signal.SIGTERM: "terminated"}.get(signum, "interrupted")
 
 
 def plan_to_json(cases: list) -> list:
