@@ -150,6 +150,18 @@ def compare(plain, other):
     return worst <= LOSS_RTOL, f"losses within {worst:.1e} (tolerance {LOSS_RTOL:g})"
 
 
+def failure(r):
+    """A run that gave no result: CRASH (or TIMEOUT) and the last line it wrote to stderr."""
+    return {"status": "CRASH" if r["rc"] != "timeout" else "TIMEOUT",
+            "why": (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]}
+
+
+def tally(rows):
+    """(crashes and timeouts, changed outputs) over the runs."""
+    return (sum(r.get("status") in ("CRASH", "TIMEOUT") for r in rows),
+            sum(r.get("status") == "CHANGED" for r in rows))
+
+
 def median(xs):
     return statistics.median(xs) if xs else None
 
@@ -270,8 +282,7 @@ def write(outdir, meta, rows, runs, total, ngpu, final=False):
                          f"| {mem} |")
         else:
             lines.append(f"| {r['program']} | {r['variant']} | | | | | | | {r['status']} {r.get('why', '')} | |")
-    crashes = sum(r.get("status") in ("CRASH", "TIMEOUT") for r in rows)
-    changed = sum(r.get("status") == "CHANGED" for r in rows)
+    crashes, changed = tally(rows)
     missed = sum(r.get("meets_target") is False for r in table)
     open_ = sum("target" in r and r.get("meets_target") is None for r in table)
     lines += ["", f"crashes {crashes}, changed outputs {changed}, time targets missed {missed}, not decided {open_} "
@@ -380,8 +391,7 @@ def concurrent_text(meta, table, rows, total):
         lines.append(f"| {t['program']} | {t['variant']} | {t['rounds']} | {t['plain_time']:.3f} {t['unit']} | "
                      f"{t['time']:.3f} | {iv} | {tg} | {'yes' if t['equal'] else 'NO'} | {100 * t['overlap_min']:.0f}% |")
     bad = [r for r in rows if r.get("status") not in ("ok",)]
-    crashes = sum(r.get("status") in ("CRASH", "TIMEOUT") for r in rows)
-    changed = sum(r.get("status") == "CHANGED" for r in rows)
+    crashes, changed = tally(rows)
     lines += ["", f"crashes {crashes}, changed outputs {changed}; runs not ok: " +
               (", ".join(f"{r['program']} {r['variant']} round {r['process']}: {r['status']} {r.get('why', '')}"
                          for r in bad) or "none")]
@@ -445,8 +455,7 @@ def run_concurrent(a, progs, variants, env, meta, outdir, names):
                 row = {"program": prog, "variant": v, "process": rnd, "gpu": g, "cpus": f"{cs[0]}-{cs[-1]}",
                        "wall_s": r["wall_s"]}
                 if v not in ok:
-                    row["status"] = "CRASH" if r["rc"] != "timeout" else "TIMEOUT"
-                    row["why"] = (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]
+                    row.update(failure(r))
                 else:
                     res = ok[v]
                     eq, how = (True, "the reference") if res is reference[prog] else compare(reference[prog], res)
@@ -536,8 +545,7 @@ def main():
             write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
             continue
         if r["rc"] != 0 or r["result"] is None:
-            row["status"] = "CRASH" if r["rc"] != "timeout" else "TIMEOUT"
-            row["why"] = (r["stderr_tail"].strip().splitlines() or ["no output"])[-1][:200]
+            row.update(failure(r))
             rows.append(row)
             write(outdir, meta, rows, runs, time.time() - t_start, ngpu)
             continue

@@ -339,8 +339,8 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
         if status == "complete":  # every case is stored: what the signal cut short is this summary or report
             try:
                 sys.stderr.write(f"\nrun {run_id} is complete (every case stored); the signal came while its summary "
-                                 f"or report was written: `umscope report --store {shlex.quote(str(store.path))} --run {run_id}` "
-                                 "writes the report\n")
+                                 f"or report was written: `umscope report --store {shlex.quote(str(store.path))} "
+                                 f"--run {run_id}` writes the report\n")
             except (OSError, ValueError):
                 pass
         raise
