@@ -18,10 +18,14 @@ switches between states lasting several halves breaks that (the H200 of session 
            route paused (Route.pause), PyTorch's own allocation path as in a plain run. What place adds to a
            step is this route (every allocation goes to a pool whose segments libumalloc makes in the kind); the
            rest happens once, at start-up. Target 1.02 (issue 34: place --kind device at most 2% slower).
-  (The CUPTI records of profile --um-trace cannot be switched this way: with them disabled from the process
-  (cuptiActivityDisable) Llama generation ran slower than recording in 11 of 16 pairs on the H200 (session 18),
-  so a paused CUPTI is not the tracer's absence; profile's whole cost is measured across processes, by
-  bench/place_compat.py.)
+  tracer   under `umscope profile --um-trace`: the tracer attached (libumtrace recording its CUPTI records)
+           against detached (umtrace_detach: CUPTI taken out of the process by cuptiFinalize at a driver call's
+           exit, as if the program ran without it; umtrace_attach puts it back with every record it takes).
+           profile's sampler runs beside both halves, as profile runs it. Target 1.03 (issue 34: profile
+           --um-trace at most 3% slower per step), the whole of profile's cost being this ratio times the
+           sampler's. (Disabling CUPTI's records alone, cuptiActivityDisable, left CUPTI in the process: Llama
+           generation ran slower so than recording in 11 of 16 pairs on the H200, session 18; a detach is the
+           tracer's absence.)
   sampler  in a plain process: profile's sampler (umscope.profile.sampler.Sampler.sample at profile's period,
            0.1 s, on GPU 0 and this process's tree), run by a child process as `umscope profile` runs it beside
            the program, sampling against idle: the part of profile's cost (target 1.03 for the whole) that is not
@@ -31,14 +35,18 @@ Work (the models of bench/place_programs/, random weights, nothing downloaded):
   llama   greedy generation with transformers' Llama (generate.py llama), ms per token
   gpt2    the same with gpt2-medium's shape (generate.py gpt2), ms per token
   train   a step of train.py's loop: GPT-2 small, bf16 autocast, gradient checkpointing, AdamW, ms per step
+  compiled  a step of compiled.py's loop: a torch.compile'd Transformer encoder, SGD, ms per step (compiled in
+          the warm-up)
 
-    umscope place --kind device -- python3 bench/overhead_ab.py --toggle route [--work llama,gpt2,train]
+    umscope place --kind device -- python3 bench/overhead_ab.py --toggle route [--work llama,gpt2,train,compiled]
     python3 bench/overhead_ab.py --toggle sampler
+    umscope profile --um-trace -- python3 bench/overhead_ab.py --toggle tracer
         [--pairs 12] [--tokens 64] [--steps 4] [--out DIR]
 
 Prints one line per work and a JSON line (RESULT); with --out (or $OUT) writes overhead_ab-TOGGLE.json after each
 work and every 10 pairs (the work in progress marked partial).
-Exit 2 on a bad argument or where the part to switch is not in this process (route without place)."""
+Exit 2 on a bad argument or where the part to switch is not in this process (route without place, tracer without
+profile --um-trace)."""
 import argparse
 import gc
 import json
@@ -50,7 +58,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "place_programs"))  # the programs' own models.py
-TARGETS = {"route": 1.02, "sampler": 1.03}
+TARGETS = {"route": 1.02, "sampler": 1.03, "tracer": 1.03}
 
 
 def median_ci(xs, level=0.95):
@@ -121,6 +129,25 @@ def training(steps):
     return work, steps, "ms/step"
 
 
+def compiled(steps):
+    import torch
+    from models import compiled_model, compiled_step  # bench/place_programs/models.py
+    model, opt, step_fn = compiled_model()
+    g = torch.Generator(device="cuda").manual_seed(3)
+    x = torch.randn(16, 128, 512, device="cuda", generator=g)
+    y = torch.randint(0, 16, (16, 128), device="cuda", generator=g)
+
+    def work():
+        for _ in range(steps):
+            compiled_step(step_fn, opt, x, y)
+        return None  # it trains on: its losses are not comparable between repetitions
+    return work, steps, "ms/step"
+
+
+WORKS = {"llama": lambda a: generation("llama", a.tokens), "gpt2": lambda a: generation("gpt2", a.tokens),
+         "train": lambda a: training(a.steps), "compiled": lambda a: compiled(a.steps)}
+
+
 class RouteToggle:
     on_name, off_name = "routed", "paused"
 
@@ -143,6 +170,45 @@ class RouteToggle:
 
     def close(self):
         pass
+
+
+class TracerToggle:
+    """libumtrace (the library profile --um-trace injected into this process) attached or detached."""
+    on_name, off_name = "attached", "detached"
+
+    def __init__(self, lib):
+        self.lib = lib
+        self.detaches = 0
+
+    def run(self, on, fn):
+        if on:
+            return fn()
+        import torch
+        torch.cuda.synchronize()
+        r = self.lib.umtrace_detach()
+        if r != 1:
+            raise RuntimeError(f"umtrace_detach returned {r} (1: detached)")
+        self.detaches += 1
+        try:
+            return fn()
+        finally:
+            torch.cuda.synchronize()
+            r = self.lib.umtrace_attach()
+            if r != 1:
+                raise RuntimeError(f"umtrace_attach returned {r} (1: attached)")
+
+    def close(self):
+        pass
+
+
+def loaded_libumtrace():
+    """The path of the libumtrace this process has loaded, or None."""
+    with open("/proc/self/maps", encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and os.path.basename(parts[-1]) == "libumtrace.so":
+                return parts[-1]
+    return None
 
 
 SAMPLER_CHILD = """
@@ -243,21 +309,35 @@ def make_toggle(which):
         if not route.active():
             return None, "umscope's route is not active in this process"
         return RouteToggle(route), None
+    if which == "tracer":
+        if not os.environ.get("CUDA_INJECTION64_PATH"):
+            return None, ("no umscope tracer in this process: run it as `umscope profile --um-trace -- python3 "
+                          "bench/overhead_ab.py --toggle tracer`")
+        import ctypes
+        import torch
+        torch.zeros(1, device="cuda")  # CUDA starts: the driver loads its injection, libumtrace
+        path = loaded_libumtrace()
+        if path is None:
+            return None, f"CUDA did not load libumtrace (CUDA_INJECTION64_PATH={os.environ['CUDA_INJECTION64_PATH']})"
+        lib = ctypes.CDLL(path)
+        if lib.umtrace_attach() != 0:  # 0: attached already, as the injection left it
+            return None, "libumtrace is not attached in this process (hardware counters or place --managed share it)"
+        return TracerToggle(lib), None
     return SamplerToggle(), None
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--toggle", default="route")
-    p.add_argument("--work", default="llama,gpt2,train")
+    p.add_argument("--work", default="llama,gpt2,train")  # or compiled
     p.add_argument("--pairs", type=int, default=12)
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--out", default=os.environ.get("OUT"))
     a = p.parse_args(argv)
     works = [w for w in a.work.split(",") if w]
-    bad = [w for w in works if w not in ("llama", "gpt2", "train")]
-    why = (f"unknown --toggle {a.toggle} (route, sampler)" if a.toggle not in TARGETS else
+    bad = [w for w in works if w not in WORKS]
+    why = (f"unknown --toggle {a.toggle} ({', '.join(TARGETS)})" if a.toggle not in TARGETS else
            f"unknown work {','.join(bad)}" if bad else
            "--pairs needs at least 6 (the 95% interval)" if a.pairs < 6 else
            "--tokens and --steps need at least 1" if a.tokens < 1 or a.steps < 1 else None)
@@ -273,7 +353,7 @@ def main(argv=None):
     records = []
     try:
         for w in works:
-            work, per, unit = generation(w, a.tokens) if w in ("llama", "gpt2") else training(a.steps)
+            work, per, unit = WORKS[w](a)
             about = dict(toggle=a.toggle, kind=os.environ.get("UMSCOPE_PLACE_KIND"), torch=torch.__version__,
                          gpu=torch.cuda.get_device_name())
             rec = measure(toggle, w, work, per, unit, a.pairs, target,

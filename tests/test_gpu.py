@@ -387,6 +387,58 @@ def test_um_trace_writer_thread_writes_every_record(tmp_path):
     assert phases["run: buffers written (summed)"]["n"] >= 2
 
 
+DETACH_PROGRAM = """
+import ctypes, sys
+import cupy as cp, numpy as np
+lib = ctypes.CDLL(sys.argv[1])
+n = 8 << 20  # 32 MiB of floats per array
+def migrate():  # managed memory the CPU writes and the GPU then reads: host-to-device migrations
+    m = cp.cuda.malloc_managed(n * 4)
+    np.ctypeslib.as_array((ctypes.c_float * n).from_address(m.ptr))[:] = 1.0
+    total = float(cp.ndarray((n,), cp.float32, m).sum())
+    cp.cuda.runtime.deviceSynchronize()
+    return m, total
+a = migrate()
+detached = lib.umtrace_detach()
+b = migrate()
+attached = lib.umtrace_attach()
+c = migrate()
+print("RESULT", detached, attached, a[0].ptr, b[0].ptr, c[0].ptr, a[1] + b[1] + c[1])
+"""
+
+
+def test_um_trace_detach_and_attach_leave_out_only_the_detached_period(tmp_path, store_path):
+    """umtrace_detach takes CUPTI out of the process, umtrace_attach puts it back with every record, unified
+    memory's included (bench/overhead_ab.py --toggle tracer measures the tracer's cost this way): the migrations
+    of an array the GPU read while detached are not in the trace, those before and after are."""
+    import importlib.util
+    import sys
+    from umscope.profile import tracer
+    if importlib.util.find_spec("cupy") is None:
+        pytest.skip("CuPy is not installed")
+    lib = tracer.tracer_path()
+    if not lib:
+        pytest.skip("this build has no libumtrace (CUPTI)")
+    keep = tmp_path / "kept.jsonl"
+    res = run_cli("profile", "--um-trace", "--keep-trace", str(keep), "--store", store_path, "--json", "--",
+                  sys.executable, "-c", DETACH_PROGRAM, lib, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    line = next(l for l in res.stdout.splitlines() if l.startswith("RESULT"))
+    detached, attached, a, b, c, total = line.split()[1:]
+    assert (detached, attached, float(total)) == ("1", "1", 3 * (8 << 20))
+    ev = [json.loads(l) for l in keep.read_text().splitlines() if l.startswith("{")]
+    assert [e["k"] for e in ev if e["k"] in ("detach", "attach")] == ["detach", "attach"]
+    assert not [e for e in ev if e["k"] == "error"], [e for e in ev if e["k"] == "error"]
+    htod = lambda base: sum(e["v"] for e in ev if e["k"] == "um" and e["c"] == 1  # noqa: E731
+                            and int(base) <= e["a"] < int(base) + (32 << 20))
+    assert htod(a) > 0 and htod(c) > 0 and htod(b) == 0, (htod(a), htod(b), htod(c))
+    allocs = {e["a"] for e in ev if e["k"] == "mem" and e.get("op") == 1}
+    assert int(a) in allocs and int(c) in allocs and int(b) not in allocs
+    notes = json.loads(res.stdout.strip().splitlines()[-1])
+    run = next(r for r in notes if r["op"] == "run")
+    assert any("detached the tracer 1 time(s)" in n for n in run["notes"]), run["notes"]
+
+
 @pytest.mark.parametrize("mode,expect", [("managed", "faults"), ("managed-prefetch", "prefetch"), ("explicit", "none")])
 def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
     res = run_cli("profile", "--um-trace", "--kernels", "--store", store_path, "--json", "--", native.umbench_path(),

@@ -15,7 +15,7 @@ import umscope
 
 LIB = Path(umscope.__file__).parent / "lib"
 API = {"libumalloc.so": None,  # every name starts with umscope_
-       "libumtrace.so": {"InitializeInjection", "InitializeInjectionNvtx2"},
+       "libumtrace.so": {"InitializeInjection", "InitializeInjectionNvtx2", "umtrace_detach", "umtrace_attach"},
        "libumcounters.so": {"InitializeInjection"}}
 
 

@@ -48,7 +48,46 @@ def test_bad_arguments_and_a_process_without_the_part_are_refused_with_exit_2(ca
     monkeypatch.delitem(sys.modules, "umscope_torch_route", raising=False)  # test_place_route's fake install
     assert ab.main([]) == 2  # not under umscope place: nothing imported umscope_torch_route
     assert "umscope place --kind device" in capsys.readouterr().err
-    assert ab.main(["--toggle", "trace"]) == 2  # pausing CUPTI is not the tracer's absence: no such toggle
+    assert ab.main(["--toggle", "trace"]) == 2
+    assert "unknown --toggle trace (route, sampler, tracer)" in capsys.readouterr().err
+    monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
+    assert ab.main(["--toggle", "tracer"]) == 2  # not under profile --um-trace: no tracer to detach
+    assert "umscope profile --um-trace -- python3 bench/overhead_ab.py --toggle tracer" in capsys.readouterr().err
+
+
+def test_the_tracer_toggle_detaches_around_the_off_half_and_stops_on_a_refusal(monkeypatch):
+    """Off: libumtrace detached for the work and attached again after it; a detach or attach that did not happen
+    stops the measurement rather than timing a half in the wrong state."""
+    import types
+    calls = []
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
+        cuda=types.SimpleNamespace(synchronize=lambda: calls.append("sync"))))
+
+    class Lib:
+        detach_rc, attach_rc = 1, 1
+
+        def umtrace_detach(self):
+            calls.append("detach")
+            return self.detach_rc
+
+        def umtrace_attach(self):
+            calls.append("attach")
+            return self.attach_rc
+
+    lib = Lib()
+    t = ab.TracerToggle(lib)
+    assert t.run(True, lambda: 1) == 1 and calls == []
+    assert t.run(False, lambda: calls.append("work") or 2) == 2
+    assert calls == ["sync", "detach", "work", "sync", "attach"] and t.detaches == 1
+    lib.detach_rc = -2
+    calls.clear()
+    import pytest
+    with pytest.raises(RuntimeError, match="umtrace_detach returned -2"):
+        t.run(False, lambda: calls.append("work"))
+    assert "work" not in calls
+    lib.detach_rc, lib.attach_rc = 1, -2
+    with pytest.raises(RuntimeError, match="umtrace_attach returned -2"):
+        t.run(False, lambda: 3)
 
 
 def test_the_route_toggle_pauses_the_route_around_the_work_without_holding_its_lock():

@@ -186,6 +186,21 @@ def test_nvtx_ranges_and_the_program_clock(tmp_path):
     assert um["clock"] == "program" and um["ranges"][1][0] == "compute"
 
 
+def test_a_trace_the_program_detached_says_its_records_are_partial(tmp_path):
+    """bench/overhead_ab.py --toggle tracer takes CUPTI out of the process (umtrace_detach) and puts it back:
+    a trace with detaches says its records cover the attached periods only."""
+    from umscope.profile.tracer import parse_trace
+    lines = ['{"k":"start","t":1000000000}', '{"k":"detach","t":1100000000,"w":1,"unwritten":0}',
+             '{"k":"attach","t":1200000000,"w":2,"ok":true}', '{"k":"detach","t":1300000000,"w":3,"unwritten":0}',
+             '{"k":"end"}']
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert [n for n in parse_trace(path)["notes"] if "detached" in n] == [
+        "the program detached the tracer 2 time(s) (umtrace_detach): its records cover the attached periods only"]
+    path.write_text("\n".join(lines[:1] + lines[-1:]) + "\n")
+    assert parse_trace(path)["notes"] == []
+
+
 def test_empty_trace_means_no_cuda(tmp_path):
     from umscope.profile.tracer import parse_trace
     from umscope.profile.output import trace_records

@@ -9,16 +9,14 @@ import time
 
 import torch
 
+from models import compiled_model, compiled_step
+
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=30)
 p.add_argument("--mode", default="default")
 a = p.parse_args()
 
-torch.manual_seed(0)
-layer = torch.nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048, dropout=0.0, batch_first=True)
-model = torch.nn.Sequential(torch.nn.TransformerEncoder(layer, num_layers=4), torch.nn.Linear(512, 16)).cuda()
-opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-step_fn = torch.compile(model, mode=a.mode)
+model, opt, step_fn = compiled_model(a.mode)
 g = torch.Generator(device="cuda").manual_seed(3)
 xs = torch.randn(a.steps, 16, 128, 512, device="cuda", generator=g)
 ys = torch.randint(0, 16, (a.steps, 16, 128), device="cuda", generator=g)
@@ -27,11 +25,7 @@ t_compile = time.perf_counter()
 for i in range(a.steps):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    out = step_fn(xs[i])
-    loss = torch.nn.functional.cross_entropy(out.reshape(-1, 16), ys[i].reshape(-1))
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
+    loss = compiled_step(step_fn, opt, xs[i], ys[i])
     losses.append(loss.item())
     times.append(time.perf_counter() - t0)
     ends.append(time.time())

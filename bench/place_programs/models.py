@@ -1,4 +1,4 @@
-"""The transformers models of generate.py and train.py (random weights, nothing downloaded), as a user's own
+"""The models of generate.py, train.py and compiled.py (random weights, nothing downloaded), as a user's own
 module beside the scripts; bench/overhead_ab.py builds the same models from here."""
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
@@ -41,6 +41,28 @@ def train_step(model, opt, x):
         loss = model(input_ids=x, labels=x).loss
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
+def compiled_model(mode="default"):
+    """(model, optimizer, compiled model): a small Transformer encoder with a linear head, SGD, torch.compile'd
+    (inductor, `mode`); it compiles at its first call."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048, dropout=0.0,
+                                             batch_first=True)
+    model = torch.nn.Sequential(torch.nn.TransformerEncoder(layer, num_layers=4), torch.nn.Linear(512, 16)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    return model, opt, torch.compile(model, mode=mode)
+
+
+def compiled_step(step_fn, opt, x, y):
+    """One step of compiled.py's loop: forward through the compiled model, cross-entropy, backward, SGD; returns
+    the loss."""
+    out = step_fn(x)
+    loss = torch.nn.functional.cross_entropy(out.reshape(-1, 16), y.reshape(-1))
+    loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
     return loss

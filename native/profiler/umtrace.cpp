@@ -150,6 +150,8 @@ void write_record(FILE* f, CUpti_Activity* rec) {
 // The time spent writing delivered buffers, their count and their records (phases at the exit: how much of the exit
 // flush is CUPTI's and how much this library's writing).
 std::atomic<uint64_t> g_write_ns{0}, g_write_buffers{0}, g_write_records{0};
+// Buffers CUPTI delivered that are not written yet: a detach (umtrace_detach) waits for none before CUPTI goes.
+std::atomic<int> g_pending{0};
 
 // One delivered buffer, written as JSON lines (about 1 ms per 512 KiB of records) and freed.
 struct Delivered {
@@ -182,6 +184,7 @@ void write_buffer(const Delivered& d) {
     g_write_ns += wall_ns() - w0;
   }
   std::free(d.buffer);
+  --g_pending;
 }
 
 // The writer thread: buffer_completed only queues the buffer and this thread writes it (UMSCOPE_UMTRACE_WRITER=0: it is
@@ -237,6 +240,7 @@ void stop_writer() {
 
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   const Delivered d{ctx, stream, buffer, valid};
+  ++g_pending;
   if (g_writer_pid == getpid()) {
     std::lock_guard<std::mutex> lk(g_writer_mu);
     if (!g_writer_stop) {
@@ -478,24 +482,35 @@ std::atomic<bool> g_um_on{false};
 // launch-bound program (GPT-2 generation, 3 processes each on one H200) ran 1.141 x its plain time per token, without
 // them 0.961 (docs/tracing.md). A kind left out is said in the trace ("note"), so that its absence is not read as
 // "none happened".
-bool record_wanted(const char* name) {
+bool record_wanted(const char* name, bool say = true) {
   const char* want = std::getenv("UMSCOPE_UMTRACE_RECORDS");
   if (!want || !*want) return true;
   const std::string list = std::string(",") + want + ",";
   if (list.find(std::string(",") + name + ",") != std::string::npos) return true;
-  if (g_out) {
+  if (g_out && say) {
     std::lock_guard<std::mutex> lk(g_mu);
     std::fprintf(g_out, "{\"k\":\"note\",\"what\":\"%s records off (UMSCOPE_UMTRACE_RECORDS=%s)\"}\n", name, want);
   }
   return false;
 }
 
+int g_ndev = 1;  // the devices the first context's creation found
+
+void configure_um(bool say);
+
 void enable_um() {
   if (g_um_on.exchange(true)) return;
   const uint64_t w0 = wall_ns();
-  int ndev = write_devices();
+  g_ndev = write_devices();
   phase("devices and driver counters", w0, wall_ns());
-  if (!record_wanted("um")) return;
+  configure_um(true);
+}
+
+// Configures and enables CUPTI's unified-memory records (at the first context's creation, and again at every attach
+// after a detach: cuptiFinalize forgets them).
+void configure_um(bool say) {
+  if (!record_wanted("um", say)) return;
+  const int ndev = g_ndev;
   const uint64_t w1 = wall_ns();
   const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
@@ -551,7 +566,19 @@ void enable_um() {
   std::fflush(g_out);
 }
 
+// CUPTI's one subscriber, held by this library between InitializeInjection (or umtrace_attach) and a detach.
+CUpti_SubscriberHandle g_sub = nullptr;
+std::atomic<bool> g_attached{false};
+std::atomic<bool> g_detach_asked{false};
+std::atomic<bool> g_detach_refused{false};  // hardware counters or place --managed share the subscriber: never detached
+void detach_here();
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && g_detach_asked &&
+      static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_EXIT) {
+    detach_here();  // umtrace_detach asked: this driver call's exit is the safe place
+    return;
+  }
   // The hardware counters' callbacks (counters.cpp); at a context's creation after the tracer's own work, which
   // calls the driver: the counters' set-up beside the program starts at the creating thread's next driver call.
   const bool created = domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
@@ -654,29 +681,116 @@ void setup() {
   });
 }
 
+
+
+// The activity kinds this trace records beyond unified memory (kernels, copies, allocations), with the subscriber's
+// callbacks: at injection and again at every attach.
+void subscribe_and_enable(bool first) {
+  CUpti_SubscriberHandle sub = nullptr;
+  CUptiResult subscribed = cuptiSubscribe(&sub, on_callback, nullptr);
+  note("subscribe", subscribed);
+  if (subscribed == CUPTI_SUCCESS) {
+    g_sub = sub;
+    note("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+    note("watch context destruction",
+         cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
+  }
+  if (first && std::getenv("UMSCOPE_COUNTERS_FILE")) {  // hardware counters
+    umcounters::attach(sub, subscribed);
+    g_detach_refused = true;
+  }
+  if (first && subscribed == CUPTI_SUCCESS) {  // place --managed
+    managed_apply::attach(sub, g_out, g_mu);
+    const char* m = std::getenv("UMSCOPE_UMTRACE_MANAGED");
+    if (m && *m) g_detach_refused = true;
+  }
+  if (record_wanted("kernels", first)) note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  if (record_wanted("copies", first)) note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  if (record_wanted("allocations", first)) note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
+  g_attached = subscribed == CUPTI_SUCCESS;
+}
+
+// Detached: every buffer flushed and written, then CUPTI detached from the process (cuptiFinalize), at the exit site
+// of a driver call (CUPTI's advice for a safe detach: no other thread is inside CUPTI for this program's calls).
+void detach_here() {
+  const uint64_t w0 = wall_ns();
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (int i = 0; i < 2000 && g_pending.load() > 0; ++i) {  // the writer thread, at most 2 s
+    timespec ms{0, 1000L * 1000L};
+    nanosleep(&ms, nullptr);
+  }
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (g_out) {
+      std::fprintf(g_out, "{\"k\":\"detach\",\"t\":%llu,\"w\":%llu,\"unwritten\":%d}\n", now_ns(),
+                   static_cast<unsigned long long>(wall_ns()), g_pending.load());
+      std::fflush(g_out);
+    }
+  }
+  note("detach", cuptiFinalize());
+  g_sub = nullptr;
+  g_attached = false;
+  g_detach_asked = false;
+  phase("detach", w0, wall_ns());
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   const uint64_t w0 = wall_ns();
   setup();
   if (!g_ok) return 1;
-  CUpti_SubscriberHandle sub;
-  CUptiResult subscribed = cuptiSubscribe(&sub, on_callback, nullptr);
-  note("subscribe", subscribed);
-  if (subscribed == CUPTI_SUCCESS) {
-    note("watch context creation", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
-    note("watch context destruction",
-         cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
-  }
-  if (std::getenv("UMSCOPE_COUNTERS_FILE")) umcounters::attach(sub, subscribed);  // hardware counters
-  if (subscribed == CUPTI_SUCCESS) managed_apply::attach(sub, g_out, g_mu);  // place --managed
-  if (record_wanted("kernels")) note("enable kernels", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-  if (record_wanted("copies")) note("enable copies", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-  if (record_wanted("allocations")) note("enable allocations", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
+  subscribe_and_enable(true);
   phase("injection", w0, wall_ns());
   std::fflush(g_out);
   return 1;
 }
+
+// Detach and attach, for measuring what the tracer costs a program inside one process (bench/overhead_ab.py --toggle
+// tracer, issue 34): umtrace_detach takes CUPTI out of the process (cuptiFinalize), as if the program ran without the
+// tracer; umtrace_attach puts it back with every record this trace takes. Only this library's own records: with
+// hardware counters or place --managed on the same subscriber they refuse (-1). The trace says each ("detach",
+// "attach"), and what it holds covers the attached periods only. Call between the program's GPU work (synchronised),
+// from a thread with a current CUDA context. Return 1 when done, 0 when already so, < 0 when refused or failed.
+extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
+  if (!g_ok || g_detach_refused) return -1;
+  if (!g_attached) return 0;
+  g_detach_asked = true;
+  // The next driver call's exit (on any thread) detaches: enable every driver callback, then make one.
+  note("ask for a detach", cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API));
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  using SyncFn = int (*)();
+  auto sync = cuda ? reinterpret_cast<SyncFn>(dlsym(cuda, "cuCtxSynchronize")) : nullptr;
+  for (int i = 0; i < 5000 && g_attached; ++i) {
+    if (sync) sync();
+    if (!g_attached) break;
+    timespec ms{0, 1000L * 1000L};
+    nanosleep(&ms, nullptr);
+  }
+  if (cuda) dlclose(cuda);
+  return g_attached ? -2 : 1;
+}
+
+extern "C" __attribute__((visibility("default"))) int umtrace_attach() {
+  if (!g_ok || g_detach_refused) return -1;
+  if (g_attached) return 0;
+  const uint64_t w0 = wall_ns();
+  note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+  if (record_wanted("nvtx", false)) note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
+  const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
+  cuptiActivityFlushPeriod(fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u);
+  subscribe_and_enable(false);
+  if (g_um_on) configure_um(false);
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    std::fprintf(g_out, "{\"k\":\"attach\",\"t\":%llu,\"w\":%llu,\"ok\":%s}\n", now_ns(),
+                 static_cast<unsigned long long>(wall_ns()), g_attached ? "true" : "false");
+    std::fflush(g_out);
+  }
+  phase("attach", w0, wall_ns());
+  return g_attached ? 1 : -2;
+}
+
 
 // NVTX_INJECTION64_PATH names this library: the tracer starts at the first NVTX call, then hands NVTX
 // to CUPTI's own handler (which turns ranges into the MARKER records enabled above).

@@ -280,6 +280,10 @@ def parse_trace(path, gpus=()) -> dict:
            "processes": len(procs),
            "dropped": sum(e.get("n", 0) for e in ev if e.get("k") == "dropped"),
            "notes": sorted({str(e.get("what")) for e in ev if e.get("k") == "note"})}  # e.g. kernel records off
+    detached = sum(1 for e in ev if e.get("k") == "detach")
+    if detached:  # the program took the tracer out (umtrace_detach, bench/overhead_ab.py --toggle tracer)
+        out["notes"].append(f"the program detached the tracer {detached} time(s) (umtrace_detach): its records "
+                            "cover the attached periods only")
     totals = {name: 0 for name in COUNTERS.values()}
     events = {name: 0 for name in COUNTERS.values()}
     by_cause = {"htod": {}, "dtoh": {}}
