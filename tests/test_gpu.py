@@ -388,7 +388,8 @@ def test_um_trace_writer_thread_writes_every_record(tmp_path):
 
 
 DETACH_PROGRAM = """
-import ctypes, sys
+import ctypes, faulthandler, sys
+faulthandler.enable()
 import cupy as cp, numpy as np
 lib = ctypes.CDLL(sys.argv[1])
 n = 8 << 20  # 32 MiB of floats per array
@@ -422,7 +423,8 @@ def test_um_trace_detach_and_attach_leave_out_only_the_detached_period(tmp_path,
     keep = tmp_path / "kept.jsonl"
     res = run_cli("profile", "--um-trace", "--keep-trace", str(keep), "--store", store_path, "--json", "--",
                   sys.executable, "-c", DETACH_PROGRAM, lib, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
+    tail = keep.read_text().splitlines()[-15:] if keep.exists() else []
+    assert res.returncode == 0, (res.stderr[-2000:], tail)
     line = next(l for l in res.stdout.splitlines() if l.startswith("RESULT"))
     detached, attached, a, b, c, total = line.split()[1:]
     assert (detached, attached, float(total)) == ("1", "1", 3 * (8 << 20))

@@ -710,28 +710,15 @@ void subscribe_and_enable(bool first) {
   g_attached = subscribed == CUPTI_SUCCESS;
 }
 
-// Detached: every buffer flushed and written, then CUPTI detached from the process (cuptiFinalize), at the exit site
-// of a driver call (CUPTI's advice for a safe detach: no other thread is inside CUPTI for this program's calls).
+// The detach itself, at the exit site of a driver call (CUPTI's advice for a safe cuptiFinalize, as its
+// cupti_finalize sample does): nothing else here, umtrace_detach flushed and wrote the buffers before asking.
+std::atomic<int> g_finalize_result{0};
+
 void detach_here() {
-  const uint64_t w0 = wall_ns();
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (int i = 0; i < 2000 && g_pending.load() > 0; ++i) {  // the writer thread, at most 2 s
-    timespec ms{0, 1000L * 1000L};
-    nanosleep(&ms, nullptr);
-  }
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    if (g_out) {
-      std::fprintf(g_out, "{\"k\":\"detach\",\"t\":%llu,\"w\":%llu,\"unwritten\":%d}\n", now_ns(),
-                   static_cast<unsigned long long>(wall_ns()), g_pending.load());
-      std::fflush(g_out);
-    }
-  }
-  note("detach", cuptiFinalize());
+  g_finalize_result = static_cast<int>(cuptiFinalize());
   g_sub = nullptr;
   g_attached = false;
   g_detach_asked = false;
-  phase("detach", w0, wall_ns());
 }
 
 }  // namespace
@@ -755,8 +742,21 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
 extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
   if (!g_ok || g_detach_refused) return -1;
   if (!g_attached) return 0;
+  const uint64_t w0 = wall_ns();
+  // Every record so far delivered and written first (the writer thread is idle when CUPTI goes).
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (int i = 0; i < 2000 && g_pending.load() > 0; ++i) {
+    timespec ms{0, 1000L * 1000L};
+    nanosleep(&ms, nullptr);
+  }
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    std::fprintf(g_out, "{\"k\":\"detach\",\"t\":%llu,\"w\":%llu,\"unwritten\":%d}\n", now_ns(),
+                 static_cast<unsigned long long>(wall_ns()), g_pending.load());
+    std::fflush(g_out);
+  }
+  // The next driver call's exit (on any thread) detaches: every driver callback on, then one call made here.
   g_detach_asked = true;
-  // The next driver call's exit (on any thread) detaches: enable every driver callback, then make one.
   note("ask for a detach", cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API));
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   using SyncFn = int (*)();
@@ -768,19 +768,28 @@ extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
     nanosleep(&ms, nullptr);
   }
   if (cuda) dlclose(cuda);
-  return g_attached ? -2 : 1;
+  if (g_attached) return -2;
+  note("detach", static_cast<CUptiResult>(g_finalize_result.load()));
+  phase("detach", w0, wall_ns());
+  return 1;
 }
 
 extern "C" __attribute__((visibility("default"))) int umtrace_attach() {
   if (!g_ok || g_detach_refused) return -1;
   if (g_attached) return 0;
   const uint64_t w0 = wall_ns();
+  {
+    std::lock_guard<std::mutex> lk(g_mu);  // a step at a time in the trace: where an attach failed is seen
+    std::fprintf(g_out, "{\"k\":\"attaching\",\"w\":%llu}\n", static_cast<unsigned long long>(wall_ns()));
+    std::fflush(g_out);
+  }
+  subscribe_and_enable(false);
   note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   if (record_wanted("nvtx", false)) note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
   const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
   cuptiActivityFlushPeriod(fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u);
-  subscribe_and_enable(false);
-  if (g_um_on) configure_um(false);
+  if (g_um_on && !(std::getenv("UMSCOPE_UMTRACE_REATTACH_UM") && *std::getenv("UMSCOPE_UMTRACE_REATTACH_UM") == '0'))
+    configure_um(false);
   {
     std::lock_guard<std::mutex> lk(g_mu);
     std::fprintf(g_out, "{\"k\":\"attach\",\"t\":%llu,\"w\":%llu,\"ok\":%s}\n", now_ns(),
