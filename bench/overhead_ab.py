@@ -327,8 +327,6 @@ def make_toggle(which):
 
 
 def main(argv=None):
-    import faulthandler
-    faulthandler.enable()  # a crash inside a native part says where the program was
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--toggle", default="route")
     p.add_argument("--work", default="llama,gpt2,train")  # or compiled
@@ -379,4 +377,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    import faulthandler
+    faulthandler.enable()  # a crash inside a native part says where the program was
     sys.exit(main())
