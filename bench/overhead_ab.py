@@ -172,6 +172,15 @@ class RouteToggle:
         pass
 
 
+DETACH_CODES = {
+    0: "already detached",
+    -1: "refused: hardware counters or place --managed share the tracer's CUPTI subscriber",
+    -2: "no driver call's exit came to detach it within 5 s",
+    -3: ("refused: the program's NVTX calls are handed to CUPTI, whose handlers a detach would leave behind "
+         "(profile with NVTX_INJECTION64_PATH=/nonexistent keeps NVTX out, or UMSCOPE_UMTRACE_DETACH_NVTX=1 "
+         "detaches anyway)")}
+
+
 class TracerToggle:
     """libumtrace (the library profile --um-trace injected into this process) attached or detached."""
     on_name, off_name = "attached", "detached"
@@ -187,7 +196,7 @@ class TracerToggle:
         torch.cuda.synchronize()
         r = self.lib.umtrace_detach()
         if r != 1:
-            raise RuntimeError(f"umtrace_detach returned {r} (1: detached)")
+            raise RuntimeError(f"umtrace_detach returned {r} (1: detached): {DETACH_CODES.get(r, 'unknown')}")
         self.detaches += 1
         try:
             return fn()

@@ -11,6 +11,7 @@
 #include <cupti.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <pthread.h>
@@ -571,6 +572,10 @@ CUpti_SubscriberHandle g_sub = nullptr;
 std::atomic<bool> g_attached{false};
 std::atomic<bool> g_detach_asked{false};
 std::atomic<bool> g_detach_refused{false};  // hardware counters or place --managed share the subscriber: never detached
+// NVTX handed to CUPTI (InitializeInjectionNvtx2): its handlers are CUPTI's, which a cuptiFinalize would leave
+// behind; umtrace_detach refuses then (-3), unless UMSCOPE_UMTRACE_DETACH_NVTX=1.
+std::atomic<bool> g_nvtx_handed{false};
+
 void detach_here();
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
@@ -627,6 +632,12 @@ void on_alarm(int) {
 
 void on_fatal(int sig) {
   g_fatal_sig = sig;
+  if (sig != SIGTERM) {  // where the program died (this library replaced Python's faulthandler, if any): stderr
+    static const char head[] = "libumtrace: fatal signal; native stack:\n";
+    if (write(2, head, sizeof head - 1) < 0) {}
+    void* frames[48];
+    backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+  }
   std::signal(SIGALRM, on_alarm);
   alarm(3);
   finish();  // best effort, the program is dying anyway
@@ -742,6 +753,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
 extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
   if (!g_ok || g_detach_refused) return -1;
   if (!g_attached) return 0;
+  const char* nv = std::getenv("UMSCOPE_UMTRACE_DETACH_NVTX");
+  if (g_nvtx_handed && !(nv && *nv == '1')) return -3;
   const uint64_t w0 = wall_ns();
   // Every record so far delivered and written first (the writer thread is idle when CUPTI goes).
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -812,6 +825,12 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(c
   if (!init) {
     note("hand NVTX to CUPTI", CUPTI_ERROR_UNKNOWN);
     return 0;
+  }
+  g_nvtx_handed = true;
+  if (g_out) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    std::fprintf(g_out, "{\"k\":\"nvtx\",\"w\":%llu}\n", static_cast<unsigned long long>(wall_ns()));
+    std::fflush(g_out);
   }
   return init(get_export_table);
 }
