@@ -188,13 +188,20 @@ class TracerToggle:
     def __init__(self, lib):
         self.lib = lib
         self.detaches = 0
+        self.detach_s, self.attach_s = [], []  # what each took (outside the timed halves)
+
+    def about(self):
+        med = lambda xs: statistics.median(xs) if xs else None  # noqa: E731
+        return {"detach_s": med(self.detach_s), "attach_s": med(self.attach_s), "detaches": self.detaches}
 
     def run(self, on, fn):
         if on:
             return fn()
         import torch
         torch.cuda.synchronize()
+        t0 = time.perf_counter()
         r = self.lib.umtrace_detach()
+        self.detach_s.append(time.perf_counter() - t0)
         if r != 1:
             raise RuntimeError(f"umtrace_detach returned {r} (1: detached): {DETACH_CODES.get(r, 'unknown')}")
         self.detaches += 1
@@ -202,7 +209,9 @@ class TracerToggle:
             return fn()
         finally:
             torch.cuda.synchronize()
+            t0 = time.perf_counter()
             r = self.lib.umtrace_attach()
+            self.attach_s.append(time.perf_counter() - t0)
             if r != 1:
                 raise RuntimeError(f"umtrace_attach returned {r} (1: attached)")
 
@@ -364,10 +373,14 @@ def main(argv=None):
         for w in works:
             work, per, unit = WORKS[w](a)
             about = dict(toggle=a.toggle, kind=os.environ.get("UMSCOPE_PLACE_KIND"), torch=torch.__version__,
-                         gpu=torch.cuda.get_device_name())
+                         gpu=torch.cuda.get_device_name(), records=os.environ.get("UMSCOPE_UMTRACE_RECORDS"),
+                         nvtx_injection=os.environ.get("NVTX_INJECTION64_PATH"))
             rec = measure(toggle, w, work, per, unit, a.pairs, target,
-                          progress=lambda part: save(a.out, a.toggle, records + [dict(part, **about)]))
+                          progress=lambda part: save(a.out, a.toggle, records + [dict(
+                              part, **about, **({"toggle": toggle.about()} if hasattr(toggle, "about") else {}))]))
             rec.update(about)
+            if hasattr(toggle, "about"):
+                rec["toggle"] = toggle.about()
             records.append(rec)
             ci = rec["ratio_ci95"]
             state = {True: "met", False: "MISSED", None: "not decided"}[rec["meets_target"]]
