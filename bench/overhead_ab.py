@@ -377,10 +377,10 @@ def main(argv=None):
                          nvtx_injection=os.environ.get("NVTX_INJECTION64_PATH"))
             rec = measure(toggle, w, work, per, unit, a.pairs, target,
                           progress=lambda part: save(a.out, a.toggle, records + [dict(
-                              part, **about, **({"toggle": toggle.about()} if hasattr(toggle, "about") else {}))]))
+                              part, **about, **({"toggle_cost": toggle.about()} if hasattr(toggle, "about") else {}))]))
             rec.update(about)
             if hasattr(toggle, "about"):
-                rec["toggle"] = toggle.about()
+                rec["toggle_cost"] = toggle.about()
             records.append(rec)
             ci = rec["ratio_ci95"]
             state = {True: "met", False: "MISSED", None: "not decided"}[rec["meets_target"]]
