@@ -192,7 +192,8 @@ class TracerToggle:
 
     def about(self):
         med = lambda xs: statistics.median(xs) if xs else None  # noqa: E731
-        return {"detach_s": med(self.detach_s), "attach_s": med(self.attach_s), "detaches": self.detaches}
+        return {"detach_s": med(self.detach_s), "attach_s": med(self.attach_s), "detaches": self.detaches,
+                **trace_detach_phases(os.environ.get("UMSCOPE_TRACE_FILE"))}
 
     def run(self, on, fn):
         if on:
@@ -217,6 +218,31 @@ class TracerToggle:
 
     def close(self):
         pass
+
+
+def trace_detach_phases(path):
+    """From the trace libumtrace is writing (profile's UMSCOPE_TRACE_FILE): the median seconds of each step of its
+    detaches and attaches so far, and the most buffers a detach found unwritten; {} where it cannot be read."""
+    phases, unwritten = {}, []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if '"detach' not in line and '"attach' not in line:
+                    continue
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue  # a line the tracer is still writing
+                if e.get("k") == "phase":
+                    phases.setdefault(e["what"], []).append((e["w1"] - e["w0"]) / 1e9)
+                elif e.get("k") == "detach":
+                    unwritten.append(e.get("unwritten", 0))
+    except (OSError, TypeError):
+        return {}
+    out = {"phases_s": {k: statistics.median(v) for k, v in phases.items()}}
+    if unwritten:
+        out["unwritten_max"] = max(unwritten)
+    return out
 
 
 def loaded_libumtrace():

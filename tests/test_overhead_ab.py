@@ -123,3 +123,55 @@ def test_a_long_measurement_hands_over_its_pairs_so_far_marked_partial(monkeypat
     assert rec["pairs"] == 25 and "partial" not in rec and rec["outputs_equal"] is True
     # alternating order: pair 0 runs on first, pair 1 off first
     assert rec["times_on"][:2] == [3.0, 6.0] and rec["times_off"][:2] == [4.0, 5.0]
+
+
+def test_the_tracer_toggle_reads_its_detach_steps_from_the_trace(tmp_path):
+    """The toggle's own cost (outside the halves) comes with the steps libumtrace timed, read from its trace."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join([
+        '{"k":"start","t":1}',
+        '{"k":"phase","what":"detach: buffers written","dev":-1,"w0":0,"w1":2000000000}',
+        '{"k":"detach","t":2,"w":2,"unwritten":3}',
+        '{"k":"phase","what":"detach","dev":-1,"w0":0,"w1":2100000000}',
+        '{"k":"phase","what":"attach","dev":-1,"w0":0,"w1":10000000}',
+        '{"k":"phase","what":"detach: buffers written","dev":-1,"w0":0,"w1":4000000}',
+        '{"k":"detach","t":3,"w":3,"unwritten":0}',
+        '{"k":"phase","what":"detach","dev":-1,"w0":0,"w1":"cut', ]) + "\n")
+    got = ab.trace_detach_phases(str(trace))
+    assert got == {"phases_s": {"detach: buffers written": 1.002, "detach": 2.1, "attach": 0.01}, "unwritten_max": 3}
+    assert ab.trace_detach_phases(str(tmp_path / "none")) == {} and ab.trace_detach_phases(None) == {}
+
+
+def test_main_saves_each_work_and_its_partial_pairs_with_the_toggles_own_cost(tmp_path, monkeypatch):
+    """The whole of main with a stand-in toggle and work: the saved records (partial every 10 pairs, then the
+    whole) carry the toggle's name and its own cost side by side (session 20: a clash of the two keys stopped a
+    device run at its first partial save)."""
+    import json
+    import types
+    fake_torch = types.SimpleNamespace(__version__="0", cuda=types.SimpleNamespace(
+        get_device_name=lambda: "gpu", empty_cache=lambda: None, synchronize=lambda: None))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    monkeypatch.setattr(ab, "time_it", lambda fn: (0.01, fn()))
+
+    class Toggle:
+        on_name, off_name = "attached", "detached"
+
+        def run(self, on, fn):
+            return fn()
+
+        def about(self):
+            return {"detach_s": 0.5}
+
+        def close(self):
+            pass
+
+    saved = []
+    real_save = ab.save
+    monkeypatch.setattr(ab, "save", lambda out, toggle, records: (saved.append(json.loads(json.dumps(records))),
+                                                                   real_save(out, toggle, records)))
+    monkeypatch.setattr(ab, "make_toggle", lambda which: (Toggle(), None))
+    monkeypatch.setattr(ab, "WORKS", {"llama": lambda a: (lambda: [1], 1, "ms/token")})
+    assert ab.main(["--toggle", "tracer", "--work", "llama", "--pairs", "12", "--out", str(tmp_path)]) == 0
+    assert [(r[-1]["pairs"], r[-1].get("partial")) for r in saved] == [(10, True), (12, None)]
+    last = json.loads((tmp_path / "overhead_ab-tracer.json").read_text())[-1]
+    assert last["toggle"] == "tracer" and last["toggle_cost"] == {"detach_s": 0.5} and saved[0][-1]["toggle_cost"]

@@ -768,6 +768,8 @@ extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
                  static_cast<unsigned long long>(wall_ns()), g_pending.load());
     std::fflush(g_out);
   }
+  const uint64_t w1 = wall_ns();
+  phase("detach: buffers written", w0, w1);
   // The next driver call's exit (on any thread) detaches: every driver callback on, then one call made here.
   g_detach_asked = true;
   note("ask for a detach", cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API));
@@ -783,6 +785,7 @@ extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
   if (cuda) dlclose(cuda);
   if (g_attached) return -2;
   note("detach", static_cast<CUptiResult>(g_finalize_result.load()));
+  phase("detach: finalised at a driver call's exit", w1, wall_ns());
   phase("detach", w0, wall_ns());
   return 1;
 }
