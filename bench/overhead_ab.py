@@ -195,26 +195,27 @@ class TracerToggle:
         return {"detach_s": med(self.detach_s), "attach_s": med(self.attach_s), "detaches": self.detaches,
                 **trace_detach_phases(os.environ.get("UMSCOPE_TRACE_FILE"))}
 
+    def _switch(self, attach):
+        """Detaches or attaches the tracer between halves (the GPU's work finished first), timing the call."""
+        import torch
+        torch.cuda.synchronize()
+        name = "umtrace_attach" if attach else "umtrace_detach"
+        t0 = time.perf_counter()
+        r = getattr(self.lib, name)()
+        (self.attach_s if attach else self.detach_s).append(time.perf_counter() - t0)
+        if r != 1:
+            why = "" if attach else f": {DETACH_CODES.get(r, 'unknown')}"
+            raise RuntimeError(f"{name} returned {r} (1: {'attached' if attach else 'detached'}){why}")
+
     def run(self, on, fn):
         if on:
             return fn()
-        import torch
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        r = self.lib.umtrace_detach()
-        self.detach_s.append(time.perf_counter() - t0)
-        if r != 1:
-            raise RuntimeError(f"umtrace_detach returned {r} (1: detached): {DETACH_CODES.get(r, 'unknown')}")
+        self._switch(attach=False)
         self.detaches += 1
         try:
             return fn()
         finally:
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            r = self.lib.umtrace_attach()
-            self.attach_s.append(time.perf_counter() - t0)
-            if r != 1:
-                raise RuntimeError(f"umtrace_attach returned {r} (1: attached)")
+            self._switch(attach=True)
 
     def close(self):
         pass
