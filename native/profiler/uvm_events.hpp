@@ -17,7 +17,7 @@
 namespace uvm_events {
 
 // UVM_TOOLS_INIT_EVENT_TRACKER(_V2)_PARAMS (uvm_ioctl.h): a counter tracker (queue_buffer_size 0: libumtrace's
-// counters, umtrace.cpp) or an event queue (here).
+// counters, uvm_counters.cpp) or an event queue (here).
 struct InitParams {
   uint64_t queue_buffer;
   uint64_t queue_buffer_size;  // 0: a counter tracker; else the queue's entries, a power of 2
