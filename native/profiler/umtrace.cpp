@@ -197,6 +197,18 @@ std::mutex g_writer_mu;
 std::condition_variable g_writer_cv;
 std::deque<Delivered> g_writer_q;
 bool g_writer_stop = false;
+// Between a detach and the next attach the writer holds what CUPTI still delivers (at its finalise) unwritten:
+// reading a record or the dropped count is a CUPTI call, and any CUPTI call starts CUPTI again in the process.
+bool g_writer_hold = false;
+std::atomic<bool> g_detached{false};  // umtrace_detach took CUPTI out and no attach put it back yet
+
+void hold_writer(bool hold) {
+  {
+    std::lock_guard<std::mutex> lk(g_writer_mu);
+    g_writer_hold = hold;
+  }
+  g_writer_cv.notify_all();
+}
 std::thread g_writer;
 pid_t g_writer_pid = 0;
 
@@ -207,7 +219,7 @@ void start_writer() {
   g_writer = std::thread([] {
     std::unique_lock<std::mutex> lk(g_writer_mu);
     for (;;) {
-      g_writer_cv.wait(lk, [] { return g_writer_stop || !g_writer_q.empty(); });
+      g_writer_cv.wait(lk, [] { return g_writer_stop || (!g_writer_hold && !g_writer_q.empty()); });
       if (g_writer_q.empty()) return;  // stopped, and everything written
       std::deque<Delivered> batch;
       batch.swap(g_writer_q);
@@ -292,7 +304,7 @@ void finish() {
   }
   const uint64_t w0 = wall_ns();
   const uint64_t written0 = g_write_ns, buffers0 = g_write_buffers, records0 = g_write_records;
-  flush_all("exit", settle_ms());
+  if (!g_detached) flush_all("exit", settle_ms());  // detached: CUPTI holds nothing, and a flush would start it again
   const uint64_t w1 = wall_ns();
   phase("exit: flush with settle", w0, w1);
   stop_writer();
@@ -307,7 +319,7 @@ void finish() {
   }
   uvm_events::stop();
   size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
+  if (!g_detached && cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
   std::lock_guard<std::mutex> lk(g_mu);
   if (g_out) {
     uvm_counters::write_counters();
@@ -610,6 +622,7 @@ void detach_here() {
   g_sub = nullptr;
   g_attached = false;
   g_detach_asked = false;
+  g_detached = true;
 }
 
 }  // namespace
@@ -648,6 +661,7 @@ extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
                  static_cast<unsigned long long>(wall_ns()), g_pending.load());
     std::fflush(g_out);
   }
+  hold_writer(true);  // what CUPTI hands over from here to the attach waits (its finalise delivers the rest)
   const uint64_t w1 = wall_ns();
   phase("detach: buffers written", w0, w1);
   // The next driver call's exit (on any thread) detaches: every driver callback on, then one call made here.
@@ -663,7 +677,10 @@ extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
     nanosleep(&ms, nullptr);
   }
   if (cuda) dlclose(cuda);
-  if (g_attached) return -2;
+  if (g_attached) {
+    hold_writer(false);
+    return -2;
+  }
   note("detach", static_cast<CUptiResult>(g_finalize_result.load()));
   phase("detach: finalised at a driver call's exit", w1, wall_ns());
   phase("detach", w0, wall_ns());
@@ -680,6 +697,8 @@ extern "C" __attribute__((visibility("default"))) int umtrace_attach() {
     std::fflush(g_out);
   }
   subscribe_and_enable(false);
+  g_detached = false;
+  hold_writer(false);  // what CUPTI delivered at the detach is written now, CUPTI being back
   note("register buffers", cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   if (record_wanted("nvtx", false)) note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
   const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
