@@ -479,6 +479,11 @@ def compare(meta, counts, device, tmp, quiet=False):
                     tp["entry_instances"] = device[f"entry_instances_{op}"]
                 if device.get(f"utlb_fault_weights_{op}"):
                     tp["utlb_fault_weights"] = device[f"utlb_fault_weights_{op}"]
+                if device.get(f"instance_order_{op}"):  # one access type's instance order (calibration.TRIED)
+                    tp["instance_order"] = device[f"instance_order_{op}"]
+                if device.get(f"instance_gap_ns_{op}"):  # one access type's trailing instances (calibration.TRIED)
+                    tp["instance_gap_ns"] = device[f"instance_gap_ns_{op}"]
+                    tp["instance_gap_by"] = device.get("instance_gap_by")  # None: umsim's default (holding)
                 for k in ("replay_fetch_us", "cross_utlb_merge", "interleave", "write_ns", "block_order", "page_order",
                           "release", "fault_burst_us", "instance_order"):
                     if device.get(k) is not None:
