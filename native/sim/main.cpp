@@ -247,7 +247,7 @@ static int run_main(int argc, char** argv) {
     else if (a == "--replay-fetch-us") p.replay_fetch_us = real(val());
     else if (a == "--write-ns") p.write_ns = real(val());
     else if (a == "--fault-burst-us") p.fault_burst_us = real(val());
-    else if (a == "--instance-gap-ns") { p.instance_gap_ns = std::stod(val()); if (!(p.instance_gap_ns >= 0)) die("--instance-gap-ns must be >= 0"); }
+    else if (a == "--instance-gap-ns") p.instance_gap_ns = real(val());
     else if (a == "--instance-gap-by") { std::string v = val(); if (v != "holding" && v != "buffer") die("--instance-gap-by holding|buffer"); p.instance_gap_by_buffer = v == "buffer"; }
     else if (a == "--instance-order") { std::string v = val(); if (v != "together" && v != "spread") die("--instance-order together|spread"); p.spread_instances = v == "spread"; }
     else if (a == "--page-order") { std::string v = val(); if (v != "pages" && v != "chunks") die("--page-order pages|chunks"); p.chunk_first = v == "chunks"; }
