@@ -436,10 +436,10 @@ def test_calib3_grids_are_many_block_reads_and_writes_no_other_set_has():
 
 def test_calib3_runner_keeps_three_runs_of_the_set_with_entry_tables():
     # bench/calib3_runs.sh: the three runs of --set calib3 with the driver's events (per-entry tables kept, as every
-    # calibration set's), named as data/sim-traces names the other calibration sets' runs, each cut at 300 s
+    # calibration set's), named as data/sim-traces names the other calibration sets' runs, each cut at 100 s
     text = (ROOT / "bench" / "calib3_runs.sh").read_text()
     assert "for r in calib3 rep-calib3 rep2-calib3; do" in text
-    assert "timeout 300 python3 bench/sim_validate.py --set calib3 --uvm-events --runs-only --keep" in text
+    assert "timeout 100 python3 bench/sim_validate.py --set calib3 --uvm-events --runs-only --keep" in text
     assert 'tar -czf "$OUT/$r.tar.gz"' in text
     assert subprocess.run(["bash", "-n", str(ROOT / "bench" / "calib3_runs.sh")]).returncode == 0
 
