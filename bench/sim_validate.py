@@ -21,15 +21,15 @@ resident per SM from the device's limits; SMs stalled at their first fault; --re
 With --uvm-events the programs run with the UVM driver's own fault events (libumtrace's event queue,
 UMSCOPE_UMTRACE_UVM_EVENTS=1): every fault-buffer entry with its batch, uTLB and GPU time, every replay;
 summarised per case (umscope.model.events) beside the model's entries (umsim --entry-log, the same summary).
-umsim-4's per-entry mechanisms are measured and chosen on the calibration programs (--set calib and
---set calib2, every --calib DIR given: the union of their programs, each against its own runs), none of
+umsim-4's per-entry mechanisms are measured and chosen on the calibration programs (--set calib,
+calib2 and calib3, every --calib DIR given: the union of their programs, each against its own runs), none of
 them a validated case (umscope.model.calibration: entry_figures, choose_variant).
 
 A thin driver: the cases, what a kept run counts and the comparison with umsim are umscope.model.validation;
 the calibration rule and the validated error it writes to model/validated.json are umscope.model.calibration.
 This script runs the programs (run_traced) and writes the document (write_doc and its tables).
 
-    python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2|fresh3|fresh4|calib2] [--uvm-events] [--bytes 512M]
+    python3 bench/sim_validate.py [--set main|extra|fresh|calib|fresh2|fresh3|fresh4|calib2|calib3] [--uvm-events] [--bytes 512M]
                                   [--keep DIR] [--out docs/simulator-validation.md]
     python3 bench/sim_validate.py --set SET --uvm-events --runs-only --keep DIR   # one more run of a set, kept (GPU)
     python3 bench/sim_validate.py --from-keep DIR [--held-out DIR] [--fresh DIR] [--fresh2 DIR] [--fresh3 DIR] [--fresh4 DIR] [--calib DIR ...]
@@ -121,7 +121,7 @@ def main():
     ap.add_argument("--fresh4", help="with --from-keep: a kept run of --set fresh4 (run after umsim-5's model was "
                     "fixed), compared in its own table")
     ap.add_argument("--calib", action="append", default=[], metavar="DIR",
-                    help="with --from-keep: a kept run of a calibration set (--set calib or calib2: the programs the "
+                    help="with --from-keep: a kept run of a calibration set (--set calib, calib2 or calib3: the programs the "
                     "model's per-entry parameters are measured and its mechanisms chosen on), compared in its own "
                     "table; repeatable, one per set: the calibration takes the union of their programs")
     ap.add_argument("--no-events", action="append", default=[], metavar="DIR",

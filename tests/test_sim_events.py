@@ -219,6 +219,30 @@ def test_entry_figures_from_calibration_events():
     assert validation.family(tr) == "truth" and validation.family(wr) == "write" and validation.family(rd) == "read"
 
 
+def test_instance_gaps_per_utlb_from_an_entry_table(tmp_path):
+    # Batch 1: uTLB (0, 1) page 0 at tg 0, 32, 96 (gaps 32, 64), uTLB (0, 2) page 1 at 0 and page 2 once; batch 2: uTLB
+    # (0, 1) page 0 again at 160 (gap 64: the page's instances in two batches), uTLB (0, 2) page 1 at 128 (gap 128, in
+    # two batches), uTLB (0, 3) page 3 once; batch 3 (the table's last, which it may cut) left out. Gaps 32, 64, 64, 128:
+    # median 64; uTLBs per batch 2 and 3: median 2.5; 25.6 ns per uTLB; 2 of the 2 pages with several instances split.
+    tr = [fault(1, 0, 1000, 0), fault(1, 0, 1000, 32), fault(1, 0, 1000, 96), fault(1, 1, 1001, 0, cl=2),
+          fault(1, 2, 1002, 5, cl=2),
+          {"k": "uvm_replay", "g": 0, "b": 1, "ct": 1, "t": 1500, "tg": 120},
+          fault(2, 0, 2000, 160), fault(2, 1, 2001, 128, cl=2), fault(2, 3, 2002, 130, cl=3),
+          fault(3, 9, 3000, 900), fault(3, 9, 3000, 5000)]
+    g = sim_events.instance_gaps(tr)
+    assert g == {"gap_ns_p50": 64, "utlbs_per_batch_p50": 2.5, "ns_per_utlb": 25.6, "split_share": 1.0}
+    assert sim_events.instance_gaps([]) is None and sim_events.instance_gaps(tr[4:5]) is None  # no page twice
+    # entry_figures: per family, the median over the family's programs with an entry table (written and read back)
+    t = tmp_path / "k0.entries.txt.gz"
+    sim_events.entry_table(tr, t)
+    back = sim_events.instance_gaps(sim_events.table_lines(t))
+    assert back["ns_per_utlb"] == 25.6
+    f = calibration.entry_figures([(validation.read_on(20), {"entry_table": str(t)}),
+                                   (validation.read_on(6), {"entry_table": None}),
+                                   (validation.truth_on(66), {"entry_table": str(tmp_path / "missing.gz")})])
+    assert f["instance_gap_ns_read"] == 25.6 and "instance_gap_ns_write" not in f and "instance_gap_ns_truth" not in f
+
+
 def test_summary_flush_mode_by_the_update_put_ratio_and_its_check():
     # batch 1: page 0 three times (one uTLB, merged) and page 1: 4 instances, 2 duplicates (50%: not over the
     # ratio 50, its PUT kept); batch 2: page 2 three times, one instance written (tg 2000) long before batch 1's

@@ -1,6 +1,7 @@
 """umsim's timed-replay inputs read from a trace (hand-made records, every figure worked out by hand), and the validation
 against the kept H100 traces (data/sim-traces): bytes exact, and the timed replay's first
 batch equal to the one the driver migrated (the measurement the uTLB's two faulted pages rest on)."""
+import subprocess
 import sys
 from pathlib import Path
 
@@ -410,7 +411,37 @@ def test_calib2_grids_collide_with_no_other_set_and_follow_the_shape_rule():
     assert all(48 <= g <= 144 for p, op, g in mine if op == "write") and sum(op == "write" for _, op, _ in mine) == 3
     assert all(4 * 132 <= g < 8 * 132 for p, op, g in mine if p == "um-truth")
     assert validation.SETS["calib2"][1] == "k" and len({p for _, p in validation.SETS.values()}) == len(validation.SETS)
-    assert set(validation.CALIB_SETS) == {"calib", "calib2"}
+    assert set(validation.CALIB_SETS) == {"calib", "calib2", "calib3"}
+
+
+def test_calib3_grids_are_many_block_reads_and_writes_no_other_set_has():
+    # Issue 39, session 20: the migration kernel on many blocks, where the calibration sets had one read (calib's 160)
+    # and no write beyond 160. Every grid new for its program and operation, the footprint every set's (the 512 MiB
+    # sim_validate gives each program: no --bytes of its own).
+    others = {grid_key(c) for name, (cs, _) in validation.SETS.items() if name != "calib3" for c in cs}
+    mine = [grid_key(c) for c in validation.CALIB3]
+    assert len(set(mine)) == len(mine) and not set(mine) & others
+    assert ("migration", "read", 264) not in mine and ("migration", "write", 264) not in mine  # the default grid
+    # the shape rule: reads on four grids ~2.1x apart from 84 to 792 (multiples of 4), writes on 400 and 792
+    reads = sorted(g for p, op, g in mine if p == "migration" and op == "read")
+    assert reads == [84, 176, 376, 792] and all(g % 4 == 0 for g in reads)
+    assert all(1.9 <= b / a <= 2.3 for a, b in zip(reads, reads[1:]))
+    assert sorted(g for p, op, g in mine if op == "write") == [400, 792] and {p for p, _, _ in mine} == {"migration"}
+    # every write grid beyond every other set's writes: the shape no calibration program had
+    assert min(g for _, op, g in mine if op == "write") > max(g for p, op, g in others if op == "write" and g != "default")
+    assert all("--bytes" not in c["args"] and c["passes"] == 2 and c["window"] == 0 for c in validation.CALIB3)
+    assert validation.SETS["calib3"] == (validation.CALIB3, "q") and "calib3" in validation.CALIB_SETS
+    assert len({p for _, p in validation.SETS.values()}) == len(validation.SETS)
+
+
+def test_calib3_runner_keeps_three_runs_of_the_set_with_entry_tables():
+    # bench/calib3_runs.sh: the three runs of --set calib3 with the driver's events (per-entry tables kept, as every
+    # calibration set's), named as data/sim-traces names the other calibration sets' runs, each cut at 100 s
+    text = (ROOT / "bench" / "calib3_runs.sh").read_text()
+    assert "for r in calib3 rep-calib3 rep2-calib3; do" in text
+    assert "timeout 100 python3 bench/sim_validate.py --set calib3 --uvm-events --runs-only --keep" in text
+    assert 'tar -czf "$OUT/$r.tar.gz"' in text
+    assert subprocess.run(["bash", "-n", str(ROOT / "bench" / "calib3_runs.sh")]).returncode == 0
 
 
 def test_choose_variant_counts_the_programs_of_every_calibration_set(tmp_path, monkeypatch):

@@ -437,6 +437,46 @@ def test_timed_instance_order_spread_writes_simultaneous_entries_round_by_round(
         replay(tmp_path, [(0, 2)], [0, 1, B], instance_order="warps", **base)
 
 
+def test_timed_instance_gap_trails_later_instances_by_the_uTLBs_faulting_at_once(tmp_path):
+    # Two SMs, one page each (SM 0 page 0, SM 1 page 1), both missing at 0 ns, every entry two instances, the GPU
+    # writing one instance per ns, the driver fetching 15 ns after the first entry and servicing in 5 us + 1 us per
+    # page. --instance-gap-ns 20: SM 0's second instance trails its first by 20 ns x 1 uTLB faulting (itself): 0, 20;
+    # SM 1's by 20 x 2 (SM 0 holds its page): 0, 40; written 0, 1, 20, 40. The fetch at 15 ns takes both first
+    # instances (2 entries, both pages migrate: replay at 15 + 5000 + 2000 = 7015 ns); the trailing two stay for
+    # batch 2 (fetched at once, the replay 5 us later: 12015 ns), both pages resident: 2 stale entries, 4 in all.
+    # With a 2 ns gap (0, 2 and 0, 4) the fetch takes all four, each second instance merged into its uTLB's previous
+    # entry: 2 entries, 1 batch. Off: together.
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=2, sms=2,
+                block_bytes=PB, timed=True, utlb_faults=1, resident_ns=1000, fetch_us=0.015, batch_us=5, page_us=1,
+                write_ns=1, entry_instances="0,1")
+    got = {}
+    for gap in (20, 2):
+        for by in ("holding", "buffer"):
+            log = tmp_path / f"{gap}{by}.log"
+            s = replay(tmp_path, [(0, 2)], [0, 1, B], instance_gap_ns=gap, instance_gap_by=by, entry_log=log, **base)
+            rows = [r.split() for r in log.read_text().splitlines()]
+            got[gap, by] = ((s["entries"], s["batches"], s["refaults"], s["stale_entries"]),
+                            [(int(r[1]), int(r[2]), float(r[5])) for r in rows if r[0] == "f"],
+                            [float(r[2]) for r in rows if r[0] == "r"])
+    for by in ("holding", "buffer"):  # both count the two uTLBs here: SM 0 holds page 0, its entries are in the buffer
+        assert got[20, by][0] == (4, 2, 0, 2)
+        assert got[20, by][1] == [(1, 0, 0), (1, 1, 1), (2, 0, 20), (2, 1, 40)] and got[20, by][2] == [7015, 12015]
+        assert got[2, by][0] == (2, 1, 0, 0) and [b for b, _, _ in got[2, by][1]] == [1, 1, 1, 1]
+    assert replay(tmp_path, [(0, 2)], [0, 1, B], **base)["entries"] == replay(
+        tmp_path, [(0, 2)], [0, 1, B], instance_gap_ns=0, **base)["entries"] == 2
+    # One SM holding two pages (1 ns apart), a 20 ns gap, the fetch at 100 ns: page 0's instances at 0 and 20, page 1's
+    # after them (40, 60), not between (1, 21): the uTLB's instances of a page stay consecutive among its own, each
+    # second merged: 2 entries; interleaved they would be 4.
+    one = dict(base, resident_blocks=1, sms=1, utlb_faults=2, resident_ns=1, fetch_us=0.1)
+    log = tmp_path / "one.log"
+    s = replay(tmp_path, [(0, 2)], [0, 1, B], instance_gap_ns=20, entry_log=log, **one)
+    rows = [r.split() for r in log.read_text().splitlines() if r.startswith("f")]
+    assert s["entries"] == 2 and [(int(r[2]), float(r[5])) for r in rows] == [(0, 0), (0, 20), (1, 40), (1, 60)]
+    for bad in (dict(instance_gap_ns=-1), dict(instance_gap_ns=5, instance_gap_by="sms")):
+        with pytest.raises(UsageError):
+            replay(tmp_path, [(0, 2)], [0, 1, B], **bad, **base)
+
+
 def test_timed_counts_batches_flushed_whole_by_the_update_put_ratio(tmp_path):
     # Sixteen SMs, one page each, every entry written twice (one duplicate in two: 50%) or three times (two in
     # three): at the driver's ratio 50 a batch of pairs keeps its PUT, one of triples is flushed whole; at 100

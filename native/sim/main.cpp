@@ -173,7 +173,7 @@ void usage() {
       "              [--entry-instances W1,W2,...] [--cross-utlb-merge on|off] [--utlb-fault-weights W1,...]\n"
       "              [--replay-fetch-us US] [--interleave on|off] [--write-ns NS] [--block-order ordered|shuffled]\n"
       "              [--page-order pages|chunks] [--release replay|blocks] [--fault-burst-us US]\n"
-      "              [--instance-order together|spread]]\n"
+      "              [--instance-order together|spread] [--instance-gap-ns NS [--instance-gap-by holding|buffer]]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
       "             [--counter-threshold N] [--concurrency N] [--init cpu|none] [--repeat N] [--progress SECONDS]\n",
       stderr);
@@ -247,6 +247,8 @@ static int run_main(int argc, char** argv) {
     else if (a == "--replay-fetch-us") p.replay_fetch_us = real(val());
     else if (a == "--write-ns") p.write_ns = real(val());
     else if (a == "--fault-burst-us") p.fault_burst_us = real(val());
+    else if (a == "--instance-gap-ns") p.instance_gap_ns = real(val());
+    else if (a == "--instance-gap-by") { std::string v = val(); if (v != "holding" && v != "buffer") die("--instance-gap-by holding|buffer"); p.instance_gap_by_buffer = v == "buffer"; }
     else if (a == "--instance-order") { std::string v = val(); if (v != "together" && v != "spread") die("--instance-order together|spread"); p.spread_instances = v == "spread"; }
     else if (a == "--page-order") { std::string v = val(); if (v != "pages" && v != "chunks") die("--page-order pages|chunks"); p.chunk_first = v == "chunks"; }
     else if (a == "--block-order") { std::string v = val(); if (v != "ordered" && v != "shuffled") die("--block-order ordered|shuffled"); p.shuffle_blocks = v == "shuffled"; }

@@ -366,6 +366,32 @@ class Sim {
       const std::vector<uint32_t>& c = p_.inst_cycle;
       return c.empty() ? 1 : c[(icount[i]++ + size_t(i) * 7) % c.size()];
     };
+    // uTLB i's entry on page pg written at t: its instances side by side, or with --instance-gap-ns each trailing the
+    // previous by the gap times the uTLBs faulting now (holding faulted pages; `joins`: i holds none yet), and the
+    // uTLB's next entry after its last instance (its instances of one page stay consecutive among its own)
+    const double igap = p_.instance_gap_ns;
+    std::vector<double> wnext(S, -1e300);
+    std::vector<uint64_t> mark(S, 0);
+    uint64_t stamp = 0;
+    auto write_entry = [&](uint32_t i, double t, uint32_t pg, bool joins) {
+      const uint32_t n = instances(i);
+      double g = 0;
+      if (igap > 0) {
+        uint32_t active = 0;
+        if (p_.instance_gap_by_buffer) {  // the uTLBs with entries in the buffer, unfetched (the driver's per batch)
+          ++stamp;
+          if (mark[i] != stamp) { mark[i] = stamp; ++active; }
+          for (const Entry& e : buf) if (mark[e.u] != stamp) { mark[e.u] = stamp; ++active; }
+        } else {
+          active = joins ? 1 : 0;
+          for (const Tlb& y : U) active += y.nout > 0;
+        }
+        g = igap * active;
+        t = std::max(t, wnext[i]);
+        wnext[i] = t + g * n;
+      }
+      for (uint32_t c = 0; c < n; ++c) buf.push_back({t + g * c, pg, i, false, c});
+    };
     // The uTLB walks its pages up to time `limit`, writing an entry at each miss it may still hold.
     auto run = [&](uint32_t i, double limit) {
       Tlb& x = U[i];
@@ -382,7 +408,7 @@ class Sim {
         }
         if (may_write(x, x.t)) {
           if (burst > 0 && x.nout == 0 && x.t > x.open) x.open = x.t + burst;  // a burst starts at this miss
-          for (uint32_t c = 0, n = instances(i); c < n; ++c) buf.push_back({x.t, pg, i, false, c});
+          write_entry(i, x.t, pg, x.nout == 0);
           x.out[x.nout++] = pg;
           x.t += rns;
           ++x.pos;
@@ -537,7 +563,7 @@ class Sim {
           const uint32_t pg = x.out[k];
           if (passes(pg)) continue;
           x.out[w++] = pg;
-          for (uint32_t c = 0, n = instances(i); c < n; ++c) buf.push_back({tr, pg, i, false, c});
+          write_entry(i, tr, pg, false);
           ++s_.refaults;
         }
         x.nout = w;

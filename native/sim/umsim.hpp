@@ -195,6 +195,17 @@ struct Params {
   // writes of that many uTLBs at 21 ns each), and on the migration kernel on 120-160 blocks 6-18% of a uTLB's
   // pages have instances in two batches. together (default): an entry's instances side by side.
   bool spread_instances = false;
+  // --instance-gap-ns NS (0: off): a uTLB's later instances of one entry trail its first, each NS x the uTLBs
+  // faulting at that moment (those holding faulted pages, itself included) after the previous one, so a fetch
+  // between them leaves the trailing ones for the next batch (a second entry for the page, counted there). Measured
+  // (the driver's fault events of the calibration programs, umscope.model.calibration.instance_gaps): the GPU ns
+  // between consecutive instances of one uTLB's page over the uTLBs of the batch, about 5-9 ns per uTLB on the
+  // migration kernel, so 30-130 ns on 6-20 blocks and 640 ns on 160 (of which 22% of a uTLB's pages then fall in
+  // two batches). Applied per access type by the caller (the read kernels' figure alone, calibration.TRIED).
+  double instance_gap_ns = 0;
+  // --instance-gap-by holding|buffer: the uTLBs faulting at once are those holding faulted pages, or those with
+  // entries in the buffer not yet fetched (what the driver's batch shows of them)
+  bool instance_gap_by_buffer = false;
   uint32_t thrash_threshold = 3;  // 0: off
   uint64_t thrash_lapse = 0;      // events; 0: capacity_pages
   std::string thrash_action = "remote";

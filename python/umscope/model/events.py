@@ -20,6 +20,7 @@ summary() keeps the figures small (a few KB per program) so the raw traces need 
 
 import gzip
 import math
+import statistics
 from collections import Counter, defaultdict
 
 PAGE = 4096
@@ -324,6 +325,36 @@ def fresh_pages(path):
     if not hist:
         return None
     return {"pages": histogram(hist, 8), "multi": multi, "multi_with_older": older}
+
+
+def instance_gaps(lines):
+    """From a calibration program's entry table (table_lines()): the GPU ns between consecutive instances of one
+    uTLB's page (in GPU time order, over the batches but the table's last, which it may cut), the distinct uTLBs
+    per batch, both as medians, their ratio (ns per uTLB faulting at once: umsim --instance-gap-ns) and the share
+    of the uTLB's pages with several instances whose instances fall in more than one batch. None without faults."""
+    faults = [e for e in lines if e.get("k") == "uvm_fault"]
+    if not faults:
+        return None
+    last = max(e["b"] for e in faults)
+    faults = [e for e in faults if e["b"] < last] or faults
+    by_page, by_batch = defaultdict(list), defaultdict(set)
+    for e in faults:
+        u = (e.get("gpc"), e.get("cl"))
+        by_page[(u, e["a"])].append(e)
+        by_batch[e["b"]].add(u)
+    gaps, multi, split = [], 0, 0
+    for v in by_page.values():
+        if len(v) < 2:
+            continue
+        v.sort(key=lambda e: e["tg"])
+        multi += 1
+        split += len({e["b"] for e in v}) > 1
+        gaps += [b["tg"] - a["tg"] for a, b in zip(v, v[1:])]
+    if not gaps:
+        return None
+    gap, utlbs = statistics.median(gaps), statistics.median(len(u) for u in by_batch.values())
+    return {"gap_ns_p50": gap, "utlbs_per_batch_p50": utlbs, "ns_per_utlb": round(gap / utlbs, 3),
+            "split_share": round(split / multi, 4)}
 
 
 def replay_timeline(lines, burst_us, page_bytes=PAGE):
