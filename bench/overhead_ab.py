@@ -188,6 +188,7 @@ class TracerToggle:
     def __init__(self, lib):
         self.lib = lib
         self.detaches = 0
+        self.attached = True  # as the injection left it
         self.detach_s, self.attach_s = [], []  # what each took (outside the timed halves)
 
     def about(self):
@@ -208,17 +209,19 @@ class TracerToggle:
             raise RuntimeError(f"{name} returned {r} (1: {'attached' if attach else 'detached'}){why}")
 
     def run(self, on, fn):
-        if on:
-            return fn()
-        self._switch(attach=False)
-        self.detaches += 1
-        try:
-            return fn()
-        finally:
-            self._switch(attach=True)
+        """fn in the state asked for, switching only where it differs from the last half's: pairs alternate their
+        order (on off, off on, ...), so a pair costs one switch, not a detach and an attach."""
+        if on != self.attached:
+            self._switch(attach=on)
+            self.attached = on
+            self.detaches += 0 if on else 1
+        return fn()
 
     def close(self):
-        pass
+        """Leaves the tracer attached, as profile runs it to the program's exit."""
+        if not self.attached:
+            self._switch(attach=True)
+            self.attached = True
 
 
 def trace_detach_phases(path):

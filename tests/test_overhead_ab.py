@@ -55,9 +55,10 @@ def test_bad_arguments_and_a_process_without_the_part_are_refused_with_exit_2(ca
     assert "umscope profile --um-trace -- python3 bench/overhead_ab.py --toggle tracer" in capsys.readouterr().err
 
 
-def test_the_tracer_toggle_detaches_around_the_off_half_and_stops_on_a_refusal(monkeypatch):
-    """Off: libumtrace detached for the work and attached again after it; a detach or attach that did not happen
-    stops the measurement rather than timing a half in the wrong state."""
+def test_the_tracer_toggle_switches_only_where_the_state_changes_and_stops_on_a_refusal(monkeypatch):
+    """Off: libumtrace detached before the work; two halves in the same state need no switch between them (pairs
+    alternate their order, so a pair costs one switch); close leaves it attached. A detach or attach that did not
+    happen stops the measurement rather than timing a half in the wrong state."""
     import types
     calls = []
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
@@ -78,7 +79,17 @@ def test_the_tracer_toggle_detaches_around_the_off_half_and_stops_on_a_refusal(m
     t = ab.TracerToggle(lib)
     assert t.run(True, lambda: 1) == 1 and calls == []
     assert t.run(False, lambda: calls.append("work") or 2) == 2
-    assert calls == ["sync", "detach", "work", "sync", "attach"] and t.detaches == 1
+    assert calls == ["sync", "detach", "work"] and t.detaches == 1
+    t.run(False, lambda: calls.append("work"))
+    assert calls == ["sync", "detach", "work", "work"] and t.detaches == 1
+    t.run(True, lambda: calls.append("work"))
+    assert calls[4:] == ["sync", "attach", "work"] and t.detaches == 1
+    t.close()
+    assert calls[7:] == []  # attached already
+    t.run(False, lambda: None)
+    calls.clear()
+    t.close()
+    assert calls == ["sync", "attach"] and t.attached
     lib.detach_rc = -3
     calls.clear()
     import pytest
@@ -86,8 +97,10 @@ def test_the_tracer_toggle_detaches_around_the_off_half_and_stops_on_a_refusal(m
         t.run(False, lambda: calls.append("work"))
     assert "work" not in calls
     lib.detach_rc, lib.attach_rc = 1, -2
+    t = ab.TracerToggle(lib)
+    t.run(False, lambda: 3)
     with pytest.raises(RuntimeError, match="umtrace_attach returned -2"):
-        t.run(False, lambda: 3)
+        t.run(True, lambda: 3)
 
 
 def test_the_route_toggle_pauses_the_route_around_the_work_without_holding_its_lock():

@@ -618,7 +618,9 @@ void subscribe_and_enable(bool first) {
 std::atomic<int> g_finalize_result{0};
 
 void detach_here() {
+  const uint64_t w0 = wall_ns();
   g_finalize_result = static_cast<int>(cuptiFinalize());
+  phase("detach: cuptiFinalize", w0, wall_ns());
   g_sub = nullptr;
   g_attached = false;
   g_detach_asked = false;
@@ -662,11 +664,29 @@ extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
     std::fflush(g_out);
   }
   hold_writer(true);  // what CUPTI hands over from here to the attach waits (its finalise delivers the rest)
-  const uint64_t w1 = wall_ns();
+  uint64_t w1 = wall_ns();
   phase("detach: buffers written", w0, w1);
+  // Diagnostics of where a detach's time goes (UMSCOPE_UMTRACE_DETACH_PREP, a comma list): um-off disables the
+  // unified-memory records before cuptiFinalize, period-0 stops CUPTI's periodic flush (each a phase of its own),
+  // direct calls cuptiFinalize here rather than at a driver call's exit.
+  const char* prep = std::getenv("UMSCOPE_UMTRACE_DETACH_PREP");
+  if (prep && std::strstr(prep, "um-off")) {
+    note("disable unified memory", cuptiActivityDisable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
+    const uint64_t w = wall_ns();
+    phase("detach: unified-memory records off", w1, w);
+    w1 = w;
+  }
+  if (prep && std::strstr(prep, "period-0")) {
+    cuptiActivityFlushPeriod(0);
+    const uint64_t w = wall_ns();
+    phase("detach: periodic flush off", w1, w);
+    w1 = w;
+  }
+  // direct (diagnostic): cuptiFinalize on this thread, outside any driver call (the program's work is synchronised).
+  if (prep && std::strstr(prep, "direct")) detach_here();
   // The next driver call's exit (on any thread) detaches: every driver callback on, then one call made here.
-  g_detach_asked = true;
-  note("ask for a detach", cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API));
+  g_detach_asked = g_attached.load();
+  if (g_attached) note("ask for a detach", cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API));
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   using SyncFn = int (*)();
   auto sync = cuda ? reinterpret_cast<SyncFn>(dlsym(cuda, "cuCtxSynchronize")) : nullptr;
