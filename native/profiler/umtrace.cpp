@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <initializer_list>
@@ -667,9 +668,25 @@ extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
   uint64_t w1 = wall_ns();
   phase("detach: buffers written", w0, w1);
   // Diagnostics of where a detach's time goes (UMSCOPE_UMTRACE_DETACH_PREP, a comma list): um-off disables the
-  // unified-memory records before cuptiFinalize, period-0 stops CUPTI's periodic flush (each a phase of its own),
+  // unified-memory records before cuptiFinalize (um-config-off configures every counter off first), period-0 stops CUPTI's periodic flush (each a phase of its own),
   // direct calls cuptiFinalize here rather than at a driver call's exit.
   const char* prep = std::getenv("UMSCOPE_UMTRACE_DETACH_PREP");
+  if (prep && std::strstr(prep, "um-config-off")) {  // every counter configured off, the records left enabled
+    std::vector<CUpti_ActivityUnifiedMemoryCounterConfig> off;
+    for (int kind = 1; kind <= 8; ++kind)
+      for (int d = 0; d < std::max(1, g_ndev); ++d) {
+        CUpti_ActivityUnifiedMemoryCounterConfig cfg;
+        std::memset(&cfg, 0, sizeof cfg);
+        cfg.scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+        cfg.kind = static_cast<CUpti_ActivityUnifiedMemoryCounterKind>(kind);
+        cfg.deviceId = static_cast<uint32_t>(d);
+        off.push_back(cfg);
+      }
+    note("configure unified memory off", cuptiActivityConfigureUnifiedMemoryCounter(off.data(), off.size()));
+    const uint64_t w = wall_ns();
+    phase("detach: unified-memory counters configured off", w1, w);
+    w1 = w;
+  }
   if (prep && std::strstr(prep, "um-off")) {
     note("disable unified memory", cuptiActivityDisable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
     const uint64_t w = wall_ns();
