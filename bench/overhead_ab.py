@@ -23,7 +23,9 @@ switches between states lasting several halves breaks that (the H200 of session 
            exit, as if the program ran without it; umtrace_attach puts it back with every record it takes).
            profile's sampler runs beside both halves, as profile runs it. Target 1.03 (issue 34: profile
            --um-trace at most 3% slower per step), the whole of profile's cost being this ratio times the
-           sampler's. (Disabling CUPTI's records alone, cuptiActivityDisable, left CUPTI in the process: Llama
+           sampler's. The tracer switches only where the state changes (pairs alternate their order, so one
+           switch a pair): a detach with unified-memory records takes about 2 s, all in CUPTI's taking them out
+           (H200, session 21, docs/tracing.md). (Disabling CUPTI's records alone, cuptiActivityDisable, left CUPTI in the process: Llama
            generation ran slower so than recording in 11 of 16 pairs on the H200, session 18; a detach is the
            tracer's absence.)
   sampler  in a plain process: profile's sampler (umscope.profile.sampler.Sampler.sample at profile's period,

@@ -452,7 +452,8 @@ def test_um_trace_detach_and_attach_leave_out_only_the_detached_period(nvtx, tmp
 
 @pytest.mark.parametrize("mode,expect", [("managed", "faults"), ("managed-prefetch", "prefetch"), ("explicit", "none")])
 def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
-    res = run_cli("profile", "--um-trace", "--kernels", "--store", store_path, "--json", "--", native.umbench_path(),
+    res = run_cli("profile", "--um-trace", "--kernels", "--copies", "--store", store_path, "--json", "--",
+                  native.umbench_path(),
                   "run", "qv",
                   "--qubits", "26", "--mode", mode, "--init", "cpu")
     assert res.returncode == 0, res.stderr
@@ -606,8 +607,8 @@ def user_program(tmp_path_factory):
 @pytest.mark.parametrize("mode", ["managed", "prefetch", "explicit"])
 def test_um_trace_and_nvtx_of_a_program_compiled_here(user_program, mode, store_path, tmp_path):
     report = tmp_path / "r.html"
-    res = run_cli("profile", "--um-trace", "--store", store_path, "--report", str(report), "--json", "--",
-                  user_program, mode)
+    res = run_cli("profile", "--um-trace", "--copies", "--allocations", "--store", store_path, "--report",
+                  str(report), "--json", "--", user_program, mode)
     assert res.returncode == 0 and "ok" in res.stdout, res.stderr
     recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
     um = recs["um_trace"]
@@ -655,8 +656,10 @@ def test_um_trace_of_a_third_party_program(store_path):
     recs = {r["op"]: r for r in json.loads(res.stdout.strip().splitlines()[-1])}
     um = recs["um_trace"]
     assert um["totals"]["htod"] == 0  # PyTorch allocates with cudaMalloc: no UM traffic
-    # The default leaves CUPTI's kernel records out (their cost per launch): the count is unknown, and said so.
+    # The default leaves CUPTI's kernel, copy and allocation records out (their cost per launch or call): the
+    # counts are unknown, and said so.
     assert um["kernels"] is None and any("kernels not recorded" in n for n in recs["run"]["notes"])
+    assert um["memcpy_bytes"] is None and um["allocations_made"] is None
     assert recs["run"]["exit_status"] == 0
 
 

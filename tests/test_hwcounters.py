@@ -144,6 +144,11 @@ def test_comparison_flags_more_than_five_percent_outside_the_data_range():
     # copies the program made count on the traced side
     rows = {r["direction"]: r for r in lt.comparison([_um(0.5 * GiB, 0, {"htod": 0.5 * GiB}), _totals(large, 0)])}
     assert not rows["htod"]["flag"] and rows["htod"]["counted"] == GiB
+    # copy records left out (memcpy_by_direction None): the traced side is unknown, never flagged on migrations alone
+    no_copies = dict(_um(0.5 * GiB), memcpy_by_direction=None)
+    rows = {r["direction"]: r for r in lt.comparison([no_copies, _totals(large, 0)])}
+    assert rows["htod"]["counted"] is None and not rows["htod"]["flag"] and not rows["htod"]["copies_recorded"]
+    assert "copies not recorded (--copies)" in lt.section([no_copies, _totals(large, 0)])
     # device to host: the read requests come out of the written bytes first
     lo, hi = lt.payload_range("dtoh", GiB * 144 / 128 + small * 16 / 140 + lt.HOUSEKEEPING * small, small)
     assert lo == pytest.approx(GiB) and hi > GiB

@@ -76,12 +76,16 @@ def test_um_trace_unavailable_is_said_and_profiling_goes_on(store_path):
 
 
 @pytest.mark.parametrize("flags,env,want", [
-    ((), {}, "um,copies,allocations,nvtx"),  # the default: no kernel records (their cost per launch)
-    (("--kernels",), {}, "um,kernels,copies,allocations,nvtx"),
+    ((), {}, "um,nvtx"),  # the default: no API-correlated records (their cost per launch or call)
+    (("--kernels",), {}, "um,kernels,nvtx"),
+    (("--copies",), {}, "um,copies,nvtx"),
+    (("--allocations", "--copies"), {}, "um,copies,allocations,nvtx"),
     (("--keep-trace", "KEEP"), {}, "um,kernels,copies,allocations,nvtx"),  # simulate/advise replay the kernels
+    (("--uvm-events",), {}, "um,allocations,nvtx"),  # the driver's events are put on allocations
+    (("--counters",), {}, "um,copies,nvtx"),  # the link's bytes are compared with migrations and copies
     ((), {"UMSCOPE_UMTRACE_RECORDS": "um"}, "um"),  # the user's own choice stands
 ])
-def test_um_trace_records_kernels_only_when_asked(flags, env, want, store_path, tmp_path, monkeypatch):
+def test_um_trace_records_kernels_copies_allocations_only_when_asked(flags, env, want, store_path, tmp_path, monkeypatch):
     from umscope.profile import tracer
     if tracer.tracer_path() is None:
         pytest.skip("this build has no libumtrace (CUPTI): --um-trace injects nothing")
@@ -157,6 +161,16 @@ def test_trace_parsing_and_analyses(tmp_path):
     html = charts(stored(off))
     assert "kernels not recorded" in html and "None kernels" not in html
     assert "1 kernels (" in charts(stored(tr)) and "kernels not recorded" not in charts(stored(tr))
+    # Copies and allocations left out (profile's default since session 21) are unknown too, and the report says
+    # which option records them; the migrations themselves are still counted.
+    offs = [f"{k} records off (UMSCOPE_UMTRACE_RECORDS=um,nvtx)" for k in ("kernels", "copies", "allocations")]
+    path.write_text("\n".join(lines[:1] + lines[2:5] + ['{"k":"note","what":"%s"}' % n for n in offs]) + "\n")
+    off = parse_trace(path)
+    assert off["memcpy_bytes"] is None and off["memcpy_by_direction"] is None and off["allocations_made"] is None
+    assert all(g["memcpy_bytes"] is None for g in off["by_gpu"].values()) and off["totals"]["htod"] == 262144
+    html = charts(stored(off))
+    assert "copies not recorded (`--copies` records them)" in html and "allocations not recorded" in html
+    assert "MiB copied" in charts(stored(tr)) and "not recorded (`--copies`" not in charts(stored(tr))
     recs = trace_records(tr)
     assert [r["op"] for r in recs] == ["um_htod_cumulative", "um_dtoh_cumulative", "um_trace"]
     assert recs[-1]["allocation_timelines"][0]["in"][-1] == 262144

@@ -124,6 +124,15 @@ def build_parser():
                         "kernel lanes, kernel counts and times). Off by default: each launch then costs more, and a "
                         "launch-bound program runs slower (GPT-2 generation 14-22%% per token on H100/H200, "
                         "docs/place.md). On with --keep-trace, whose replay needs the kernels")
+    s.add_argument("--copies", action="store_true",
+                   help="with --um-trace (implied): also record every copy (CUPTI's memcpy records: bytes copied per "
+                        "direction, the timeline's copy lanes, the counters' comparison). Off by default: with the "
+                        "allocation records, Llama and GPT-2 generation ran 4-5%% slower per token (H200, "
+                        "docs/tracing.md). On with --keep-trace, and with --counters beside a trace")
+    s.add_argument("--allocations", action="store_true",
+                   help="with --um-trace (implied): also record every allocation (CUPTI's memory records: the "
+                        "migrations of each allocation, simulate's and advise's buffers). Off by default, its cost as "
+                        "--copies'; on with --keep-trace and --uvm-events")
     s.add_argument("--counters", nargs="?", const="sample", metavar="sample|kernel",
                    help="hardware counters: PCIe, GPU-memory and L1<->L2 bytes over time (sample: PM sampling, the "
                         "default) or per kernel (kernel: CUPTI range profiler, serialises kernels)")
@@ -430,15 +439,19 @@ def cmd_profile(args):
         except ValueError as err:
             raise UsageError(str(err)) from None
     store = Store(args.store)  # an unwritable store fails before the program runs
-    args.kernels = args.kernels or args.keep_trace is not None
-    args.um_trace = args.um_trace or args.uvm_events or args.kernels
+    kept = args.keep_trace is not None  # simulate and advise replay kernels on allocations
+    args.kernels = args.kernels or kept
+    args.allocations = args.allocations or kept or args.uvm_events  # the driver's events, put on allocations
+    args.um_trace = args.um_trace or args.uvm_events or args.kernels or args.copies or args.allocations
+    args.copies = args.copies or kept or (args.um_trace and counters is not None)  # the link's other traffic
     status, records, notes = profiler.profile(cmd, period, args.power, gpus, numa, args.um_trace, counters,
                                               uvm_events=args.uvm_events, keep_trace=args.keep_trace,
-                                              kernels=args.kernels)
+                                              kernels=args.kernels, copies=args.copies, allocations=args.allocations)
     command = "umscope " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     run_id = store.create_run("profile", command, [], {"period": period, "power": args.power,
                                                       "um_trace": args.um_trace, "uvm_events": args.uvm_events,
-                                                      "kernels": args.kernels, "counters": counters and {
+                                                      "kernels": args.kernels, "copies": args.copies,
+                                                      "allocations": args.allocations, "counters": counters and {
                                                           "modes": list(counters["modes"]), "set": counters["set"]}},
                               fp, args.label)
     run = next(r for r in records if r["op"] == "run")

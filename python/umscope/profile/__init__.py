@@ -26,23 +26,32 @@ from umscope.profile.tracer import (KERNELS_OFF, cupti_path, inject, parse_trace
                                     shift_trace, trace_files, tracer_path)
 
 
-# The CUPTI activity records `--um-trace` enables (libumtrace's UMSCOPE_UMTRACE_RECORDS). Kernel records are left
-# out unless asked for (--kernels, --keep-trace): CUPTI timestamps every launch, and a launch-bound program pays it
-# per launch. GPT-2 generation, 3 processes each alone on one H200 (docs/place.md, session 14): all records 1.141 x
-# the plain run's time per token, these four 0.961; on one H100 (4 processes) all records 1.220.
-RECORDS_DEFAULT = "um,copies,allocations,nvtx"
-RECORDS_KERNELS = "um,kernels,copies,allocations,nvtx"
+# The CUPTI activity records `--um-trace` enables (libumtrace's UMSCOPE_UMTRACE_RECORDS): unified memory and NVTX
+# ranges always; kernels, copies and allocations only when asked (--kernels, --copies, --allocations; --keep-trace
+# takes all three, --uvm-events the allocations). Each of those three is an API-correlated record: CUPTI follows
+# every launch or call for it, and a launch-bound program pays it per step. Measured inside one process (libumtrace
+# detached against attached, bench/overhead_ab.py --toggle tracer, one H200, docs/tracing.md, session 21): copies
+# and allocations together cost Llama generation 1.0483 (95% interval 1.0347-1.0596) and GPT-2 1.0436
+# (1.0160-1.0590), over issue 34's 3%; unified memory alone GPT-2 0.9695 (0.8750-1.0068). Kernel records: GPT-2
+# generation 1.141 x its plain time per token with them (3 processes, H200, docs/place.md, session 14).
+RECORDS_DEFAULT = "um,nvtx"
+
+
+def records_for(kernels=False, copies=False, allocations=False) -> str:
+    """UMSCOPE_UMTRACE_RECORDS for profile's options: unified memory and NVTX, and each record kind asked for."""
+    asked = [name for name, on in (("kernels", kernels), ("copies", copies), ("allocations", allocations)) if on]
+    return ",".join(["um", *asked, "nvtx"])
 
 
 def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False, counters=None, uvm_events=False,
-            keep_trace=None, kernels=False):
+            keep_trace=None, kernels=False, copies=False, allocations=False):
     """Runs cmd; returns (exit status as a shell reports it, records, notes). counters: None, or
     {"modes": ("sample",) or ("kernel",), "set": "link" | "memory"} for hardware counters (profile/hwcounters.py).
     uvm_events: with um_trace, libumtrace also reads the UVM driver's event queue (profile/uvm_events.py).
     keep_trace: with um_trace, a path the raw trace (libumtrace's JSON lines, what `simulate --trace` and
     `advise --trace` read) is moved to instead of deleted; every later process's FILE.PID goes beside it.
-    kernels: with um_trace, CUPTI's kernel records too (RECORDS_KERNELS); without, RECORDS_DEFAULT, unless the
-    environment names UMSCOPE_UMTRACE_RECORDS itself."""
+    kernels, copies, allocations: with um_trace, CUPTI's kernel, copy and allocation records too (records_for);
+    none of them: RECORDS_DEFAULT. The environment's own UMSCOPE_UMTRACE_RECORDS, where set, stands."""
     if not cmd:
         raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
     notes = []
@@ -61,7 +70,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
             if uvm_events:  # the driver's own event queue beside CUPTI (native/profiler/uvm_events.cpp)
                 env["UMSCOPE_UMTRACE_UVM_EVENTS"] = "1"
             if not env.get("UMSCOPE_UMTRACE_RECORDS"):
-                env["UMSCOPE_UMTRACE_RECORDS"] = RECORDS_KERNELS if kernels else RECORDS_DEFAULT
+                env["UMSCOPE_UMTRACE_RECORDS"] = records_for(kernels, copies, allocations)
     hw = None
     if counters:
         from umscope.profile import hwcounters
@@ -129,8 +138,10 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
         if not tr:
             notes.append("--um-trace: the program wrote no trace (it may not use CUDA, or CUPTI could not attach)")
         for n in (tr or {}).get("notes", []):  # a kind of CUPTI record left out: its counts are not zeros
-            notes.append("--um-trace: kernels not recorded (the default; `--kernels` records them, at a cost per "
-                         "launch)" if n.startswith(KERNELS_OFF) else f"--um-trace: {n}")
+            off = next((kind for kind in ("kernels", "copies", "allocations") if n.startswith(f"{kind} records off")),
+                       None)
+            notes.append(f"--um-trace: {off} not recorded (the default; `--{off}` records them, at a cost per "
+                         f"{'launch' if off == 'kernels' else 'call'})" if off else f"--um-trace: {n}")
         for err in (tr or {}).get("errors", []):
             notes.append(f"--um-trace: CUPTI refused to {err.get('what')}: {err.get('cupti')}")
         if tr and not tr.get("complete"):

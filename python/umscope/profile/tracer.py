@@ -251,6 +251,8 @@ def event_tracks(ev, um, t0, allocs, label, moves=None) -> dict:
 # The note libumtrace writes where UMSCOPE_UMTRACE_RECORDS leaves the kernel records out (umtrace.cpp record_wanted:
 # "<kind> records off (...)"), as profile's default does.
 KERNELS_OFF = "kernels records off"
+COPIES_OFF = "copies records off"
+ALLOCATIONS_OFF = "allocations records off"
 
 
 def _gpu_work(ev, allocs) -> str:
@@ -299,11 +301,14 @@ def parse_trace(path, gpus=()) -> dict:
     timeline_by_gpu = {}
     # Kernel records left out (UMSCOPE_UMTRACE_RECORDS, profile's default): no kernel count is known, not zero.
     kernels_off = any(n.startswith(KERNELS_OFF) for n in out["notes"])
+    copies_off = any(n.startswith(COPIES_OFF) for n in out["notes"])  # likewise: unknown, not zero
+    allocations_off = any(n.startswith(ALLOCATIONS_OFF) for n in out["notes"])
 
     def gpu_slot(g):
         return by_gpu.setdefault(g, dict({name: 0 for name in COUNTERS.values() if name != "cpu_fault"},
                                          kernels=None if kernels_off else 0,
-                                         kernel_s=None if kernels_off else 0.0, memcpy_bytes=0))
+                                         kernel_s=None if kernels_off else 0.0,
+                                         memcpy_bytes=None if copies_off else 0))
 
     for e in sorted(um, key=lambda e: e["s"]):
         name = COUNTERS.get(e["c"], f"counter{e['c']}")
@@ -355,11 +360,13 @@ def parse_trace(path, gpus=()) -> dict:
                wall_start=start.get("w"),
                kernels=None if kernels_off else sum(1 for e in ev if e.get("k") == "kernel"),
                kernel_s=None if kernels_off else sum(e["e"] - e["s"] for e in ev if e.get("k") == "kernel") / 1e9,
-               memcpy_bytes=sum(e["b"] for e in ev if e.get("k") == "memcpy"),
+               memcpy_bytes=None if copies_off else sum(e["b"] for e in ev if e.get("k") == "memcpy"),
                # CUPTI copy kinds: 1 host to device, 2 device to host (for the counters' comparison).
-               memcpy_by_direction={d: sum(e["b"] for e in ev if e.get("k") == "memcpy" and e.get("ck") == ck)
-                                    for d, ck in (("htod", 1), ("dtoh", 2))},
-               allocations_made=len(allocs), by_gpu=by_gpu, timeline_by_gpu=timeline_by_gpu,
+               memcpy_by_direction=None if copies_off else {
+                   d: sum(e["b"] for e in ev if e.get("k") == "memcpy" and e.get("ck") == ck)
+                   for d, ck in (("htod", 1), ("dtoh", 2))},
+               allocations_made=None if allocations_off else len(allocs), by_gpu=by_gpu,
+               timeline_by_gpu=timeline_by_gpu,
                devices={label(e["_p"], e["id"]): e.get("bus") for e in ev if e.get("k") == "device"},
                kinds_refused=refused, records_lost=lost, driver_counters=driver,
                driver_counters_refused=bool(driver_refused) and not driver,

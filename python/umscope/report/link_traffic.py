@@ -79,12 +79,15 @@ def comparison(recs) -> list:
             if link is None:
                 continue
             migrated = (tr.get("totals") or {}).get(d)
-            copies = (tr.get("memcpy_by_direction") or {}).get(d)
-            counted = None if migrated is None else migrated + (copies or 0)
+            # Copy records left out (profile without --copies): the traced side is unknown, not the migrations alone.
+            no_copies = tr.get("memcpy_by_direction", {}) is None
+            copies = None if no_copies else (tr.get("memcpy_by_direction") or {}).get(d)
+            counted = None if migrated is None or no_copies else migrated + (copies or 0)
             raw_read = b.get("pcie_read", b.get("pcie_rx", 0.0)) or 0.0
             lo, hi = payload_range(d, link, raw_read)
             rows.append({"gpu": r["processor"], "direction": d, "link": link, "source": rx.get("source", ""),
                          "payload": (lo, hi), "migrated": migrated, "copies": copies, "counted": counted,
+                         "copies_recorded": not no_copies,
                          "disagreement": None if counted is None else disagreement(counted, lo, hi),
                          "flag": counted is not None and flagged(counted, lo, hi)})
     return rows
@@ -101,7 +104,7 @@ def section(recs) -> str:
     if rows:
         def verdict(r):
             if r["disagreement"] is None:
-                return num_cell("no trace")
+                return num_cell("no trace" if r.get("copies_recorded", True) else "copies not recorded (--copies)")
             text = ("within" if r["disagreement"] == 0 else f"{100 * r['disagreement']:+.1f}%") + (
                 " — more than 5% apart" if r["flag"] else "")
             return num_cell(text, r["flag"])

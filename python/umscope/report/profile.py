@@ -195,8 +195,11 @@ def charts(recs) -> str:
                   CAVEATS["derived"]),
                  ("kernels, copies, allocations", ("kernels not recorded (`--kernels` records them)"
                                                    if ux.get("kernels") is None else
-                                                   f"{ux.get('kernels')} kernels ({num(ux.get('kernel_s'))} s)") + ", "
-                  f"{(ux.get('memcpy_bytes') or 0) / 2**20:.1f} MiB copied, {ux.get('allocations_made')} allocations", "")]
+                                                   f"{ux.get('kernels')} kernels ({num(ux.get('kernel_s'))} s)") + ", " +
+                  ("copies not recorded (`--copies` records them)" if ux.get("memcpy_bytes") is None else
+                   f"{(ux.get('memcpy_bytes') or 0) / 2**20:.1f} MiB copied") + ", " +
+                  ("allocations not recorded (`--allocations` records them and the migrations of each)"
+                   if ux.get("allocations_made") is None else f"{ux.get('allocations_made')} allocations"), "")]
         from umscope.report.um_caveats import trace_rows
         items += trace_rows(ux)
         for a in ux.get("allocations") or []:
