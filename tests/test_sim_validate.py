@@ -1,6 +1,7 @@
 """umsim's timed-replay inputs read from a trace (hand-made records, every figure worked out by hand), and the validation
 against the kept H100 traces (data/sim-traces): bytes exact, and the timed replay's first
 batch equal to the one the driver migrated (the measurement the uTLB's two faulted pages rest on)."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -434,14 +435,42 @@ def test_calib3_grids_are_many_block_reads_and_writes_no_other_set_has():
     assert len({p for _, p in validation.SETS.values()}) == len(validation.SETS)
 
 
-def test_calib3_runner_keeps_three_runs_of_the_set_with_entry_tables():
-    # bench/calib3_runs.sh: the three runs of --set calib3 with the driver's events (per-entry tables kept, as every
-    # calibration set's), named as data/sim-traces names the other calibration sets' runs, each cut at 100 s
-    text = (ROOT / "bench" / "calib3_runs.sh").read_text()
-    assert "for r in calib3 rep-calib3 rep2-calib3; do" in text
-    assert "timeout 100 python3 bench/sim_validate.py --set calib3 --uvm-events --runs-only --keep" in text
-    assert 'tar -czf "$OUT/$r.tar.gz"' in text
-    assert subprocess.run(["bash", "-n", str(ROOT / "bench" / "calib3_runs.sh")]).returncode == 0
+def test_calib_runner_keeps_three_runs_of_a_set_and_refuses_a_bad_one(tmp_path):
+    # bench/calib_runs.sh SET [LIMIT_S]: three runs of --set SET with the driver's events, named as data/sim-traces
+    # names every calibration set's runs, each tarred and all of them in one tar; a set that is not a calibration
+    # set, or a bad limit, is refused before anything runs. A stub python3 stands in for sim_validate (the real
+    # interpreter answers the set check), keeping one program's counts and entry table as a run does.
+    import sys
+    stub = tmp_path / "bin" / "python3"
+    stub.parent.mkdir()
+    log = tmp_path / "calls.txt"
+    stub.write_text(f"""#!/bin/bash
+if [ "$1" = -c ]; then exec {sys.executable} "$@"; fi
+echo "$*" >> {log}
+keep=""; while [ $# -gt 0 ]; do [ "$1" = --keep ] && keep=$2; shift; done
+mkdir -p "$keep" && echo '{{}}' > "$keep/q0.counts.json" && echo x | gzip > "$keep/q0.entries.txt.gz"
+echo "| program | faults |"
+""")
+    stub.chmod(0o755)
+    env = dict(os.environ, PATH=f"{stub.parent}:{os.environ['PATH']}", OUT=str(tmp_path / "out"))
+    script = str(ROOT / "bench" / "calib_runs.sh")
+    for bad in (["calib9"], [], ["calib3", "0"], ["calib3", "x"]):
+        res = subprocess.run(["bash", script, *bad], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert res.returncode == 2 and "usage: bench/calib_runs.sh SET" in res.stderr and not log.exists(), bad
+    res = subprocess.run(["bash", script, "calib3", "100"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    calls = log.read_text().splitlines()
+    assert [c.split("--keep ")[1].rsplit("/", 1)[1] for c in calls] == ["calib3", "rep-calib3", "rep2-calib3"]
+    assert all(c.startswith("bench/sim_validate.py --set calib3 --uvm-events --runs-only --keep ") for c in calls)
+    out = tmp_path / "out"
+    import tarfile
+    for r in ("calib3", "rep-calib3", "rep2-calib3"):
+        with tarfile.open(out / f"{r}.tar.gz") as t:
+            assert sorted(t.getnames()) == [r, f"{r}/q0.counts.json", f"{r}/q0.entries.txt.gz"]
+        assert f"| {r} | 0 | " in res.stdout and "| 1 | 1 |" in res.stdout
+    with tarfile.open(out / "calib3-runs.tar") as t:
+        assert sorted(t.getnames()) == sorted(f"{r}.{x}" for r in ("calib3", "rep-calib3", "rep2-calib3")
+                                              for x in ("tar.gz", "log"))
 
 
 def test_choose_variant_counts_the_programs_of_every_calibration_set(tmp_path, monkeypatch):
