@@ -704,16 +704,17 @@ extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
   // The next driver call's exit (on any thread) detaches: every driver callback on, then one call made here.
   g_detach_asked = g_attached.load();
   if (g_attached) note("ask for a detach", cuptiEnableDomain(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API));
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   using SyncFn = int (*)();
-  auto sync = cuda ? reinterpret_cast<SyncFn>(dlsym(cuda, "cuCtxSynchronize")) : nullptr;
+  static const SyncFn sync = [] {  // libcuda stays loaded while the program runs: looked up once
+    void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return cuda ? reinterpret_cast<SyncFn>(dlsym(cuda, "cuCtxSynchronize")) : nullptr;
+  }();
   for (int i = 0; i < 5000 && g_attached; ++i) {
     if (sync) sync();
     if (!g_attached) break;
     timespec ms{0, 1000L * 1000L};
     nanosleep(&ms, nullptr);
   }
-  if (cuda) dlclose(cuda);
   if (g_attached) {
     hold_writer(false);
     return -2;
@@ -740,7 +741,8 @@ extern "C" __attribute__((visibility("default"))) int umtrace_attach() {
   if (record_wanted("nvtx", false)) note("enable NVTX markers", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
   const char* fp = std::getenv("UMSCOPE_UMTRACE_FLUSH_MS");
   cuptiActivityFlushPeriod(fp && *fp ? static_cast<uint32_t>(std::atoi(fp)) : 100u);
-  if (g_um_on && !(std::getenv("UMSCOPE_UMTRACE_REATTACH_UM") && *std::getenv("UMSCOPE_UMTRACE_REATTACH_UM") == '0'))
+  const char* reum = std::getenv("UMSCOPE_UMTRACE_REATTACH_UM");  // 0: a diagnostic, the records not configured
+  if (g_um_on && !(reum && *reum == '0'))
     configure_um(false);
   {
     std::lock_guard<std::mutex> lk(g_mu);
