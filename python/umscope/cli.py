@@ -119,20 +119,18 @@ def build_parser():
     s.add_argument("--keep-trace", metavar="FILE",
                    help="with --um-trace (implied): keep the raw trace (libumtrace's JSON lines) in FILE, for "
                         "`umscope simulate --trace FILE` and `umscope advise --trace FILE`")
-    s.add_argument("--kernels", action="store_true",
-                   help="with --um-trace (implied): also record every kernel (CUPTI's kernel records: the timeline's "
-                        "kernel lanes, kernel counts and times). Off by default: each launch then costs more, and a "
-                        "launch-bound program runs slower (GPT-2 generation 14-22%% per token on H100/H200, "
-                        "docs/place.md). On with --keep-trace, whose replay needs the kernels")
-    s.add_argument("--copies", action="store_true",
-                   help="with --um-trace (implied): also record every copy (CUPTI's memcpy records: bytes copied per "
-                        "direction, the timeline's copy lanes, the counters' comparison). Off by default: with the "
-                        "allocation records, Llama and GPT-2 generation ran 4-5%% slower per token (H200, "
-                        "docs/tracing.md). On with --keep-trace, and with --counters beside a trace")
-    s.add_argument("--allocations", action="store_true",
-                   help="with --um-trace (implied): also record every allocation (CUPTI's memory records: the "
-                        "migrations of each allocation, simulate's and advise's buffers). Off by default, its cost as "
-                        "--copies'; on with --keep-trace and --uvm-events")
+    for flag, what in (  # CUPTI's API-correlated records: each costs a launch-bound program per launch or call
+            ("kernels", "every kernel (CUPTI's kernel records: the timeline's kernel lanes, kernel counts and times). "
+                        "Off by default: each launch then costs more (GPT-2 generation 14-22%% slower per token on "
+                        "H100/H200, docs/place.md). On with --keep-trace, whose replay needs the kernels"),
+            ("copies", "every copy (CUPTI's memcpy records: bytes copied per direction, the timeline's copy lanes, "
+                       "the counters' comparison). Off by default: with the allocation records, Llama and GPT-2 "
+                       "generation ran 4-5%% slower per token (H200, docs/tracing.md). On with --keep-trace, and "
+                       "with --counters beside a trace"),
+            ("allocations", "every allocation (CUPTI's memory records: the migrations of each allocation, "
+                            "simulate's and advise's buffers). Off by default, its cost as --copies'; on with "
+                            "--keep-trace and --uvm-events")):
+        s.add_argument(f"--{flag}", action="store_true", help=f"with --um-trace (implied): also record {what}")
     s.add_argument("--counters", nargs="?", const="sample", metavar="sample|kernel",
                    help="hardware counters: PCIe, GPU-memory and L1<->L2 bytes over time (sample: PM sampling, the "
                         "default) or per kernel (kernel: CUPTI range profiler, serialises kernels)")
