@@ -25,9 +25,9 @@ switches between states lasting several halves breaks that (the H200 of session 
            --um-trace at most 3% slower per step), the whole of profile's cost being this ratio times the
            sampler's. The tracer switches only where the state changes (pairs alternate their order, so one
            switch a pair): a detach with unified-memory records takes about 2 s, all in CUPTI's taking them out
-           (H200, session 21, docs/tracing.md). (Disabling CUPTI's records alone, cuptiActivityDisable, left CUPTI in the process: Llama
-           generation ran slower so than recording in 11 of 16 pairs on the H200, session 18; a detach is the
-           tracer's absence.)
+           (H200, session 21, docs/tracing.md). (Disabling CUPTI's records alone, cuptiActivityDisable, left
+           CUPTI in the process: Llama generation ran slower so than recording in 11 of 16 pairs on the H200,
+           session 18; a detach is the tracer's absence.)
   sampler  in a plain process: profile's sampler (umscope.profile.sampler.Sampler.sample at profile's period,
            0.1 s, on GPU 0 and this process's tree), run by a child process as `umscope profile` runs it beside
            the program, sampling against idle: the part of profile's cost (target 1.03 for the whole) that is not
@@ -216,7 +216,8 @@ class TracerToggle:
         if on != self.attached:
             self._switch(attach=on)
             self.attached = on
-            self.detaches += 0 if on else 1
+            if not on:
+                self.detaches += 1
         return fn()
 
     def close(self):
@@ -407,12 +408,10 @@ def main(argv=None):
             about = dict(toggle=a.toggle, kind=os.environ.get("UMSCOPE_PLACE_KIND"), torch=torch.__version__,
                          gpu=torch.cuda.get_device_name(), records=os.environ.get("UMSCOPE_UMTRACE_RECORDS"),
                          nvtx_injection=os.environ.get("NVTX_INJECTION64_PATH"))
+            cost = (lambda: {"toggle_cost": toggle.about()}) if hasattr(toggle, "about") else dict  # noqa: E731
             rec = measure(toggle, w, work, per, unit, a.pairs, target,
-                          progress=lambda part: save(a.out, a.toggle, records + [dict(
-                              part, **about, **({"toggle_cost": toggle.about()} if hasattr(toggle, "about") else {}))]))
-            rec.update(about)
-            if hasattr(toggle, "about"):
-                rec["toggle_cost"] = toggle.about()
+                          progress=lambda part: save(a.out, a.toggle, records + [dict(part, **about, **cost())]))
+            rec.update(about, **cost())
             records.append(rec)
             ci = rec["ratio_ci95"]
             state = {True: "met", False: "MISSED", None: "not decided"}[rec["meets_target"]]

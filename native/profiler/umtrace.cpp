@@ -400,6 +400,19 @@ void enable_um() {
   configure_um(true);
 }
 
+// One unified-memory counter's configuration: `kind` on device `d` (every device where `all`), on or off.
+CUpti_ActivityUnifiedMemoryCounterConfig um_counter(CUpti_ActivityUnifiedMemoryCounterKind kind, int d, bool all,
+                                                    bool enable) {
+  CUpti_ActivityUnifiedMemoryCounterConfig cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.scope = all ? CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_ALL_DEVICES
+                  : CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+  cfg.kind = kind;
+  cfg.deviceId = static_cast<uint32_t>(d);
+  cfg.enable = enable ? 1 : 0;
+  return cfg;
+}
+
 // Configures and enables CUPTI's unified-memory records (at the first context's creation, and again at every attach
 // after a detach: cuptiFinalize forgets them).
 void configure_um(bool say) {
@@ -430,13 +443,7 @@ void configure_um(bool say) {
       if (k < 1 || k > 8 || list.find(std::string(",") + names[k] + ",") == std::string::npos) continue;
     }
     for (int d = 0; d < per_kind; ++d) {
-      CUpti_ActivityUnifiedMemoryCounterConfig cfg;
-      std::memset(&cfg, 0, sizeof cfg);
-      cfg.scope = all ? CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_ALL_DEVICES
-                      : CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
-      cfg.kind = kind;
-      cfg.deviceId = static_cast<uint32_t>(d);
-      cfg.enable = 1;
+      CUpti_ActivityUnifiedMemoryCounterConfig cfg = um_counter(kind, d, all, true);
       CUptiResult r = cuptiActivityConfigureUnifiedMemoryCounter(&cfg, 1);
       const char* rs = nullptr;
       cuptiGetResultString(r, &rs);
@@ -667,38 +674,28 @@ extern "C" __attribute__((visibility("default"))) int umtrace_detach() {
   hold_writer(true);  // what CUPTI hands over from here to the attach waits (its finalise delivers the rest)
   uint64_t w1 = wall_ns();
   phase("detach: buffers written", w0, w1);
-  // Diagnostics of where a detach's time goes (UMSCOPE_UMTRACE_DETACH_PREP, a comma list): um-off disables the
-  // unified-memory records before cuptiFinalize (um-config-off configures every counter off first), period-0 stops CUPTI's periodic flush (each a phase of its own),
-  // direct calls cuptiFinalize here rather than at a driver call's exit.
+  // Diagnostics of where a detach's time goes (UMSCOPE_UMTRACE_DETACH_PREP, a comma list), each a phase of its own:
+  // um-config-off configures every unified-memory counter off, um-off disables the unified-memory records, period-0
+  // stops CUPTI's periodic flush, all before cuptiFinalize; direct calls it here, not at a driver call's exit.
   const char* prep = std::getenv("UMSCOPE_UMTRACE_DETACH_PREP");
-  if (prep && std::strstr(prep, "um-config-off")) {  // every counter configured off, the records left enabled
+  auto prep_step = [&](const char* name, const char* what, auto&& fn) {  // one diagnostic step, timed as a phase
+    if (!prep || !std::strstr(prep, name)) return;
+    fn();
+    const uint64_t w = wall_ns();
+    phase(what, w1, w);
+    w1 = w;
+  };
+  prep_step("um-config-off", "detach: unified-memory counters configured off", [] {  // the records left enabled
     std::vector<CUpti_ActivityUnifiedMemoryCounterConfig> off;
     for (int kind = 1; kind <= 8; ++kind)
-      for (int d = 0; d < std::max(1, g_ndev); ++d) {
-        CUpti_ActivityUnifiedMemoryCounterConfig cfg;
-        std::memset(&cfg, 0, sizeof cfg);
-        cfg.scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
-        cfg.kind = static_cast<CUpti_ActivityUnifiedMemoryCounterKind>(kind);
-        cfg.deviceId = static_cast<uint32_t>(d);
-        off.push_back(cfg);
-      }
+      for (int d = 0; d < std::max(1, g_ndev); ++d)
+        off.push_back(um_counter(static_cast<CUpti_ActivityUnifiedMemoryCounterKind>(kind), d, false, false));
     note("configure unified memory off", cuptiActivityConfigureUnifiedMemoryCounter(off.data(), off.size()));
-    const uint64_t w = wall_ns();
-    phase("detach: unified-memory counters configured off", w1, w);
-    w1 = w;
-  }
-  if (prep && std::strstr(prep, "um-off")) {
+  });
+  prep_step("um-off", "detach: unified-memory records off", [] {
     note("disable unified memory", cuptiActivityDisable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
-    const uint64_t w = wall_ns();
-    phase("detach: unified-memory records off", w1, w);
-    w1 = w;
-  }
-  if (prep && std::strstr(prep, "period-0")) {
-    cuptiActivityFlushPeriod(0);
-    const uint64_t w = wall_ns();
-    phase("detach: periodic flush off", w1, w);
-    w1 = w;
-  }
+  });
+  prep_step("period-0", "detach: periodic flush off", [] { cuptiActivityFlushPeriod(0); });
   // direct (diagnostic): cuptiFinalize on this thread, outside any driver call (the program's work is synchronised).
   if (prep && std::strstr(prep, "direct")) detach_here();
   // The next driver call's exit (on any thread) detaches: every driver callback on, then one call made here.

@@ -22,8 +22,8 @@ from umscope.profile.output import UNITS, _records, _summary, print_summary, tra
 from umscope.profile.sampler import (PAGE, Sampler, host_energy_j, numa_bytes, parse_period,  # noqa: F401
                                      process_tree, rss_bytes)
 from umscope.profile.codes import ACCESS, CAUSES, COUNTERS  # noqa: F401
-from umscope.profile.tracer import (KERNELS_OFF, cupti_path, inject, parse_trace, read_trace_lines,  # noqa: F401
-                                    shift_trace, trace_files, tracer_path)
+from umscope.profile.tracer import (OPTIONAL_RECORDS, cupti_path, inject, parse_trace,  # noqa: F401
+                                    read_trace_lines, records_off, shift_trace, trace_files, tracer_path)
 
 
 # The CUPTI activity records `--um-trace` enables (libumtrace's UMSCOPE_UMTRACE_RECORDS): unified memory and NVTX
@@ -34,12 +34,10 @@ from umscope.profile.tracer import (KERNELS_OFF, cupti_path, inject, parse_trace
 # and allocations together cost Llama generation 1.0483 (95% interval 1.0347-1.0596) and GPT-2 1.0436
 # (1.0160-1.0590), over issue 34's 3%; unified memory alone GPT-2 0.9695 (0.8750-1.0068). Kernel records: GPT-2
 # generation 1.141 x its plain time per token with them (3 processes, H200, docs/place.md, session 14).
-RECORDS_DEFAULT = "um,nvtx"
-
-
 def records_for(kernels=False, copies=False, allocations=False) -> str:
-    """UMSCOPE_UMTRACE_RECORDS for profile's options: unified memory and NVTX, and each record kind asked for."""
-    asked = [name for name, on in (("kernels", kernels), ("copies", copies), ("allocations", allocations)) if on]
+    """UMSCOPE_UMTRACE_RECORDS for profile's options: unified memory and NVTX (the default, "um,nvtx"), and each
+    of OPTIONAL_RECORDS asked for."""
+    asked = [kind for kind, on in zip(OPTIONAL_RECORDS, (kernels, copies, allocations)) if on]
     return ",".join(["um", *asked, "nvtx"])
 
 
@@ -51,7 +49,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
     keep_trace: with um_trace, a path the raw trace (libumtrace's JSON lines, what `simulate --trace` and
     `advise --trace` read) is moved to instead of deleted; every later process's FILE.PID goes beside it.
     kernels, copies, allocations: with um_trace, CUPTI's kernel, copy and allocation records too (records_for);
-    none of them: RECORDS_DEFAULT. The environment's own UMSCOPE_UMTRACE_RECORDS, where set, stands."""
+    none of them: unified memory and NVTX alone. The environment's own UMSCOPE_UMTRACE_RECORDS, where set, stands."""
     if not cmd:
         raise UsageError("profile needs a command after --, e.g. umscope profile -- ./app args")
     notes = []
@@ -138,8 +136,7 @@ def profile(cmd, period=0.1, power=False, gpus=(), numa_nodes=1, um_trace=False,
         if not tr:
             notes.append("--um-trace: the program wrote no trace (it may not use CUDA, or CUPTI could not attach)")
         for n in (tr or {}).get("notes", []):  # a kind of CUPTI record left out: its counts are not zeros
-            off = next((kind for kind in ("kernels", "copies", "allocations") if n.startswith(f"{kind} records off")),
-                       None)
+            off = records_off(n)
             notes.append(f"--um-trace: {off} not recorded (the default; `--{off}` records them, at a cost per "
                          f"{'launch' if off == 'kernels' else 'call'})" if off else f"--um-trace: {n}")
         for err in (tr or {}).get("errors", []):

@@ -248,11 +248,15 @@ def event_tracks(ev, um, t0, allocs, label, moves=None) -> dict:
             "copies": {g: _merge_spans(v) for g, v in copies.items()}}
 
 
-# The note libumtrace writes where UMSCOPE_UMTRACE_RECORDS leaves the kernel records out (umtrace.cpp record_wanted:
-# "<kind> records off (...)"), as profile's default does.
-KERNELS_OFF = "kernels records off"
-COPIES_OFF = "copies records off"
-ALLOCATIONS_OFF = "allocations records off"
+# The record kinds profile leaves out unless asked (--kernels, --copies, --allocations): CUPTI ties each to the API
+# call that made it, and a launch-bound program pays for it per launch or call (profile/__init__.py).
+OPTIONAL_RECORDS = ("kernels", "copies", "allocations")
+
+
+def records_off(note):
+    """The optional record kind a libumtrace note says was left out, else None (umtrace.cpp record_wanted writes
+    "<kind> records off (UMSCOPE_UMTRACE_RECORDS=...)" where the variable leaves a kind out)."""
+    return next((kind for kind in OPTIONAL_RECORDS if note.startswith(f"{kind} records off")), None)
 
 
 def _gpu_work(ev, allocs) -> str:
@@ -299,10 +303,9 @@ def parse_trace(path, gpus=()) -> dict:
     label = lambda p, i: labels.get((p, i), f"cuda{i}")  # noqa: E731
     by_gpu = {}
     timeline_by_gpu = {}
-    # Kernel records left out (UMSCOPE_UMTRACE_RECORDS, profile's default): no kernel count is known, not zero.
-    kernels_off = any(n.startswith(KERNELS_OFF) for n in out["notes"])
-    copies_off = any(n.startswith(COPIES_OFF) for n in out["notes"])  # likewise: unknown, not zero
-    allocations_off = any(n.startswith(ALLOCATIONS_OFF) for n in out["notes"])
+    # Records left out (UMSCOPE_UMTRACE_RECORDS, profile's default): their counts are unknown, not zero.
+    off = {records_off(n) for n in out["notes"]}
+    kernels_off, copies_off, allocations_off = ("kernels" in off), ("copies" in off), ("allocations" in off)
 
     def gpu_slot(g):
         return by_gpu.setdefault(g, dict({name: 0 for name in COUNTERS.values() if name != "cpu_fault"},

@@ -81,7 +81,7 @@ def comparison(recs) -> list:
             migrated = (tr.get("totals") or {}).get(d)
             # Copy records left out (profile without --copies): the traced side is unknown, not the migrations alone.
             no_copies = tr.get("memcpy_by_direction", {}) is None
-            copies = None if no_copies else (tr.get("memcpy_by_direction") or {}).get(d)
+            copies = (tr.get("memcpy_by_direction") or {}).get(d)
             counted = None if migrated is None or no_copies else migrated + (copies or 0)
             raw_read = b.get("pcie_read", b.get("pcie_rx", 0.0)) or 0.0
             lo, hi = payload_range(d, link, raw_read)
