@@ -468,13 +468,15 @@ def test_um_trace_of_an_unmodified_program(mode, expect, store_path):
         assert um["memcpy_bytes"] >= 2 * state
     elif expect == "faults":  # CPU-initialised managed memory moves on the GPU's faults (and the driver's
         # speculative prefetch around them), none of it by a user prefetch. What the docs promise
-        # (docs/method.md, "What the unified-memory totals count"): the counted bytes are a lower bound of
-        # the data moved, measured at 60-94% of the state on the H100; never more than the state moved once.
-        assert 0.5 * state <= um["totals"]["htod"] <= state + (2 << 20), (um["totals"], state)
+        # (docs/method.md, "What the unified-memory totals count"): the UVM driver's own counters lose nothing,
+        # the whole state moved to the GPU; CUPTI's records are a lower bound of it whose share varies from run to
+        # run (35-59% of this state on the H100 and H200), and the record says that share.
+        drv = um["driver_counters"]["all"]["htod"]
+        assert drv >= 0.98 * state, um["driver_counters"]
+        assert 0 < um["totals"]["htod"] <= drv, (um["totals"], drv)
+        assert um["record_shortfall"]["htod"] == pytest.approx(um["totals"]["htod"] / drv)
         assert um["totals"]["gpu_fault"] > 0
         assert um["faults_per_migration"] > 0 and "user" not in um["by_cause"]["htod"]
-        # The UVM driver's own counters lose nothing (docs/tracing.md): the whole state moved to the GPU.
-        assert um["driver_counters"]["all"]["htod"] >= 0.98 * state, um["driver_counters"]
     else:  # cudaMemPrefetchAsync is a user-caused migration, before any kernel faults
         assert um["by_cause"]["htod"].get("user", 0) >= state and um["totals"]["gpu_fault"] == 0
         assert um["driver_counters"]["all"]["htod"] >= state, um["driver_counters"]
