@@ -119,9 +119,9 @@ def main(argv=None):
         elif r["bound"] is None:
             print(f"nvtx {w}: {r['why']}", flush=True)
         else:
-            print(f"nvtx {w}: {r['calls_per_unit']:.2f} NVTX calls per {r['unit'].split('/')[1]} x "
+            print(f"nvtx {w}: {r['calls_per_unit']:.3g} NVTX calls per {r['unit'].split('/')[1]} x "
                   f"{r['per_call_us']:.2f} us per call over {r['median_ms']:.3f} {r['unit']}: at most "
-                  f"{100 * r['bound']:.3f}% ({r['names']})", flush=True)
+                  f"{100 * r['bound']:.2g}% ({r['names']})", flush=True)
         if a.out:
             Path(a.out).mkdir(parents=True, exist_ok=True)
             (Path(a.out) / "nvtx_cost.json").write_text(json.dumps(out, indent=1))
