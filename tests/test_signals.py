@@ -144,3 +144,14 @@ def test_finished_run_ignores_signals_while_python_shuts_down():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     rc, ignored = out.stdout.splitlines()[-1].split()
     assert ignored == "True" and rc in ("0", "2"), (out.stdout[-300:], out.stderr[-300:])  # 2: no umbench here
+
+
+def test_one_table_gives_each_signal_its_status_word_and_exit_status():
+    """The run's status word and umscope's exit status come from one table (suite.INTERRUPTIONS): the word a
+    signal writes gives back that signal's 128 + number, as a shell reports it."""
+    import signal as sg
+    from umscope import suite
+    assert suite.INTERRUPTIONS == {sg.SIGINT: "interrupted", sg.SIGHUP: "hangup", sg.SIGTERM: "terminated"}
+    assert [suite.interrupted_exit(w) for w in ("interrupted", "hangup", "terminated")] == [130, 129, 143]
+    assert suite.interrupted_exit("something else") == 130
+    assert all(suite.Interrupted(s).exit_code == suite.interrupted_exit(w) for s, w in suite.INTERRUPTIONS.items())

@@ -17,8 +17,8 @@ from umscope.report.summary import print_summary
 from umscope.sizes import format_size
 from umscope.store import Store
 from umscope.model import commands as whatif
-from umscope.suite import (Case, Interrupted, bus_ids_of, deferred_signals, handle_signals, mark_interrupted,
-                           plan_from_json, plan_to_json, run_cases)
+from umscope.suite import (Case, Interrupted, bus_ids_of, deferred_signals, handle_signals, interrupted_exit,
+                           mark_interrupted, plan_from_json, plan_to_json, run_cases)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -352,7 +352,7 @@ def _execute(args, kind, cases, fingerprint, store, run_id=None):
                 pass
         raise
     if status != "complete":
-        return {"hangup": 129, "terminated": 143}.get(status, 130)
+        return interrupted_exit(status)
     return exit_code(store.cases(run_id))
 
 

@@ -44,8 +44,15 @@ ISOLATED_KINDS = {"pingpong": ("managed",)}  # family: the kind names whose case
 # Case parameters that name a second GPU or another rank's side.
 _SECOND_GPU_PARAMS = ("peer", "gpus", "peer-kind", "peer_kind")
 
-# Exit status of an interrupted umscope: 128 + the signal, as a shell reports it.
-EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGHUP: 129, signal.SIGTERM: 143}
+# The signals that interrupt a run: the run's status word for each, and umscope's exit status (128 + the signal, as
+# a shell reports it). One table for the signal handlers, mark_interrupted's word and the CLI's exit status.
+INTERRUPTIONS = {signal.SIGINT: "interrupted", signal.SIGHUP: "hangup", signal.SIGTERM: "terminated"}
+
+
+def interrupted_exit(status: str) -> int:
+    """The exit status of a run that ended with this status word (an unknown word: SIGINT's, 130)."""
+    sig = next((s for s, w in INTERRUPTIONS.items() if w == status), signal.SIGINT)
+    return 128 + int(sig)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -59,7 +66,7 @@ class Interrupted(KeyboardInterrupt):
 
     @property
     def exit_code(self) -> int:
-        return EXIT_INTERRUPTED.get(self.signum, 128 + int(self.signum))
+        return 128 + int(self.signum)
 
 
 _critical = 0       # >0 while a case's result is being written: a signal then waits for the commit
@@ -78,7 +85,7 @@ def handle_signals():
     """SIGINT, SIGTERM and SIGHUP raise Interrupted while the block runs (main thread only)."""
     old = {}
     try:
-        for s in EXIT_INTERRUPTED:
+        for s in INTERRUPTIONS:
             old[s] = signal.signal(s, _on_signal)
     except ValueError:  # not the main thread: leave the handlers alone
         pass
@@ -609,7 +616,7 @@ def mark_interrupted(store, run_id: int, signum, case_id=None) -> str:
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
-    return {signal.SIGHUP: "hangup", signal.SIGTERM: "terminated"}.get(signum, "interrupted")
+    return INTERRUPTIONS.get(signum, "interrupted")
 
 
 def plan_to_json(cases: list) -> list:
