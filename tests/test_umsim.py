@@ -331,6 +331,40 @@ def test_timed_block_order_shuffled_takes_an_sms_blocks_in_any_order(tmp_path):
         replay(tmp_path, [(0, 64)], list(range(64)) + [B], block_order="random", **base)
 
 
+def test_timed_block_order_groups_gives_the_sms_sharing_pages_one_order(tmp_path):
+    # Four SMs, eight blocks of half a page (two dispatch rounds: SM s holds blocks s and s + 4), 32 pages: a grid
+    # step of 16 KiB is 4 pages, round 0's blocks 0-3 on pages 4j (blocks 0, 1: SMs 0, 1) and 4j + 1 (SMs 2, 3),
+    # round 1's on 4j + 2 (SMs 0, 1) and 4j + 3 (SMs 2, 3). Groups: SMs 0-1 (s x 2 KiB / 4 KiB = 0) and SMs 2-3 (1).
+    # Each uTLB holds one faulted page, no cross-uTLB merge. Grouped, SMs 0 and 1 take the same round first in every
+    # step, so each batch holds one page of each group, faulted by both of its SMs: 2 batches per step, 4 entries
+    # each (64 in 16 batches, 32 pages). Shuffled, SMs 0 and 1 draw their orders alone: in a step where they differ
+    # each faults its own page in one batch, and the partner's page then passes: fewer entries.
+    base = dict(capacity=128 * PB, unit=16 * PB, granule=PB, prefetch="off", resident_blocks=8, sms=4,
+                block_bytes=PB // 2, timed=True, utlb_faults=1, resident_ns=100, fetch_us=1, batch_us=1, page_us=0,
+                cross_utlb_merge="off")
+    got = {}
+    for order in ("shuffled", "groups"):
+        log = tmp_path / f"{order}.log"
+        got[order] = replay(tmp_path, [(0, 32)], list(range(32)) + [B], block_order=order, entry_log=log, **base)
+        assert got[order]["h2d_fault_pages"] == 32
+    assert got["groups"]["entries"] == 64 and got["groups"]["batches"] == 16
+    assert got["shuffled"]["entries"] < 64
+    by = {}
+    for r in (r.split() for r in (tmp_path / "groups.log").read_text().splitlines() if r.startswith("f ")):
+        by.setdefault(int(r[1]), {}).setdefault(int(r[2]), []).append(int(r[3]))
+    firsts = []
+    for b in range(1, 17):
+        pages = sorted(by[b])
+        assert len(pages) == 2 and pages[0] // 4 == pages[1] // 4 == (b - 1) // 2  # one step, two batches
+        assert {p % 2: sorted(by[b][p]) for p in pages} == {0: [0, 1], 1: [2, 3]}  # 4j or 4j+2: SMs 0, 1; else 2, 3
+        if b % 2:  # the step's first batch: each group's first round (page 4j + 2r + group)
+            firsts.append(tuple(p % 4 // 2 for p in sorted(pages, key=lambda p: p % 2)))
+    # the rounds' order is drawn per group and step: not always round 0 first, and the groups not always alike
+    assert any(f != (0, 0) for f in firsts) and any(f[0] != f[1] for f in firsts)
+    with pytest.raises(UsageError):
+        replay(tmp_path, [(0, 32)], list(range(32)) + [B], block_order="rounds", **base)
+
+
 def test_timed_page_order_chunks_misses_a_chunks_pages_before_the_next_chunk(tmp_path):
     # One SM, one block, chunks of two pages, two chunks per unrolled step (one grid stride apart: pages 0-1
     # and 2-3, then 4-5 and 6-7); one faulted page per batch. By pages: the first page of each chunk, then the

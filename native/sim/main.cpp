@@ -171,7 +171,7 @@ void usage() {
       "             [--timed --unroll N --utlb-faults N --resident-ns NS --fetch-us US --batch-us US --page-us US\n"
       "              --update-put-ratio PCT --max-batches-per-service N [--entry-log FILE]\n"
       "              [--entry-instances W1,W2,...] [--cross-utlb-merge on|off] [--utlb-fault-weights W1,...]\n"
-      "              [--replay-fetch-us US] [--interleave on|off] [--write-ns NS] [--block-order ordered|shuffled]\n"
+      "              [--replay-fetch-us US] [--interleave on|off] [--write-ns NS] [--block-order ordered|shuffled|groups]\n"
       "              [--page-order pages|chunks] [--release replay|blocks] [--fault-burst-us US]\n"
       "              [--instance-order together|spread] [--instance-gap-ns NS [--instance-gap-by holding|buffer]]]\n"
       "             [--thrash-threshold N] [--thrash-lapse EVENTS] [--thrash-action remote|none]\n"
@@ -251,7 +251,12 @@ static int run_main(int argc, char** argv) {
     else if (a == "--instance-gap-by") { std::string v = val(); if (v != "holding" && v != "buffer") die("--instance-gap-by holding|buffer"); p.instance_gap_by_buffer = v == "buffer"; }
     else if (a == "--instance-order") { std::string v = val(); if (v != "together" && v != "spread") die("--instance-order together|spread"); p.spread_instances = v == "spread"; }
     else if (a == "--page-order") { std::string v = val(); if (v != "pages" && v != "chunks") die("--page-order pages|chunks"); p.chunk_first = v == "chunks"; }
-    else if (a == "--block-order") { std::string v = val(); if (v != "ordered" && v != "shuffled") die("--block-order ordered|shuffled"); p.shuffle_blocks = v == "shuffled"; }
+    else if (a == "--block-order") {
+      std::string v = val();
+      if (v != "ordered" && v != "shuffled" && v != "groups") die("--block-order ordered|shuffled|groups");
+      p.shuffle_blocks = v == "shuffled";
+      p.group_blocks = v == "groups";
+    }
     else if (a == "--release") { std::string v = val(); if (v != "replay" && v != "blocks") die("--release replay|blocks"); p.block_release = v == "blocks"; }
     else if (a == "--entry-log") p.entry_log = val();
     else if (a == "--interleave") { std::string v = val(); if (v != "on" && v != "off") die("--interleave on|off"); p.interleave = v == "on"; }

@@ -292,7 +292,26 @@ class Sim {
       if (l.empty() || l.back() != pg) l.push_back(pg);
     };
     for (uint64_t j = 0; j < steps; ++j) {
-      if (p_.shuffle_blocks && B > S) {  // each SM's blocks (b = sm mod S) among themselves
+      if (p_.group_blocks && B > S) {  // --block-order groups: the group's first SM's shuffled order, by round (b / S)
+        const uint32_t per_sm = (B + S - 1) / S;
+        std::vector<uint32_t> rounds;
+        uint64_t group = ~0ull;
+        for (uint32_t sm = 0; sm < S; ++sm) {
+          const uint64_t g = uint64_t(sm) * C / pb;  // the SMs whose round-0 blocks share a page: one group
+          if (g != group) {  // its first SM draws as shuffled does (it holds every round the others hold)
+            group = g;
+            rounds.clear();
+            for (uint32_t r = 0; r < per_sm; ++r) if (sm + r * S < B) rounds.push_back(r);
+            uint64_t h = (j + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t(sm) + 1) * 0xC2B2AE3D27D4EB4Full;
+            for (size_t i = rounds.size(); i > 1; --i) {
+              h ^= h >> 31; h *= 0xD6E8FEB86659FD93ull; h ^= h >> 32;
+              std::swap(rounds[i - 1], rounds[h % i]);
+            }
+          }
+          uint32_t i = 0;
+          for (uint32_t r : rounds) if (sm + r * S < B) border[sm + (i++) * S] = sm + r * S;
+        }
+      } else if (p_.shuffle_blocks && B > S) {  // each SM's blocks (b = sm mod S) among themselves
         const uint32_t per_sm = (B + S - 1) / S;
         for (uint32_t sm = 0; sm < S; ++sm) {
           std::vector<uint32_t> mine;

@@ -60,6 +60,9 @@ def entry_figures(calib):
     # before those of its next chunk
     out["interleave"] = "on"
     out["block_order"] = "shuffled"
+    # the SMs whose blocks share pages take their blocks in one order, drawn per grid step and group (umsim
+    # --block-order groups; calibration.TRIED's block-groups, structural, no figure)
+    out["block_order_groups"] = "groups"
     out["page_order"] = "chunks"
     # a uTLB whose faulted pages are all mapped goes on before the batch's replay, as each VA block's service ends
     out["release"] = "blocks"
@@ -123,6 +126,11 @@ TRIED = {
     # round by round). With umsim-6's mechanisms: 7 of 17, largest |error| 64.8% (the reads on 6 and 7 blocks, which
     # no driver run splits, +8% and +11%); held out 26 of 69, median 13.2%.
     "spread-read": ("instance_order_read",),
+    # session 22: the SMs whose blocks share pages (their round-r blocks on one page) take their blocks in one order,
+    # drawn per grid step and group (umsim --block-order groups, in place of block-order's per-SM shuffle). With umsim-6's
+    # other five: 7 of 17, largest |error| 59.2% (umsim-6 64.8%); the rule's search with it as an eleventh mechanism
+    # chooses it in block-order's place (docs/simulator.md); held out 18 of 69, median 16.5%. Not yet in FEATURES.
+    "block-groups": ("block_order_groups",),
 }
 
 

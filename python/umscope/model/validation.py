@@ -498,6 +498,8 @@ def compare(meta, counts, device, tmp, quiet=False):
                           "release", "fault_burst_us", "instance_order"):
                     if device.get(k) is not None:
                         tp[k] = device[k]
+                if device.get("block_order_groups"):  # calibration.TRIED's block-groups, over block_order
+                    tp["block_order"] = device["block_order_groups"]
                 tp["batch_us"] = round(max(0.0, c["timing"]["gap_us"] - tp["fetch_us"]), 3)
                 if quiet:  # choosing among variants: the counts only, not the model's events table
                     T = sim.run(dict(launch, unroll=case["unroll"], **tp))
