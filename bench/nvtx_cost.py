@@ -10,9 +10,9 @@ measure everything else profile's default records; this script gives the rest:
   calls per unit   CUPTI's marker records in profile's trace of this process (its `ranges`, each a push and a pop,
                    and `instants`), less the calls this script makes itself, over every unit the work ran (warm-up
                    and model set-up included: an over-count)
-  cost per call    a push and a pop (torch.cuda.nvtx, NVTX's global domain) timed in this process, NVTX handed to
-                   CUPTI with its marker records on, as profile's default runs it; NVTX's own cost without CUPTI
-                   (tens of ns) is not taken off: an over-count
+  cost per call    a push and a pop, one range's calls (torch.cuda.nvtx, NVTX's global domain), timed in this
+                   process, NVTX handed to CUPTI with its marker records on, as profile's default runs it; NVTX's
+                   own cost without CUPTI (tens of ns) is not taken off: an over-count
   bound            calls per unit x cost per call / the unit's median time: the share NVTX adds to a unit at most
 
     python3 bench/nvtx_cost.py [--work llama,gpt2,train,compiled] [--reps 5] [--tokens 64] [--steps 4]
@@ -49,8 +49,9 @@ def child(a):
         torch.cuda.nvtx.range_push("umscope-nvtx-cost")
         torch.cuda.nvtx.range_pop()
     per_call = (time.perf_counter() - t0) / a.calls
-    print(MARK + json.dumps({"work": a.work, "unit": unit, "units_run": per * (a.reps + 1), "median_ms": statistics.median(times),
-                             "own_ranges": a.calls + 1, "per_call_us": per_call * 1e6}), flush=True)
+    print(MARK + json.dumps({"work": a.work, "unit": unit, "units_run": per * (a.reps + 1),
+                             "median_ms": statistics.median(times), "own_ranges": a.calls + 1,
+                             "per_call_us": per_call * 1e6}), flush=True)
     return 0
 
 
@@ -119,8 +120,8 @@ def main(argv=None):
         elif r["bound"] is None:
             print(f"nvtx {w}: {r['why']}", flush=True)
         else:
-            print(f"nvtx {w}: {r['calls_per_unit']:.3g} NVTX calls per {r['unit'].split('/')[1]} x "
-                  f"{r['per_call_us']:.2f} us per call over {r['median_ms']:.3f} {r['unit']}: at most "
+            print(f"nvtx {w}: {r['calls_per_unit']:.3g} NVTX ranges or marks per {r['unit'].split('/')[1]} x "
+                  f"{r['per_call_us']:.2f} us per push and pop over {r['median_ms']:.3f} {r['unit']}: at most "
                   f"{100 * r['bound']:.2g}% ({r['names']})", flush=True)
         if a.out:
             Path(a.out).mkdir(parents=True, exist_ok=True)
