@@ -279,7 +279,7 @@ class Sim {
     std::vector<std::vector<uint32_t>> src(S);
     const uint64_t steps = (nchunks + uint64_t(B) * Un - 1) / (uint64_t(B) * Un);
     const uint64_t cpages = (C + pb - 1) / pb + 1;  // pages a chunk can span (unaligned: one more)
-    // --block-order shuffled (see Params): the SM takes its blocks in a fixed pseudo-random order per step.
+    // --block-order shuffled or groups (see Params): the SM takes its blocks in a fixed pseudo-random order per step.
     std::vector<uint32_t> border(B);
     for (uint32_t b = 0; b < B; ++b) border[b] = b;
     auto add = [&](uint64_t j, uint32_t k, uint64_t q, uint32_t b) {
@@ -292,14 +292,17 @@ class Sim {
       if (l.empty() || l.back() != pg) l.push_back(pg);
     };
     for (uint64_t j = 0; j < steps; ++j) {
-      if (p_.group_blocks && B > S) {  // --block-order groups: the group's first SM's shuffled order, by round (b / S)
+      if ((p_.shuffle_blocks || p_.group_blocks) && B > S) {
+        // --block-order shuffled: each SM takes its blocks (b = sm + r S, dispatch round r) in a pseudo-random order
+        // of its rounds, drawn per step and SM; groups: the SMs whose blocks share pages (sm C / page equal) take
+        // the order drawn for their group's first SM, which holds every round the others hold
         const uint32_t per_sm = (B + S - 1) / S;
         std::vector<uint32_t> rounds;
-        uint64_t group = ~0ull;
+        uint64_t drawn_for = ~0ull;
         for (uint32_t sm = 0; sm < S; ++sm) {
-          const uint64_t g = uint64_t(sm) * C / pb;  // the SMs whose round-0 blocks share a page: one group
-          if (g != group) {  // its first SM draws as shuffled does (it holds every round the others hold)
-            group = g;
+          const uint64_t key = p_.group_blocks ? uint64_t(sm) * C / pb : sm;
+          if (key != drawn_for) {
+            drawn_for = key;
             rounds.clear();
             for (uint32_t r = 0; r < per_sm; ++r) if (sm + r * S < B) rounds.push_back(r);
             uint64_t h = (j + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t(sm) + 1) * 0xC2B2AE3D27D4EB4Full;
@@ -310,18 +313,6 @@ class Sim {
           }
           uint32_t i = 0;
           for (uint32_t r : rounds) if (sm + r * S < B) border[sm + (i++) * S] = sm + r * S;
-        }
-      } else if (p_.shuffle_blocks && B > S) {  // each SM's blocks (b = sm mod S) among themselves
-        const uint32_t per_sm = (B + S - 1) / S;
-        for (uint32_t sm = 0; sm < S; ++sm) {
-          std::vector<uint32_t> mine;
-          for (uint32_t i = 0; i < per_sm; ++i) if (sm + i * S < B) mine.push_back(sm + i * S);
-          uint64_t h = (j + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t(sm) + 1) * 0xC2B2AE3D27D4EB4Full;
-          for (size_t i = mine.size(); i > 1; --i) {
-            h ^= h >> 31; h *= 0xD6E8FEB86659FD93ull; h ^= h >> 32;
-            std::swap(mine[i - 1], mine[h % i]);
-          }
-          for (uint32_t i = 0; i < mine.size(); ++i) border[sm + i * S] = mine[i];
         }
       }
       if (p_.chunk_first) {  // every page of the step's first chunk, then of its second, ...

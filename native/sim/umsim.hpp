@@ -164,8 +164,9 @@ struct Params {
   // for the group's first SM, by dispatch round (an SM's blocks b = s + r sms, round r; SMs s and s' are one group
   // where s C / page = s' C / page, C = block_bytes: their round-r blocks share a page in every round; C >= a page:
   // every SM its own group, exactly shuffled). Measured (the driver's fault events of um-truth on 264-924 blocks,
-  // calibration sets calib and calib2): two uTLBs that hold blocks of the same pages fault the same grid step and round in a batch in 45-82% of the
-  // batches where both fault, two of different groups in 26-44%; shuffled draws every SM's order alone.
+  // calibration sets calib and calib2): two uTLBs that hold blocks of the same pages fault the same grid step and
+  // round in a batch in 45-82% of the batches where both fault, two of different groups in 26-44%; shuffled draws
+  // every SM's order alone.
   bool group_blocks = false;
   // --page-order chunks: an SM misses every page of an unrolled step's first chunk (its warps' first loads),
   // then every page of its second chunk, ... (measured: the driver's fault events of the migration kernel on 16

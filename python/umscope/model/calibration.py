@@ -128,8 +128,9 @@ TRIED = {
     "spread-read": ("instance_order_read",),
     # session 22: the SMs whose blocks share pages (their round-r blocks on one page) take their blocks in one order,
     # drawn per grid step and group (umsim --block-order groups, in place of block-order's per-SM shuffle). With
-    # umsim-6's other five: 7 of 17, largest |error| 59.2% (umsim-6 64.8%); the rule's search with it as an eleventh mechanism
-    # chooses it in block-order's place (docs/simulator.md); held out 18 of 69, median 16.5%. Not yet in FEATURES.
+    # umsim-6's other five: 7 of 17, largest |error| 59.2% (umsim-6 64.8%); the rule's search with it as an eleventh
+    # mechanism chooses it in block-order's place (docs/simulator.md); held out 18 of 69, median 16.5%. Not yet in
+    # FEATURES.
     "block-groups": ("block_order_groups",),
 }
 
