@@ -28,12 +28,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead_ab import WORKS, time_it  # noqa: E402  (the same works, built the same way)
 
 MARK = "NVTX_COST "
+OWN = "umscope-nvtx-cost"  # the names of this script's own ranges
 
 
 def child(a):
@@ -42,11 +44,11 @@ def child(a):
     work, per, unit = WORKS[a.work](a)
     work()  # warm-up (and torch.compile's compilation)
     times = [time_it(work)[0] / per * 1e3 for _ in range(a.reps)]
-    torch.cuda.nvtx.range_push("umscope-nvtx-cost-warm")
+    torch.cuda.nvtx.range_push(OWN + "-warm")
     torch.cuda.nvtx.range_pop()
     t0 = time.perf_counter()
     for _ in range(a.calls):
-        torch.cuda.nvtx.range_push("umscope-nvtx-cost")
+        torch.cuda.nvtx.range_push(OWN)
         torch.cuda.nvtx.range_pop()
     per_call = (time.perf_counter() - t0) / a.calls
     print(MARK + json.dumps({"work": a.work, "unit": unit, "units_run": per * (a.reps + 1),
@@ -59,18 +61,14 @@ def combine(mine, um):
     """The work's record from the child's line and profile's um_trace record (None where it has none)."""
     if um is None:
         return dict(mine, bound=None, why="profile kept no trace")
-    names = [r[0] for r in um.get("ranges", [])] + [i[0] for i in um.get("instants", [])]
-    own = sum(1 for n in names if str(n).startswith("umscope-nvtx-cost"))
+    names = Counter(r[0] for r in um.get("ranges", [])) + Counter(i[0] for i in um.get("instants", []))
+    own = sum(v for n, v in names.items() if str(n).startswith(OWN))
     if own != mine["own_ranges"]:  # the count is only as good as CUPTI's recording of ranges
         return dict(mine, bound=None, why=f"CUPTI recorded {own} of this script's {mine['own_ranges']} ranges")
-    work_calls = len(names) - mine["own_ranges"]
+    work_calls = sum(names.values()) - own
     per_unit = work_calls / mine["units_run"]
-    top = {}
-    for n in names:
-        if not str(n).startswith("umscope-nvtx-cost"):
-            top[n] = top.get(n, 0) + 1
     return dict(mine, work_calls=work_calls, calls_per_unit=per_unit,
-                names=dict(sorted(top.items(), key=lambda kv: -kv[1])[:8]),
+                names=dict([(n, v) for n, v in names.most_common() if not str(n).startswith(OWN)][:8]),
                 bound=per_unit * mine["per_call_us"] / 1e3 / mine["median_ms"])
 
 
