@@ -3,8 +3,8 @@
 
 Reads the kept calibration runs (data/sim-traces/calib, calib2, calib3 where kept: their per-entry tables of the driver's fault events)
 and replays each program through the timed model exactly as bench/sim_validate.py does (the device figures from
-every kept set's counts, the per-entry figures from the calibration programs' events, the mechanisms umsim-6 chose;
---features to change them), with its entry log. The count of both is split, over the address range the driver's
+every kept set's counts, the per-entry figures from the calibration programs' events, the mechanisms the rule
+chose, as model/validated.json's "umsim" entry names them; --features to change them), with its entry log. The count of both is split, over the address range the driver's
 entry table covers (its first instances), into
     entries = faulted VA blocks x faulted 64 KiB granules per VA block x distinct pages per faulted granule
               x entries per distinct page,
@@ -24,11 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from umscope.model import calibration, validation  # noqa: E402
+from umscope.model import calibrated, calibration, validation  # noqa: E402
 from umscope.model import events as ev  # noqa: E402
 from umscope.model.validation import CALIB_SETS, SETS, counted_all, device_figures  # noqa: E402
 
-UMSIM6 = "pages,instances,cross-merge,replay-fetch,write-rate,block-order"  # docs/simulator-validation.md
 VALIDATED_DIRS = ("main", "extra", "fresh", "fresh2", "fresh3", "fresh4")  # their counts only: device_figures' input
 GRANULE = 16  # pages of the driver's fault granule (a 64 KiB big page) and umsim's --granule
 VA_BLOCK = 512
@@ -63,12 +62,27 @@ def per_batch(ents):
             "granules": med(lambda l: len({p // GRANULE for p, _, _ in l}))}
 
 
+def chosen():
+    """The mechanisms bench/sim_validate.py's rule chose at the last validation (model/validated.json's "umsim"
+    entry, "mechanisms"), comma-separated; None where that entry names none."""
+    m = calibrated.validated("umsim").get("mechanisms")
+    return None if m is None else ",".join(m)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default=str(ROOT / "data" / "sim-traces"))
-    ap.add_argument("--features", default=UMSIM6, help=f"umsim's mechanisms (calibration.FEATURES or TRIED; default umsim-6's: {UMSIM6})")
+    ap.add_argument("--features", default=chosen(),
+                    help="umsim's mechanisms (calibration.FEATURES or TRIED; default the validated model's, as "
+                    "model/validated.json names them)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "simulator-fault-count.md"))
     a = ap.parse_args()
+    named = {**calibration.FEATURES, **calibration.TRIED}
+    if a.features is None:
+        ap.error("model/validated.json names no validated mechanisms (bench/sim_validate.py writes them): give --features")
+    bad = [f for f in a.features.split(",") if f and f not in named]
+    if bad:
+        ap.error(f"unknown mechanism {','.join(bad)} (calibration.FEATURES or TRIED: {','.join(named)})")
     t0 = time.time()
     D = Path(a.traces)
     csets = [s for s in CALIB_SETS if (D / s / "meta.json").exists()]  # the calibration sets kept so far
@@ -79,7 +93,6 @@ def main():
     device = device_figures(others + [c for s in csets for c in counts[s].values()])
     ef = calibration.entry_figures([(SETS[metas[s]["set"]][0][n], c) for s in csets for n, c in counts[s].items()])
     feats = [f for f in a.features.split(",") if f]
-    named = {**calibration.FEATURES, **calibration.TRIED}
     dev = dict(device, **{k: ef[k] for f in feats for k in named[f] if ef.get(k) is not None})
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -613,7 +613,8 @@ def write_doc(a, tables, device, repeat, t0, noev=None, variants=None, sens=None
         f"case {n}: {r['cupti_by_cause']}" for n, r in enumerate(rows)) + "."]
     Path(a.out).write_text("\n".join(lines) + "\n")
     if Path(a.out).resolve() == (ROOT / "docs" / "simulator-validation.md").resolve():
-        calibration.write_validated(tables, meta, sim.VERSION, _commit.validated_path())
+        calibration.write_validated(tables, meta, sim.VERSION, _commit.validated_path(),
+                                    mechanisms=variants["chosen"] if variants else None)
     print(f"wrote {a.out}")
 
 

@@ -84,6 +84,8 @@ def test_advise_reads_its_validation_when_one_is_written(tmp_path, monkeypatch):
     assert "not on this trace's program" in driver.advise_validated()["note"]
     f.write_text(json.dumps({"advise": dict(entry, model_version="umsim-4")}))
     assert f"validated for umsim-4, not {sim.VERSION}" in driver.advise_validated("triad", 16 << 20)["text"]
+    f.write_text(json.dumps({"advise": dict(entry, model_version="umsim-6")}))  # umsim-7's untimed replay is umsim-6's
+    assert not driver.advise_validated("triad", 16 << 20).get("note")
     monkeypatch.setattr(calibrated, "VALIDATED", tmp_path / "none.json")
     assert driver.advise_validated()["text"] == NO_VALIDATION
 

@@ -1,5 +1,8 @@
 """bench/fault_decompose.py's split of a fault count (issue 39) without a GPU: the four factors multiply back to the
 entries, and a batch description leaves out the first and last batches."""
+import json
+
+import pytest
 from conftest import bench_module
 
 fd = bench_module("fault_decompose")
@@ -19,3 +22,21 @@ def test_a_batch_is_described_without_the_first_and_the_last():
     ents = [(0, 0, "u", 9), (1, 0, "u", 2), (1, 17, "v", 1), (2, 1, "u", 4), (3, 5, "w", 7)]
     b = fd.per_batch(ents)  # batches 1 and 2 only: (3 instances, 2 entries, 2 uTLBs, 2 pages, 2 granules), (4, 1, ...)
     assert b == {"instances": 3.5, "entries": 1.5, "utlbs": 1.5, "pages": 1.5, "granules": 1.5}
+
+
+def test_the_default_mechanisms_are_the_validated_models(tmp_path, monkeypatch, capsys):
+    from umscope.model import calibrated
+    f = tmp_path / "validated.json"
+    f.write_text(json.dumps({"umsim": {"model_version": "umsim-7", "mechanisms": ["pages", "block-groups"]}}))
+    monkeypatch.setattr(calibrated, "VALIDATED", f)
+    assert fd.chosen() == "pages,block-groups"
+    f.write_text(json.dumps({"umsim": {"model_version": "umsim-6"}}))  # written before the entry named them
+    assert fd.chosen() is None
+    monkeypatch.setattr("sys.argv", ["fault_decompose.py", "--traces", str(tmp_path)])
+    with pytest.raises(SystemExit) as e:
+        fd.main()
+    assert e.value.code == 2 and "give --features" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", ["fault_decompose.py", "--features", "pages,blocks-groups"])
+    with pytest.raises(SystemExit) as e:
+        fd.main()
+    assert e.value.code == 2 and "unknown mechanism blocks-groups" in capsys.readouterr().err

@@ -178,6 +178,9 @@ def test_validated_record_leaves_the_calibration_programs_out():
     assert rec["gpu_fault_entries_max_error_vs_driver_main"] == 0.2
     assert rec["gpu_fault_entries_within_10pct_main"] == "1 of 2"
     assert not any(k.endswith("_calibration") for k in rec)
+    assert "mechanisms" not in rec  # none chosen (no calibration set given)
+    rec = calibration.validated_record(tables, {"gpu": "G"}, "umsim-x", ("pages", "block-groups"))
+    assert rec["mechanisms"] == ["pages", "block-groups"]  # the rule's choice: fault_decompose's default
 
 
 # The fault-count target (issue 39): fake kept runs as run_traced leaves them (meta.json, NAME.counts.json,

@@ -303,7 +303,8 @@ def random_ms(loads, stores, g, s, pair):
 def validated(kind="calibrated", app=None, mode=None, version=None) -> dict:
     """The validated error of a model (kind "calibrated" or "umsim") as its validation script last wrote it:
     the suite's median and 90th-percentile |error|, where, when and at which commit; with app and mode, this
-    case's own error. Says so when there is none or it was for another model version."""
+    case's own error. Says so when there is none or it was for another model version (version: one, or a tuple of
+    those whose figures hold, the first named in the note)."""
     try:
         v = json.loads(VALIDATED.read_text()).get(kind)
     except (OSError, ValueError):
@@ -316,8 +317,9 @@ def validated(kind="calibrated", app=None, mode=None, version=None) -> dict:
     if app and mode:
         out["this_case"] = (v.get("per_case") or {}).get(f"{app}/{mode}")
     want = version or (VERSION if kind.startswith("calibrated") else None)
-    if want and v.get("model_version") != want:
-        out["note"] = f"validated for {v.get('model_version')}, not {want}"
+    want = (want,) if isinstance(want, str) else want
+    if want and v.get("model_version") not in want:
+        out["note"] = f"validated for {v.get('model_version')}, not {want[0]}"
     return out
 
 

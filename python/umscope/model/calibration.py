@@ -100,7 +100,10 @@ FEATURES = {
     "replay-fetch": ("replay_fetch_us",),
     "interleave": ("interleave",),
     "write-rate": ("write_ns",),
-    "block-order": ("block_order",),
+    # umsim-7 (session 22): the SMs whose blocks share pages (their round-r blocks on one page) take their blocks in
+    # one order, drawn per grid step and group (umsim --block-order groups), in place of umsim-5's block-order (every
+    # SM's order drawn alone): the rule's search over both (2048 combinations) chose it in block-order's place
+    "block-groups": ("block_order_groups",),
     "page-order": ("page_order",),
     "block-release": ("release",),
     # umsim-7's candidate (session 18): the SMs' warps stall at a fault until the replay that services it and
@@ -126,12 +129,12 @@ TRIED = {
     # round by round). With umsim-6's mechanisms: 7 of 17, largest |error| 64.8% (the reads on 6 and 7 blocks, which
     # no driver run splits, +8% and +11%); held out 26 of 69, median 13.2%.
     "spread-read": ("instance_order_read",),
-    # session 22: the SMs whose blocks share pages (their round-r blocks on one page) take their blocks in one order,
-    # drawn per grid step and group (umsim --block-order groups, in place of block-order's per-SM shuffle). With
-    # umsim-6's other five: 7 of 17, largest |error| 59.2% (umsim-6 64.8%); the rule's search with it as an eleventh
-    # mechanism chooses it in block-order's place (docs/simulator.md); held out 18 of 69, median 16.5%. Not yet in
-    # FEATURES.
-    "block-groups": ("block_order_groups",),
+    # umsim-5's block-order: every SM draws its order of the rounds alone (umsim --block-order shuffled); in FEATURES
+    # until session 22. The rule's search over FEATURES with block-groups as an eleventh mechanism (2048
+    # combinations) chose block-groups in its place (pages, instances, cross-merge, replay-fetch, write-rate,
+    # block-groups: 7 of 17, largest |error| 59.2%, against umsim-6's six with block-order: 7 of 17, 64.8%), so
+    # umsim-7 searches block-groups in its place (docs/simulator.md).
+    "block-order": ("block_order",),
 }
 
 
@@ -230,11 +233,12 @@ def own_figures(runs, device, tmp):
     return out
 
 
-def validated_record(tables, meta, version) -> dict:
+def validated_record(tables, meta, version, mechanisms=None) -> dict:
     """The simulator's validated error as model/validated.json holds it (key "umsim"): the first table's
     bytes against the truth, the driver and CUPTI (largest |error|), and per validated set the timed entries'
     largest |error| against the driver's GPU faults and how many fall within +-10% (the calibration programs,
-    on which the model was chosen, are no validation). tables: [(set name, meta, rows of compare())]."""
+    on which the model was chosen, are no validation), and the mechanisms the rule chose (choose_variant's
+    'chosen', the timed replay's; bench/fault_decompose.py's default). tables: [(set name, meta, rows of compare())]."""
     ok = lambda x: x == x and abs(x) <= 0.10  # noqa: E731
     rows = tables[0][2]
 
@@ -247,6 +251,8 @@ def validated_record(tables, meta, version) -> dict:
            "when": meta.get("when"), "cases": len(rows),
            "htod_bytes_max_error_vs_truth": worst("truth_htod"), "htod_bytes_max_error_vs_driver": worst("driver"),
            "htod_bytes_max_error_vs_cupti": worst("cupti_htod")}
+    if mechanisms is not None:
+        rec["mechanisms"] = list(mechanisms)
     for tname, _, trows in tables:
         e = [x for x in errs_of(trows, "timed") if x == x]
         if e and tname != "calibration":
@@ -255,8 +261,8 @@ def validated_record(tables, meta, version) -> dict:
     return rec
 
 
-def write_validated(tables, meta, version, path=None) -> dict:
+def write_validated(tables, meta, version, path=None, mechanisms=None) -> dict:
     """validated_record() stored under "umsim" in model/validated.json, or `path` (the other entries kept)."""
-    rec = validated_record(tables, meta, version)
+    rec = validated_record(tables, meta, version, mechanisms)
     calibrated.write_validated("umsim", rec, path)
     return rec

@@ -344,7 +344,8 @@ def advise_validated(app=None, footprint=None, machine=VALIDATED_MACHINE, own_fi
     "advise" entry, as bench/advise_validate.py --write-validated wrote it: with this application and footprint's
     own result where that was a validated case, and, as `model` does, a note where the model version, the machine
     description or the figures differ from the validation's. Without an entry, says plainly that there is none."""
-    v = calibrated.validated("advise", app, format_size(footprint) if app and footprint else None, version=sim.VERSION)
+    v = calibrated.validated("advise", app, format_size(footprint) if app and footprint else None,
+                            version=sim.UNTIMED)  # advise prices with the untimed replay
     if v.get("status"):
         return {"status": "not validated", "source": ADVISE_DOC, "text": NO_ADVISE_VALIDATION}
     v["source"] = v.get("doc") or ADVISE_DOC
@@ -366,7 +367,7 @@ def advise_validated(app=None, footprint=None, machine=VALIDATED_MACHINE, own_fi
 def trace_validated_text() -> str:
     """advise --trace's own check against measured runs of unmodified programs (model/validated.json's
     "advise_trace" entry, bench/thirdparty.py readvise --write-validated), '' where there is none."""
-    v = calibrated.validated("advise_trace", version=sim.VERSION)
+    v = calibrated.validated("advise_trace", version=sim.UNTIMED)
     if v.get("status"):
         return ""
     per = v.get("per_program") or {}

@@ -21,7 +21,12 @@ from umscope.model import apps as model_apps
 # umsim-6: the density prefetcher computes every faulted granule's region of a batch and VA block on one occupancy
 # (the driver's compute_prefetch_mask), where umsim-5 let one region enlarge the next (session 12). Figures
 # validated with umsim-5 (advise's, docs/advise-validation-h100.md) say so beside umsim-6's output.
-VERSION = "umsim-6"
+# umsim-7: the timed replay's mechanisms, chosen by the rule on the calibration programs, take the SMs whose blocks
+# share pages in one order (calibration.FEATURES' block-groups, session 22). Only the validation's timed replay
+# (validation.compare) passes mechanisms; the untimed replay advise and model price with is umsim-6's, so figures
+# validated with umsim-6 hold for it (UNTIMED).
+VERSION = "umsim-7"
+UNTIMED = ("umsim-7", "umsim-6")  # the versions whose untimed replay is this one's
 POLICIES = ("uvm", "svm", "ats", "zerocopy")
 EVICTIONS = ("lrf", "lru", "clock")
 BARRIER = 0xFFFFFFFF
