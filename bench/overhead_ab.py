@@ -39,8 +39,11 @@ Work (the models of bench/place_programs/, random weights, nothing downloaded):
   train   a step of train.py's loop: GPT-2 small, bf16 autocast, gradient checkpointing, AdamW, ms per step
   compiled  a step of compiled.py's loop: a torch.compile'd Transformer encoder, SGD, ms per step (compiled in
           the warm-up)
+  graph   a step of graphed.py's loop: new data copied into the static inputs and the captured training step (an
+          MLP, SGD) replayed as one CUDA graph, ms per step (captured before the warm-up, once, in the state the
+          process starts in: routed under place, attached under profile)
 
-    umscope place --kind device -- python3 bench/overhead_ab.py --toggle route [--work llama,gpt2,train,compiled]
+    umscope place --kind device -- python3 bench/overhead_ab.py --toggle route [--work llama,gpt2,train,compiled,graph]
     python3 bench/overhead_ab.py --toggle sampler
     umscope profile --um-trace -- python3 bench/overhead_ab.py --toggle tracer
         [--pairs 12] [--tokens 64] [--steps 4] [--out DIR]
@@ -146,8 +149,24 @@ def compiled(steps):
     return work, steps, "ms/step"
 
 
+def graphed(steps):
+    import torch
+    from models import graphed_inputs, graphed_model  # bench/place_programs/models.py
+    xs, ys, static_x, static_y = graphed_inputs(steps)
+    graph, static_loss = graphed_model(static_x, static_y)
+
+    def work():
+        for i in range(steps):
+            static_x.copy_(xs[i])
+            static_y.copy_(ys[i])
+            graph.replay()
+        return None  # it trains on: its losses are not comparable between repetitions
+    return work, steps, "ms/step"
+
+
 WORKS = {"llama": lambda a: generation("llama", a.tokens), "gpt2": lambda a: generation("gpt2", a.tokens),
-         "train": lambda a: training(a.steps), "compiled": lambda a: compiled(a.steps)}
+         "train": lambda a: training(a.steps), "compiled": lambda a: compiled(a.steps),
+         "graph": lambda a: graphed(a.steps)}
 
 
 class RouteToggle:
@@ -380,7 +399,7 @@ def make_toggle(which):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--toggle", default="route")
-    p.add_argument("--work", default="llama,gpt2,train")  # or compiled
+    p.add_argument("--work", default="llama,gpt2,train")  # or compiled, graph
     p.add_argument("--pairs", type=int, default=12)
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--steps", type=int, default=4)

@@ -55,6 +55,12 @@ def test_bad_arguments_and_a_process_without_the_part_are_refused_with_exit_2(ca
     assert "umscope profile --um-trace -- python3 bench/overhead_ab.py --toggle tracer" in capsys.readouterr().err
 
 
+def test_every_work_is_documented_and_accepted():
+    doc = ab.__doc__.split("Work (")[1].split("\n\n")[0]
+    listed = {ln.split()[0] for ln in doc.splitlines()[1:] if ln.startswith("  ") and not ln.startswith("    ")}
+    assert listed == set(ab.WORKS) and "graph" in listed
+
+
 def test_the_tracer_toggle_switches_only_where_the_state_changes_and_stops_on_a_refusal(monkeypatch):
     """Off: libumtrace detached before the work; two halves in the same state need no switch between them (pairs
     alternate their order, so a pair costs one switch); close leaves it attached. A detach or attach that did not

@@ -1,6 +1,6 @@
 """A whole training step captured as a CUDA graph and replayed (the recipe of PyTorch's CUDA-graph notes):
 warm-up on a side stream, capture forward, backward and the optimizer step, then replay with new data copied
-into the static inputs.
+into the static inputs (the model and its capture: models.graphed_model).
 
     python graphed.py [--steps 200]
 """
@@ -9,36 +9,14 @@ import json
 import time
 
 import torch
+from models import graphed_inputs, graphed_model
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=200)
 a = p.parse_args()
 
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 4096),
-                            torch.nn.GELU(), torch.nn.Linear(4096, 10)).cuda()
-loss_fn = torch.nn.CrossEntropyLoss()
-opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-g = torch.Generator(device="cuda").manual_seed(4)
-xs = torch.randn(a.steps, 256, 1024, device="cuda", generator=g)
-ys = torch.randint(0, 10, (a.steps, 256), device="cuda", generator=g)
-static_x, static_y = xs[0].clone(), ys[0].clone()
-
-s = torch.cuda.Stream()
-s.wait_stream(torch.cuda.current_stream())
-with torch.cuda.stream(s):
-    for _ in range(3):
-        opt.zero_grad(set_to_none=True)
-        loss_fn(model(static_x), static_y).backward()
-        opt.step()
-torch.cuda.current_stream().wait_stream(s)
-
-graph = torch.cuda.CUDAGraph()
-opt.zero_grad(set_to_none=True)
-with torch.cuda.graph(graph):
-    static_loss = loss_fn(model(static_x), static_y)
-    static_loss.backward()
-    opt.step()
+xs, ys, static_x, static_y = graphed_inputs(a.steps)
+graph, static_loss = graphed_model(static_x, static_y)
 
 losses = torch.empty(a.steps, device="cuda")
 torch.cuda.synchronize()

@@ -1,4 +1,4 @@
-"""The models of generate.py, train.py and compiled.py (random weights, nothing downloaded), as a user's own
+"""The models of generate.py, train.py, compiled.py and graphed.py (random weights, nothing downloaded), as a user's own
 module beside the scripts; bench/overhead_ab.py builds the same models from here."""
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
@@ -66,3 +66,39 @@ def compiled_step(step_fn, opt, x, y):
     opt.step()
     opt.zero_grad(set_to_none=True)
     return loss
+
+
+def graphed_model(static_x, static_y):
+    """(graph, static loss): graphed.py's MLP (1024-4096-4096-10, GELU), cross-entropy and SGD with momentum, its
+    whole training step (forward, backward, optimizer step) captured as a CUDA graph after three warm-up steps on
+    a side stream (the recipe of PyTorch's CUDA-graph notes). Each replay trains on what static_x (256 x 1024) and
+    static_y (256 class indices) hold; the static loss holds its loss."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 4096),
+                                torch.nn.GELU(), torch.nn.Linear(4096, 10)).cuda()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(static_x), static_y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_loss = loss_fn(model(static_x), static_y)
+        static_loss.backward()
+        opt.step()
+    return graph, static_loss
+
+
+def graphed_inputs(steps):
+    """graphed.py's data: `steps` batches of inputs and labels on the GPU, and the static copies of the first that
+    the graph is captured on."""
+    g = torch.Generator(device="cuda").manual_seed(4)
+    xs = torch.randn(steps, 256, 1024, device="cuda", generator=g)
+    ys = torch.randint(0, 10, (steps, 256), device="cuda", generator=g)
+    return xs, ys, xs[0].clone(), ys[0].clone()
