@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from umscope.model import calibrated, calibration, validation  # noqa: E402
+import _commit  # noqa: E402
+from umscope.model import calibration, validation  # noqa: E402
 from umscope.model import events as ev  # noqa: E402
 from umscope.model.validation import CALIB_SETS, SETS, counted_all, device_figures  # noqa: E402
 
@@ -63,9 +64,13 @@ def per_batch(ents):
 
 
 def chosen():
-    """The mechanisms bench/sim_validate.py's rule chose at the last validation (model/validated.json's "umsim"
-    entry, "mechanisms"), comma-separated; None where that entry names none."""
-    m = calibrated.validated("umsim").get("mechanisms")
+    """The mechanisms bench/sim_validate.py's rule chose at the last validation (the "umsim" entry of the
+    model/validated.json it writes, _commit.validated_path(): "mechanisms"), comma-separated; None where that entry
+    names none."""
+    try:
+        m = json.loads(Path(_commit.validated_path()).read_text()).get("umsim", {}).get("mechanisms")
+    except (OSError, ValueError):
+        m = None
     return None if m is None else ",".join(m)
 
 

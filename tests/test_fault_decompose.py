@@ -25,10 +25,9 @@ def test_a_batch_is_described_without_the_first_and_the_last():
 
 
 def test_the_default_mechanisms_are_the_validated_models(tmp_path, monkeypatch, capsys):
-    from umscope.model import calibrated
     f = tmp_path / "validated.json"
     f.write_text(json.dumps({"umsim": {"model_version": "umsim-7", "mechanisms": ["pages", "block-groups"]}}))
-    monkeypatch.setattr(calibrated, "VALIDATED", f)
+    monkeypatch.setattr(fd._commit, "validated_path", lambda: f)
     assert fd.chosen() == "pages,block-groups"
     f.write_text(json.dumps({"umsim": {"model_version": "umsim-6"}}))  # written before the entry named them
     assert fd.chosen() is None
