@@ -4,8 +4,8 @@
 Reads the kept calibration runs (data/sim-traces/calib, calib2, calib3 where kept: their per-entry tables of the driver's fault events)
 and replays each program through the timed model exactly as bench/sim_validate.py does (the device figures from
 every kept set's counts, the per-entry figures from the calibration programs' events, the mechanisms the rule
-chose, as model/validated.json's "umsim" entry names them; --features to change them), with its entry log. The count of both is split, over the address range the driver's
-entry table covers (its first instances), into
+chose, as model/validated.json's "umsim" entry names them; --features to change them), with its entry log. The
+count of both is split, over the address range the driver's entry table covers (its first instances), into
     entries = faulted VA blocks x faulted 64 KiB granules per VA block x distinct pages per faulted granule
               x entries per distinct page,
 and the batches are described the same way (per batch: instances, entries, uTLBs, pages, granules). No validated
@@ -84,7 +84,8 @@ def main():
     a = ap.parse_args()
     named = {**calibration.FEATURES, **calibration.TRIED}
     if a.features is None:
-        ap.error("model/validated.json names no validated mechanisms (bench/sim_validate.py writes them): give --features")
+        ap.error("model/validated.json names no validated mechanisms (bench/sim_validate.py writes them): "
+                 "give --features")
     bad = [f for f in a.features.split(",") if f and f not in named]
     if bad:
         ap.error(f"unknown mechanism {','.join(bad)} (calibration.FEATURES or TRIED: {','.join(named)})")
