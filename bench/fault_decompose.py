@@ -86,7 +86,8 @@ def main():
     if a.features is None:
         ap.error("model/validated.json names no validated mechanisms (bench/sim_validate.py writes them): "
                  "give --features")
-    bad = [f for f in a.features.split(",") if f and f not in named]
+    feats = [f for f in a.features.split(",") if f]
+    bad = [f for f in feats if f not in named]
     if bad:
         ap.error(f"unknown mechanism {','.join(bad)} (calibration.FEATURES or TRIED: {','.join(named)})")
     t0 = time.time()
@@ -98,7 +99,6 @@ def main():
               for c in counted_all(str(D / d), json.loads((D / d / "meta.json").read_text())).values()]
     device = device_figures(others + [c for s in csets for c in counts[s].values()])
     ef = calibration.entry_figures([(SETS[metas[s]["set"]][0][n], c) for s in csets for n, c in counts[s].items()])
-    feats = [f for f in a.features.split(",") if f]
     dev = dict(device, **{k: ef[k] for f in feats for k in named[f] if ef.get(k) is not None})
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
