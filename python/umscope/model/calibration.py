@@ -106,8 +106,8 @@ FEATURES = {
     "block-groups": ("block_order_groups",),
     "page-order": ("page_order",),
     "block-release": ("release",),
-    # umsim-7's candidate (session 18): the SMs' warps stall at a fault until the replay that services it and
-    # fault in a burst right after each replay (umsim --fault-burst-us)
+    # a candidate of session 18, which the rule has not chosen: the SMs' warps stall at a fault until the replay that
+    # services it and fault in a burst right after each replay (umsim --fault-burst-us)
     "stall": ("fault_burst_us",),
 }
 
