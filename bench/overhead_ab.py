@@ -11,7 +11,9 @@ on / off; the figure is the median ratio with its distribution-free 95% confiden
 the pairs' ratios). A target is met where the interval's top is at or under it, missed where its bottom is over
 it, else not decided. The interval holds for pairs that are independent of each other: a host whose speed
 switches between states lasting several halves breaks that (the H200 of session 18 ran Llama's halves at 9-10 or
-15-17 ms/token, either arm), so each half's time is kept to be read beside the verdict.
+15-17 ms/token, either arm), so each half's time is kept to be read beside the verdict, with what the host did
+during it (host_spent: this thread's and this process's CPU time, its involuntary context switches, the CPUs
+busy and the time stolen, from /proc/stat) and the pairs' ratio of this thread's CPU time, a diagnostic.
 
 --toggle (the part switched):
   route    under `umscope place --kind K`: the route place installed (umscope_torch_route.ROUTE) against the
@@ -97,14 +99,37 @@ def verdict(ci, target):
     return None
 
 
+def host_now():
+    """What the host did so far, for where a half's time went: this thread's and this process's CPU seconds, the
+    involuntary context switches of this thread, and from /proc/stat the jiffies every CPU spent busy, in all, and
+    stolen by the hypervisor (0 where the kernel does not count steal)."""
+    import resource
+    cpu = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (time.thread_time(), time.process_time(), resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw,
+            sum(cpu) - cpu[3] - cpu[4], sum(cpu), cpu[7] if len(cpu) > 7 else 0)
+
+
+def host_spent(a, b):
+    """The host between two host_now()s: thread and process CPU seconds, involuntary switches, the CPUs busy on
+    average (every process's, this one's included) and the CPU seconds stolen."""
+    hz = os.sysconf("SC_CLK_TCK")
+    ncpu = os.cpu_count() or 1
+    total = b[4] - a[4]
+    return {"thread_cpu_s": b[0] - a[0], "proc_cpu_s": b[1] - a[1], "nivcsw": b[2] - a[2],
+            "busy_cpus": (b[3] - a[3]) / total * ncpu if total else None, "steal_s": (b[5] - a[5]) / hz}
+
+
 def time_it(fn):
+    """(seconds, fn's output, host_spent over the half)."""
     import torch
     gc.collect()  # a collection falls before each timed half, never inside one arm more than the other
     torch.cuda.synchronize()
+    h0 = host_now()
     t0 = time.perf_counter()
     out = fn()
     torch.cuda.synchronize()
-    return time.perf_counter() - t0, out
+    dt = time.perf_counter() - t0
+    return dt, out, host_spent(h0, host_now())
 
 
 def generation(model_name, tokens):
@@ -151,15 +176,13 @@ def compiled(steps):
 
 def graphed(steps):
     import torch
-    from models import graphed_inputs, graphed_model  # bench/place_programs/models.py
+    from models import graphed_inputs, graphed_model, graphed_step  # bench/place_programs/models.py
     xs, ys, static_x, static_y = graphed_inputs(steps)
     graph, static_loss = graphed_model(static_x, static_y)
 
     def work():
         for i in range(steps):
-            static_x.copy_(xs[i])
-            static_y.copy_(ys[i])
-            graph.replay()
+            graphed_step(graph, static_x, static_y, xs[i], ys[i])
         return None  # it trains on: its losses are not comparable between repetitions
     return work, steps, "ms/step"
 
@@ -330,11 +353,16 @@ class SamplerToggle:
         self.proc.wait(10)
 
 
-def record(toggle, name, unit, t_on, t_off, target, same, first_on):
-    """The work's record from the pairs measured so far."""
+def record(toggle, name, unit, t_on, t_off, target, same, first_on, h_on=(), h_off=()):
+    """The work's record from the pairs measured so far; h_on, h_off: each half's host_spent, and from them the
+    pairs' ratio of this thread's CPU time on / off with its interval (a diagnostic beside the verdict, which is
+    the wall time's: a cost or a host's noise that is not this thread's CPU time shows in one and not the other)."""
     ratios = [x / y for x, y in zip(t_on, t_off)]
     med, ci = median_ci(ratios) if ratios else (None, None)
-    return {"work": name, "unit": unit, "pairs": len(ratios), "on": toggle.on_name, "off": toggle.off_name,
+    cpu = [x["thread_cpu_s"] / y["thread_cpu_s"] for x, y in zip(h_on, h_off) if y["thread_cpu_s"] > 0]
+    cpu_med, cpu_ci = median_ci(cpu) if cpu else (None, None)
+    return {"host_on": list(h_on), "host_off": list(h_off), "cpu_ratio_median": cpu_med, "cpu_ratio_ci95": cpu_ci,
+            "work": name, "unit": unit, "pairs": len(ratios), "on": toggle.on_name, "off": toggle.off_name,
             "times_on": list(t_on), "times_off": list(t_off), "median_on": statistics.median(t_on) if t_on else None,
             "median_off": statistics.median(t_off) if t_off else None, "ratios": ratios, "ratio_median": med,
             "ratio_ci95": ci, "target": target, "meets_target": verdict(ci, target),
@@ -348,16 +376,17 @@ def measure(toggle, name, work, per, unit, pairs, target, progress=None, every=1
     on = lambda: toggle.run(True, lambda: time_it(work))  # noqa: E731
     off = lambda: toggle.run(False, lambda: time_it(work))  # noqa: E731
     first_on, first_off = on()[1], off()[1]
-    t_on, t_off, same = [], [], first_on == first_off
+    t_on, t_off, same, h_on, h_off = [], [], first_on == first_off, [], []
     for i in range(pairs):
         for fn in ((on, off) if i % 2 == 0 else (off, on)):
-            dt, out = fn()
+            dt, out, host = fn()
             (t_on if fn is on else t_off).append(dt / per * 1e3)
+            (h_on if fn is on else h_off).append(host)
             if out is not None:
                 same = same and out == first_on
         if progress is not None and (i + 1) % every == 0 and i + 1 < pairs:
-            progress(dict(record(toggle, name, unit, t_on, t_off, target, same, first_on), partial=True))
-    return record(toggle, name, unit, t_on, t_off, target, same, first_on)
+            progress(dict(record(toggle, name, unit, t_on, t_off, target, same, first_on, h_on, h_off), partial=True))
+    return record(toggle, name, unit, t_on, t_off, target, same, first_on, h_on, h_off)
 
 
 def save(out, toggle, records):
@@ -439,6 +468,10 @@ def main(argv=None):
                   f"95% interval {ci[0]:.4f}-{ci[1]:.4f}: {target} {state}; outputs equal: {rec['outputs_equal']}",
                   flush=True)
             print("  pairs' ratios: " + " ".join(f"{x:.3f}" for x in rec["ratios"]), flush=True)
+            if rec["cpu_ratio_ci95"]:
+                lo, hi = rec["cpu_ratio_ci95"]
+                print(f"  this thread's CPU time on / off: median {rec['cpu_ratio_median']:.4f}, 95% interval "
+                      f"{lo:.4f}-{hi:.4f} (a diagnostic: the verdict is the wall time's)", flush=True)
             save(a.out, a.toggle, records)  # after each work: a call cut short keeps what it measured
             del work
             torch.cuda.empty_cache()

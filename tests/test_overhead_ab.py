@@ -127,7 +127,8 @@ def test_the_route_toggle_pauses_the_route_around_the_work_without_holding_its_l
 
 def test_a_long_measurement_hands_over_its_pairs_so_far_marked_partial(monkeypatch):
     clock = iter(range(1, 1000))
-    monkeypatch.setattr(ab, "time_it", lambda fn: (next(clock) * 1e-3, fn()))
+    host = lambda t: {"thread_cpu_s": t}  # noqa: E731
+    monkeypatch.setattr(ab, "time_it", lambda fn: (lambda t: (t * 1e-3, fn(), host(t)))(next(clock)))
 
     class Toggle:
         on_name, off_name = "on", "off"
@@ -142,6 +143,25 @@ def test_a_long_measurement_hands_over_its_pairs_so_far_marked_partial(monkeypat
     assert rec["pairs"] == 25 and "partial" not in rec and rec["outputs_equal"] is True
     # alternating order: pair 0 runs on first, pair 1 off first
     assert rec["times_on"][:2] == [3.0, 6.0] and rec["times_off"][:2] == [4.0, 5.0]
+    # each half's host figures ride with its arm, and the thread's CPU ratio is taken pair by pair
+    assert [h["thread_cpu_s"] for h in rec["host_on"][:2]] == [3, 6] and rec["host_off"][1] == {"thread_cpu_s": 5}
+    assert rec["cpu_ratio_median"] == ab.median_ci([x / y for x, y in zip(rec["times_on"], rec["times_off"])])[0]
+
+
+def test_the_host_figures_of_a_half_come_from_the_thread_the_process_and_proc_stat():
+    """host_spent over real work: this thread's CPU time grows with a busy loop (up to 0.15 s of it; the process's
+    counts it too), the CPUs' busy count is a share of the machine, and an idle wait adds no thread CPU time."""
+    a = ab.host_now()
+    c0, t0 = ab.time.thread_time(), ab.time.perf_counter()
+    while ab.time.thread_time() - c0 < 0.15 and ab.time.perf_counter() - t0 < 10:  # a busy host gives it less
+        pass
+    b = ab.host_now()
+    busy = ab.host_spent(a, b)
+    assert 0.15 <= busy["thread_cpu_s"] <= busy["proc_cpu_s"] + 1e-3 and busy["steal_s"] >= 0
+    assert busy["busy_cpus"] is None or 0 <= busy["busy_cpus"] <= ab.os.cpu_count() + 1e-9
+    ab.time.sleep(0.2)
+    idle = ab.host_spent(b, ab.host_now())
+    assert idle["thread_cpu_s"] < 0.05 and idle["nivcsw"] >= 0
 
 
 def test_the_tracer_toggle_reads_its_detach_steps_from_the_trace(tmp_path):
@@ -170,7 +190,7 @@ def test_main_saves_each_work_and_its_partial_pairs_with_the_toggles_own_cost(tm
     fake_torch = types.SimpleNamespace(__version__="0", cuda=types.SimpleNamespace(
         get_device_name=lambda: "gpu", empty_cache=lambda: None, synchronize=lambda: None))
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
-    monkeypatch.setattr(ab, "time_it", lambda fn: (0.01, fn()))
+    monkeypatch.setattr(ab, "time_it", lambda fn: (0.01, fn(), {"thread_cpu_s": 0.01}))
 
     class Toggle:
         on_name, off_name = "attached", "detached"

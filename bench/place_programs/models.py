@@ -95,6 +95,14 @@ def graphed_model(static_x, static_y):
     return graph, static_loss
 
 
+def graphed_step(graph, static_x, static_y, x, y):
+    """One step of graphed.py's loop: the batch (x, y) copied into the static inputs the graph was captured on,
+    then the captured training step replayed."""
+    static_x.copy_(x)
+    static_y.copy_(y)
+    graph.replay()
+
+
 def graphed_inputs(steps):
     """graphed.py's data: `steps` batches of inputs and labels on the GPU, and the static copies of the first that
     the graph is captured on."""
