@@ -44,9 +44,13 @@ Work (the models of bench/place_programs/, random weights, nothing downloaded):
   graph   a step of graphed.py's loop: new data copied into the static inputs and the captured training step (an
           MLP, SGD) replayed as one CUDA graph, ms per step (captured before the warm-up, once, in the state the
           process starts in: routed under place, attached under profile)
+  ddp     a step of ddp.py's loop on every rank torchrun started (8 linear layers 4096 wide, 512 rows, AdamW,
+          DistributedDataParallel over NCCL), ms per step on rank 0, which alone prints and writes; every rank runs
+          the same pairs in the same order, and each step's gradient reduction keeps the ranks' halves together
 
     umscope place --kind device -- python3 bench/overhead_ab.py --toggle route [--work llama,gpt2,train,compiled,graph]
     python3 bench/overhead_ab.py --toggle sampler
+    umscope place --kind device -- torchrun --standalone --nproc_per_node 2 bench/overhead_ab.py --work ddp
     umscope profile --um-trace -- python3 bench/overhead_ab.py --toggle tracer
         [--pairs 12] [--tokens 64] [--steps 4] [--out DIR]
 
@@ -187,9 +191,25 @@ def graphed(steps):
     return work, steps, "ms/step"
 
 
+def distributed(steps):
+    import torch
+    import torch.distributed as dist
+    from models import ddp_model, ddp_step  # bench/place_programs/models.py
+    if not dist.is_initialized():
+        dist.init_process_group("nccl")
+    ddp, opt = ddp_model(int(os.environ["LOCAL_RANK"]))
+    g = torch.Generator(device="cuda").manual_seed(10 + dist.get_rank())
+
+    def work():
+        for _ in range(steps):
+            ddp_step(ddp, opt, torch.randn(512, 4096, device="cuda", generator=g))
+        return None  # it trains on: its losses are not comparable between repetitions
+    return work, steps, "ms/step"
+
+
 WORKS = {"llama": lambda a: generation("llama", a.tokens), "gpt2": lambda a: generation("gpt2", a.tokens),
          "train": lambda a: training(a.steps), "compiled": lambda a: compiled(a.steps),
-         "graph": lambda a: graphed(a.steps)}
+         "graph": lambda a: graphed(a.steps), "ddp": lambda a: distributed(a.steps)}
 
 
 class RouteToggle:
@@ -428,7 +448,7 @@ def make_toggle(which):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--toggle", default="route")
-    p.add_argument("--work", default="llama,gpt2,train")  # or compiled, graph
+    p.add_argument("--work", default="llama,gpt2,train")  # or compiled, graph, ddp
     p.add_argument("--pairs", type=int, default=12)
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--steps", type=int, default=4)
@@ -439,10 +459,16 @@ def main(argv=None):
     why = (f"unknown --toggle {a.toggle} ({', '.join(TARGETS)})" if a.toggle not in TARGETS else
            f"unknown work {','.join(bad)}" if bad else
            "--pairs needs at least 6 (the 95% interval)" if a.pairs < 6 else
-           "--tokens and --steps need at least 1" if a.tokens < 1 or a.steps < 1 else None)
+           "--tokens and --steps need at least 1" if a.tokens < 1 or a.steps < 1 else
+           "--work ddp runs on the ranks torchrun starts: torchrun --standalone --nproc_per_node 2 "
+           "bench/overhead_ab.py --work ddp" if "ddp" in works and "LOCAL_RANK" not in os.environ else None)
     if why:
         print(f"overhead_ab: {why}", file=sys.stderr)
         return 2
+    if "LOCAL_RANK" in os.environ:  # a rank torchrun started: its GPU before anything of CUDA starts
+        import torch
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    lead = int(os.environ.get("RANK", "0")) == 0  # the rank that prints and writes (every rank measures)
     toggle, why = make_toggle(a.toggle)
     if toggle is None:
         print(f"overhead_ab: {why}", file=sys.stderr)
@@ -450,6 +476,8 @@ def main(argv=None):
     import torch
     target = TARGETS[a.toggle]
     records = []
+    out = a.out if lead else None
+    say = print if lead else (lambda *args, **kw: None)
     try:
         for w in works:
             work, per, unit = WORKS[w](a)
@@ -458,26 +486,28 @@ def main(argv=None):
                          nvtx_injection=os.environ.get("NVTX_INJECTION64_PATH"))
             cost = (lambda: {"toggle_cost": toggle.about()}) if hasattr(toggle, "about") else dict  # noqa: E731
             rec = measure(toggle, w, work, per, unit, a.pairs, target,
-                          progress=lambda part: save(a.out, a.toggle, records + [dict(part, **about, **cost())]))
+                          progress=lambda part: save(out, a.toggle, records + [dict(part, **about, **cost())]))
             rec.update(about, **cost())
             records.append(rec)
             ci = rec["ratio_ci95"]
             state = {True: "met", False: "MISSED", None: "not decided"}[rec["meets_target"]]
-            print(f"{a.toggle} {w}: {toggle.on_name} {rec['median_on']:.3f} {unit}, {toggle.off_name} "
-                  f"{rec['median_off']:.3f} {unit}, ratio median {rec['ratio_median']:.4f} over {a.pairs} pairs, "
-                  f"95% interval {ci[0]:.4f}-{ci[1]:.4f}: {target} {state}; outputs equal: {rec['outputs_equal']}",
-                  flush=True)
-            print("  pairs' ratios: " + " ".join(f"{x:.3f}" for x in rec["ratios"]), flush=True)
+            say(f"{a.toggle} {w}: {toggle.on_name} {rec['median_on']:.3f} {unit}, {toggle.off_name} "
+                f"{rec['median_off']:.3f} {unit}, ratio median {rec['ratio_median']:.4f} over {a.pairs} pairs, "
+                f"95% interval {ci[0]:.4f}-{ci[1]:.4f}: {target} {state}; outputs equal: {rec['outputs_equal']}",
+                flush=True)
+            say("  pairs' ratios: " + " ".join(f"{x:.3f}" for x in rec["ratios"]), flush=True)
             if rec["cpu_ratio_ci95"]:
                 lo, hi = rec["cpu_ratio_ci95"]
-                print(f"  this thread's CPU time on / off: median {rec['cpu_ratio_median']:.4f}, 95% interval "
-                      f"{lo:.4f}-{hi:.4f} (a diagnostic: the verdict is the wall time's)", flush=True)
-            save(a.out, a.toggle, records)  # after each work: a call cut short keeps what it measured
+                say(f"  this thread's CPU time on / off: median {rec['cpu_ratio_median']:.4f}, 95% interval "
+                    f"{lo:.4f}-{hi:.4f} (a diagnostic: the verdict is the wall time's)", flush=True)
+            save(out, a.toggle, records)  # after each work: a call cut short keeps what it measured
             del work
             torch.cuda.empty_cache()
     finally:
         toggle.close()
-    print("RESULT " + json.dumps(records))
+        if "torch.distributed" in sys.modules and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+    say("RESULT " + json.dumps(records))
     return 0
 
 

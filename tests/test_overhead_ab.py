@@ -45,6 +45,9 @@ def test_bad_arguments_and_a_process_without_the_part_are_refused_with_exit_2(ca
     assert ab.main(["--toggle", "nvml"]) == 2
     assert "unknown --toggle nvml" in capsys.readouterr().err
     assert ab.main(["--pairs", "5"]) == 2
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert ab.main(["--work", "train,ddp"]) == 2  # not a rank torchrun started: no process group to train in
+    assert "--work ddp runs on the ranks torchrun starts: torchrun --standalone" in capsys.readouterr().err
     monkeypatch.delitem(sys.modules, "umscope_torch_route", raising=False)  # test_place_route's fake install
     assert ab.main([]) == 2  # not under umscope place: nothing imported umscope_torch_route
     assert "umscope place --kind device" in capsys.readouterr().err
@@ -58,7 +61,7 @@ def test_bad_arguments_and_a_process_without_the_part_are_refused_with_exit_2(ca
 def test_every_work_is_documented_and_accepted():
     doc = ab.__doc__.split("Work (")[1].split("\n\n")[0]
     listed = {ln.split()[0] for ln in doc.splitlines()[1:] if ln.startswith("  ") and not ln.startswith("    ")}
-    assert listed == set(ab.WORKS) and "graph" in listed
+    assert listed == set(ab.WORKS) and {"graph", "ddp"} <= listed
 
 
 def test_the_tracer_toggle_switches_only_where_the_state_changes_and_stops_on_a_refusal(monkeypatch):
@@ -214,3 +217,37 @@ def test_main_saves_each_work_and_its_partial_pairs_with_the_toggles_own_cost(tm
     assert [(r[-1]["pairs"], r[-1].get("partial")) for r in saved] == [(10, True), (12, None)]
     last = json.loads((tmp_path / "overhead_ab-tracer.json").read_text())[-1]
     assert last["toggle"] == "tracer" and last["toggle_cost"] == {"detach_s": 0.5} and saved[0][-1]["toggle_cost"]
+
+
+def test_a_rank_other_than_0_measures_on_its_own_gpu_and_neither_prints_nor_writes(tmp_path, monkeypatch, capsys):
+    """Under torchrun every rank runs the same pairs (the ranks' steps wait on each other's gradients); rank 0 alone
+    reports, and each rank takes its GPU (LOCAL_RANK) before CUDA starts."""
+    import types
+    devices = []
+    fake_torch = types.SimpleNamespace(__version__="0", cuda=types.SimpleNamespace(
+        get_device_name=lambda: "gpu", empty_cache=lambda: None, synchronize=lambda: None,
+        set_device=devices.append))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    monkeypatch.setattr(ab, "time_it", lambda fn: (0.01, fn(), {"thread_cpu_s": 0.01}))
+    ran = []
+
+    class Toggle:
+        on_name, off_name = "routed", "paused"
+
+        def run(self, on, fn):
+            ran.append(on)
+            return fn()
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(ab, "make_toggle", lambda which: (Toggle(), None))
+    monkeypatch.setattr(ab, "WORKS", {"ddp": lambda a: (lambda: None, 1, "ms/step")})
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("RANK", "1")
+    assert ab.main(["--work", "ddp", "--pairs", "6", "--out", str(tmp_path)]) == 0
+    assert devices == [1] and len(ran) == 2 + 12  # the warm-ups and 6 pairs, as rank 0 runs them
+    assert capsys.readouterr().out == "" and list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("RANK", "0")
+    assert ab.main(["--work", "ddp", "--pairs", "6", "--out", str(tmp_path)]) == 0
+    assert "RESULT " in capsys.readouterr().out and (tmp_path / "overhead_ab-route.json").exists()

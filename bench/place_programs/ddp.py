@@ -3,10 +3,10 @@
     torchrun --standalone --nproc_per_node 2 ddp.py [--steps 30] [--width 4096] [--layers 8] [--batch 512]
 
 The default model is a stack of 8 square 4096-wide layers (134 M parameters, 537 MB of gradients reduced per
-step) on 512 rows: a GPU-bound step of about 10 ms on an H100, as training is. The first model (two layers,
-8 M parameters, 64 rows) took 1.5-2.1 ms a step, mostly Python and launch time: on 4 x H100 (b7b9039) its
-plain runs' medians moved 20% from one process to the next (1.87 and 1.54 ms), more than the 2% the
-placement is held to, so it could show neither a met nor a missed target.
+step) on 512 rows (the model and its step: models.ddp_model, ddp_step): a GPU-bound step of about 10 ms on an
+H100, as training is. The first model (two layers, 8 M parameters, 64 rows) took 1.5-2.1 ms a step, mostly
+Python and launch time: on 4 x H100 (b7b9039) its plain runs' medians moved 20% from one process to the next
+(1.87 and 1.54 ms), more than the 2% the placement is held to, so it could show neither a met nor a missed target.
 """
 import argparse
 import json
@@ -15,7 +15,7 @@ import time
 
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
+from models import ddp_model, ddp_step
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=30)
@@ -27,13 +27,7 @@ a = p.parse_args()
 rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
 torch.cuda.set_device(local)
 dist.init_process_group("nccl")
-torch.manual_seed(0)
-layers = []
-for _ in range(a.layers):
-    layers += [torch.nn.Linear(a.width, a.width), torch.nn.ReLU()]
-model = torch.nn.Sequential(*layers[:-1]).cuda()
-ddp = DDP(model, device_ids=[local])
-opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
+ddp, opt = ddp_model(local, a.width, a.layers)
 g = torch.Generator(device="cuda").manual_seed(10 + rank)
 losses, times = [], []
 segments_at = {}
@@ -43,10 +37,7 @@ for step in range(a.steps):
     x = torch.randn(a.batch, a.width, device="cuda", generator=g)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    loss = (ddp(x) - x).pow(2).mean()
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
+    loss = ddp_step(ddp, opt, x)
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
     lt = loss.detach().clone()

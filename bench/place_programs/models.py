@@ -1,5 +1,5 @@
-"""The models of generate.py, train.py, compiled.py and graphed.py (random weights, nothing downloaded), as a user's own
-module beside the scripts; bench/overhead_ab.py builds the same models from here."""
+"""The models of generate.py, train.py, compiled.py, graphed.py and ddp.py (random weights, nothing downloaded), as a
+user's own module beside the scripts; bench/overhead_ab.py builds the same models from here."""
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
@@ -110,3 +110,25 @@ def graphed_inputs(steps):
     xs = torch.randn(steps, 256, 1024, device="cuda", generator=g)
     ys = torch.randint(0, 10, (steps, 256), device="cuda", generator=g)
     return xs, ys, xs[0].clone(), ys[0].clone()
+
+
+def ddp_model(local, width=4096, layers=8):
+    """(ddp, optimizer): ddp.py's model, `layers` square `width`-wide linear layers with ReLU between them on GPU
+    `local`, wrapped in DistributedDataParallel (the process group started), AdamW."""
+    from torch.nn.parallel import DistributedDataParallel
+    torch.manual_seed(0)
+    stack = []
+    for _ in range(layers):
+        stack += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    ddp = DistributedDataParallel(torch.nn.Sequential(*stack[:-1]).cuda(), device_ids=[local])
+    return ddp, torch.optim.AdamW(ddp.parameters(), lr=1e-3)
+
+
+def ddp_step(ddp, opt, x):
+    """One step of ddp.py's loop: the model fits x to itself (mean squared error), backward (DDP reduces the
+    gradients across the ranks), AdamW's step; returns the loss."""
+    loss = (ddp(x) - x).pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
