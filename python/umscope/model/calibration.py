@@ -149,7 +149,12 @@ TRIED = {
     # session 24 (branch fault39e): a uTLB the replay released resumes resume_us after it (umsim --resume-us; measured
     # 0.032 us on the calibration programs' entry tables), not replay_fetch_us, so its misses join the replay's burst
     # and the fetch leaves the burst's tail to the next batch (the many-block reads' stale entries on pages of the
-    # granules the batch migrated: 18-34% of a granule's faulted pages on 84-792 blocks, 0-1% on 6-20)
+    # granules the batch migrated: 18-34% of a granule's faulted pages on 84-792 blocks, 0-1% on 6-20). The rule's
+    # search over umsim-7's six with it (128 combinations, the header's command) chose the six + resume: 7 of 17 inside,
+    # largest 47.0% (umsim-7 59.2%); held out 20 of 69, median 16.5% -> 20.4% (the reads' backlog is flushed whole:
+    # their instances side by side keep a batch's duplicates at 50%+). With spread-read as well (256; 512 with
+    # trail-read too) the rule chose six + resume + spread-read: 7 of 17, largest 31.5%; held out 23 of 69, median 14.6%
+    # (/work/notes/f39e.md). Left here for the lead to adopt or not.
     "resume": ("resume_us",),
 }
 
