@@ -296,3 +296,30 @@ def test_replay_timeline_places_each_entry_against_the_previous_replay(tmp_path)
     assert {k: tm[k] for k in ("entries", "before_previous_page", "before_new", "burst", "later")} == \
         {"entries": 3, "before_previous_page": 1, "before_new": 0, "burst": 1, "later": 1}
     assert sim_events.replay_timeline(sim_events.model_lines(log)[:4], 2.8) is None  # one batch: nothing to place
+
+
+def test_resume_delays_from_a_replay_to_a_released_utlbs_next_miss(tmp_path):
+    # Batch 1: uTLBs (0, 1) page 0 and (0, 2) page 1, replayed at tg 1000. After it (0, 2) writes page 1 again at 1010
+    # (a page the batch held: a re-fault, not a resume), then page 5 at 1100; (0, 1) page 4 at 1064: the first new-page
+    # entry of a batch-1 uTLB comes 64 ns after the replay. Batch 2 (pages 4, 5 and the re-fault) replayed at tg 3000;
+    # (0, 1) page 8 at 3032 (32 ns), (0, 3) page 9 at 3001 (not a batch-2 uTLB). Batches 3 and 4 are the table's last
+    # two (it may cut them): left out. Delays 0.064 and 0.032 us: median 0.048.
+    tr = [fault(1, 0, 100, 0), fault(1, 1, 101, 5, cl=2),
+          {"k": "uvm_replay", "g": 0, "b": 1, "ct": 1, "t": 1500, "tg": 1000},
+          fault(2, 1, 2000, 1010, cl=2), fault(2, 4, 2001, 1064), fault(2, 5, 2002, 1100, cl=2),
+          {"k": "uvm_replay", "g": 0, "b": 2, "ct": 1, "t": 3500, "tg": 3000},
+          fault(3, 9, 4000, 3001, cl=3), fault(3, 8, 4001, 3032),
+          {"k": "uvm_replay", "g": 0, "b": 3, "ct": 1, "t": 5500, "tg": 5000},
+          fault(4, 12, 6000, 5001)]
+    assert sim_events.resume_delays(tr) == {"us_p50": 0.048, "n": 2}
+    assert sim_events.resume_delays([]) is None and sim_events.resume_delays(tr[:2]) is None  # no replay
+    # a wait longer than cap_us is the launch's end, not a resume: with 0.05 us batch 1's 0.064 is left out
+    assert sim_events.resume_delays(tr, cap_us=0.05) == {"us_p50": 0.032, "n": 1}
+    # entry_figures: the median over the calibration programs with an entry table (written and read back)
+    t = tmp_path / "k0.entries.txt.gz"
+    sim_events.entry_table(tr, t)
+    assert sim_events.resume_delays(sim_events.table_lines(t)) == {"us_p50": 0.048, "n": 2}
+    f = calibration.entry_figures([(validation.read_on(20), {"entry_table": str(t)}),
+                                   (validation.read_on(6), {"entry_table": None})])
+    assert f["resume_us"] == 0.048
+    assert "resume_us" not in calibration.entry_figures([(validation.read_on(6), {"entry_table": None})])

@@ -538,3 +538,43 @@ def test_timed_counts_batches_flushed_whole_by_the_update_put_ratio(tmp_path):
             got[(inst, ratio)] = s["update_put_batches"] / s["batches"]
     assert got == {("0,1", 0): 1.0, ("0,1", 50): 0.0, ("0,1", 100): 0.0,
                    ("0,0,1", 0): 1.0, ("0,0,1", 50): 1.0, ("0,0,1", 100): 0.0}
+
+
+def test_timed_resume_us_lets_released_utlbs_miss_in_the_replays_burst(tmp_path):
+    # Four SMs, one page each per grid step (pages 0-3 then 4-7), 4-page granules, no prefetch, one faulted page per
+    # uTLB, the GPU writing one entry per us, the driver fetching 10 us after the first entry and 2.5 us after a replay,
+    # servicing in 5 us + 1 us per migrated page. Batch 1 takes pages 0-3 (written 0-3 us), migrates granule 0 and
+    # replays at 10 + 5 + 4 = 19 us, releasing all four. Default (as --resume-us 2.5): they resume 2.5 us after the
+    # replay and miss pages 4-7 at 21.5, written 21.5-24.5 us; the fetch at 21.5 takes page 4 alone (batch 2 migrates
+    # granule 1), pages 5-7 are written during its service and counted stale in batch 3. --resume-us 0: they miss at
+    # the replay, written 19-22 us; the fetch at 21.5 takes pages 4-6 and only page 7 is stale.
+    base = dict(capacity=64 * PB, unit=16 * PB, granule=4 * PB, prefetch="off", resident_blocks=4, sms=4,
+                block_bytes=PB, timed=True, utlb_faults=1, resident_ns=100, fetch_us=10, batch_us=5, page_us=1,
+                write_ns=1000, replay_fetch_us=2.5)
+    got = {}
+    for r in (None, 2.5, 0):
+        log = tmp_path / f"e{r}.log"
+        s = replay(tmp_path, [(0, 8)], list(range(8)) + [B], entry_log=log, **({} if r is None else {"resume_us": r}),
+                   **base)
+        rows = [x.split() for x in log.read_text().splitlines() if x.startswith("f")]
+        got[r] = ((s["entries"], s["batches"], s["stale_entries"]), [(int(x[1]), int(x[2]), float(x[5])) for x in rows])
+    assert got[None] == got[2.5]
+    assert got[None][0] == (8, 3, 3) and got[None][1][4:] == [(2, 4, 21500), (3, 5, 22500), (3, 6, 23500),
+                                                              (3, 7, 24500)]
+    assert got[0][0] == (8, 3, 1) and got[0][1][4:] == [(2, 4, 19000), (2, 5, 20000), (2, 6, 21000), (3, 7, 22000)]
+    # A small grid of the migration kernel's shape (16 KiB blocks, 4 unrolled, two instances an entry, 20 ns a write):
+    # the released uTLBs' misses are fetched with the replay's burst instead of being left stale behind the next
+    # fetch, so the count falls (the direction the calibration programs' reads on 6-20 blocks take, 10047 -> 9479 on
+    # 6, docs: /work/notes/f39e.md)
+    f = tmp_path / "g.umstrace"
+    sim.write_trace(f, [(0, 2048)], list(range(2048)) + [B], PB)
+    grid = dict(trace=f, capacity=8192 * PB, resident_blocks=8, sms=8, block_bytes=4 * PB, timed=True, unroll=4,
+                utlb_faults=2, resident_ns=50, fetch_us=50, batch_us=20, page_us=0.5, write_ns=20, replay_fetch_us=2.6,
+                entry_instances="0,1")
+    late, now = sim.run(grid), sim.run(dict(grid, resume_us=0))
+    assert now["entries"] < late["entries"] and now["stale_entries"] < late["stale_entries"]
+    for bad in (dict(resume_us=-1), dict(resume_us="x")):
+        with pytest.raises(UsageError):
+            sim.run(dict(grid, **bad))
+    with pytest.raises(UsageError, match="--resume-us needs --timed"):
+        sim.run({"trace": f, "capacity": 8192 * PB, "resume_us": 0})

@@ -171,7 +171,7 @@ void usage() {
       "             [--timed --unroll N --utlb-faults N --resident-ns NS --fetch-us US --batch-us US --page-us US\n"
       "              --update-put-ratio PCT --max-batches-per-service N [--entry-log FILE]\n"
       "              [--entry-instances W1,W2,...] [--cross-utlb-merge on|off] [--utlb-fault-weights W1,...]\n"
-      "              [--replay-fetch-us US] [--interleave on|off] [--write-ns NS]\n"
+      "              [--replay-fetch-us US [--resume-us US]] [--interleave on|off] [--write-ns NS]\n"
       "              [--block-order ordered|shuffled|groups]\n"
       "              [--page-order pages|chunks] [--release replay|blocks] [--fault-burst-us US]\n"
       "              [--instance-order together|spread] [--instance-gap-ns NS [--instance-gap-by holding|buffer]]]\n"
@@ -246,6 +246,7 @@ static int run_main(int argc, char** argv) {
     else if (a == "--batch-us") p.batch_us = real(val());
     else if (a == "--page-us") p.page_us = real(val());
     else if (a == "--replay-fetch-us") p.replay_fetch_us = real(val());
+    else if (a == "--resume-us") p.resume_us = real(val());
     else if (a == "--write-ns") p.write_ns = real(val());
     else if (a == "--fault-burst-us") p.fault_burst_us = real(val());
     else if (a == "--instance-gap-ns") p.instance_gap_ns = real(val());
@@ -298,6 +299,7 @@ static int run_main(int argc, char** argv) {
     die("--resident-blocks needs --block-bytes and --policy uvm");
   if (p.timed && !p.resident_blocks) die("--timed needs --resident-blocks (the launch it replays in time)");
   if (!p.entry_log.empty() && !p.timed) die("--entry-log needs --timed");
+  if (p.resume_us >= 0 && !p.timed) die("--resume-us needs --timed");
   if (p.timed && (p.utlb_faults < 1 || p.utlb_faults > 8)) die("--utlb-faults must be 1 to 8");
   if (p.timed && (p.unroll < 1 || p.max_batches_per_service < 1)) die("--unroll and --max-batches-per-service must be at least 1");
   if (unit == 0) unit = p.policy == "svm" ? (64ull << 20) : (2ull << 20);

@@ -579,13 +579,15 @@ class Sim {
         x.nout = w;
         if (had && x.nout == 0) x.cap = next_cap(i);  // released: its next stall's pages
         // A released uTLB resumes once its retried accesses complete: with replay_fetch_us, after the burst of
-        // re-faults (the still-missing accesses) the next fetch takes; its new misses come later. With
+        // re-faults (the still-missing accesses) the next fetch takes; its new misses come later (with --resume-us,
+        // that long after the replay: its misses join the burst). With
         // --fault-burst-us its warps retry at the replay and its misses make the replay's burst: it resumes at the
         // replay, and every uTLB's burst window opens there.
         if (burst > 0 && (had || x.blocked)) x.open = tr + burst;
         if (x.blocked && x.nout < x.cap) {
           x.blocked = false;
-          x.t = std::max(x.t, tr + (had && !x.nout && burst <= 0 ? rfetch : 0));
+          const double resume = p_.resume_us >= 0 ? p_.resume_us * 1e3 : rfetch;  // --resume-us: in the burst
+          x.t = std::max(x.t, tr + (had && !x.nout && burst <= 0 ? resume : 0));
         }
       }
       drv = tr;

@@ -156,6 +156,12 @@ struct Params {
   // burst of faults writes by then are in it; measured: the driver's fault events, GPU write time of a batch's
   // entries after the previous replay's completion)
   double replay_fetch_us = 0;
+  // --resume-us US (negative: off): a uTLB released by a replay (its faulted pages all resident) resumes US after the
+  // replay, so its new misses join the burst of entries the replay lets go and a fetch replay_fetch_us after it takes
+  // those written by then, leaving the rest for the next batch (umsim-4..7: it resumes replay_fetch_us after the
+  // replay, its misses after the fetch). Measured (the driver's fault events of the calibration programs,
+  // umscope.model.events.resume_delays): the GPU time from a replay to the first entry written after it.
+  double resume_us = -1;
   // --block-order shuffled: an SM's resident blocks run side by side, so the first of them to miss in a grid
   // step is any of them, not the lowest-numbered (measured: the driver's fault events of um-truth with 8 blocks
   // per SM fault pages spread over the whole grid step in each batch, not the pages of its first blocks)

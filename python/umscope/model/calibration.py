@@ -79,11 +79,22 @@ def entry_figures(calib):
         g = sorted(x["ns_per_utlb"] for x in (instance_gaps(n) for c, n in calib if family(c) == fam) if x)
         if g:
             out[f"instance_gap_ns_{fam}"] = round(statistics.median(g), 3)
+    # a uTLB the replay released resumes at once (umsim --resume-us): the median over the calibration programs with an
+    # entry table of each one's median GPU time from a batch's replay to the first new-page entry of one of its uTLBs
+    rd = sorted(x["us_p50"] for x in (resume_delays(n) for c, n in calib) if x)
+    if rd:
+        out["resume_us"] = round(statistics.median(rd), 3)
     # the uTLBs faulting at once, as the figure's denominator counts them: those with entries in the buffer (the
     # driver's batch shows the uTLBs whose entries it fetched; structural, no figure)
     out["instance_gap_by"] = "buffer"
     out["entry_figures_from"] = src
     return out
+
+
+def resume_delays(counted):
+    """events.resume_delays() of a calibration program's entry table (None where it kept none)."""
+    table = counted.get("entry_table")
+    return events.resume_delays(events.table_lines(table)) if table and os.path.exists(table) else None
 
 
 def instance_gaps(counted):
@@ -135,6 +146,16 @@ TRIED = {
     # block-groups: 7 of 17, largest |error| 59.2%, against umsim-6's six with block-order: 7 of 17, 64.8%), so
     # umsim-7 searches block-groups in its place (docs/simulator.md).
     "block-order": ("block_order",),
+    # session 24 (branch fault39e): a uTLB the replay released resumes resume_us after it (umsim --resume-us; measured
+    # 0.032 us on the calibration programs' entry tables), not replay_fetch_us, so its misses join the replay's burst
+    # and the fetch leaves the burst's tail to the next batch (the many-block reads' stale entries on pages of the
+    # granules the batch migrated: 18-34% of a granule's faulted pages on 84-792 blocks, 0-1% on 6-20). The rule's
+    # search over umsim-7's six with it (128 combinations, the header's command) chose the six + resume: 7 of 17 inside,
+    # largest 47.0% (umsim-7 59.2%); held out 20 of 69, median 16.5% -> 20.4% (the reads' backlog is flushed whole:
+    # their instances side by side keep a batch's duplicates at 50%+). With spread-read as well (256; 512 with
+    # trail-read too) the rule chose six + resume + spread-read: 7 of 17, largest 31.5%; held out 23 of 69, median 14.6%
+    # (/work/notes/f39e.md). Left here for the lead to adopt or not.
+    "resume": ("resume_us",),
 }
 
 

@@ -18,6 +18,7 @@ number of distinct (batch, t) pairs: summary() reports both, and the check.
 
 summary() keeps the figures small (a few KB per program) so the raw traces need not be kept."""
 
+import bisect
 import gzip
 import math
 import statistics
@@ -355,6 +356,43 @@ def instance_gaps(lines):
     gap, utlbs = statistics.median(gaps), statistics.median(len(u) for u in by_batch.values())
     return {"gap_ns_p50": gap, "utlbs_per_batch_p50": utlbs, "ns_per_utlb": round(gap / utlbs, 3),
             "split_share": round(split / multi, 4)}
+
+
+def resume_delays(lines, cap_us=50.0):
+    """From a calibration program's entry table (table_lines()): per replay of a batch (but the table's last two, which
+    it may cut), the GPU us from the replay to the first entry, written after it, of one of the batch's uTLBs on a page
+    the batch did not hold (a uTLB the replay released going on to its next miss; umsim --resume-us), within cap_us
+    (a longer wait is the launch's end, not a resume). Returns the delays' median and count, None without any."""
+    reps = {e["b"]: e["tg"] for e in lines if e.get("k") == "uvm_replay" and "tg" in e}
+    faults = [e for e in lines if e.get("k") == "uvm_fault" and "tg" in e]
+    if not faults or not reps:
+        return None
+    last = max(e["b"] for e in faults)
+    pages, utlbs, by_utlb = defaultdict(set), defaultdict(set), defaultdict(list)
+    for e in faults:
+        u = (e.get("gpc"), e.get("cl"))
+        pages[e["b"]].add(e["a"] // PAGE)
+        utlbs[e["b"]].add(u)
+        by_utlb[u].append((e["tg"], e["a"] // PAGE))
+    for v in by_utlb.values():
+        v.sort()
+    delays = []
+    for b, r in reps.items():
+        if b >= last - 1 or b not in utlbs:
+            continue
+        best = None
+        for u in utlbs[b]:
+            v = by_utlb[u]
+            i = bisect.bisect_left(v, (r, -1))
+            while i < len(v) and v[i][1] in pages[b]:
+                i += 1
+            if i < len(v) and v[i][0] - r <= cap_us * 1e3:
+                best = v[i][0] - r if best is None else min(best, v[i][0] - r)
+        if best is not None:
+            delays.append(best / 1e3)
+    if not delays:
+        return None
+    return {"us_p50": round(statistics.median(delays), 3), "n": len(delays)}
 
 
 def replay_timeline(lines, burst_us, page_bytes=PAGE):

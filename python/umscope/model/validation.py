@@ -495,7 +495,7 @@ def compare(meta, counts, device, tmp, quiet=False):
                     tp["instance_gap_ns"] = device[f"instance_gap_ns_{op}"]
                     tp["instance_gap_by"] = device.get("instance_gap_by")  # None: umsim's default (holding)
                 for k in ("replay_fetch_us", "cross_utlb_merge", "interleave", "write_ns", "block_order", "page_order",
-                          "release", "fault_burst_us", "instance_order"):
+                          "release", "fault_burst_us", "instance_order", "resume_us"):
                     if device.get(k) is not None:
                         tp[k] = device[k]
                 if device.get("block_order_groups"):  # calibration.TRIED's block-groups, over block_order
