@@ -154,7 +154,7 @@ TRIED = {
     # largest 47.0% (umsim-7 59.2%); held out 20 of 69, median 16.5% -> 20.4% (the reads' backlog is flushed whole:
     # their instances side by side keep a batch's duplicates at 50%+). With spread-read as well (256; 512 with
     # trail-read too) the rule chose six + resume + spread-read: 7 of 17, largest 31.5%; held out 23 of 69, median 14.6%
-    # (/work/notes/f39e.md). Left here for the lead to adopt or not.
+    # (docs/simulator.md). Not in FEATURES until the rule's search over all of FEATURES with it has chosen.
     "resume": ("resume_us",),
 }
 
