@@ -75,13 +75,14 @@ def entry_figures(calib):
     # the gap between a uTLB's consecutive instances of one page per uTLB faulting at once (umsim --instance-gap-ns),
     # per kernel family: the median over the family's calibration programs with an entry table (all of them: the gap
     # is measured against the concurrency, which is what the low ones lack)
+    tables = [(c, lines) for c, lines in ((c, entry_table_lines(n)) for c, n in calib) if lines is not None]
     for fam in ("read", "write", "truth"):
-        g = sorted(x["ns_per_utlb"] for x in (instance_gaps(n) for c, n in calib if family(c) == fam) if x)
+        g = [x["ns_per_utlb"] for x in (events.instance_gaps(t) for c, t in tables if family(c) == fam) if x]
         if g:
             out[f"instance_gap_ns_{fam}"] = round(statistics.median(g), 3)
     # a uTLB the replay released resumes at once (umsim --resume-us): the median over the calibration programs with an
     # entry table of each one's median GPU time from a batch's replay to the first new-page entry of one of its uTLBs
-    rd = sorted(x["us_p50"] for x in (resume_delays(n) for c, n in calib) if x)
+    rd = [x["us_p50"] for x in (events.resume_delays(t) for _, t in tables) if x]
     if rd:
         out["resume_us"] = round(statistics.median(rd), 3)
     # the uTLBs faulting at once, as the figure's denominator counts them: those with entries in the buffer (the
@@ -91,16 +92,11 @@ def entry_figures(calib):
     return out
 
 
-def resume_delays(counted):
-    """events.resume_delays() of a calibration program's entry table (None where it kept none)."""
+def entry_table_lines(counted):
+    """A calibration program's entry table as events.table_lines() reads it, read once for every figure taken from it
+    (None where it kept none)."""
     table = counted.get("entry_table")
-    return events.resume_delays(events.table_lines(table)) if table and os.path.exists(table) else None
-
-
-def instance_gaps(counted):
-    """events.instance_gaps() of a calibration program's entry table (None where it kept none)."""
-    table = counted.get("entry_table")
-    return events.instance_gaps(events.table_lines(table)) if table and os.path.exists(table) else None
+    return events.table_lines(table) if table and os.path.exists(table) else None
 
 
 # The mechanisms umsim-4 and later can add to umsim-3's replay, each with its figures measured by entry_figures()
@@ -154,7 +150,8 @@ TRIED = {
     # largest 47.0% (umsim-7 59.2%); held out 20 of 69, median 16.5% -> 20.4% (the reads' backlog is flushed whole:
     # their instances side by side keep a batch's duplicates at 50%+). With spread-read as well (256; 512 with
     # trail-read too) the rule chose six + resume + spread-read: 7 of 17, largest 31.5%; held out 23 of 69, median 14.6%
-    # (docs/simulator.md). Not in FEATURES until the rule's search over all of FEATURES with it has chosen.
+    # (docs/simulator.md). The rule's search over all of FEATURES with it and spread-read (4096 combinations) chose the
+    # same eight; not in FEATURES until they are adopted as umsim-8 with the validation regenerated.
     "resume": ("resume_us",),
 }
 
