@@ -154,6 +154,17 @@ def test_complete_driver_events_give_the_timelines_and_allocations(tmp_path):
     assert tr["migrations_source"] == "CUPTI records" and tr["allocations"][0]["htod"] == 2 << 20
     noclock = [x for x in base if x.get("k") != "clocks"] + [done]
     assert parse_trace(_write(tmp_path, noclock), ["00000000:1b:00.0"])["migrations_source"] == "CUPTI records"
+    # Two GPUs on the host: the driver numbers its GPUs its own way, not by CUDA ordinal. Where CUPTI's records and
+    # the driver's migrations each name one GPU (the program used one), the events are that GPU's, as on a host with
+    # one GPU (session 25: on 2 x H200 a one-GPU program's events were left out).
+    buses = ["00000000:1b:00.0", "00000000:1c:00.0"]
     two = base[:2] + [{"k": "device", "id": 1, "bus": "0000:1C:00.0"}] + base[2:] + [done]
-    assert parse_trace(_write(tmp_path, two), ["00000000:1b:00.0", "00000000:1c:00.0"])["migrations_source"] == \
-        "CUPTI records"  # the driver numbers its GPUs its own way: CUPTI's per-GPU records stay
+    tr = parse_trace(_write(tmp_path, two), buses)
+    assert tr["migrations_source"] == "the driver's events" and tr["allocations"][0]["htod"] == 4 << 20
+    assert list(tr["timeline_by_gpu"]) == list(tr["by_gpu"]) == ["gpu0"]
+    # CUPTI's records on both GPUs, or the driver's migrations to a second GPU: which is which is unknown, so
+    # CUPTI's per-GPU records stay.
+    both = two[:-2] + [dict(two[4], dst=1, s=1_200_000_000, e=1_200_000_100)] + two[-2:]
+    assert parse_trace(_write(tmp_path, both), buses)["migrations_source"] == "CUPTI records"
+    peer = two[:-2] + [dict(two[7], src=2, dst=0)] + two[-2:]
+    assert parse_trace(_write(tmp_path, peer), buses)["migrations_source"] == "CUPTI records"

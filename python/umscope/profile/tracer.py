@@ -119,6 +119,16 @@ def record_gpus(e, name, label) -> list:
     return [label(e.get(_GPU_FIELD.get(name, "dst"), 0))]
 
 
+def one_gpu(out, ev):
+    """The label of the one GPU the driver's events belong to, or None. The driver numbers its GPUs its own way, not
+    by CUDA ordinal: on a host with one GPU that GPU is it; with several, it is the GPU CUPTI's unified-memory
+    records name where both they and the driver's migrations name a single GPU (the program used one)."""
+    if len(out["devices"]) <= 1:
+        return next(iter(out["devices"]), next(iter(out["by_gpu"]), "gpu"))
+    driver = {p for e in ev if e.get("k") == "uvm_migration" for p in (e["src"], e["dst"]) if p != 0}
+    return next(iter(out["by_gpu"])) if len(driver) == 1 and len(out["by_gpu"]) == 1 else None
+
+
 def _add_to_allocation(per_alloc, allocs, addr, n, way, t):
     """Adds a migration of n bytes at addr (way: htod or dtoh, at t seconds) to the allocation holding it."""
     for a, b in allocs:
@@ -378,10 +388,10 @@ def parse_trace(path, gpus=()) -> dict:
     out["driver_events"] = summarise(ev)  # the driver's own event queue, with --uvm-events
     out["migrations_source"] = "CUPTI records"
     moves = migrations_on_trace_clock(ev) if out["driver_events"].get("complete") else None
-    if moves is not None and len(out["devices"]) <= 1:
+    gpu = one_gpu(out, ev)
+    if moves is not None and gpu:
         # Every migration the driver made (nothing dropped), where CUPTI's records may hold a share: the timelines
-        # and per-allocation figures come from them. With several GPUs CUPTI's records stay (the driver numbers its
-        # processors its own way, not by CUDA ordinal).
+        # and per-allocation figures come from them.
         timeline, cum, per_alloc = {"htod": [], "dtoh": []}, {"htod": 0, "dtoh": 0}, {}
         for way, addr, n, t, _ in moves:
             if way not in cum:
@@ -391,7 +401,6 @@ def parse_trace(path, gpus=()) -> dict:
             timeline[way].append((x, cum[way]))
             _add_to_allocation(per_alloc, allocs, addr, n, way, x)
         _thin(per_alloc)
-        gpu = next(iter(out["devices"]), next(iter(out["by_gpu"]), "gpu"))  # the one GPU: its timeline is the whole
         out.update(timeline=timeline, allocations=list(per_alloc.values()), timeline_by_gpu={gpu: timeline},
                    migrations_source="the driver's events")
     out["tracks"] = event_tracks(ev, um, t0, allocs, label,
