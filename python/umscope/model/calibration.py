@@ -116,6 +116,18 @@ FEATURES = {
     # a candidate of session 18, which the rule has not chosen: the SMs' warps stall at a fault until the replay that
     # services it and fault in a burst right after each replay (umsim --fault-burst-us)
     "stall": ("fault_burst_us",),
+    # umsim-8 (session 25): a uTLB the replay released resumes resume_us after it (umsim --resume-us; measured
+    # 0.032 us on the calibration programs' entry tables), not replay_fetch_us, so its misses join the replay's burst
+    # and the fetch leaves the burst's tail to the next batch (the many-block reads' stale entries on pages of the
+    # granules the batch migrated: 18-34% of a granule's faulted pages on 84-792 blocks, 0-1% on 6-20; branch
+    # fault39e, session 24)
+    "resume": ("resume_us",),
+    # umsim-8 (session 25): the read kernels' entries of one instant enter the buffer round by round, a page's later
+    # instances after every uTLB's first (umsim --instance-order spread for them; session 20). The rule's search over
+    # FEATURES with these two as the eleventh and twelfth mechanisms (4096 combinations, session 24) chose umsim-7's
+    # six with both: inside the band on 7 of 17 calibration programs, largest |error| 31.5% (umsim-7: 7 of 17,
+    # 59.2%); held out 23 of 69 inside, median |error| 14.6% (umsim-7: 18 of 69, 16.5%)
+    "spread-read": ("instance_order_read",),
 }
 
 # Mechanisms measured on the calibration programs and left out of the rule's search, each with why; usable by name
@@ -132,27 +144,12 @@ TRIED = {
     # the band on 7 of 17 calibration programs, largest |error| 64.8% (umsim-6's own: 7 of 17, 64.8%: the rule keeps
     # umsim-6, fewer mechanisms); the read on 160 blocks -49.3% -> +8.6%; held out 22 of 69, median 13.2%.
     "trail-read": ("instance_gap_ns_read", "instance_gap_by"),
-    # session 20: spread on the read kernels alone (umsim --instance-order spread for them, their entries of one instant
-    # round by round). With umsim-6's mechanisms: 7 of 17, largest |error| 64.8% (the reads on 6 and 7 blocks, which
-    # no driver run splits, +8% and +11%); held out 26 of 69, median 13.2%.
-    "spread-read": ("instance_order_read",),
     # umsim-5's block-order: every SM draws its order of the rounds alone (umsim --block-order shuffled); in FEATURES
     # until session 22. The rule's search over FEATURES with block-groups as an eleventh mechanism (2048
     # combinations) chose block-groups in its place (pages, instances, cross-merge, replay-fetch, write-rate,
     # block-groups: 7 of 17, largest |error| 59.2%, against umsim-6's six with block-order: 7 of 17, 64.8%), so
     # umsim-7 searches block-groups in its place (docs/simulator.md).
     "block-order": ("block_order",),
-    # session 24 (branch fault39e): a uTLB the replay released resumes resume_us after it (umsim --resume-us; measured
-    # 0.032 us on the calibration programs' entry tables), not replay_fetch_us, so its misses join the replay's burst
-    # and the fetch leaves the burst's tail to the next batch (the many-block reads' stale entries on pages of the
-    # granules the batch migrated: 18-34% of a granule's faulted pages on 84-792 blocks, 0-1% on 6-20). The rule's
-    # search over umsim-7's six with it (128 combinations, the header's command) chose the six + resume: 7 of 17 inside,
-    # largest 47.0% (umsim-7 59.2%); held out 20 of 69, median 16.5% -> 20.4% (the reads' backlog is flushed whole:
-    # their instances side by side keep a batch's duplicates at 50%+). With spread-read as well (256; 512 with
-    # trail-read too) the rule chose six + resume + spread-read: 7 of 17, largest 31.5%; held out 23 of 69, median 14.6%
-    # (docs/simulator.md). The rule's search over all of FEATURES with it and spread-read (4096 combinations) chose the
-    # same eight; not in FEATURES until they are adopted as umsim-8 with the validation regenerated.
-    "resume": ("resume_us",),
 }
 
 
