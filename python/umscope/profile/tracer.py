@@ -121,8 +121,9 @@ def record_gpus(e, name, label) -> list:
 
 def one_gpu(out, ev):
     """The label of the one GPU the driver's events belong to, or None. The driver numbers its GPUs its own way, not
-    by CUDA ordinal: on a host with one GPU that GPU is it; with several, it is the GPU CUPTI's unified-memory
-    records name where both they and the driver's migrations name a single GPU (the program used one)."""
+    by CUDA ordinal: on a host with one GPU that GPU is it; with several, it is the GPU CUPTI's records (unified
+    memory, kernels, copies) name where both they and the driver's migrations name a single GPU (the program used
+    one)."""
     if len(out["devices"]) <= 1:
         return next(iter(out["devices"]), next(iter(out["by_gpu"]), "gpu"))
     driver = {p for e in ev if e.get("k") == "uvm_migration" for p in (e["src"], e["dst"]) if p != 0}
