@@ -389,8 +389,8 @@ def parse_trace(path, gpus=()) -> dict:
     out["driver_events"] = summarise(ev)  # the driver's own event queue, with --uvm-events
     out["migrations_source"] = "CUPTI records"
     moves = migrations_on_trace_clock(ev) if out["driver_events"].get("complete") else None
-    gpu = one_gpu(out, ev)
-    if moves is not None and gpu:
+    gpu = one_gpu(out, ev) if moves is not None else None  # its scan of the records only where events are complete
+    if gpu:
         # Every migration the driver made (nothing dropped), where CUPTI's records may hold a share: the timelines
         # and per-allocation figures come from them.
         timeline, cum, per_alloc = {"htod": [], "dtoh": []}, {"htod": 0, "dtoh": 0}, {}
